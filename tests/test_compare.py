@@ -1,0 +1,851 @@
+"""Tests for tfparity.compare on hand-made numpy arrays with known answers.
+
+No deep-learning framework is imported here: tensors from TF/torch are imitated by tiny
+fake classes, so these tests run anywhere numpy does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from tfparity.compare import (
+    Comparison,
+    Tolerance,
+    compare_arrays,
+    compare_batches,
+    compare_output_batches,
+    compare_outputs,
+    default_tolerance,
+    failure_message,
+    flatten,
+    to_numpy,
+    valid_positions,
+)
+
+# Any numpy warning (overflow, invalid value, ...) inside compare.py is a bug here.
+pytestmark = pytest.mark.filterwarnings("error")
+
+F64_TOL = Tolerance(atol=1e-7, rtol=1e-7)
+
+
+def _roundtrip(c: Comparison) -> Comparison:
+    """Serialise as strict JSON (no NaN/Infinity) and rebuild the Comparison."""
+    text = json.dumps(dataclasses.asdict(c), allow_nan=False)
+    return Comparison(**json.loads(text))
+
+
+def _grid() -> np.ndarray:
+    return np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+
+
+# ----------------------------------------------------------------------------- tolerances
+
+
+@pytest.mark.parametrize(
+    ("dtype", "atol", "rtol"),
+    [
+        (np.dtype("float16"), 1e-5, 1e-3),
+        ("float16", 1e-5, 1e-3),
+        ("bfloat16", 1e-5, 1.6e-2),
+        (np.dtype("float32"), 1e-5, 1.3e-6),
+        ("float32", 1e-5, 1.3e-6),
+        (np.dtype("float64"), 1e-7, 1e-7),
+        (np.dtype("int8"), 0.0, 0.0),
+        (np.dtype("int32"), 0.0, 0.0),
+        (np.dtype("int64"), 0.0, 0.0),
+        (np.dtype("uint8"), 0.0, 0.0),
+        (np.dtype("bool"), 0.0, 0.0),
+    ],
+)
+def test_default_tolerance_by_dtype(dtype, atol, rtol):
+    assert default_tolerance(dtype) == Tolerance(atol=atol, rtol=rtol, equal_nan=False)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "expected"),
+    [
+        (np.float16, Tolerance(1e-5, 1e-3)),
+        (np.float32, Tolerance(1e-5, 1.3e-6)),
+        (np.float64, Tolerance(1e-7, 1e-7)),
+        (np.int64, Tolerance(0.0, 0.0)),
+    ],
+)
+def test_default_tolerance_accepts_numpy_scalar_types(dtype, expected):
+    # np.float32 (a type, as in ``np.zeros(3, dtype=np.float32)``) means the same as its dtype.
+    assert default_tolerance(dtype) == expected
+
+
+def test_default_tolerance_framework_dtype_spellings():
+    class FakeTfDType:  # tf.DType has .name == "float16"
+        name = "float16"
+
+    assert default_tolerance(FakeTfDType()) == Tolerance(1e-5, 1e-3)
+    assert default_tolerance("torch.bfloat16") == Tolerance(1e-5, 1.6e-2)
+    assert default_tolerance("tf.float32") == Tolerance(1e-5, 1.3e-6)
+
+
+@pytest.mark.parametrize(
+    ("dtypes", "expected"),
+    [
+        ((np.dtype("float32"), np.dtype("float64")), Tolerance(1e-5, 1.3e-6)),
+        ((np.dtype("float64"), np.dtype("float32")), Tolerance(1e-5, 1.3e-6)),
+        ((np.dtype("float32"), np.dtype("float16")), Tolerance(1e-5, 1e-3)),
+        (("float16", "bfloat16"), Tolerance(1e-5, 1.6e-2)),
+        (("bfloat16", np.dtype("float32")), Tolerance(1e-5, 1.6e-2)),
+        ((np.dtype("int64"), np.dtype("float64")), Tolerance(1e-7, 1e-7)),
+        ((np.dtype("int32"), np.dtype("int64")), Tolerance(0.0, 0.0)),
+        ((), Tolerance(0.0, 0.0)),
+    ],
+)
+def test_default_tolerance_mixed_picks_loosest(dtypes, expected):
+    assert default_tolerance(*dtypes) == expected
+
+
+def test_default_tolerance_is_used_when_none_given():
+    a = np.array([1.0, 2.0], dtype=np.float32)
+    c = compare_arrays(a, a.copy())
+    assert (c.atol, c.rtol) == (1e-5, 1.3e-6)
+    c = compare_arrays(np.array([1, 2]), np.array([1, 2]))
+    assert (c.atol, c.rtol) == (0.0, 0.0)
+
+
+# ----------------------------------------------------------------------------- exact equality
+
+
+def test_exact_equal_arrays_pass_with_zero_stats():
+    a = np.arange(1, 25, dtype=np.float32).reshape(2, 3, 4)
+    c = compare_arrays(a, a.copy(), name="x")
+    assert c.passed is True
+    assert c.name == "x"
+    assert c.total == 24
+    assert c.mismatched == 0
+    assert c.mismatched_percent == 0.0
+    assert c.max_abs_diff == 0.0
+    assert c.mean_abs_diff == 0.0
+    assert c.median_abs_diff == 0.0
+    assert c.p99_abs_diff == 0.0
+    assert c.max_rel_diff == 0.0
+    assert c.required_atol == 0.0
+    assert c.cosine == pytest.approx(1.0, abs=1e-12)
+    assert c.shape == [2, 3, 4] and c.expected_shape == [2, 3, 4]
+    assert c.dtype == "float32" and c.expected_dtype == "float32"
+    assert c.nonfinite_actual == 0 and c.nonfinite_expected == 0
+    assert c.masked_out == 0
+    assert c.problem is None
+    # With no difference anywhere the "worst" element is simply the first one.
+    assert c.worst_index == [0, 0, 0]
+    assert (c.worst_actual, c.worst_expected) == (1.0, 1.0)
+
+
+def test_integers_compare_exactly():
+    a = np.array([[1, 2], [3, 4]], dtype=np.int64)
+    assert compare_arrays(a, a.copy()).passed is True
+    b = a.copy()
+    b[1, 0] = 4
+    c = compare_arrays(a, b)
+    assert c.passed is False
+    assert c.mismatched == 1
+    assert c.max_abs_diff == 1.0
+    assert c.worst_index == [1, 0]
+    assert (c.worst_actual, c.worst_expected) == (3.0, 4.0)
+
+
+def test_all_zero_arrays_have_cosine_one_and_one_zero_side_has_none():
+    z = np.zeros((2, 2))
+    assert compare_arrays(z, z.copy()).cosine == 1.0
+    c = compare_arrays(z, np.ones((2, 2)))
+    assert c.cosine is None
+    assert c.passed is False
+    assert c.mismatched == 4
+
+
+def test_empty_arrays_pass():
+    c = compare_arrays(np.zeros((0, 3)), np.zeros((0, 3)))
+    assert c.passed is True
+    assert c.total == 0
+    assert c.worst_index is None
+    assert c.worst_actual is None and c.worst_expected is None
+    assert c.cosine is None
+    assert c.max_abs_diff == 0.0
+    assert c.mismatched_percent == 0.0
+    _roundtrip(c)
+
+
+def test_zero_dimensional_arrays():
+    c = compare_arrays(np.float64(1.5), np.float64(1.0))
+    assert c.passed is False
+    assert c.shape == []
+    assert c.total == 1
+    assert c.worst_index == []
+    assert c.max_abs_diff == 0.5
+    assert "at index ()" in c.message()
+
+
+# ----------------------------------------------------------------------------- one bad element
+
+
+def test_single_perturbed_element_statistics():
+    expected = _grid()
+    actual = expected.copy()
+    actual[1, 2] = 6.5
+    c = compare_arrays(actual, expected, name="h")
+
+    assert c.passed is False
+    assert (c.atol, c.rtol) == (1e-7, 1e-7)
+    assert c.total == 6
+    assert c.mismatched == 1
+    assert c.mismatched_percent == pytest.approx(100 / 6)
+    assert c.max_abs_diff == 0.5
+    assert c.max_rel_diff == pytest.approx(0.5 / 6.0, rel=1e-12)
+    assert c.worst_index == [1, 2]
+    assert tuple(c.worst_index) == (1, 2)
+    assert c.worst_actual == 6.5
+    assert c.worst_expected == 6.0
+    # Five zero differences and one 0.5.
+    assert c.mean_abs_diff == pytest.approx(0.5 / 6, rel=1e-12)
+    assert c.median_abs_diff == 0.0
+    # Linear interpolation: rank 0.99 * (6 - 1) = 4.95 between 0 and 0.5.
+    assert c.p99_abs_diff == pytest.approx(0.95 * 0.5, rel=1e-12)
+    assert c.required_atol == pytest.approx(0.5 - 1e-7 * 6.0, rel=1e-12)
+    dot = 1 + 4 + 9 + 16 + 25 + 6.5 * 6
+    norm_a = np.sqrt(1 + 4 + 9 + 16 + 25 + 6.5**2)
+    norm_b = np.sqrt(1 + 4 + 9 + 16 + 25 + 36)
+    assert c.cosine == pytest.approx(dot / (norm_a * norm_b), rel=1e-12)
+    assert c.cosine < 1.0
+    assert c.problem is None
+    assert c.nonfinite_actual == 0 and c.nonfinite_expected == 0
+
+
+def test_required_atol_is_the_threshold():
+    expected = _grid()
+    actual = expected.copy()
+    actual[0, 1] = 2.3
+    actual[1, 2] = 6.5
+    rtol = 0.01
+    c = compare_arrays(actual, expected, tolerance=Tolerance(atol=0.0, rtol=rtol))
+    assert c.passed is False
+    # max(|a - b| - rtol * |b|) = max(0.3 - 0.02, 0.5 - 0.06) = 0.44
+    assert c.required_atol == pytest.approx(0.44, rel=1e-12)
+
+    just_enough = Tolerance(atol=c.required_atol * 1.0001, rtol=rtol)
+    again = compare_arrays(actual, expected, tolerance=just_enough)
+    assert again.passed is True
+    assert again.mismatched == 0
+
+    too_small = Tolerance(atol=c.required_atol * 0.9, rtol=rtol)
+    again = compare_arrays(actual, expected, tolerance=too_small)
+    assert again.passed is False
+    assert again.mismatched == 1  # 0.3 <= 0.396 + 0.02 still passes; 0.5 does not
+    assert again.worst_index == [1, 2]
+
+
+def test_tolerance_boundary_is_inclusive():
+    tol = Tolerance(atol=0.25, rtol=0.5)
+    expected = np.array([2.0])  # allowed = 0.25 + 0.5 * 2 = 1.25, all exact in float64
+    at_boundary = compare_arrays(np.array([3.25]), expected, tolerance=tol)
+    assert at_boundary.passed is True
+    assert at_boundary.max_abs_diff == 1.25
+    assert at_boundary.required_atol == 0.25
+
+    below = compare_arrays(np.array([0.75]), expected, tolerance=tol)
+    assert below.passed is True
+
+    over = compare_arrays(np.array([np.nextafter(3.25, np.inf)]), expected, tolerance=tol)
+    assert over.passed is False
+    assert over.mismatched == 1
+    just_over = np.nextafter(1.25, np.inf)  # the next float64 above the allowed difference
+    under = compare_arrays(np.array([2.0 - just_over]), expected, tolerance=tol)
+    assert under.max_abs_diff == just_over
+    assert under.passed is False
+
+
+def test_relative_tolerance_scales_with_expected_not_actual():
+    tol = Tolerance(atol=0.0, rtol=1.0)
+    # |0 - 1| <= 1 * |1|
+    assert compare_arrays(np.array([0.0]), np.array([1.0]), tolerance=tol).passed is True
+    # |1 - 0| > 1 * |0|
+    assert compare_arrays(np.array([1.0]), np.array([0.0]), tolerance=tol).passed is False
+
+
+def test_expected_zero_gives_finite_huge_relative_difference():
+    c = compare_arrays(np.array([10.0, 1.0]), np.array([0.0, 1.0]))
+    assert c.passed is False
+    assert c.max_abs_diff == 10.0
+    assert np.isfinite(c.max_rel_diff)
+    assert c.max_rel_diff > 1e300
+    assert _roundtrip(c) == c
+
+
+def test_worst_element_is_the_largest_absolute_difference():
+    expected = np.array([1000.0, 0.001, 5.0])
+    actual = np.array([1001.0, 0.002, 5.0])  # rel diff is largest at [1], abs at [0]
+    c = compare_arrays(actual, expected)
+    assert c.worst_index == [0]
+    assert c.max_abs_diff == pytest.approx(1.0)
+    assert c.max_rel_diff == pytest.approx(1.0)
+    assert c.mismatched == 2
+
+
+# ----------------------------------------------------------------------------- NaN and Inf
+
+
+def test_nan_in_actual_only_fails():
+    actual = np.array([[1.0, 2.0], [np.nan, 4.0]])
+    expected = np.array([[1.0, 2.0], [3.0, 4.0]])
+    c = compare_arrays(actual, expected)
+    assert c.passed is False
+    assert c.mismatched == 1
+    assert c.nonfinite_actual == 1
+    assert c.nonfinite_expected == 0
+    assert "NaN" in c.problem
+    assert "actual has 1 NaN and 0 Inf" in c.problem
+    assert "expected has" not in c.problem
+    assert "(1, 0)" in c.problem
+    # Statistics cover the finite positions only.
+    assert c.max_abs_diff == 0.0
+    assert c.total == 4
+    assert c.problem in c.message()
+
+
+def test_nan_in_both_at_same_place_needs_equal_nan():
+    actual = np.array([1.0, np.nan, 3.0])
+    expected = np.array([1.0, np.nan, 3.0])
+    strict = compare_arrays(actual, expected)
+    assert strict.passed is False
+    assert strict.mismatched == 1
+    assert "NaN" in strict.problem
+    assert "(1,)" in strict.problem
+
+    lenient = compare_arrays(actual, expected, tolerance=Tolerance(1e-7, 1e-7, equal_nan=True))
+    assert lenient.passed is True
+    assert lenient.mismatched == 0
+    assert lenient.problem is None
+    assert lenient.nonfinite_actual == 1 and lenient.nonfinite_expected == 1
+
+
+def test_nan_at_different_places_fails_even_with_equal_nan():
+    actual = np.array([np.nan, 2.0, 3.0])
+    expected = np.array([1.0, np.nan, 3.0])
+    c = compare_arrays(actual, expected, tolerance=Tolerance(1e-7, 1e-7, equal_nan=True))
+    assert c.passed is False
+    assert c.mismatched == 2
+    assert "actual has 1 NaN" in c.problem
+    assert "expected has 1 NaN" in c.problem
+    assert "(0,)" in c.problem
+
+
+def test_same_signed_infinities_pass():
+    a = np.array([np.inf, 1.0, -np.inf])
+    c = compare_arrays(a, a.copy())
+    assert c.passed is True
+    assert c.mismatched == 0
+    assert c.problem is None
+    assert c.nonfinite_actual == 2 and c.nonfinite_expected == 2
+
+
+def test_opposite_infinities_fail():
+    c = compare_arrays(np.array([1.0, np.inf]), np.array([1.0, -np.inf]))
+    assert c.passed is False
+    assert c.mismatched == 1
+    assert "Inf" in c.problem
+    assert "(1,)" in c.problem
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected"),
+    [([np.inf, 2.0], [1.0, 2.0]), ([1.0, 2.0], [1.0, -np.inf])],
+)
+def test_infinity_against_finite_fails(actual, expected):
+    c = compare_arrays(np.array(actual), np.array(expected))
+    assert c.passed is False
+    assert c.problem is not None and "Inf" in c.problem
+
+
+def test_nonfinite_failures_are_strict_json():
+    c = compare_arrays(np.array([np.nan, np.inf, 1.0]), np.array([1.0, -np.inf, np.nan]))
+    assert c.passed is False
+    assert c.mismatched == 3
+    assert c.cosine is None  # no position is finite on both sides
+    assert _roundtrip(c) == c
+
+
+# ----------------------------------------------------------------------------- shapes, dtypes
+
+
+@pytest.mark.parametrize(("shape_a", "shape_b"), [((2, 3), (1, 3)), ((3,), (3, 1))])
+def test_shape_mismatch_fails_without_broadcasting(shape_a, shape_b):
+    c = compare_arrays(np.zeros(shape_a), np.zeros(shape_b), name="logits")
+    assert c.passed is False
+    assert c.problem.startswith("Shape mismatch")
+    assert c.problem == f"Shape mismatch: {list(shape_a)} vs expected {list(shape_b)}."
+    assert c.shape == list(shape_a)
+    assert c.expected_shape == list(shape_b)
+    assert c.total == 0
+    assert c.message() == f"logits: tensors are not close!\n\n{c.problem}"
+    _roundtrip(c)
+
+
+def test_dtype_mismatch_fails_when_checked():
+    actual = np.array([1.0, 2.0], dtype=np.float32)
+    expected = np.array([1.0, 2.0 + 5e-6], dtype=np.float64)
+    c = compare_arrays(actual, expected)
+    assert c.passed is False
+    assert c.problem == "Dtype mismatch: float32 vs expected float64."
+    assert (c.dtype, c.expected_dtype) == ("float32", "float64")
+
+    # Unchecked, the values are compared at the looser (float32) default tolerance.
+    c = compare_arrays(actual, expected, check_dtype=False)
+    assert c.passed is True
+    assert c.problem is None
+    assert (c.atol, c.rtol) == (1e-5, 1.3e-6)
+    assert c.max_abs_diff == pytest.approx(5e-6, rel=1e-6)
+
+
+def test_bfloat16_arrays_are_compared():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    expected = np.array([1.0, 2.0, 4.0], dtype=ml_dtypes.bfloat16)
+    actual = np.array([1.0, 2.0, 4.03125], dtype=ml_dtypes.bfloat16)  # one bf16 ulp at 4
+    c = compare_arrays(actual, expected)
+    assert c.dtype == "bfloat16"
+    assert (c.atol, c.rtol) == (1e-5, 1.6e-2)
+    assert c.passed is True
+    assert c.max_abs_diff == 0.03125
+    assert c.worst_index == [2]
+
+
+# ----------------------------------------------------------------------------- attention masks
+
+
+def _masked_case():
+    # batch 2, seq 4, hidden 3; sample 1 has two padded positions at the end.
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]])
+    expected = np.arange(24, dtype=np.float64).reshape(2, 4, 3)
+    return mask, expected
+
+
+def test_valid_positions():
+    mask = np.array([[1, 0], [1, 1]])
+    assert valid_positions((2, 2, 3), None) is None
+    assert valid_positions((2,), mask) is None
+    assert valid_positions((2, 3), mask) is None
+    assert valid_positions((2, 2, 3, 5), np.ones((2, 3))) is None
+    v = valid_positions((2, 2, 3), mask)
+    assert v.shape == (2, 2, 3)
+    assert v.dtype == bool
+    assert v[0, 0].all() and not v[0, 1].any() and v[1].all()
+    v2 = valid_positions((2, 2), mask)
+    np.testing.assert_array_equal(v2, mask.astype(bool))
+
+
+def test_mask_excludes_padding_from_verdict():
+    mask, expected = _masked_case()
+    actual = expected.copy()
+    actual[1, 3, :] += 1000.0  # padded position
+    actual[1, 2, 0] = np.nan  # padded position too
+    c = compare_arrays(actual, expected, mask=mask)
+    assert c.passed is True
+    assert c.mismatched == 0
+    assert c.total == 24 - 2 * 3
+    assert c.masked_out == 6
+    assert c.masked_max_abs_diff == 1000.0
+    assert c.max_abs_diff == 0.0
+    assert c.nonfinite_actual == 0
+    assert c.problem is None
+
+    # Without the mask, the same arrays fail.
+    unmasked = compare_arrays(actual, expected)
+    assert unmasked.passed is False
+    assert unmasked.mismatched == 4
+    assert unmasked.masked_out == 0
+
+
+def test_mask_keeps_valid_positions_and_maps_worst_index_back():
+    mask, expected = _masked_case()
+    actual = expected.copy()
+    actual[1, 3, 2] += 1000.0  # padded: ignored
+    actual[1, 1, 2] += 0.5  # valid: the worst element that counts
+    c = compare_arrays(actual, expected, mask=mask)
+    assert c.passed is False
+    assert c.mismatched == 1
+    assert c.total == 18
+    assert c.worst_index == [1, 1, 2]
+    assert c.worst_expected == expected[1, 1, 2]
+    assert c.worst_actual == expected[1, 1, 2] + 0.5
+    assert c.max_abs_diff == 0.5
+    assert c.masked_max_abs_diff == 1000.0
+    assert "Excluded as padding: 6 elements (max abs diff there 1e+03)" in c.message()
+
+
+def test_mask_does_not_apply_to_pooled_output():
+    mask, _ = _masked_case()
+    expected = np.arange(6, dtype=np.float64).reshape(2, 3)  # [batch, hidden], hidden != seq
+    actual = expected.copy()
+    actual[1, 2] += 1.0
+    c = compare_arrays(actual, expected, mask=mask)
+    assert c.passed is False
+    assert c.masked_out == 0
+    assert c.total == 6
+    assert c.worst_index == [1, 2]
+
+
+def test_mask_of_wrong_shape_is_not_applied():
+    _, expected = _masked_case()
+    actual = expected.copy()
+    actual[1, 3, 0] += 1000.0
+    wrong_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])  # seq 5, leaf has seq 4
+    c = compare_arrays(actual, expected, mask=wrong_mask)
+    assert c.passed is False
+    assert c.masked_out == 0
+    assert c.total == 24
+    assert c.worst_index == [1, 3, 0]
+
+
+def test_mask_applies_to_token_level_two_dimensional_leaf():
+    mask, _ = _masked_case()
+    expected = np.zeros((2, 4))  # e.g. per-token scores [batch, seq]
+    actual = expected.copy()
+    actual[1, 3] = 5.0
+    c = compare_arrays(actual, expected, mask=mask)
+    assert c.passed is True
+    assert c.masked_out == 2
+    assert c.masked_max_abs_diff == 5.0
+
+
+# ----------------------------------------------------------------------------- several batches
+
+
+def test_compare_batches_counts_rows_across_batches():
+    exp1 = np.arange(12, dtype=np.float64).reshape(2, 3, 2)
+    exp2 = np.arange(20, dtype=np.float64).reshape(2, 5, 2) + 100.0
+    act1, act2 = exp1.copy(), exp2.copy()
+    act1[0, 1, 0] += 0.25
+    act2[1, 4, 1] += 0.5
+    c = compare_batches([act1, act2], [exp1, exp2], name="last_hidden_state")
+    assert c.passed is False
+    assert c.name == "last_hidden_state"
+    assert c.total == 12 + 20
+    assert c.mismatched == 2
+    assert c.worst_index == [3, 4, 1]  # second batch, row 1 -> sample 2 + 1
+    assert c.worst_expected == exp2[1, 4, 1]
+    assert c.max_abs_diff == 0.5
+    assert c.mean_abs_diff == pytest.approx(0.75 / 32, rel=1e-12)
+    # shape/dtype describe the first batch
+    assert c.shape == [2, 3, 2]
+
+
+def test_compare_batches_with_masks():
+    exp1 = np.zeros((2, 3, 2))
+    exp2 = np.zeros((2, 5, 2))
+    mask1 = np.ones((2, 3), dtype=np.int32)
+    mask2 = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    act1, act2 = exp1.copy(), exp2.copy()
+    act2[1, 4, 0] = 99.0  # padding
+    act2[1, 2, 1] = 0.5  # valid
+    c = compare_batches([act1, act2], [exp1, exp2], masks=[mask1, mask2])
+    assert c.passed is False
+    assert c.total == 12 + 20 - 4
+    assert c.masked_out == 4
+    assert c.masked_max_abs_diff == 99.0
+    assert c.mismatched == 1
+    assert c.worst_index == [3, 2, 1]
+
+
+def test_compare_batches_nonfinite_index_counts_rows_across_batches():
+    exp1, exp2 = np.zeros((2, 3)), np.zeros((3, 4))
+    act2 = exp2.copy()
+    act2[1, 2] = np.nan
+    c = compare_batches([exp1.copy(), act2], [exp1, exp2])
+    assert c.passed is False
+    assert "(3, 2)" in c.problem
+
+
+def test_compare_batches_shape_mismatch_in_a_later_batch():
+    a = [np.zeros((2, 3)), np.zeros((1, 4))]
+    b = [np.zeros((2, 3)), np.zeros((1, 5))]
+    c = compare_batches(a, b)
+    assert c.passed is False
+    assert c.problem == "Shape mismatch: [1, 4] vs expected [1, 5]."
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "masks"),
+    [
+        ([np.zeros(2), np.ones(2)], [np.zeros(2)], None),  # an expected batch missing
+        ([np.zeros(2)], [np.zeros(2), np.ones(2)], None),  # an actual batch missing
+        ([np.zeros(2), np.ones(2)], [np.zeros(2), np.zeros(2)], [None]),  # a mask missing
+        ([], [], None),
+    ],
+)
+def test_compare_batches_rejects_unequal_batch_counts(actual, expected, masks):
+    # Zipping unequal lists would silently drop the differing batch and pass.
+    with pytest.raises(ValueError, match="same number"):
+        compare_batches(actual, expected, masks=masks)
+
+
+# ----------------------------------------------------------------------------- nested outputs
+
+
+def test_flatten_names_nested_structures():
+    h = [np.full((1, 2), float(i)) for i in range(4)]
+    tree = {
+        "last_hidden_state": np.zeros((1, 2)),
+        "pooler_output": None,
+        "hidden_states": tuple(h),
+        "a": {"b": np.ones(2), "c": None},
+        "past": [{"key": np.ones(1), "value": np.zeros(1)}],
+    }
+    flat = flatten(tree)
+    assert list(flat) == [
+        "last_hidden_state",
+        "hidden_states[0]",
+        "hidden_states[1]",
+        "hidden_states[2]",
+        "hidden_states[3]",
+        "a.b",
+        "past[0].key",
+        "past[0].value",
+    ]
+    np.testing.assert_array_equal(flat["hidden_states[3]"], h[3])
+    assert all(isinstance(v, np.ndarray) for v in flat.values())
+
+
+def test_flatten_top_level_shapes():
+    x = np.ones(3)
+    assert list(flatten(x)) == [""]
+    assert list(flatten([x, x])) == ["[0]", "[1]"]
+    assert flatten(None) == {}
+    assert list(flatten((x, None, x))) == ["[0]", "[2]"]
+
+
+def test_compare_outputs_leaf_by_leaf():
+    expected = {
+        "last_hidden_state": _grid(),
+        "hidden_states": (np.zeros((2, 2)), np.ones((2, 2))),
+        "extra": {"score": np.array([1.0])},
+    }
+    actual = {
+        "last_hidden_state": _grid(),
+        "hidden_states": (np.zeros((2, 2)), np.array([[1.0, 1.0], [1.0, 3.0]])),
+        "extra": {"score": np.array([1.0])},
+    }
+    results = compare_outputs(actual, expected)
+    assert [c.name for c in results] == [
+        "last_hidden_state",
+        "hidden_states[0]",
+        "hidden_states[1]",
+        "extra.score",
+    ]
+    assert [c.passed for c in results] == [True, True, False, True]
+    bad = results[2]
+    assert bad.worst_index == [1, 1]
+    assert bad.max_abs_diff == 2.0
+
+
+def test_compare_outputs_missing_leaf_names_the_side():
+    expected = {"logits": np.zeros(2), "pooler_output": np.zeros(3), "only_expected": np.ones(1)}
+    actual = {"logits": np.zeros(2), "pooler_output": None, "only_actual": np.ones(4)}
+    results = {c.name: c for c in compare_outputs(actual, expected)}
+    assert list(results) == ["logits", "pooler_output", "only_expected", "only_actual"]
+    assert results["logits"].passed is True
+
+    missing = results["pooler_output"]
+    assert missing.passed is False
+    assert missing.problem == "Output 'pooler_output' is missing from the actual side."
+    assert missing.shape == [] and missing.expected_shape == [3]
+
+    assert results["only_expected"].problem == (
+        "Output 'only_expected' is missing from the actual side."
+    )
+    extra = results["only_actual"]
+    assert extra.passed is False
+    assert extra.problem == "Output 'only_actual' is missing from the expected side."
+    assert extra.shape == [4] and extra.expected_shape == []
+    assert extra.dtype == "float64" and extra.expected_dtype == ""
+    _roundtrip(extra)
+
+
+def test_compare_outputs_passes_mask_to_every_leaf():
+    mask = np.array([[1, 1, 0]])
+    expected = {"last_hidden_state": np.zeros((1, 3, 2)), "pooler_output": np.zeros((1, 2))}
+    actual = {"last_hidden_state": np.zeros((1, 3, 2)), "pooler_output": np.zeros((1, 2))}
+    actual["last_hidden_state"][0, 2, :] = 7.0
+    results = compare_outputs(actual, expected, mask=mask)
+    assert [c.passed for c in results] == [True, True]
+    assert results[0].masked_out == 2
+    assert results[1].masked_out == 0
+
+
+def test_compare_output_batches():
+    exp = [{"h": np.zeros((2, 3))}, {"h": np.zeros((1, 5))}]
+    act = [{"h": np.zeros((2, 3))}, {"h": np.zeros((1, 5))}]
+    act[1]["h"][0, 4] = 1.0
+    (c,) = compare_output_batches(act, exp)
+    assert c.name == "h"
+    assert c.total == 11
+    assert c.worst_index == [2, 4]
+    assert c.passed is False
+
+
+# ----------------------------------------------------------------------------- messages
+
+
+def _three_leaves() -> list[Comparison]:
+    base = _grid().astype(np.float32)
+    small = base.copy()
+    small[1, 2] += 0.5
+    large = base.copy()
+    large[0, 1] += 2.0
+    return compare_outputs(
+        {"small": small, "same": base.copy(), "large": large},
+        {"small": base, "same": base, "large": base},
+    )
+
+
+def test_failure_message_lists_failing_leaves_worst_first():
+    results = _three_leaves()
+    assert [c.passed for c in results] == [False, True, False]
+    msg = failure_message(results)
+    assert msg.startswith("2 of 3 outputs differ.")
+    assert "same:" not in msg
+    assert msg.index("large: tensors are not close!") < msg.index("small: tensors are not close!")
+    assert "Mismatched elements: 1 / 6 (16.7%)" in msg
+    assert "Greatest absolute difference: 0.5 at index (1, 2) (up to 1e-05 allowed)" in msg
+    assert "Greatest absolute difference: 2 at index (0, 1) (up to 1e-05 allowed)" in msg
+    assert "Greatest relative difference: 1 (up to 1.3e-06 allowed)" in msg
+    assert "Worst element: actual 6.5, expected 6" in msg
+
+
+def test_failure_message_puts_problems_first():
+    results = _three_leaves()
+    shape = compare_arrays(np.zeros(2), np.zeros(3), name="shape_bad")
+    msg = failure_message(results + [shape])
+    assert msg.startswith("3 of 4 outputs differ.")
+    assert msg.index("shape_bad:") < msg.index("large:") < msg.index("small:")
+    assert "Shape mismatch: [2] vs expected [3]." in msg
+
+
+def test_failure_message_when_all_close():
+    a = _grid()
+    results = compare_outputs({"x": a, "y": a}, {"x": a.copy(), "y": a.copy()})
+    assert failure_message(results) == "All outputs are close."
+    assert failure_message([]) == "All outputs are close."
+
+
+def test_message_without_name():
+    c = compare_arrays(np.array([1.0, 2.0]), np.array([1.0, 3.0]))
+    msg = c.message()
+    assert msg.startswith("Tensors are not close!\n\n")
+    assert "Mismatched elements: 1 / 2 (50.0%)" in msg
+    assert "at index (1,)" in msg
+    assert "(up to 1e-07 allowed)" in msg
+
+
+# ----------------------------------------------------------------------------- to_numpy
+
+
+class FakeTfTensor:
+    """Has .numpy() like an eager TF tensor."""
+
+    def __init__(self, values, dtype=np.float32):
+        self._values = np.array(values, dtype=dtype)
+
+    def numpy(self):
+        return self._values
+
+
+class FakeTorchTensor:
+    """Has .detach().cpu() and, for bfloat16, .float() like a torch tensor."""
+
+    def __init__(self, values, dtype="torch.float32"):
+        self._values = np.array(values, dtype=np.float32)
+        self.dtype = dtype
+        self.calls: list[str] = []
+
+    def detach(self):
+        self.calls.append("detach")
+        return self
+
+    def cpu(self):
+        self.calls.append("cpu")
+        return self
+
+    def float(self):
+        self.calls.append("float")
+        return FakeTorchTensor(self._values)
+
+    def numpy(self):
+        if self.dtype == "torch.bfloat16":
+            raise TypeError("Got unsupported ScalarType BFloat16")
+        return self._values
+
+
+def test_to_numpy_accepts_objects_with_numpy_method():
+    out = to_numpy(FakeTfTensor([[1.0, 2.0]]))
+    assert isinstance(out, np.ndarray)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, [[1.0, 2.0]])
+
+
+def test_to_numpy_torch_like_paths():
+    t = FakeTorchTensor([1.0, 2.0])
+    np.testing.assert_array_equal(to_numpy(t), [1.0, 2.0])
+    assert t.calls == ["detach", "cpu"]
+    bf = FakeTorchTensor([3.0], dtype="torch.bfloat16")
+    np.testing.assert_array_equal(to_numpy(bf), [3.0])
+    assert bf.calls == ["detach", "cpu", "float"]
+
+
+def test_to_numpy_plain_values():
+    a = np.ones(3)
+    assert to_numpy(a) is a
+    out = to_numpy([[1, 2], [3, 4]])
+    assert isinstance(out, np.ndarray) and out.shape == (2, 2)
+    assert to_numpy(2.5).shape == ()
+
+
+def test_compare_and_flatten_accept_fake_tensors():
+    expected = {"logits": FakeTfTensor([1.0, 2.0, 3.0])}
+    actual = {"logits": FakeTfTensor([1.0, 2.0, 3.5])}
+    assert isinstance(flatten(actual)["logits"], np.ndarray)
+    (c,) = compare_outputs(actual, expected)
+    assert c.dtype == "float32"
+    assert c.passed is False
+    assert c.worst_index == [2]
+    assert c.max_abs_diff == 0.5
+
+
+# ----------------------------------------------------------------------------- JSON
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: compare_arrays(_grid(), _grid()),
+        lambda: compare_arrays(_grid() + 0.5, _grid(), name="shifted"),
+        lambda: compare_arrays(np.array([np.nan, 1.0]), np.array([1.0, 1.0])),
+        lambda: compare_arrays(np.array([np.nan, np.nan]), np.array([np.nan, np.inf])),
+        lambda: compare_arrays(np.zeros((2, 3)), np.zeros((1, 3))),
+        lambda: compare_arrays(np.zeros(2, np.float32), np.zeros(2, np.float64)),
+        lambda: compare_arrays(
+            np.full((2, 4, 3), np.nan), np.zeros((2, 4, 3)), mask=np.zeros((2, 4))
+        ),
+        lambda: compare_batches(
+            [np.zeros((2, 2)), np.ones((1, 3))], [np.zeros((2, 2)), np.zeros((1, 3))]
+        ),
+    ],
+)
+def test_comparison_is_strict_json_and_round_trips(make):
+    c = make()
+    data = dataclasses.asdict(c)
+    text = json.dumps(data, allow_nan=False)
+    back = Comparison(**json.loads(text))
+    assert back == c
+    assert back.message() == c.message()
+    for key in ("total", "mismatched", "masked_out", "nonfinite_actual", "nonfinite_expected"):
+        assert type(data[key]) is int
+    if c.worst_index is not None:
+        assert all(type(i) is int for i in c.worst_index)

@@ -1,0 +1,38 @@
+"""tfparity: numerical parity checks for TensorFlow/Keras transformer models.
+
+``import tfparity`` is cheap: TensorFlow and torch are imported only when a check runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._version import __version__
+from .compare import Comparison, Tolerance, compare_arrays, compare_outputs
+from .errors import TfparityError
+from .inputs import Batch, InputOptions
+from .report import Divergence, Report
+
+_API = ("assert_close", "check_embeds", "load_model", "make_batches")
+
+__all__ = [
+    "Batch",
+    "Comparison",
+    "Divergence",
+    "InputOptions",
+    "Report",
+    "TfparityError",
+    "Tolerance",
+    "__version__",
+    "compare_arrays",
+    "compare_outputs",
+    *_API,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'tfparity' has no attribute {name!r}")

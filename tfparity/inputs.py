@@ -1,0 +1,249 @@
+"""Deterministic input batches: tokenized texts or seeded random ids, with padding.
+
+Only numpy here; a tokenizer is any object with the Hugging Face call signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import TfparityError
+
+PaddingSide = Literal["right", "left"]
+
+DEFAULT_TEXTS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Hello world.",
+    "Numerical parity means two implementations agree on every output, within tolerance.",
+    "A transformer model turns token ids into embeddings, adds positions, and mixes them "
+    "with attention, layer after layer, until the last hidden state.",
+    "Why?",
+)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One padded batch. ``texts`` is None for generated ids."""
+
+    input_ids: np.ndarray  # int32 [batch, seq]
+    attention_mask: np.ndarray  # int32 [batch, seq], 1 = real token
+    token_type_ids: np.ndarray | None = None
+    position_ids: np.ndarray | None = None
+    texts: tuple[str, ...] | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.input_ids.shape)  # type: ignore[return-value]
+
+    def with_ids(self, input_ids: np.ndarray) -> Batch:
+        return replace(self, input_ids=np.asarray(input_ids, np.int32))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the model accepts: ids are checked against these before any run."""
+
+    vocab_size: int
+    max_positions: int | None = None
+    type_vocab_size: int | None = None
+
+
+def read_texts_file(path: str | Path) -> list[str]:
+    """One text per line; blank lines are skipped."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise TfparityError(f"Cannot read the texts file {path}: {exc.strerror}.") from exc
+    texts = [line for line in lines if line.strip()]
+    if not texts:
+        raise TfparityError(f"The texts file {path} holds no text (only blank lines).")
+    return texts
+
+
+def text_batches(
+    tokenizer: Any,
+    texts: Sequence[str],
+    *,
+    batch_size: int = 8,
+    padding_side: PaddingSide | None = None,
+    max_positions: int | None = None,
+    truncate: bool = False,
+) -> list[Batch]:
+    """Tokenize ``texts`` into padded batches, refusing empty or too-long texts."""
+    if tokenizer is None:
+        raise TfparityError(
+            "This model has no tokenizer, so it cannot take --text; use "
+            "--random N --seq-len L for generated ids."
+        )
+    for i, text in enumerate(texts):
+        if not text.strip():
+            raise TfparityError(f"Text {i + 1} is empty; give at least one word.")
+    limit = _token_limit(tokenizer, max_positions)
+    side = padding_side or getattr(tokenizer, "padding_side", "right")
+    batches = []
+    for start in range(0, len(texts), _positive(batch_size, "--batch-size")):
+        chunk = list(texts[start : start + batch_size])
+        batches.append(_tokenize(tokenizer, chunk, side, limit, truncate, start))
+    return batches
+
+
+def _token_limit(tokenizer: Any, max_positions: int | None) -> int | None:
+    tok_max = getattr(tokenizer, "model_max_length", None)
+    candidates = [n for n in (max_positions, tok_max) if n and 0 < n < 10**6]
+    return min(candidates) if candidates else None
+
+
+def _tokenize(tokenizer, chunk, side, limit, truncate, start) -> Batch:
+    old_side = tokenizer.padding_side
+    tokenizer.padding_side = side
+    try:
+        enc = tokenizer(
+            chunk,
+            padding=True,
+            truncation=bool(truncate and limit),
+            max_length=limit if truncate else None,
+            return_tensors="np",
+        )
+    finally:
+        tokenizer.padding_side = old_side
+    lengths = enc["attention_mask"].sum(axis=1)
+    if limit and not truncate and lengths.max() > limit:
+        i = int(np.argmax(lengths))
+        raise TfparityError(
+            f"Text {start + i + 1} is {int(lengths[i])} tokens long, more than the model's "
+            f"maximum of {limit} positions. Shorten it, or pass --truncate to cut it to {limit}."
+        )
+    tt = enc.get("token_type_ids")
+    return Batch(
+        input_ids=enc["input_ids"].astype(np.int32),
+        attention_mask=enc["attention_mask"].astype(np.int32),
+        token_type_ids=None if tt is None else tt.astype(np.int32),
+        texts=tuple(chunk),
+    )
+
+
+def random_batches(
+    n: int,
+    seq_len: int,
+    vocab_size: int,
+    *,
+    batch_size: int = 8,
+    seed: int = 0,
+    padding_side: PaddingSide = "right",
+    avoid_ids: Sequence[int] = (),
+) -> list[Batch]:
+    """``n`` seeded random sequences of mixed lengths (the longest is ``seq_len``).
+
+    Ids in ``avoid_ids`` (e.g. the pad token, which RoBERTa treats as padding when it
+    makes position ids) are never drawn.
+    """
+    _positive(n, "--random")
+    _positive(seq_len, "--seq-len")
+    rng = np.random.default_rng(seed)
+    allowed = np.setdiff1d(np.arange(vocab_size), np.asarray(avoid_ids, dtype=np.int64))
+    batches = []
+    for start in range(0, n, _positive(batch_size, "--batch-size")):
+        rows = min(batch_size, n - start)
+        lengths = rng.integers(max(1, seq_len // 2), seq_len + 1, size=rows)
+        lengths[0] = seq_len
+        ids = rng.choice(allowed, size=(rows, seq_len)).astype(np.int32)
+        mask = (np.arange(seq_len)[None, :] < lengths[:, None]).astype(np.int32)
+        if padding_side == "left":
+            mask = mask[:, ::-1].copy()
+        pad = int(avoid_ids[0]) if len(avoid_ids) else 0
+        ids = np.where(mask == 1, ids, pad).astype(np.int32)
+        batches.append(Batch(ids, mask, np.zeros_like(ids)))
+    return batches
+
+
+def check_limits(batch: Batch, limits: Limits) -> None:
+    """Reject ids the model cannot embed, before they reach it.
+
+    On a GPU, ``tf.gather`` returns zeros for out-of-range ids instead of raising, so
+    a bad id would silently give a wrong (and possibly matching) answer.
+    """
+    _check_range(batch.input_ids, limits.vocab_size, "input_ids", "vocabulary size")
+    if batch.token_type_ids is not None and limits.type_vocab_size:
+        _check_range(
+            batch.token_type_ids, limits.type_vocab_size, "token_type_ids", "type_vocab_size"
+        )
+    if batch.position_ids is not None and limits.max_positions:
+        _check_range(
+            batch.position_ids, limits.max_positions, "position_ids", "max_position_embeddings"
+        )
+    if limits.max_positions and batch.input_ids.shape[1] > limits.max_positions:
+        raise TfparityError(
+            f"The batch is {batch.input_ids.shape[1]} tokens long, more than "
+            f"the model's {limits.max_positions} positions."
+        )
+
+
+def _check_range(ids: np.ndarray, upper: int, what: str, limit_name: str) -> None:
+    bad = (ids < 0) | (ids >= upper)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise TfparityError(
+            f"{what} out of range: {int(ids[where])} at index {where}; the model's "
+            f"{limit_name} is {upper}, so ids must be in [0, {upper - 1}]."
+        )
+
+
+def _positive(value: int, flag: str) -> int:
+    if value < 1:
+        raise TfparityError(f"{flag} must be at least 1 (got {value}).")
+    return value
+
+
+@dataclass(frozen=True)
+class InputOptions:
+    """Which inputs a check runs on: texts (default: built-in sentences) or random ids."""
+
+    texts: tuple[str, ...] | None = None
+    random: int | None = None
+    seq_len: int = 32
+    batch_size: int = 8
+    seed: int = 0
+    padding_side: PaddingSide | None = None
+    truncate: bool = False
+
+
+def make_batches(
+    tokenizer: Any, limits: Limits, pad_token_id: int | None, options: InputOptions
+) -> list[Batch]:
+    """The batches ``options`` asks for, checked against the model's ``limits``."""
+    if options.random is not None:
+        if limits.max_positions and options.seq_len > limits.max_positions:
+            raise TfparityError(
+                f"--seq-len {options.seq_len} is more than the model's "
+                f"{limits.max_positions} positions."
+            )
+        avoid = () if pad_token_id is None else (pad_token_id,)
+        batches = random_batches(
+            options.random,
+            options.seq_len,
+            limits.vocab_size,
+            batch_size=options.batch_size,
+            seed=options.seed,
+            padding_side=options.padding_side or "right",
+            avoid_ids=avoid,
+        )
+    else:
+        texts = options.texts if options.texts is not None else DEFAULT_TEXTS
+        if not texts:
+            raise TfparityError("No texts given.")
+        batches = text_batches(
+            tokenizer,
+            texts,
+            batch_size=options.batch_size,
+            padding_side=options.padding_side,
+            max_positions=limits.max_positions,
+            truncate=options.truncate,
+        )
+    for batch in batches:
+        check_limits(batch, limits)
+    return batches

@@ -1,0 +1,41 @@
+"""Write reports as JSON (the fields DESIGN.md promises)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import TfparityError
+from .schema import Report
+
+
+def reports_to_dict(reports: list[Report]) -> dict:
+    """One report as itself; several as the first one's fields plus ``reports``.
+
+    The top level always carries ``check``, ``model``, ``passed`` (all passed),
+    ``comparisons`` (names prefixed ``check:``) and ``first_divergence`` (the first
+    non-null one).
+    """
+    if len(reports) == 1:
+        return reports[0].to_dict()
+    parts = [r.to_dict() for r in reports]
+    first = next((p["first_divergence"] for p in parts if p["first_divergence"]), None)
+    return {
+        "tfparity_version": parts[0]["tfparity_version"],
+        "check": "+".join(p["check"] for p in parts),
+        "model": parts[0]["model"],
+        "passed": all(p["passed"] for p in parts),
+        "comparisons": [
+            {**c, "name": f"{p['check']}:{c['name']}"} for p in parts for c in p["comparisons"]
+        ],
+        "first_divergence": first,
+        "reports": parts,
+    }
+
+
+def write_json(reports: list[Report], path: str | Path) -> None:
+    text = json.dumps(reports_to_dict(reports), indent=2, allow_nan=False)
+    try:
+        Path(path).write_text(text + "\n")
+    except OSError as exc:
+        raise TfparityError(f"Cannot write the JSON report to {path}: {exc.strerror}.") from exc

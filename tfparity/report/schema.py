@@ -1,0 +1,63 @@
+"""Report: what every check returns, as plain dataclasses (JSON without custom encoders)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from .._version import __version__
+from ..compare import Comparison
+
+Component = Literal["embeddings", "attention", "intermediate", "output", "pooler", "head"]
+
+
+@dataclass
+class Divergence:
+    """Where two runs first part.
+
+    ``hidden_state`` indexes the model's ``hidden_states`` tuple (0 = embedding output,
+    k = output of encoder layer k-1); ``layer`` is ``"embeddings"`` or that layer's index.
+    """
+
+    hidden_state: int | None
+    layer: str | int
+    component: Component
+    hint: str = ""
+
+
+@dataclass
+class Report:
+    """The result of one check on one model."""
+
+    check: str
+    model: str
+    passed: bool
+    comparisons: list[Comparison] = field(default_factory=list)
+    first_divergence: Divergence | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    tfparity_version: str = __version__
+
+    @property
+    def failures(self) -> list[Comparison]:
+        return [c for c in self.comparisons if not c.passed]
+
+    def worst(self) -> Comparison | None:
+        return max(self.comparisons, key=lambda c: c.max_abs_diff, default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict (NaN and Inf become None, so strict JSON parsers accept it)."""
+        data = asdict(self)
+        data = {"tfparity_version": data.pop("tfparity_version"), **data}
+        return _json_safe(data)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value

@@ -1,0 +1,88 @@
+"""Render a Report as a compact text table with a PASS/FAIL line."""
+
+from __future__ import annotations
+
+from ..compare import Comparison
+from .schema import Report
+
+_HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
+
+
+def render(report: Report, *, verbose: bool = False) -> str:
+    """One row per compared tensor, worst first; the failure blocks when ``verbose``."""
+    lines = [f"tfparity {report.check} · {report.model}"]
+    for key, value in report.details.items():
+        if isinstance(value, (str, int, float)):
+            lines.append(f"  {key}: {value}")
+    if report.comparisons:
+        lines.append("")
+        lines.extend(_table(report.comparisons))
+    for note in report.notes:
+        lines.append(f"note: {note}")
+    if report.first_divergence is not None:
+        d = report.first_divergence
+        lines.append("")
+        lines.append(
+            f"first divergence: hidden_states[{d.hidden_state}] · layer {d.layer} · "
+            f"component {d.component}"
+        )
+        if d.hint:
+            lines.append(f"hint: {d.hint}")
+    failing = report.failures
+    if failing and verbose:
+        lines.extend(["", *(c.message() + "\n" for c in failing)])
+    elif failing:
+        lines.extend(["", failing_summary(report)])
+    lines.append("")
+    lines.append(verdict_line(report))
+    return "\n".join(lines)
+
+
+def verdict_line(report: Report) -> str:
+    n, bad = len(report.comparisons), len(report.failures)
+    worst = report.worst()
+    worst_text = f"; max abs diff {worst.max_abs_diff:.3g} ({worst.name})" if worst else ""
+    if report.passed:
+        return f"PASS {report.check}: {n} tensors compared{worst_text}"
+    return f"FAIL {report.check}: {bad} of {n} tensors differ{worst_text}"
+
+
+def failing_summary(report: Report) -> str:
+    """One failure's readable block: the first divergent hidden state when the check
+    localised one, else the worst tensor (the rest are in the table and the JSON)."""
+    failing = report.failures
+    d = report.first_divergence
+    if d is not None and d.hidden_state is not None:
+        first = [c for c in failing if c.name == f"hidden_states[{d.hidden_state}]"]
+        if first:
+            return first[0].message()
+    worst = sorted(failing, key=lambda c: (c.problem is None, -c.max_abs_diff))[0]
+    return worst.message()
+
+
+def _table(comparisons: list[Comparison]) -> list[str]:
+    rows = [_row(c) for c in sorted(comparisons, key=_worst_first)]
+    widths = [max(len(r[i]) for r in [_HEADER, *rows]) for i in range(len(_HEADER))]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return [fmt.format(*_HEADER), *(fmt.format(*r) for r in rows)]
+
+
+def _worst_first(c: Comparison) -> tuple:
+    return (c.passed, c.problem is None, -c.max_abs_diff)
+
+
+def _row(c: Comparison) -> tuple[str, ...]:
+    cosine = "n/a" if c.cosine is None else f"{c.cosine:.6f}"
+    verdict = "ok" if c.passed else ("FAIL: " + _short(c.problem) if c.problem else "FAIL")
+    return (
+        c.name,
+        f"{c.max_abs_diff:.3g}",
+        f"{c.mean_abs_diff:.3g}",
+        f"{c.mismatched}/{c.total}",
+        cosine,
+        verdict,
+    )
+
+
+def _short(problem: str) -> str:
+    return problem.split(":")[0].lower()

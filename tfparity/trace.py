@@ -1,0 +1,54 @@
+"""Trace: a model run's named arrays in canonical order (numpy only).
+
+Order: ``hidden_states[0]`` (embedding output), ``hidden_states[1..N]`` (the output
+of encoder layer k-1), then the model's outputs (``last_hidden_state``,
+``pooler_output``, ``logits``), then any sub-layer taps. Caches (``past_key_values``,
+``mems``) are left out: they repeat hidden states in another layout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .compare import flatten
+
+_CACHES = ("past_key_values", "mems", "attentions", "cross_attentions")
+_HIDDEN = re.compile(r"^hidden_states\[(\d+)\]$")
+
+
+@dataclass
+class Trace(Mapping):
+    """Named numpy arrays from one run, in canonical order."""
+
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def from_output(cls, output: Mapping[str, Any]) -> Trace:
+        flat = {k: v for k, v in flatten(dict(output)).items() if not k.startswith(_CACHES)}
+        hidden = sorted((k for k in flat if _HIDDEN.match(k)), key=hidden_state_index)
+        rest = [k for k in flat if k not in hidden]
+        return cls({k: flat[k] for k in hidden + rest})
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.arrays)
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+    @property
+    def hidden_states(self) -> list[np.ndarray]:
+        return [v for k, v in self.arrays.items() if _HIDDEN.match(k)]
+
+
+def hidden_state_index(name: str) -> int | None:
+    """``hidden_states[3]`` -> 3; any other name -> None."""
+    m = _HIDDEN.match(name)
+    return int(m.group(1)) if m else None
