@@ -7,15 +7,14 @@ and argument errors stay fast.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ._version import __version__
+from .commands.common import EXIT_USAGE
 from .errors import TfparityError
-
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,60 +23,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"tfparity: error: {message}\n")
-
-
-def add_model_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "model",
-        nargs="?",
-        default="minilm",
-        metavar="MODEL",
-        help="a directory with config.json and weights, a cached Hugging Face "
-        "id, 'minilm' (default: a real pretrained BERT), or 'tiny:<arch>' "
-        "(bert, roberta, gpt2, albert, distilbert, electra, xlnet, t5)",
-    )
-    parser.add_argument(
-        "--allow-pickle",
-        action="store_true",
-        help="allow loading pickled PyTorch checkpoints (pytorch_model.bin) "
-        "with torch.load(weights_only=True)",
-    )
-
-
-def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("inputs (default: a few built-in sentences)")
-    group.add_argument("--text", action="append", metavar="TEXT", help="a text to run (repeatable)")
-    group.add_argument("--texts", metavar="FILE", help="a file with one text per line")
-    group.add_argument(
-        "--random",
-        type=int,
-        metavar="N",
-        help="N seeded random sequences of mixed lengths instead of texts",
-    )
-    group.add_argument(
-        "--seq-len", type=int, default=32, metavar="L", help="longest random sequence (default 32)"
-    )
-    group.add_argument("--batch-size", type=int, default=8, help="sequences per batch (default 8)")
-    group.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
-    group.add_argument(
-        "--padding-side",
-        choices=("right", "left"),
-        help="where padding goes (default: the tokenizer's)",
-    )
-    group.add_argument(
-        "--truncate",
-        action="store_true",
-        help="cut texts longer than the model's maximum instead of failing",
-    )
-
-
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH")
-    parser.add_argument("--atol", type=float, help="absolute tolerance (default: by dtype)")
-    parser.add_argument("--rtol", type=float, help="relative tolerance (default: by dtype)")
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="print every failing tensor's full message"
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,70 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show tracebacks and TensorFlow/transformers logs"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for register in _COMMANDS:
-        register(sub)
+    for name in COMMANDS:
+        importlib.import_module(f"tfparity.commands.{name}").register(sub)
     return parser
 
 
-def _register_check(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "check",
-        help="inputs_embeds vs input_ids parity (the main job)",
-        description="Run the TF model with input_ids and with word embeddings gathered on "
-        "the Keras side as inputs_embeds; compare every output and hidden state.",
-    )
-    add_model_argument(p)
-    add_input_arguments(p)
-    add_report_arguments(p)
-    p.set_defaults(func=_run_check)
-
-
-def _run_check(args: argparse.Namespace) -> int:
-    from .api import check_embeds, load_model
-    from .report.jsonio import write_json
-    from .report.text import render
-
-    start = time.perf_counter()
-    model = load_model(args.model, allow_pickle=args.allow_pickle)
-    report = check_embeds(model, inputs=input_options(args), tolerance=_tolerance(args))
-    report.details["seconds"] = round(time.perf_counter() - start, 2)
-    print(render(report, verbose=args.verbose))
-    if args.json:
-        write_json([report], args.json)
-    return EXIT_PASS if report.passed else EXIT_FAIL
-
-
-def input_options(args: argparse.Namespace):
-    """The InputOptions that the input arguments describe."""
-    from .inputs import InputOptions, read_texts_file
-
-    texts: list[str] | None = None
-    if args.text is not None or args.texts:
-        texts = list(args.text or []) + (read_texts_file(args.texts) if args.texts else [])
-    if texts is not None and args.random is not None:
-        raise TfparityError("Give texts (--text/--texts) or --random N, not both.")
-    return InputOptions(
-        texts=tuple(texts) if texts is not None else None,
-        random=args.random,
-        seq_len=args.seq_len,
-        batch_size=args.batch_size,
-        seed=args.seed,
-        padding_side=args.padding_side,
-        truncate=args.truncate,
-    )
-
-
-def _tolerance(args: argparse.Namespace):
-    if args.atol is None and args.rtol is None:
-        return None
-    from .compare import Tolerance
-
-    if (args.atol or 0) < 0 or (args.rtol or 0) < 0:
-        raise TfparityError("--atol and --rtol must not be negative.")
-    return Tolerance(atol=args.atol or 0.0, rtol=args.rtol or 0.0)
-
-
-_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_register_check]
+# Each subcommand lives in tfparity/commands/<name>.py and exposes register(sub).
+COMMANDS = ("check",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,1 @@
+"""Subcommands of the tfparity CLI, one module each, each with register(sub)."""

@@ -1,0 +1,93 @@
+"""Arguments and helpers shared by subcommands (no TF import here)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import TfparityError
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "model",
+        nargs="?",
+        default="minilm",
+        metavar="MODEL",
+        help="a directory with config.json and weights, a cached Hugging Face "
+        "id, 'minilm' (default: a real pretrained BERT), or 'tiny:<arch>' "
+        "(bert, roberta, gpt2, albert, distilbert, electra, xlnet, t5)",
+    )
+    parser.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="allow loading pickled PyTorch checkpoints (pytorch_model.bin) "
+        "with torch.load(weights_only=True)",
+    )
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("inputs (default: a few built-in sentences)")
+    group.add_argument("--text", action="append", metavar="TEXT", help="a text to run (repeatable)")
+    group.add_argument("--texts", metavar="FILE", help="a file with one text per line")
+    group.add_argument(
+        "--random",
+        type=int,
+        metavar="N",
+        help="N seeded random sequences of mixed lengths instead of texts",
+    )
+    group.add_argument(
+        "--seq-len", type=int, default=32, metavar="L", help="longest random sequence (default 32)"
+    )
+    group.add_argument("--batch-size", type=int, default=8, help="sequences per batch (default 8)")
+    group.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    group.add_argument(
+        "--padding-side",
+        choices=("right", "left"),
+        help="where padding goes (default: the tokenizer's)",
+    )
+    group.add_argument(
+        "--truncate",
+        action="store_true",
+        help="cut texts longer than the model's maximum instead of failing",
+    )
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH")
+    parser.add_argument("--atol", type=float, help="absolute tolerance (default: by dtype)")
+    parser.add_argument("--rtol", type=float, help="relative tolerance (default: by dtype)")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="print every failing tensor's full message"
+    )
+
+
+def input_options(args: argparse.Namespace):
+    """The InputOptions that the input arguments describe."""
+    from ..inputs import InputOptions, read_texts_file
+
+    texts: list[str] | None = None
+    if args.text is not None or args.texts:
+        texts = list(args.text or []) + (read_texts_file(args.texts) if args.texts else [])
+    if texts is not None and args.random is not None:
+        raise TfparityError("Give texts (--text/--texts) or --random N, not both.")
+    return InputOptions(
+        texts=tuple(texts) if texts is not None else None,
+        random=args.random,
+        seq_len=args.seq_len,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        padding_side=args.padding_side,
+        truncate=args.truncate,
+    )
+
+
+def tolerance(args: argparse.Namespace):
+    if args.atol is None and args.rtol is None:
+        return None
+    from ..compare import Tolerance
+
+    if (args.atol or 0) < 0 or (args.rtol or 0) < 0:
+        raise TfparityError("--atol and --rtol must not be negative.")
+    return Tolerance(atol=args.atol or 0.0, rtol=args.rtol or 0.0)
