@@ -85,3 +85,64 @@ def assert_close(
     results = compare_outputs(actual, expected, mask=attention_mask, tolerance=tolerance)
     if not all(c.passed for c in results):
         raise AssertionError(failure_message(results))
+
+
+def crosscheck(
+    model: Any = "minilm",
+    *,
+    tf: Any = None,
+    pt: Any = None,
+    inputs: InputOptions | None = None,
+    batches: Sequence[Batch] | None = None,
+    tolerance: Tolerance | None = None,
+    reload: bool = True,
+    allow_pickle: bool = False,
+) -> list[Report]:
+    """TF vs PyTorch on the same weights; one Report per TF model checked.
+
+    With ``model`` alone, its weights go into both frameworks and, like
+    ``transformers-cli pt-to-tf``, the TF model is checked twice: as cross-loaded and
+    after ``save_pretrained`` and reload (``reload=False`` skips the second). With
+    ``tf`` and ``pt``, a TF port is checked against a PyTorch reference (``pt`` is a
+    MODEL spec or a :class:`PTModel`).
+    """
+    from .adapters.pt_model import PTModel, load_pt
+    from .checks.crosscheck import CrosscheckOptions
+    from .checks.crosscheck import crosscheck as _check
+
+    tf_model = load_model(tf if tf is not None else model, allow_pickle=allow_pickle)
+    pt_spec = pt if pt is not None else model
+    if isinstance(pt_spec, PTModel):
+        pt_model = pt_spec
+    elif isinstance(pt_spec, str):
+        pt_model = load_pt(pt_spec, allow_pickle=allow_pickle, tf_model=tf_model)
+    else:
+        pt_model = PTModel.from_tf(tf_model.model)
+    if batches is None:
+        batches = make_batches(tf_model, inputs)
+    reports = [_check(tf_model, pt_model, batches, CrosscheckOptions(tolerance=tolerance))]
+    if reload and tf is None and pt is None:
+        reloaded = _save_and_reload(tf_model)
+        reports.append(
+            _check(
+                reloaded,
+                pt_model,
+                batches,
+                CrosscheckOptions(tolerance=tolerance, label="crosscheck-reloaded"),
+            )
+        )
+    return reports
+
+
+def _save_and_reload(tf_model: Any) -> Any:
+    """The TF model after ``save_pretrained`` and a fresh load (catches lost weights)."""
+    import tempfile
+
+    from .adapters.tf_model import TFModel
+
+    with tempfile.TemporaryDirectory(prefix="tfparity-") as tmp:
+        tf_model.model.save_pretrained(tmp)
+        reloaded = TFModel.load(tmp)
+    reloaded.tokenizer = tf_model.tokenizer
+    reloaded.name = f"{tf_model.name} (saved and reloaded)"
+    return reloaded

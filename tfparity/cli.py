@@ -42,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Each subcommand lives in tfparity/commands/<name>.py and exposes register(sub).
-COMMANDS = ("check",)
+COMMANDS = (
+    "check",
+    "crosscheck",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -88,6 +88,7 @@ class Comparison:
     masked_out: int = 0
     masked_max_abs_diff: float = 0.0
     problem: str | None = None
+    judge: str = "tolerance"  # or "referee": ``passed`` then comes from a RefereeResult
 
     @property
     def mismatched_percent(self) -> float:
@@ -461,3 +462,60 @@ def failure_message(comparisons: Sequence[Comparison]) -> str:
     failing.sort(key=lambda c: (c.problem is None, -c.max_abs_diff))
     head = f"{len(failing)} of {len(comparisons)} outputs differ."
     return "\n\n".join([head] + [c.message() for c in failing])
+
+
+# ----------------------------------------------------------------------------- referee
+
+
+@dataclass(frozen=True)
+class Referee:
+    """Judge a candidate by a float64 truth instead of a fixed threshold.
+
+    The candidate (e.g. TF fp32) passes when its RMSE to the truth (PyTorch fp64) is at
+    most ``factor`` times the reference's own RMSE to the truth (PyTorch fp32), plus
+    ``floor`` times the truth's RMS (for tensors that fp32 computes exactly). Deep
+    models get room for the rounding they really accumulate; shallow ones get none.
+    """
+
+    factor: float = 3.0
+    floor: float = 1e-7
+
+
+@dataclass
+class RefereeResult:
+    name: str
+    actual_rmse: float
+    reference_rmse: float
+    allowed_rmse: float
+    ratio: float | None  # actual_rmse / reference_rmse
+    passed: bool
+
+
+def referee_batches(
+    name: str,
+    actual: Sequence[Any],
+    reference: Sequence[Any],
+    truth: Sequence[Any],
+    *,
+    masks: Sequence[np.ndarray | None] | None = None,
+    referee: Referee = Referee(),
+) -> RefereeResult:
+    """Referee one named tensor over batches (padding excluded, as in comparisons)."""
+    masks = list(masks) if masks is not None else [None] * len(actual)
+    a_list, r_list, t_list = ([to_numpy(x) for x in xs] for xs in (actual, reference, truth))
+    cand = _gather_valid(a_list, t_list, masks)
+    ref = _gather_valid(r_list, t_list, masks)
+    actual_rmse = _rmse(cand.a, cand.b)
+    reference_rmse = _rmse(ref.a, ref.b)
+    scale = float(np.sqrt(np.mean(cand.b**2))) if cand.b.size else 0.0
+    allowed = referee.factor * reference_rmse + referee.floor * scale
+    passed = bool(np.isfinite(actual_rmse) and actual_rmse <= allowed)
+    ratio = actual_rmse / reference_rmse if reference_rmse > 0 else None
+    return RefereeResult(name, actual_rmse, reference_rmse, allowed, ratio, passed)
+
+
+def _rmse(a: np.ndarray, b: np.ndarray) -> float:
+    if a.size == 0:
+        return 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        return float(np.sqrt(np.mean((a - b) ** 2)))

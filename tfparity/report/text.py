@@ -14,9 +14,15 @@ def render(report: Report, *, verbose: bool = False) -> str:
     for key, value in report.details.items():
         if isinstance(value, (str, int, float)):
             lines.append(f"  {key}: {value}")
-    if report.comparisons:
+    layers = report.details.get("layers")
+    shown = report.comparisons
+    if layers:
         lines.append("")
-        lines.extend(_table(report.comparisons))
+        lines.extend(layer_table(layers))
+        shown = [c for c in shown if not c.name.startswith("hidden_states[")]
+    if shown:
+        lines.append("")
+        lines.extend(_table(shown))
     for note in report.notes:
         lines.append(f"note: {note}")
     if report.first_divergence is not None:
@@ -86,3 +92,46 @@ def _row(c: Comparison) -> tuple[str, ...]:
 
 def _short(problem: str) -> str:
     return problem.split(":")[0].lower()
+
+
+_LAYER_HEADER = (
+    "hidden",
+    "layer",
+    "max abs diff",
+    "mean abs diff",
+    "cosine",
+    "TF rmse/fp64",
+    "PT rmse/fp64",
+    "accumulated",
+    "isolated",
+    "verdict",
+)
+
+
+def layer_table(rows: list[dict]) -> list[str]:
+    """The cross-check's per-layer table: accumulated error vs each layer's own error."""
+
+    def flag(ok):
+        return "-" if ok is None else ("ok" if ok else "DIVERGES")
+
+    def num(x, fmt=".3g"):
+        return "-" if x is None else format(x, fmt)
+
+    body = [
+        (
+            str(r["hidden_state"]),
+            str(r["layer"]),
+            num(r["max_abs_diff"]),
+            num(r["mean_abs_diff"]),
+            num(r["cosine"], ".6f"),
+            num(r["rmse_vs_fp64"]),
+            num(r["reference_rmse_vs_fp64"]),
+            flag(r["accumulated_ok"]),
+            flag(r["isolated_ok"]),
+            "ok" if r["passed"] else "FAIL",
+        )
+        for r in rows
+    ]
+    widths = [max(len(x[i]) for x in [_LAYER_HEADER, *body]) for i in range(len(_LAYER_HEADER))]
+    fmt = "  ".join(f"{{:>{w}}}" for w in widths)
+    return [fmt.format(*_LAYER_HEADER), *(fmt.format(*r) for r in body)]

@@ -1,0 +1,178 @@
+"""The PyTorch side of the cross-check: the same weights in a PyTorch model.
+
+Weights come either from a PyTorch checkpoint directory (safetensors; pickles only
+when allowed, read with ``weights_only=True``) or from a TF model in memory. The
+TF->PT direction builds the PyTorch model from the config and assigns the TF
+weights: ``from_pretrained(..., from_tf=True)`` leaves parameters on the ``meta``
+device with torch 2.13 (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import TfparityError
+from ..inputs import Batch, check_limits
+from ..trace import Trace
+from .loading import PT_PICKLE, PT_SAFETENSORS
+from .runtime import import_torch, import_transformers
+
+
+@dataclass
+class PTModel:
+    """A PyTorch model in eval mode, with a float64 copy made on demand (the referee)."""
+
+    name: str
+    model: Any
+    config: Any
+    notes: list[str] = field(default_factory=list)
+    _fp64: Any = None
+
+    @classmethod
+    def from_tf(cls, tf_model: Any, name: str = "") -> PTModel:
+        """Build from ``tf_model.config`` and copy the TF weights in (TF -> PT)."""
+        from transformers.modeling_tf_pytorch_utils import load_tf2_model_in_pytorch_model
+
+        model = _build(tf_model.config)
+        _, info = load_tf2_model_in_pytorch_model(
+            model, tf_model, allow_missing_keys=True, output_loading_info=True
+        )
+        notes = _missing_note(info.get("missing_keys", []))
+        return cls(
+            name or f"{type(model).__name__} (from TF weights)",
+            _eval(model),
+            tf_model.config,
+            notes,
+        )
+
+    @classmethod
+    def from_dir(cls, directory: str | Path, *, allow_pickle: bool = False) -> PTModel:
+        """Load a PyTorch checkpoint directory (config.json + safetensors or pickle)."""
+        directory = Path(directory)
+        t = import_transformers()
+        config = t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+        files = {p.name for p in directory.iterdir()}
+        if not files & set(PT_SAFETENSORS):
+            if not files & set(PT_PICKLE):
+                raise TfparityError(f"{directory} has no PyTorch weights (model.safetensors).")
+            if not allow_pickle:
+                raise TfparityError(
+                    f"{directory} holds only a pickled checkpoint; pass "
+                    "--allow-pickle to load it with torch.load(weights_only=True)."
+                )
+        try:
+            model, info = _pt_class(config).from_pretrained(
+                str(directory),
+                config=config,
+                attn_implementation="eager",
+                use_safetensors=not bool(files & set(PT_PICKLE)) or None,
+                output_loading_info=True,
+                trust_remote_code=False,
+            )
+        except Exception as exc:
+            raise TfparityError(
+                f"The PyTorch checkpoint in {directory} could not be "
+                f"loaded: {' '.join(str(exc).split())[:300]}"
+            ) from exc
+        return cls(
+            f"{type(model).__name__} ({directory})",
+            _eval(model),
+            config,
+            _missing_note(info.get("missing_keys", [])),
+        )
+
+    # ------------------------------------------------------------------ runs
+
+    def fp64(self) -> Any:
+        if self._fp64 is None:
+            self._fp64 = copy.deepcopy(self.model).double()
+        return self._fp64
+
+    def run(self, batch: Batch, *, float64: bool = False) -> Trace:
+        torch = import_torch()
+        model = self.fp64() if float64 else self.model
+        with torch.no_grad():
+            out = model(**self.torch_inputs(batch), output_hidden_states=True, return_dict=True)
+        return Trace.from_output(out)
+
+    def torch_inputs(self, batch: Batch) -> dict[str, Any]:
+        torch = import_torch()
+        import inspect
+
+        accepted = inspect.signature(self.model.forward).parameters
+        inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
+        if batch.token_type_ids is not None and getattr(self.config, "type_vocab_size", 0):
+            inputs["token_type_ids"] = batch.token_type_ids
+        if batch.position_ids is not None:
+            inputs["position_ids"] = batch.position_ids
+        return {
+            k: torch.from_numpy(np.asarray(v, np.int64)) for k, v in inputs.items() if k in accepted
+        }
+
+    def check(self, batch: Batch, limits: Any) -> None:
+        check_limits(batch, limits)
+
+
+def _pt_class(config: Any) -> Any:
+    t = import_transformers()
+    if config.model_type in ("t5", "mt5"):
+        return t.T5EncoderModel
+    return t.AutoModel
+
+
+def _build(config: Any) -> Any:
+    """A PyTorch model with fresh weights for ``config`` (eager attention, as TF does)."""
+    cls = _pt_class(config)
+    if hasattr(cls, "from_config"):  # the Auto class
+        return cls.from_config(config, attn_implementation="eager")
+    return cls._from_config(config, attn_implementation="eager")
+
+
+def _eval(model: Any) -> Any:
+    torch = import_torch()
+    torch.backends.cuda.matmul.allow_tf32 = False  # like pt-to-tf: no TF32 in the reference
+    torch.backends.cudnn.allow_tf32 = False
+    model.eval()
+    for p in model.parameters():
+        if p.device.type == "meta":
+            raise TfparityError(
+                "The PyTorch model has parameters on the 'meta' device (weights were not loaded)."
+            )
+    return model
+
+
+def _missing_note(missing: list[str]) -> list[str]:
+    missing = [m for m in missing if not m.endswith("position_ids")]
+    if not missing:
+        return []
+    return [
+        "PyTorch weights not in the checkpoint, left randomly initialised: "
+        + ", ".join(sorted(missing)[:8])
+    ]
+
+
+def load_pt(spec: str, *, allow_pickle: bool = False, tf_model: Any = None) -> PTModel:
+    """The PyTorch side for a MODEL spec: a checkpoint directory (``minilm``, a local or
+    cached directory) is read directly; a ``tiny:`` model (or a TF-only directory, when
+    ``tf_model`` is given) gets the TF weights copied in."""
+    from .loading import _hub_snapshot
+    from .specs import parse_spec
+
+    parsed = parse_spec(spec)
+    if parsed.kind == "tiny":
+        from .loading import load_tf
+
+        return PTModel.from_tf(
+            tf_model.model if tf_model is not None else load_tf(parsed).model,
+            name=f"PyTorch {spec}",
+        )
+    directory = Path(parsed.location) if parsed.kind != "hub" else _hub_snapshot(parsed.location)
+    files = {p.name for p in directory.iterdir()}
+    if not files & set(PT_SAFETENSORS + PT_PICKLE) and tf_model is not None:
+        return PTModel.from_tf(tf_model.model, name=f"PyTorch from TF weights in {directory}")
+    return PTModel.from_dir(directory, allow_pickle=allow_pickle)

@@ -1,0 +1,329 @@
+"""The PyTorch cross-check: a TF model against PyTorch on the same weights.
+
+Every output and hidden state is compared. By default a float64 PyTorch run referees
+(see :class:`tfparity.compare.Referee`) instead of a fixed threshold; explicit
+``atol``/``rtol`` are the other mode. For the BERT family, sub-layer taps and isolated
+runs localise the first divergence to a layer and a component, and hints name a
+likely cause with evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..adapters import taps
+from ..adapters.pt_model import PTModel
+from ..adapters.tf_model import TFModel
+from ..compare import (
+    Comparison,
+    Referee,
+    RefereeResult,
+    Tolerance,
+    compare_output_batches,
+    referee_batches,
+)
+from ..inputs import Batch
+from ..report import Divergence, Report
+from ..trace import Trace, hidden_state_index
+from . import hints
+from .embeds import ensure_finite
+
+
+@dataclass(frozen=True)
+class CrosscheckOptions:
+    """``tolerance`` set: judge by atol/rtol; None: judge by the float64 referee."""
+
+    tolerance: Tolerance | None = None
+    referee: Referee = Referee()
+    label: str = "crosscheck"
+
+
+@dataclass
+class _Runs:
+    """Per-batch results of the three runs, and the sub-layer records."""
+
+    tf: list[Trace] = field(default_factory=list)
+    pt: list[Trace] = field(default_factory=list)
+    pt64: list[Trace] = field(default_factory=list)
+    tf_taps: list[dict] = field(default_factory=list)
+    pt_taps: list[dict] = field(default_factory=list)
+    pt64_taps: list[dict] = field(default_factory=list)
+    isolated: list[dict] = field(default_factory=list)
+
+
+def crosscheck(
+    tf_model: TFModel,
+    pt_model: PTModel,
+    batches: Sequence[Batch],
+    options: CrosscheckOptions = CrosscheckOptions(),
+) -> Report:
+    tapped = taps.supported(tf_model.config) and taps.supported(pt_model.config)
+    runs = _run_all(tf_model, pt_model, batches, tapped)
+    masks = [b.attention_mask for b in batches]
+    comparisons = compare_output_batches(
+        runs.tf, runs.pt, masks=masks, tolerance=options.tolerance, check_dtype=False
+    )
+    referees = [_referee(c.name, runs, masks, options.referee) for c in comparisons]
+    if options.tolerance is None:
+        comparisons = [_judged(c, r) for c, r in zip(comparisons, referees, strict=True)]
+    components = _components(runs, masks, options.referee) if tapped else []
+    passed = all(c.passed for c in comparisons)
+    divergence = None if passed else localise(tf_model, pt_model, comparisons, components, runs)
+    notes = list(tf_model.notes) + list(pt_model.notes)
+    if not tapped:
+        notes.append(
+            f"Sub-layer taps are available for {', '.join(taps.FAMILY)}; for "
+            f"{tf_model.model_type} the divergence is localised to a layer only."
+        )
+    return Report(
+        check=options.label,
+        model=tf_model.name,
+        passed=passed,
+        comparisons=comparisons,
+        first_divergence=divergence,
+        notes=notes,
+        details={
+            "judge": "tolerance"
+            if options.tolerance
+            else f"float64 referee (factor {options.referee.factor:g}, floor "
+            f"{options.referee.floor:g} x RMS)",
+            "reference": pt_model.name,
+            "batches": len(batches),
+            "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
+            "layers": _layer_rows(comparisons, referees, components),
+            "components": [_component_row(c) for c in components],
+        },
+    )
+
+
+def _run_all(tf_model: TFModel, pt_model: PTModel, batches: Sequence[Batch], tapped: bool) -> _Runs:
+    runs = _Runs()
+    for batch in batches:
+        if tapped:
+            with taps.tf_taps(tf_model.model) as tf_rec:
+                runs.tf.append(tf_model.run(batch))
+            with taps.pt_taps(pt_model.model) as pt_rec:
+                runs.pt.append(pt_model.run(batch))
+            with taps.pt_taps(pt_model.fp64()) as pt64_rec:
+                runs.pt64.append(pt_model.run(batch, float64=True))
+            runs.tf_taps.append(tf_rec)
+            runs.pt_taps.append(pt_rec)
+            runs.pt64_taps.append(pt64_rec)
+            runs.isolated.append(
+                taps.isolate(tf_model.model, pt_rec, runs.pt[-1].hidden_states, batch)
+            )
+        else:
+            runs.tf.append(tf_model.run(batch))
+            runs.pt.append(pt_model.run(batch))
+            runs.pt64.append(pt_model.run(batch, float64=True))
+        ensure_finite(runs.pt[-1], "the PyTorch reference")
+    return runs
+
+
+def _referee(name: str, runs: _Runs, masks: list, referee: Referee) -> RefereeResult | None:
+    if not all(name in t for t in runs.tf) or not all(name in t for t in runs.pt64):
+        return None
+    return referee_batches(
+        name,
+        [t[name] for t in runs.tf],
+        [t[name] for t in runs.pt],
+        [t[name] for t in runs.pt64],
+        masks=masks,
+        referee=referee,
+    )
+
+
+def _judged(c: Comparison, r: RefereeResult | None) -> Comparison:
+    if r is None or c.problem:
+        return c
+    c.passed, c.judge = r.passed, "referee"
+    return c
+
+
+@dataclass
+class Component:
+    """One tap: accumulated (full run) and isolated (fed PyTorch's input) verdicts."""
+
+    name: str
+    accumulated: RefereeResult
+    isolated: RefereeResult | None
+
+
+def _components(runs: _Runs, masks: list, referee: Referee) -> list[Component]:
+    found = []
+    for name in runs.pt_taps[0]:
+        if not all(name in r for r in runs.tf_taps):
+            continue
+        acc = referee_batches(
+            name,
+            [r[name] for r in runs.tf_taps],
+            [r[name] for r in runs.pt_taps],
+            [r[name] for r in runs.pt64_taps],
+            masks=masks,
+            referee=referee,
+        )
+        iso = None
+        if all(name in r for r in runs.isolated):
+            # rmse(TF isolated, PT fp32) against rmse(PT fp64, PT fp32).
+            iso = referee_batches(
+                name,
+                [r[name] for r in runs.isolated],
+                [r[name] for r in runs.pt64_taps],
+                [r[name] for r in runs.pt_taps],
+                masks=masks,
+                referee=referee,
+            )
+        found.append(Component(name, acc, iso))
+    return found
+
+
+# ----------------------------------------------------------------------------- localisation
+
+
+def localise(
+    tf_model: TFModel,
+    pt_model: PTModel,
+    comparisons: list[Comparison],
+    components: list[Component],
+    runs: _Runs,
+) -> Divergence:
+    failing = [c for c in comparisons if not c.passed]
+    hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
+    if not hidden:
+        where = "pooler" if any(c.name.startswith("pooler") for c in failing) else "head"
+        hint = _hint(tf_model, pt_model, where, where, runs)
+        return Divergence(None, where, where, hint)
+    k = hidden[0]
+    if k == 0:
+        return Divergence(
+            0,
+            "embeddings",
+            "embeddings",
+            _hint(tf_model, pt_model, "embeddings", "embeddings", runs),
+        )
+    layer = k - 1
+    component = _component_of(layer, components)
+    return Divergence(k, layer, component, _hint(tf_model, pt_model, layer, component, runs))
+
+
+def _component_of(layer: int, components: list[Component]) -> str:
+    mine = [c for c in components if c.name.startswith(f"layer_{layer}.")]
+    for judge in ("isolated", "accumulated"):
+        for c in mine:
+            result = getattr(c, judge)
+            if result is not None and not result.passed:
+                return c.name.split(".", 1)[1]
+    return "attention"
+
+
+PT_PREFIX = {
+    "embeddings": "embeddings.",
+    "pooler": "pooler.",
+    "attention": "attention.",
+    "intermediate": "intermediate.",
+    "output": "output.",
+}
+
+
+def _hint(tf_model: TFModel, pt_model: PTModel, layer: Any, component: str, runs: _Runs) -> str:
+    parts = hints.config_differences(tf_model.config, pt_model.config)
+    prefix = PT_PREFIX.get(component, "")
+    if isinstance(layer, int):
+        prefix = f"encoder.layer.{layer}.{prefix}"
+    if prefix:
+        pt_weights = taps.pt_module_weights(pt_model.model)
+        parts += hints.weight_differences(tf_model.model, pt_weights, prefix)
+    if isinstance(layer, int) and runs.pt_taps and taps.supported(tf_model.config):
+        parts += _numeric_signature(tf_model, pt_model, layer, component, runs)
+    if not parts:
+        parts.append(
+            "Config and weights agree here, so the computation itself differs "
+            "(attention scaling, mask constant, softmax, or a custom layer)."
+        )
+    return "; ".join(parts)
+
+
+def _numeric_signature(
+    tf_model: TFModel, pt_model: PTModel, layer: int, component: str, runs: _Runs
+) -> list[str]:
+    modules = taps._tf_modules(tf_model.model)
+    pt_rec, tf_iso = runs.pt_taps[0], runs.isolated[0]
+    attn = pt_rec[f"layer_{layer}.attention"]
+    if component == "intermediate":
+        dense = modules[f"layer_{layer}.intermediate"].dense
+        pre = attn @ dense.kernel.numpy().astype(np.float64) + dense.bias.numpy()
+        return [
+            hints.activation_hint(
+                pre,
+                pt_rec[f"layer_{layer}.intermediate"],
+                tf_iso[f"layer_{layer}.intermediate"],
+                tf_model.config.hidden_act,
+                pt_model.config.hidden_act,
+            )
+        ]
+    if component == "output":
+        out = modules[f"layer_{layer}.output"]
+        pre = (
+            pt_rec[f"layer_{layer}.intermediate"] @ out.dense.kernel.numpy().astype(np.float64)
+            + out.dense.bias.numpy()
+            + attn
+        )
+        ln = out.LayerNorm
+        return [
+            hints.layernorm_hint(
+                pre,
+                ln.gamma.numpy(),
+                ln.beta.numpy(),
+                pt_rec[f"layer_{layer}.output"],
+                float(ln.epsilon),
+            )
+        ]
+    return []
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def _layer_rows(
+    comparisons: list[Comparison], referees: list[RefereeResult | None], components: list[Component]
+) -> list[dict[str, Any]]:
+    rows = []
+    for c, r in zip(comparisons, referees, strict=True):
+        k = hidden_state_index(c.name)
+        if k is None:
+            continue
+        layer = "embeddings" if k == 0 else k - 1
+        prefix = "embeddings" if k == 0 else f"layer_{k - 1}."
+        mine = [x for x in components if x.name.startswith(prefix)]
+        isolated = [x.isolated for x in mine if x.isolated is not None]
+        rows.append(
+            {
+                "hidden_state": k,
+                "layer": layer,
+                "max_abs_diff": c.max_abs_diff,
+                "mean_abs_diff": c.mean_abs_diff,
+                "cosine": c.cosine,
+                "rmse_vs_fp64": r.actual_rmse if r else None,
+                "reference_rmse_vs_fp64": r.reference_rmse if r else None,
+                "accumulated_ok": all(x.accumulated.passed for x in mine) if mine else None,
+                "isolated_ok": all(x.passed for x in isolated) if isolated else None,
+                "isolated_rmse": max((x.actual_rmse for x in isolated), default=None),
+                "passed": c.passed,
+            }
+        )
+    return rows
+
+
+def _component_row(c: Component) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "accumulated_rmse": c.accumulated.actual_rmse,
+        "reference_rmse": c.accumulated.reference_rmse,
+        "accumulated_ok": c.accumulated.passed,
+        "isolated_rmse": c.isolated.actual_rmse if c.isolated else None,
+        "isolated_ok": c.isolated.passed if c.isolated else None,
+    }

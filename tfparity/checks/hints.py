@@ -1,0 +1,148 @@
+"""Likely causes of a TF/PyTorch divergence, each with the evidence that names it.
+
+A hint says what it tried and how close it got: config fields that differ, weights of
+the diverging component that differ (zeroed, transposed, shifted by a row), and
+numeric signatures (the other GELU variant, another LayerNorm epsilon).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+CONFIG_FIELDS = (
+    "hidden_act",
+    "layer_norm_eps",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "position_embedding_type",
+    "hidden_size",
+    "num_attention_heads",
+    "intermediate_size",
+    "vocab_size",
+    "pad_token_id",
+    "activation_function",
+    "layer_norm_epsilon",
+)
+EPSILONS = (1e-12, 1e-6, 1e-5, 1e-3)
+
+
+def config_differences(tf_config: Any, pt_config: Any) -> list[str]:
+    diffs = []
+    for key in CONFIG_FIELDS:
+        a, b = getattr(tf_config, key, None), getattr(pt_config, key, None)
+        if a != b:
+            diffs.append(f"config {key}: {a!r} (TF) vs {b!r} (PyTorch)")
+    return diffs
+
+
+def _rmse(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2)))
+
+
+def weight_differences(tf_model: Any, pt_weights: dict[str, np.ndarray], prefix: str) -> list[str]:
+    """TF weights under the PyTorch name ``prefix`` that differ from PyTorch's, described."""
+    from transformers.modeling_tf_pytorch_utils import convert_tf_weight_name_to_pt_weight_name
+
+    base = tf_model.base_model_prefix + "."
+    strip = "" if any(k.startswith(base) for k in pt_weights) else base
+    found = []
+    for var in tf_model.weights:
+        name, transpose = convert_tf_weight_name_to_pt_weight_name(
+            var.name, start_prefix_to_remove=strip, tf_weight_shape=var.shape
+        )
+        if not name.startswith(prefix) or name not in pt_weights:
+            continue
+        tf_value = var.numpy()
+        if transpose.name != "NO":
+            tf_value = tf_value.T
+        pt_value = pt_weights[name]
+        if tf_value.shape == pt_value.shape and np.allclose(tf_value, pt_value, atol=0, rtol=0):
+            continue
+        found.append(describe_weight(name, tf_value, pt_value))
+    return found
+
+
+def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> str:
+    if tf_value.shape != pt_value.shape:
+        return f"weight {name}: shape {tf_value.shape} (TF) vs {pt_value.shape} (PyTorch)"
+    if not np.any(tf_value) and np.any(pt_value):
+        return f"weight {name} is all zeros in TF but not in PyTorch (dropped?)"
+    if (
+        tf_value.ndim == 2
+        and tf_value.shape[0] == tf_value.shape[1]
+        and np.array_equal(tf_value.T, pt_value)
+    ):
+        return f"weight {name} matches PyTorch when transposed (a transposed kernel)"
+    if tf_value.ndim == 2 and tf_value.shape[0] > 1:
+        for shift in (1, -1):
+            if np.array_equal(np.roll(tf_value, shift, axis=0)[1:-1], pt_value[1:-1]):
+                return (
+                    f"weight {name} matches PyTorch with its rows shifted by {shift} "
+                    "(an off-by-one position table?)"
+                )
+    diff = np.abs(tf_value - pt_value)
+    return (
+        f"weight {name} differs: max abs diff {diff.max():.3g} over "
+        f"{int((diff > 0).sum())} of {diff.size} values"
+    )
+
+
+def _gelu_exact(x: np.ndarray) -> np.ndarray:
+    from math import erf
+
+    return 0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+ACTIVATIONS = {
+    "gelu (exact erf)": _gelu_exact,
+    "gelu_new (tanh approximation)": _gelu_tanh,
+    "relu": lambda x: np.maximum(x, 0.0),
+}
+
+
+def activation_hint(
+    pre_activation: np.ndarray,
+    pt_output: np.ndarray,
+    tf_output: np.ndarray,
+    tf_act: str,
+    pt_act: str,
+) -> str:
+    """Which activation turns the (TF) up-projection into each side's output."""
+    x = pre_activation[..., :256]  # a slice keeps the exact-erf loop cheap
+    pt_fit = {k: _rmse(f(x), pt_output[..., :256]) for k, f in ACTIVATIONS.items()}
+    tf_fit = {k: _rmse(f(x), tf_output[..., :256]) for k, f in ACTIVATIONS.items()}
+    best_pt, best_tf = min(pt_fit, key=pt_fit.get), min(tf_fit, key=tf_fit.get)
+    tried = ", ".join(f"{k}: rmse {v:.2g}" for k, v in pt_fit.items())
+    if best_pt != best_tf:
+        return (
+            f"activation: PyTorch's intermediate output matches {best_pt}, TF's matches "
+            f"{best_tf} (config: TF {tf_act!r}, PyTorch {pt_act!r}); tried on PyTorch's "
+            f"output: {tried}"
+        )
+    return f"activation: both sides match {best_pt} ({tried})"
+
+
+def layernorm_hint(
+    pre_norm: np.ndarray, gamma: np.ndarray, beta: np.ndarray, pt_output: np.ndarray, tf_eps: float
+) -> str:
+    mean = pre_norm.mean(-1, keepdims=True)
+    var = pre_norm.var(-1, keepdims=True)
+    fits = {
+        eps: _rmse((pre_norm - mean) / np.sqrt(var + eps) * gamma + beta, pt_output)
+        for eps in sorted(set(EPSILONS) | {tf_eps})
+    }
+    best = min(fits, key=fits.get)
+    tried = ", ".join(f"{e:g}: rmse {v:.2g}" for e, v in fits.items())
+    if best != tf_eps:
+        return (
+            f"LayerNorm epsilon: PyTorch's output matches eps={best:g}, TF uses "
+            f"{tf_eps:g} (tried {tried})"
+        )
+    return f"LayerNorm epsilon: TF's eps={tf_eps:g} fits PyTorch best ({tried})"

@@ -1,0 +1,67 @@
+"""``tfparity crosscheck``: a TF model against PyTorch, layer by layer."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from .common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_input_arguments,
+    add_model_argument,
+    add_report_arguments,
+    input_options,
+    tolerance,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "crosscheck",
+        help="TF vs PyTorch on the same weights, layer by layer",
+        description="Load MODEL's weights into TF and PyTorch (or compare --tf against "
+        "--pt) and compare every output and hidden state. By default a float64 PyTorch run "
+        "referees; --atol/--rtol switch to fixed tolerances. The first divergence is "
+        "localised to a layer and component, with likely causes.",
+    )
+    add_model_argument(p)
+    p.add_argument("--tf", metavar="TF_MODEL", help="the TF port to check (a MODEL spec)")
+    p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (a MODEL spec)")
+    p.add_argument(
+        "--no-reload",
+        action="store_true",
+        help="skip the second pass on the TF model after save_pretrained + reload",
+    )
+    add_input_arguments(p)
+    add_report_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..adapters.runtime import import_torch
+    from ..api import crosscheck
+    from ..errors import TfparityError
+    from ..report.jsonio import write_json
+    from ..report.text import render
+
+    if (args.tf is None) != (args.pt is None):
+        raise TfparityError("Give both --tf and --pt, or neither (then MODEL is used for both).")
+    import_torch()
+    start = time.perf_counter()
+    reports = crosscheck(
+        args.model,
+        tf=args.tf,
+        pt=args.pt,
+        inputs=input_options(args),
+        tolerance=tolerance(args),
+        reload=not args.no_reload,
+        allow_pickle=args.allow_pickle,
+    )
+    for report in reports:
+        print(render(report, verbose=args.verbose))
+        print()
+    print(f"crosscheck wall time: {time.perf_counter() - start:.1f} s")
+    if args.json:
+        write_json(reports, args.json)
+    return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
