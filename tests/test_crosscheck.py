@@ -1,0 +1,255 @@
+"""The PyTorch cross-check: correct ports pass, each kind of broken port fails and is
+localised to the right hidden state, layer and component (the fault catalogue)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from tfparity import InputOptions, Tolerance
+from tfparity.adapters.pt_model import PTModel
+from tfparity.adapters.specs import minilm_dir
+from tfparity.adapters.tf_model import TFModel
+from tfparity.api import crosscheck, make_batches
+from tfparity.checks.crosscheck import crosscheck as run_crosscheck
+
+TINY = "tiny:bert"
+
+
+@pytest.fixture(scope="module")
+def tiny_reference():
+    """PyTorch tiny:bert (weights copied from the seeded TF model) and the batches."""
+    tf_model = TFModel.load(TINY)
+    batches = make_batches(tf_model, InputOptions(random=6, seq_len=16, batch_size=3, seed=1))
+    return PTModel.from_tf(tf_model.model), batches
+
+
+def main_layer(model: TFModel):
+    return model.model.bert
+
+
+def zero(var) -> None:
+    var.assign(np.zeros(var.shape, var.dtype.as_numpy_dtype))
+
+
+def with_config(**changes) -> Callable[[TFModel], TFModel]:
+    """A fault in config.json: the same weights in a model built from a changed config."""
+
+    def make(model: TFModel) -> TFModel:
+        from tfparity.adapters.loading import build, tf_model_class
+
+        config = model.config.__class__.from_dict({**model.config.to_dict(), **changes})
+        broken = tf_model_class(config).from_config(config)
+        build(broken)
+        for target, source in zip(broken.weights, model.model.weights, strict=True):
+            target.assign(source)
+        return TFModel("broken", broken, model.tokenizer, config)
+
+    return make
+
+
+def in_place(fault: Callable[[TFModel], None]) -> Callable[[TFModel], TFModel]:
+    def make(model: TFModel) -> TFModel:
+        fault(model)
+        return model
+
+    return make
+
+
+def _shift_positions(m):
+    table = main_layer(m).embeddings.position_embeddings
+    table.assign(np.roll(table.numpy(), 1, axis=0))
+
+
+def _transpose(var):
+    var.assign(var.numpy().T)
+
+
+def _swap_type_rows(m):
+    table = main_layer(m).embeddings.token_type_embeddings
+    table.assign(table.numpy()[::-1].copy())
+
+
+def _scale_attention(m):
+    main_layer(m).encoder.layer[1].attention.self_attention.sqrt_att_head_size = 1.0
+
+
+def _ln_gamma(m):
+    gamma = main_layer(m).encoder.layer[1].bert_output.LayerNorm.gamma
+    gamma.assign(gamma.numpy() * 1.01)
+
+
+# name -> (fault, hidden_state, layer, component, words the hint must contain)
+CATALOGUE = {
+    "zeroed attention query bias": (
+        in_place(
+            lambda m: zero(main_layer(m).encoder.layer[1].attention.self_attention.query.bias)
+        ),
+        2,
+        1,
+        "attention",
+        "all zeros",
+    ),
+    "transposed attention output kernel": (
+        in_place(
+            lambda m: _transpose(main_layer(m).encoder.layer[0].attention.dense_output.dense.kernel)
+        ),
+        1,
+        0,
+        "attention",
+        "transposed",
+    ),
+    "wrong attention scaling": (in_place(_scale_attention), 2, 1, "attention", "computation"),
+    "dropped intermediate bias": (
+        in_place(lambda m: zero(main_layer(m).encoder.layer[0].intermediate.dense.bias)),
+        1,
+        0,
+        "intermediate",
+        "all zeros",
+    ),
+    "gelu_new instead of gelu": (
+        with_config(hidden_act="gelu_new"),
+        1,
+        0,
+        "intermediate",
+        "gelu_new",
+    ),
+    "dropped output bias": (
+        in_place(lambda m: zero(main_layer(m).encoder.layer[1].bert_output.dense.bias)),
+        2,
+        1,
+        "output",
+        "all zeros",
+    ),
+    "LayerNorm gamma off by 1%": (in_place(_ln_gamma), 2, 1, "output", "LayerNorm.weight"),
+    "shifted position embeddings": (
+        in_place(_shift_positions),
+        0,
+        "embeddings",
+        "embeddings",
+        "shifted",
+    ),
+    "swapped token type rows": (
+        in_place(_swap_type_rows),
+        0,
+        "embeddings",
+        "embeddings",
+        "token_type_embeddings",
+    ),
+    "LayerNorm epsilon 1e-5 vs 1e-12": (
+        with_config(layer_norm_eps=1e-5),
+        0,
+        "embeddings",
+        "embeddings",
+        "layer_norm_eps",
+    ),
+    "zeroed pooler bias": (
+        in_place(lambda m: zero(main_layer(m).pooler.dense.bias)),
+        None,
+        "pooler",
+        "pooler",
+        "pooler",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", list(CATALOGUE))
+def test_fault_catalogue_on_tiny_bert(tiny_reference, fault):
+    pt_model, batches = tiny_reference
+    make, hidden, layer, component, hint_word = CATALOGUE[fault]
+    broken = make(TFModel.load(TINY))
+    report = run_crosscheck(broken, pt_model, batches)
+    assert report.passed is False
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer, d.component) == (hidden, layer, component), d
+    assert hint_word in d.hint, d.hint
+
+
+def test_correct_tiny_port_passes_across_20_seeded_input_sets(tiny_reference):
+    pt_model, _ = tiny_reference
+    tf_model = TFModel.load(TINY)
+    shapes = [(1, 1), (1, 64), (3, 64), (4, 1)] + [(b, s) for b in (1, 2, 5) for s in (7, 33)]
+    for seed in range(20):
+        rows, seq = shapes[seed % len(shapes)]
+        side = "left" if seed % 2 else "right"
+        batches = make_batches(
+            tf_model,
+            InputOptions(random=rows, seq_len=seq, batch_size=rows, seed=seed, padding_side=side),
+        )
+        report = run_crosscheck(tf_model, pt_model, batches)
+        assert report.passed, (seed, rows, seq, [c.name for c in report.failures])
+        assert report.first_divergence is None
+
+
+def test_explicit_tolerance_mode_and_its_blind_spot(tiny_reference):
+    """A fixed atol of 1e-2 misses a 1% LayerNorm fault that the referee catches."""
+    pt_model, batches = tiny_reference
+    broken = in_place(_ln_gamma)(TFModel.load(TINY))
+    assert not run_crosscheck(broken, pt_model, batches).passed
+    from tfparity.checks.crosscheck import CrosscheckOptions
+
+    loose = run_crosscheck(
+        broken, pt_model, batches, CrosscheckOptions(tolerance=Tolerance(atol=1e-1, rtol=0))
+    )
+    assert loose.passed
+    assert all(c.judge == "tolerance" for c in loose.comparisons)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "distilbert", "albert"])
+def test_other_architectures_pass_and_localise_by_layer(arch):
+    tf_model = TFModel.load(f"tiny:{arch}")
+    pt_model = PTModel.from_tf(tf_model.model)
+    batches = make_batches(tf_model, InputOptions(random=4, seq_len=12, batch_size=2))
+    report = run_crosscheck(tf_model, pt_model, batches)
+    assert report.passed, [c.name for c in report.failures]
+    assert any("taps" in n for n in report.notes)
+
+
+# ----------------------------------------------------------------------------- minilm
+
+
+@pytest.fixture(scope="module")
+def minilm_pt():
+    return PTModel.from_dir(minilm_dir())
+
+
+def test_minilm_crosscheck_passes_with_every_hidden_state(minilm_pt):
+    reports = crosscheck("minilm", pt=minilm_pt, reload=False)
+    (report,) = reports
+    assert report.passed and report.first_divergence is None
+    names = {c.name for c in report.comparisons}
+    assert {f"hidden_states[{k}]" for k in range(7)} | {
+        "last_hidden_state",
+        "pooler_output",
+    } <= names
+    assert all(c.judge == "referee" for c in report.comparisons)
+    assert len(report.details["layers"]) == 7
+    assert max(c.max_abs_diff for c in report.comparisons) < 1e-4
+
+
+def test_minilm_zeroed_attention_bias_in_layer_3(minilm_pt):
+    broken = TFModel.load("minilm")
+    zero(broken.model.bert.encoder.layer[3].attention.self_attention.value.bias)
+    batches = make_batches(broken, InputOptions())
+    report = run_crosscheck(broken, minilm_pt, batches)
+    d = report.first_divergence
+    assert not report.passed
+    assert (d.hidden_state, d.layer, d.component) == (4, 3, "attention")
+    assert "encoder.layer.3.attention.self.value.bias is all zeros" in d.hint
+
+
+def test_minilm_gelu_new_port_is_localised_with_the_gelu_hint(minilm_pt):
+    broken = with_config(hidden_act="gelu_new")(TFModel.load("minilm"))
+    batches = make_batches(broken, InputOptions(texts=("Hello world.", "A second sentence.")))
+    report = run_crosscheck(broken, minilm_pt, batches)
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer, d.component) == (1, 0, "intermediate")
+    assert "gelu_new (tanh approximation)" in d.hint and "gelu (exact erf)" in d.hint
+
+
+def test_minilm_max_length_sequence_passes(minilm_pt):
+    tf_model = TFModel.load("minilm")
+    batches = make_batches(tf_model, InputOptions(random=1, seq_len=512, batch_size=1))
+    assert run_crosscheck(tf_model, minilm_pt, batches).passed
