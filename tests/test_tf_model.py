@@ -69,3 +69,14 @@ def test_wrap_adopts_a_user_model(load_tf_model):
     inner = load_tf_model("tiny:bert").model
     wrapped = TFModel.wrap(inner)
     assert wrapped.model is inner and wrapped.name == "TFBertModel"
+
+
+def test_roberta_position_ids_may_use_the_whole_position_table(load_tf_model):
+    """RoBERTa's own position ids run up to seq_len + padding_idx: not out of range."""
+    model = load_tf_model("tiny:roberta")
+    ids = np.full((1, 63), 5, np.int32)
+    positions = np.arange(2, 65, dtype=np.int32)[None]
+    out = model.run(Batch(ids, np.ones_like(ids), None, positions))
+    assert out["last_hidden_state"].shape == (1, 63, 32)
+    with pytest.raises(TfparityError, match="position_ids out of range: 66"):
+        model.run(Batch(ids[:, :2], np.ones_like(ids[:, :2]), None, np.array([[2, 66]])))

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from ._version import __version__
@@ -45,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = (
     "check",
     "crosscheck",
+    "devices",
+    "modes",
+    "diagnose",
+    "embeddings",
+    "positions",
 )
 
 
@@ -60,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except TfparityError as exc:
         if args.debug:
-            raise
+            traceback.print_exc()
         print(f"tfparity: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -68,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except Exception as exc:  # an unexpected failure is still not a PASS
         if args.debug:
-            raise
+            traceback.print_exc()
         text = " ".join(str(exc).split())[:500]
         print(
             f"tfparity: error: {type(exc).__name__}: {text} (run with --debug for the "

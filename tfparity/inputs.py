@@ -49,8 +49,9 @@ class Limits:
     """What the model accepts: ids are checked against these before any run."""
 
     vocab_size: int
-    max_positions: int | None = None
+    max_positions: int | None = None  # the longest sequence
     type_vocab_size: int | None = None
+    position_table: int | None = None  # rows of the position table (default max_positions)
 
 
 def read_texts_file(path: str | Path) -> list[str]:
@@ -172,10 +173,9 @@ def check_limits(batch: Batch, limits: Limits) -> None:
         _check_range(
             batch.token_type_ids, limits.type_vocab_size, "token_type_ids", "type_vocab_size"
         )
-    if batch.position_ids is not None and limits.max_positions:
-        _check_range(
-            batch.position_ids, limits.max_positions, "position_ids", "max_position_embeddings"
-        )
+    table = limits.position_table or limits.max_positions
+    if batch.position_ids is not None and table:
+        _check_range(batch.position_ids, table, "position_ids", "max_position_embeddings")
     if limits.max_positions and batch.input_ids.shape[1] > limits.max_positions:
         raise TfparityError(
             f"The batch is {batch.input_ids.shape[1]} tokens long, more than "

@@ -49,20 +49,45 @@ def tf_model_class(config: Any) -> Any:
     return t.TFAutoModel
 
 
-def load_tf(spec: ModelSpec, *, allow_pickle: bool = False) -> Loaded:
-    """Load and build the TF model that ``spec`` names."""
+def tf_lm_head_class(config: Any) -> Any:
+    """The TF class with a language-model head for ``config``: masked LM, else causal LM."""
+    t = import_transformers()
+    from transformers.models.auto import modeling_tf_auto as auto
+
+    if config.model_type in auto.TF_MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return t.TFAutoModelForMaskedLM
+    if config.model_type in auto.TF_MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return t.TFAutoModelForCausalLM
+    raise TfparityError(
+        f"transformers has no TensorFlow language-model head for '{config.model_type}'."
+    )
+
+
+def load_tf(spec: ModelSpec, *, allow_pickle: bool = False, head: bool = False) -> Loaded:
+    """Load and build the TF model that ``spec`` names (``head``: with its LM head)."""
     if spec.kind == "tiny":
-        return _load_tiny(spec.location)
+        return _load_tiny(spec.location, head=head)
     directory = Path(spec.location) if spec.kind != "hub" else _hub_snapshot(spec.location)
-    return _load_dir(directory, allow_pickle=allow_pickle)
+    return _load_dir(directory, allow_pickle=allow_pickle, head=head)
 
 
-def _load_tiny(arch: str) -> Loaded:
+def _load_tiny(arch: str, head: bool = False) -> Loaded:
     config = tiny.tiny_config(arch)
-    model = tf_model_class(config).from_config(config)
+    model = (tf_lm_head_class if head else tf_model_class)(config).from_config(config)
     build(model)
     tiny.seed_weights(model.weights, seed=f"tiny:{arch}")
+    if head:  # the body gets exactly tiny:<arch>'s weights; only the head its own
+        _copy_matching(_load_tiny(arch).model, model)
     return Loaded(model, tiny.tiny_tokenizer(), config, f"tiny:{arch} (seeded random weights)")
+
+
+def _copy_matching(source: Any, target: Any) -> None:
+    """Assign ``source``'s weights to ``target``'s of the same path below the model scope."""
+    by_path = {v.name.split("/", 1)[-1]: v for v in source.weights}
+    for var in target.weights:
+        match = by_path.get(var.name.split("/", 1)[-1])
+        if match is not None and match.shape == var.shape:
+            var.assign(match)
 
 
 def build(model: Any) -> None:
@@ -83,10 +108,10 @@ def _hub_snapshot(repo_id: str) -> Path:
         ) from exc
 
 
-def _load_dir(directory: Path, *, allow_pickle: bool) -> Loaded:
+def _load_dir(directory: Path, *, allow_pickle: bool, head: bool = False) -> Loaded:
     t = import_transformers()
     config = _read_config(directory)
-    cls = tf_model_class(config)
+    cls = tf_lm_head_class(config) if head else tf_model_class(config)
     files = {p.name for p in directory.iterdir()}
     if files & set(TF_WEIGHTS) or _is_tf_safetensors(directory, files):
         model, source, notes = _from_tf(cls, directory), f"TF weights in {directory}", []
@@ -129,9 +154,10 @@ def _read_config(directory: Path) -> Any:
 
 
 def _is_tf_safetensors(directory: Path, files: set[str]) -> bool:
-    if "model.safetensors" not in files:
+    if not files & set(PT_SAFETENSORS):
         return False
-    return _safetensors_metadata(directory / "model.safetensors").get("format") == "tf"
+    first = _shards(directory, "model.safetensors", files)[0]  # sharded checkpoints too
+    return _safetensors_metadata(directory / first).get("format") == "tf"
 
 
 def _safetensors_metadata(path: Path) -> dict:

@@ -32,9 +32,12 @@ class TFModel:
     notes: list[str] = field(default_factory=list)
 
     @classmethod
-    def load(cls, spec: str = DEFAULT_MODEL, *, allow_pickle: bool = False) -> TFModel:
-        """Load ``spec`` (see DESIGN.md: a directory, a cached hub id, minilm, tiny:<arch>)."""
-        loaded: Loaded = load_tf(parse_spec(spec), allow_pickle=allow_pickle)
+    def load(
+        cls, spec: str = DEFAULT_MODEL, *, allow_pickle: bool = False, head: bool = False
+    ) -> TFModel:
+        """Load ``spec`` (see DESIGN.md: a directory, a cached hub id, minilm, tiny:<arch>);
+        ``head=True`` loads the model class with its language-model head instead."""
+        loaded: Loaded = load_tf(parse_spec(spec), allow_pickle=allow_pickle, head=head)
         return cls(spec, loaded.model, loaded.tokenizer, loaded.config, loaded.source, loaded.notes)
 
     @classmethod
@@ -55,6 +58,8 @@ class TFModel:
         positions = getattr(self.config, "max_position_embeddings", None) or getattr(
             self.config, "n_positions", None
         )
+        table = positions if positions and positions > 0 else None
+        # RoBERTa-style position ids start after padding_idx: fewer tokens than rows.
         if self.model_type in ("roberta", "xlm-roberta", "camembert", "longformer"):
             positions = positions - self.config.pad_token_id - 1 if positions else None
         if positions is not None and positions <= 0:  # XLNet, T5: relative positions
@@ -63,6 +68,7 @@ class TFModel:
             vocab_size=int(self.word_embeddings().shape[0]),
             max_positions=positions,
             type_vocab_size=getattr(self.config, "type_vocab_size", None),
+            position_table=table,
         )
 
     @property

@@ -1,0 +1,267 @@
+"""Tests for the ``tfparity`` command (tfparity/cli.py), run as a real process.
+
+Each run that loads a TF model costs seconds, so each such run checks several things.
+Input errors found after the model is loaded (bad --text, --texts, --random
+combinations) and the --truncate / --texts / --random happy paths run in-process
+through ``cli.main`` (what ``python -m tfparity`` calls), to avoid one TF start-up
+each; one too-long-text run stays a real process to check that stderr holds only the
+one-paragraph message after TensorFlow has been imported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tfparity
+from tfparity import cli
+
+LONG_TEXT = "the quick brown fox jumps over the lazy dog " * 12  # > 64 tiny tokens
+COMPARISON_FIELDS = {
+    "name",
+    "max_abs_diff",
+    "max_rel_diff",
+    "mismatched",
+    "total",
+    "atol",
+    "rtol",
+    "passed",
+}
+
+
+def tfparity_cli(*args: str, cwd: Path, python_flags: tuple[str, ...] = ()):
+    return subprocess.run(
+        [sys.executable, *python_flags, "-m", "tfparity", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def assert_usage_error(result, *fragments: str) -> str:
+    """Exit 2, one paragraph on stderr starting 'tfparity: error:', no traceback."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    err = result.stderr.strip()
+    assert err.startswith("tfparity: error:"), err
+    assert "\n\n" not in err
+    assert "Traceback" not in result.stderr + result.stdout
+    for fragment in fragments:
+        assert fragment in err, err
+    return err
+
+
+# ---------------------------------------------------------------- help (no TF)
+
+
+def test_help_exits_0_and_lists_check(tmp_path):
+    result = tfparity_cli("--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: tfparity")
+    assert "check" in result.stdout
+    assert "Exit codes: 0" in result.stdout
+    assert result.stderr == ""
+
+
+def test_check_help_lists_options_without_importing_frameworks(tmp_path):
+    result = tfparity_cli("check", "--help", cwd=tmp_path, python_flags=("-X", "importtime"))
+    assert result.returncode == 0, result.stderr
+    for option in (
+        "--text",
+        "--texts",
+        "--random",
+        "--seq-len",
+        "--batch-size",
+        "--seed",
+        "--padding-side",
+        "--truncate",
+        "--json",
+        "--allow-pickle",
+    ):
+        assert re.search(rf"(^|[\s\[,]){re.escape(option)}\b", result.stdout), option
+    # -X importtime writes one line per imported module to stderr.
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
+    assert "tfparity.cli" in imported  # the trace is there
+    for heavy in ("tensorflow", "torch", "transformers", "tf_keras"):
+        assert heavy not in imported, f"--help imported {heavy}"
+
+
+def test_build_parser_does_not_import_tensorflow():
+    code = (
+        "import sys, tfparity.cli; tfparity.cli.build_parser(); "
+        "assert 'tensorflow' not in sys.modules, 'tensorflow'; "
+        "assert 'torch' not in sys.modules, 'torch'"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_no_command_prints_help_and_exits_2(tmp_path):
+    result = tfparity_cli(cwd=tmp_path)
+    assert result.returncode == 2
+    assert "usage: tfparity" in result.stdout
+
+
+# ---------------------------------------------------------------- bad specs (no TF)
+
+
+def test_missing_model_exits_2(tmp_path):
+    err = assert_usage_error(tfparity_cli("check", "does-not-exist", cwd=tmp_path))
+    assert "does-not-exist" in err
+    assert "local Hugging Face cache" in err
+
+
+def test_bad_spec_forms_exit_2(tmp_path):
+    assert_usage_error(tfparity_cli("check", "tiny:nope", cwd=tmp_path), "tiny:nope", "tiny:bert")
+    assert_usage_error(tfparity_cli("check", "./nope", cwd=tmp_path), "./nope", "no such directory")
+
+
+def test_debug_shows_traceback(tmp_path):
+    result = tfparity_cli("--debug", "check", "./nope", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr
+    assert "TfparityError" in result.stderr
+    assert "./nope" in result.stderr
+
+
+def test_debug_keeps_exit_code_2(tmp_path):
+    assert tfparity_cli("--debug", "check", "./nope", cwd=tmp_path).returncode == 2
+
+
+# ---------------------------------------------------------------- real runs (TF)
+
+
+def test_check_tiny_bert_passes_with_json(tmp_path):
+    report_path = tmp_path / "report.json"
+    result = tfparity_cli("check", "tiny:bert", "--json", str(report_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("tfparity embeds · tiny:bert")
+    assert re.search(r"^PASS embeds: 5 tensors compared", out, re.M), out
+    assert "FAIL" not in out
+    assert re.search(
+        r"^tensor\s+max abs diff\s+mean abs diff\s+mismatched\s+cosine\s+verdict$", out, re.M
+    ), out
+    for name in ("hidden_states[0]", "hidden_states[2]", "last_hidden_state", "pooler_output"):
+        assert re.search(rf"^{re.escape(name)}\s+0\s+0\s+0/\d+\s+1\.000000\s+ok$", out, re.M), name
+    assert "sequences: 5" in out  # the five built-in sentences
+    assert result.stderr == ""  # TensorFlow's start-up noise is silenced
+
+    report = json.loads(report_path.read_text())
+    assert report["tfparity_version"] == tfparity.__version__
+    assert report["check"] == "embeds"
+    assert report["model"] == "tiny:bert"
+    assert report["passed"] is True
+    assert report["first_divergence"] is None
+    names = [c["name"] for c in report["comparisons"]]
+    assert names == [
+        "hidden_states[0]",
+        "hidden_states[1]",
+        "hidden_states[2]",
+        "last_hidden_state",
+        "pooler_output",
+    ]
+    for c in report["comparisons"]:
+        assert COMPARISON_FIELDS <= c.keys(), c.keys()
+        assert c["passed"] is True
+        assert c["max_abs_diff"] == 0.0 and c["max_rel_diff"] == 0.0
+        assert c["mismatched"] == 0
+        assert c["total"] > 0
+        assert (c["atol"], c["rtol"]) == (1e-05, 1.3e-06)  # float32 defaults
+    by_name = {c["name"]: c for c in report["comparisons"]}
+    assert by_name["last_hidden_state"]["total"] % 32 == 0  # hidden size 32
+    assert by_name["pooler_output"]["total"] == 5 * 32
+
+
+def test_roberta_left_padding_fails_with_position_hint(tmp_path):
+    report_path = tmp_path / "report.json"
+    result = tfparity_cli(
+        "check", "tiny:roberta", "--padding-side", "left", "--json", str(report_path), cwd=tmp_path
+    )
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    out = result.stdout
+    assert re.search(r"^FAIL embeds: \d+ of \d+ tensors differ", out, re.M), out
+    assert "PASS" not in out
+    assert "padding_side: left" in out
+    hint = next(line for line in out.splitlines() if line.startswith("hint:"))
+    assert "position ids" in hint and "left padding" in hint
+    assert "first divergence: hidden_states[0]" in out
+    assert "Traceback" not in result.stderr
+
+    report = json.loads(report_path.read_text())
+    assert report["passed"] is False
+    assert report["model"] == "tiny:roberta"
+    assert report["first_divergence"]["hidden_state"] == 0
+    assert report["first_divergence"]["layer"] == "embeddings"
+    assert report["first_divergence"]["component"] == "embeddings"
+    assert "position ids" in report["first_divergence"]["hint"]
+    failing = {c["name"] for c in report["comparisons"] if not c["passed"]}
+    assert "hidden_states[0]" in failing and "last_hidden_state" in failing
+
+
+def test_too_long_text_exits_2(tmp_path):
+    result = tfparity_cli(
+        "check", "tiny:bert", "--text", "hello", "--text", LONG_TEXT, cwd=tmp_path
+    )
+    err = assert_usage_error(result, "Text 2 is", "--truncate", "64")
+    assert result.stdout == ""
+    assert len(err.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- input errors (in-process)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--text", ""], ["Text 1 is empty"]),
+        (["--text", "ok", "--text", "  "], ["Text 2 is empty"]),
+        (["--text", "x", "--random", "3"], ["--random", "not both"]),
+        (["--texts", "missing.txt"], ["Cannot read the texts file missing.txt"]),
+        (["--random", "2", "--seq-len", "65"], ["--seq-len 65", "64 positions"]),
+    ],
+    ids=["empty-text", "blank-second-text", "text-and-random", "missing-texts", "seq-len"],
+)
+def test_input_errors_exit_2(args, fragments, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["check", "tiny:bert", *args])
+    captured = capsys.readouterr()
+    assert code == 2
+    err = captured.err.strip()
+    assert err.startswith("tfparity: error:")
+    assert len(err.splitlines()) == 1
+    for fragment in fragments:
+        assert fragment in err, err
+    assert "PASS" not in captured.out and "FAIL" not in captured.out
+
+
+def test_texts_file_and_random_run_in_process(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "texts.txt").write_text("hello world\n\nwhy?\n")
+    assert cli.main(["check", "tiny:bert", "--texts", "texts.txt"]) == 0
+    out = capsys.readouterr().out
+    assert "sequences: 2" in out and re.search(r"^PASS embeds:", out, re.M)
+    code = cli.main(["check", "tiny:bert", "--random", "3", "--seq-len", "8", "--batch-size", "2"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "batches: 2" in out and "sequences: 3" in out
+
+
+def test_too_long_text_with_truncate_passes(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["check", "tiny:bert", "--text", "hello", "--text", LONG_TEXT, "--truncate"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    out = captured.out
+    assert "sequences: 2" in out
+    assert re.search(r"^PASS embeds:", out, re.M)
+    # The long text is cut to the model's 64 positions; "hello" adds a few tokens.
+    tokens = int(re.search(r"^  tokens: (\d+)$", out, re.M).group(1))
+    assert 64 + 3 <= tokens <= 64 + 6
+    row = re.search(r"^last_hidden_state\s+\S+\s+\S+\s+0/(\d+)\s", out, re.M)
+    assert row and int(row.group(1)) == tokens * 32  # compared over real tokens only

