@@ -46,11 +46,6 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = (
     "check",
     "crosscheck",
-    "devices",
-    "modes",
-    "diagnose",
-    "embeddings",
-    "positions",
 )
 
 
