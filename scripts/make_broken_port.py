@@ -16,8 +16,9 @@ import numpy as np
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
-    parser.add_argument("--fault", choices=("zero-attention-bias", "gelu-new"),
-                        default="zero-attention-bias")
+    parser.add_argument(
+        "--fault", choices=("zero-attention-bias", "gelu-new"), default="zero-attention-bias"
+    )
     args = parser.parse_args()
 
     from tfparity.adapters.tf_model import TFModel

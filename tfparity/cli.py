@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = (
     "check",
     "crosscheck",
+    "diagnose",
+    "embeddings",
+    "positions",
 )
 
 

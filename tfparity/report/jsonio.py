@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import TfparityError
@@ -33,8 +34,13 @@ def reports_to_dict(reports: list[Report]) -> dict:
     }
 
 
-def write_json(reports: list[Report], path: str | Path) -> None:
-    text = json.dumps(reports_to_dict(reports), indent=2, allow_nan=False)
+def write_json(reports: list[Report], path: str | Path, *, top_level: Sequence[str] = ()) -> None:
+    """Write ``reports``; ``top_level`` names ``details`` fields that a check's contract
+    also puts at the top level of the file (they stay in ``details`` too)."""
+    data = reports_to_dict(reports)
+    details = data.get("details", {})
+    data.update({key: details[key] for key in top_level if key in details})
+    text = json.dumps(data, indent=2, allow_nan=False)
     try:
         Path(path).write_text(text + "\n")
     except OSError as exc:

@@ -1,0 +1,97 @@
+"""embeddings: tying is about one variable (not equal values), round trips, noise."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tfparity.adapters.lm_head import checkpoint_has_head, find_head
+from tfparity.adapters.tf_model import TFModel
+from tfparity.api import make_batches
+from tfparity.checks.tying import TyingOptions, check_tying
+from tfparity.cli import main
+
+
+@pytest.fixture(scope="module")
+def bert_mlm():
+    return TFModel.load("tiny:bert", head=True)
+
+
+def test_head_model_shares_the_body_of_tiny_bert(bert_mlm, load_tf_model):
+    base = load_tf_model("tiny:bert")
+    assert (bert_mlm.word_embeddings().numpy() == base.word_embeddings().numpy()).all()
+    batch = make_batches(base)[0]
+    assert (bert_mlm.run(batch)["hidden_states[2]"] == base.run(batch)["hidden_states[2]"]).all()
+
+
+def test_tiny_bert_mlm_is_tied_and_its_transform_blocks_the_round_trip(bert_mlm):
+    report = check_tying(bert_mlm, make_batches(bert_mlm))
+    d = report.details
+    assert d["tied"] is True
+    assert "dense" in d["head_transform"] and "LayerNorm" in d["head_transform"]
+    assert "bias" in d["head_transform"]
+    assert d["roundtrip"]["cosine"] == 1.0
+    assert d["roundtrip"]["lm_head"] is not None and d["roundtrip"]["lm_head"] < 0.5
+    assert "axis=-1" in d["argmax_axis"]
+    assert report.passed
+
+
+def test_noise_table_decreases_and_is_seeded(bert_mlm):
+    batches = make_batches(bert_mlm)
+    options = TyingOptions(noise_scales=(0.0, 0.5, 4.0), seed=1)
+    noise = check_tying(bert_mlm, batches, options).details["noise"]
+    assert [n["scale"] for n in noise] == [0.0, 0.5, 4.0]
+    rates = [n["recovered"] for n in noise]
+    assert rates[0] == 1.0 and rates[2] < 0.2 and rates[0] >= rates[1] >= rates[2]
+    assert check_tying(bert_mlm, batches, options).details["noise"] == noise
+
+
+def test_equal_values_in_a_separate_variable_are_not_tied():
+    """A copy of the matrix in its own variable: equal values, yet not tied."""
+    import tensorflow as tf
+
+    model = TFModel.load("tiny:bert", head=True)
+    predictions = model.model.mlm.predictions
+    copy = tf.Variable(model.word_embeddings().numpy(), name="separate_output_matrix")
+
+    class _Output:  # what TFBertLMPredictionHead reads its output matrix from
+        weight = copy
+
+    predictions.input_embeddings = _Output()
+    head = find_head(model)
+    assert head.tied is False
+    assert (head.output_matrix == model.word_embeddings().numpy()).all()
+    report = check_tying(model, make_batches(model))
+    assert report.details["tied"] is False
+    assert report.passed is False  # the config says tied; the model is not
+    assert any("tie_word_embeddings is True" in n for n in report.notes)
+
+
+def test_base_model_has_no_head(load_tf_model):
+    base = load_tf_model("tiny:bert")
+    assert find_head(base) is None
+    report = check_tying(base, make_batches(base))
+    assert report.details["tied"] is None and report.details["roundtrip"]["lm_head"] is None
+    assert report.details["head_transform"] is None
+    assert not checkpoint_has_head(load_tf_model("tiny:t5"), "tiny:t5")
+
+
+@pytest.mark.slow
+def test_minilm_has_no_head_and_cosine_round_trip_is_complete(minilm):
+    assert not checkpoint_has_head(minilm, "minilm")  # saved as BertModel
+    report = check_tying(minilm, make_batches(minilm))
+    assert report.details["roundtrip"]["cosine"] == 1.0
+    assert report.details["tied"] is None
+    assert report.passed
+
+
+def test_cli_json_top_level(tmp_path):
+    out = tmp_path / "e.json"
+    assert main(["embeddings", "tiny:gpt2", "--noise-scales", "0,1", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["tied"] is True
+    assert "no transform" in data["head_transform"]
+    assert set(data["roundtrip"]) == {"dot", "cosine", "lm_head"}
+    assert [n["scale"] for n in data["noise"]] == [0.0, 1.0]
+    assert main(["embeddings", "tiny:bert", "--noise-scales", "a,b"]) == 2

@@ -1,0 +1,133 @@
+"""Language-model heads: tying of input/output embeddings, and what sits in between.
+
+``output_embeddings(input_embeddings(ids))`` gives the ids back only if the head is a
+bare product with the (tied) word matrix; most MLM heads put a dense layer, an
+activation and a LayerNorm first. Which layers those are, and where the output
+matrix lives, differ by architecture, so that knowledge lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .runtime import import_tf
+from .tf_model import TFModel
+
+# Class names whose checkpoints hold LM-head weights (config.architectures).
+_HEAD_ARCHITECTURES = ("ForMaskedLM", "ForCausalLM", "LMHeadModel", "ForPreTraining", "WithLMHead")
+
+
+@dataclass(frozen=True)
+class LMHead:
+    """A model's LM head: the output matrix, whether it is the input matrix itself,
+    a description of the transform before it, and a way to apply the whole head."""
+
+    output_matrix: np.ndarray
+    tied: bool
+    transform: str
+    logits: Callable[[np.ndarray], np.ndarray] | None  # None where widths do not allow it
+
+
+def checkpoint_has_head(model: TFModel, spec: str) -> bool:
+    """Whether ``spec`` can give a trained (or, for tiny:<arch>, seeded) LM head.
+
+    A checkpoint saved from a base class (``BertModel``, e.g. sentence-transformers'
+    MiniLM) has no head weights: loading a head class would invent a random one.
+    """
+    from .loading import tf_lm_head_class
+
+    try:
+        tf_lm_head_class(model.config)
+    except Exception:
+        return False
+    if model.model_type in ("t5", "mt5"):
+        return False  # tfparity runs T5's encoder only
+    if spec.startswith("tiny:"):
+        return True
+    names = getattr(model.config, "architectures", None) or []
+    return any(part in name for name in names for part in _HEAD_ARCHITECTURES)
+
+
+def find_head(model: TFModel) -> LMHead | None:
+    """The LM head of ``model``, or None for a base model (no output embeddings)."""
+    output_layer = model.model.get_output_embeddings()
+    if output_layer is None:
+        return None
+    output_var = _matrix_variable(output_layer)
+    input_var = model.word_embeddings()
+    tied = output_var is input_var or _same_handle(output_var, input_var)
+    description, apply = _head_parts(model)
+    width_ok = int(input_var.shape[1]) == int(model.config.hidden_size)
+    return LMHead(
+        output_matrix=np.asarray(output_var.numpy()),
+        tied=bool(tied),
+        transform=description,
+        logits=apply if width_ok else None,
+    )
+
+
+def _matrix_variable(layer: Any) -> Any:
+    tf = import_tf()
+    if isinstance(layer, tf.Variable):
+        return layer
+    for attr in ("weight", "embeddings", "kernel"):
+        value = getattr(layer, attr, None)
+        if isinstance(value, tf.Variable) and len(value.shape) == 2:
+            return value
+    raise TypeError(f"{type(layer).__name__} holds no 2-D output embedding matrix")
+
+
+def _same_handle(a: Any, b: Any) -> bool:
+    """Two Python objects for one variable (e.g. a mirrored wrapper) share the handle."""
+    try:
+        return a.handle is b.handle
+    except AttributeError:
+        return False
+
+
+def _head_parts(model: TFModel) -> tuple[str, Callable[[np.ndarray], np.ndarray]]:
+    """A description of the head and a function ``hidden [.., H] -> logits [.., vocab]``."""
+    m, act = model.model, getattr(model.config, "hidden_act", "gelu")
+    kind = model.model_type
+    if kind == "bert":
+        head = m.mlm.predictions
+        text = f"dense (H->H) + {act} + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
+        return text, _call(lambda h: head(h))
+    if kind in ("roberta", "xlm-roberta", "camembert"):
+        text = "dense (H->H) + gelu + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
+        return text, _call(lambda h: m.lm_head(h))
+    if kind == "distilbert":
+        act_name = getattr(model.config, "activation", "gelu")
+        text = f"dense (H->H) + {act_name} + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
+        return text, _call(
+            lambda h: m.vocab_projector(m.vocab_layer_norm(m.act(m.vocab_transform(h))))
+        )
+    if kind == "albert":
+        text = f"dense (H->E) + {act} + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
+        return text, _call(lambda h: m.predictions(h))
+    if kind == "electra":
+        text = f"dense (H->E) + {act} + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
+        return text, _call(lambda h: m.generator_lm_head(m.generator_predictions(h)))
+    if kind == "xlnet":
+        return "no transform: x @ word_embeddings.T + bias[vocab]", _call(lambda h: m.lm_loss(h))
+    if kind == "gpt2":
+        matrix = model.word_embeddings()
+        text = "no transform, no bias: x @ wte.T (the final LayerNorm ln_f is in the body)"
+        return text, _call(lambda h: import_tf().matmul(h, matrix, transpose_b=True))
+    return f"{type(m.get_lm_head()).__name__} (not described for {kind})", _call(
+        lambda h: m.get_lm_head()(h)
+    )
+
+
+def _call(fn: Callable[[Any], Any]) -> Callable[[np.ndarray], np.ndarray]:
+    """Run a head function on a numpy batch ``[batch, seq, H]`` and return numpy."""
+
+    def apply(hidden: np.ndarray) -> np.ndarray:
+        tf = import_tf()
+        return np.asarray(fn(tf.constant(hidden, dtype=tf.float32)).numpy())
+
+    return apply

@@ -1,0 +1,63 @@
+"""``tfparity embeddings``: tying of input/output embeddings, round trips, inversion risk."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import TfparityError
+from .common import EXIT_FAIL, EXIT_PASS, add_input_arguments, add_model_argument, input_options
+
+TOP_LEVEL = ("tied", "head_transform", "roundtrip", "noise")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "embeddings",
+        help="embedding tying, LM-head transform, round-trip decoding and inversion risk",
+        description="Report whether the LM head's output matrix is the input embedding "
+        "variable itself, what the head does before it, how well tokens are recovered from "
+        "their embeddings (dot, cosine, LM head), and under how much Gaussian noise.",
+    )
+    add_model_argument(p)
+    add_input_arguments(p)
+    p.add_argument(
+        "--noise-scales",
+        metavar="S,S,...",
+        help="noise norms relative to the embedding norm (default 0,0.25,0.5,1,2,4,8)",
+    )
+    p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH")
+    p.set_defaults(func=_run_embeddings)
+
+
+def _run_embeddings(args: argparse.Namespace) -> int:
+    from ..adapters.lm_head import checkpoint_has_head
+    from ..api import load_model
+    from ..checks.tying import TyingOptions, check_tying
+    from ..inputs import make_batches
+    from ..report.jsonio import write_json
+    from ..report.sections import render_embeddings
+
+    options = TyingOptions(seed=args.seed)
+    if args.noise_scales:
+        options = TyingOptions(noise_scales=_scales(args.noise_scales), seed=args.seed)
+    model = load_model(args.model, allow_pickle=args.allow_pickle)
+    if checkpoint_has_head(model, args.model):
+        from ..adapters.tf_model import TFModel
+
+        model = TFModel.load(args.model, allow_pickle=args.allow_pickle, head=True)
+    batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))
+    report = check_tying(model, batches, options)
+    print(render_embeddings(report))
+    if args.json:
+        write_json([report], args.json, top_level=TOP_LEVEL)
+    return EXIT_PASS if report.passed else EXIT_FAIL
+
+
+def _scales(text: str) -> tuple[float, ...]:
+    try:
+        scales = tuple(float(s) for s in text.split(",") if s.strip())
+    except ValueError as exc:
+        raise TfparityError(f"--noise-scales must be numbers separated by commas: {exc}") from exc
+    if not scales or any(s < 0 for s in scales):
+        raise TfparityError("--noise-scales needs at least one scale, none negative.")
+    return scales

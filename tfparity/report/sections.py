@@ -1,0 +1,144 @@
+"""Text for the diagnose, embeddings and positions checks (their details are tables,
+not only tensor comparisons). Reads Report.details only; no numpy, no frameworks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .schema import Report
+from .text import _table
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Left-aligned first column, right-aligned others, two spaces between."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return [
+        fmt.format(*header).rstrip(),
+        *(fmt.format(*(str(c) for c in r)).rstrip() for r in rows),
+    ]
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}g}"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _head(report: Report, pairs: Sequence[tuple[str, Any]]) -> list[str]:
+    return [f"tfparity {report.check} · {report.model}", *(f"  {k}: {v}" for k, v in pairs)]
+
+
+def _tail(report: Report, summary: str) -> list[str]:
+    lines = [f"note: {n}" for n in report.notes]
+    return [*lines, "", f"{'PASS' if report.passed else 'FAIL'} {report.check}: {summary}"]
+
+
+def render_diagnose(report: Report) -> str:
+    d = report.details
+    lines = _head(
+        report,
+        [
+            ("embeds", f"{d['embeds_shape']} {d['embeds_dtype']} (model {d['model_dtype']})"),
+            ("tokens", d["tokens"]),
+        ],
+    )
+    rows = [
+        (name, _num(dist), "<- verdict" if name == d["verdict"] else "")
+        for name, dist in d["candidates"].items()
+    ]
+    lines += ["", *table(("stage computed from the ids", "distance", ""), rows)]
+    lines += ["", f"verdict: {d['verdict']}"]
+    lines.append(
+        f"recovered ids: {d['tokens'] - d['recovered_ids_mismatched']}/{d['tokens']} match "
+        f"({_pct(d['recovered_ids_match'])})"
+        + (f"; every mismatch is off by {d['id_offset']:+d}" if d["id_offset"] else "")
+    )
+    for m in d["id_mismatches"][:5]:
+        lines.append(
+            f"  sequence {m['sequence']} position {m['position']}: "
+            f"expected {m['expected']}, recovered {m['recovered']}"
+        )
+    lines.append(
+        f"outputs (inputs_embeds vs input_ids): {'match' if d['outputs_match'] else 'differ'}"
+    )
+    if report.comparisons and not d["outputs_match"]:
+        lines += ["", *_table(report.comparisons)]
+    lines += ["", f"fix: {d['fix']['advice']}"]
+    if d["fix"]["code"]:
+        lines.append(f"    {d['fix']['code']}")
+    return "\n".join(lines + _tail(report, d["verdict"]))
+
+
+def render_embeddings(report: Report) -> str:
+    d = report.details
+    tied = {True: "yes (one variable)", False: "no (separate variables)", None: "n/a (no LM head)"}
+    lines = _head(
+        report,
+        [
+            ("tokens", d["tokens"]),
+            ("vocab", d["vocab_size"]),
+            ("tied input/output embeddings", tied[d["tied"]]),
+            ("config.tie_word_embeddings", d["config_tie_word_embeddings"]),
+            ("head transform", d["head_transform"] or "n/a"),
+        ],
+    )
+    rt = d["roundtrip"]
+    rows = [
+        ("dot: argmax over vocab of e @ W_out.T", _pct(rt["dot"])),
+        ("cosine: nearest row of W_in", _pct(rt["cosine"])),
+        ("lm_head: argmax over vocab of head(e)", _pct(rt["lm_head"])),
+    ]
+    lines += ["", *table(("round trip embeddings -> tokens", "recovered"), rows)]
+    lines += [f"axis: {d['argmax_axis']}", ""]
+    noise = [(f"{n['scale']:g}", _pct(n["recovered"])) for n in d["noise"]]
+    lines += table(("noise |n|/|e|", "recovered (cosine)"), noise)
+    lines.append(
+        "Embeddings give their tokens back under noise comparable to their own norm: "
+        "treat inputs_embeds as sensitive as the text."
+    )
+    return "\n".join(lines + _tail(report, f"cosine round trip {_pct(rt['cosine'])}"))
+
+
+def render_positions(report: Report) -> str:
+    d = report.details
+    lines = _head(
+        report,
+        [
+            ("positions", f"{d['position_kind']}{' (causal)' if d['causal'] else ''}"),
+            (
+                "permutations",
+                f"{d['permutations']} ({d['self_inverse_permutations']} self-inverse)",
+            ),
+            ("sequences", d["sequences"]),
+            ("compared", f"{d['compared']} (s3, s4 un-permuted to token order)"),
+        ],
+    )
+    rows = [
+        (pair.replace("_", "-"), "n/a", "n/a")
+        if v is None
+        else (pair.replace("_", "-"), _num(v["mean_abs_diff"]), _num(v["max_abs_diff"]))
+        for pair, v in d["scenarios"].items()
+    ]
+    lines += ["", *table(("pair", "mean abs diff", "max abs diff"), rows)]
+    lines.append("s1 baseline · s2 positions permuted · s3 tokens permuted · s4 both permuted")
+    verdicts = {True: "yes", False: "NO", None: "n/a"}
+    tol = d["tolerance"]
+    lines += [
+        "",
+        f"equivariant (s1 == s4 within atol {tol['atol']:g}, rtol {tol['rtol']:g}): "
+        f"{verdicts[d['equivariant']]}",
+        f"explicit position_ids = default positions gives the default outputs: "
+        f"{verdicts[d['explicit_positions_match']]}",
+    ]
+    failing = [c for c in report.comparisons if not c.passed]
+    if failing:
+        lines += ["", *_table(failing)]
+    summary = (
+        f"equivariant {verdicts[d['equivariant']]}, "
+        f"explicit positions match {verdicts[d['explicit_positions_match']]}"
+    )
+    return "\n".join(lines + _tail(report, summary))
