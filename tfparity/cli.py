@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = (
     "check",
     "crosscheck",
+    "devices",
+    "modes",
     "diagnose",
     "embeddings",
     "positions",

@@ -8,9 +8,11 @@ import time
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
+    add_execution_arguments,
     add_input_arguments,
     add_model_argument,
     add_report_arguments,
+    execution_options,
     input_options,
     tolerance,
 )
@@ -26,19 +28,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_argument(p)
     add_input_arguments(p)
     add_report_arguments(p)
+    add_execution_arguments(p)
     p.set_defaults(func=_run_check)
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    from ..adapters.execution import with_execution
     from ..api import check_embeds, load_model
     from ..report.jsonio import write_json
     from ..report.text import render
 
     start = time.perf_counter()
+    executions = execution_options(args)  # a bad --device fails before the model loads
     model = load_model(args.model, allow_pickle=args.allow_pickle)
-    report = check_embeds(model, inputs=input_options(args), tolerance=tolerance(args))
-    report.details["seconds"] = round(time.perf_counter() - start, 2)
-    print(render(report, verbose=args.verbose))
+    reports = []
+    for execution in executions:  # one report per device
+        report = check_embeds(
+            with_execution(model, execution), inputs=input_options(args), tolerance=tolerance(args)
+        )
+        report.details.update(execution.describe())
+        report.details["seconds"] = round(time.perf_counter() - start, 2)
+        print(render(report, verbose=args.verbose))
+        reports.append(report)
     if args.json:
-        write_json([report], args.json)
-    return EXIT_PASS if report.passed else EXIT_FAIL
+        write_json(reports, args.json)
+    return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL

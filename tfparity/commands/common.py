@@ -91,3 +91,32 @@ def tolerance(args: argparse.Namespace):
     if (args.atol or 0) < 0 or (args.rtol or 0) < 0:
         raise TfparityError("--atol and --rtol must not be negative.")
     return Tolerance(atol=args.atol or 0.0, rtol=args.rtol or 0.0)
+
+
+def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
+    """--device, --xla, --precision: how and where a check runs (any check can take them)."""
+    group = parser.add_argument_group("execution")
+    group.add_argument(
+        "--device",
+        metavar="DEVICE",
+        help="cpu, gpu:N, gpu (every GPU) or all (CPU and every GPU); one report per device "
+        "(default: TensorFlow's own placement)",
+    )
+    group.add_argument(
+        "--xla", action="store_true", help="run compiled with tf.function(jit_compile=True)"
+    )
+    group.add_argument(
+        "--precision",
+        choices=("fp32", "fp16", "bf16"),
+        default="fp32",
+        help="fp32 (default), or a tf-keras mixed_float16 / mixed_bfloat16 policy",
+    )
+
+
+def execution_options(args: argparse.Namespace) -> list:
+    """One ExecutionOptions per device that --device names (TF is imported only when a
+    device spec must be resolved)."""
+    from ..adapters.execution import ExecutionOptions, expand_devices
+
+    options = ExecutionOptions(xla=args.xla, precision=args.precision)
+    return expand_devices(options, args.device)

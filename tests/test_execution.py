@@ -1,0 +1,137 @@
+"""Execution options: devices, tf.function/XLA, mixed precision, TF32, and the safety
+of every path (ids checked before the model, out of memory as a clear error)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfparity.adapters.execution import (
+    ExecutionOptions,
+    mixed_precision_policy,
+    out_of_memory_as_error,
+    parse_mode,
+    tf32_enabled,
+    with_execution,
+)
+from tfparity.errors import TfparityError
+from tfparity.inputs import Batch, InputOptions
+
+
+def test_parse_mode_combines_parts():
+    opts = parse_mode("xla+fp16")
+    assert (opts.xla, opts.precision, opts.compute_dtype, opts.label) == (
+        True,
+        "fp16",
+        "float16",
+        "xla+fp16",
+    )
+    assert parse_mode("graph").runner_kind == "graph"
+    assert parse_mode("tf32").compute_dtype == "tf32"
+    assert parse_mode("eager").label == "eager" and parse_mode("eager").tf32 is None
+
+
+@pytest.mark.parametrize("bad", ["fast", "fp16+bf16", "", "xla+int8"])
+def test_parse_mode_rejects_unknown_modes(bad):
+    with pytest.raises(TfparityError):
+        parse_mode(bad)
+
+
+def test_unknown_precision_is_a_usage_error():
+    with pytest.raises(TfparityError, match="Unknown precision 'fp8'"):
+        ExecutionOptions(precision="fp8")  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def xla_bert(load_tf_model):
+    return with_execution(load_tf_model("tiny:bert"), ExecutionOptions(xla=True))
+
+
+def _batch(**overrides) -> Batch:
+    ids = np.array([[2, 5, 6, 3]], np.int32)
+    fields = dict(
+        input_ids=ids,
+        attention_mask=np.ones_like(ids),
+        token_type_ids=np.zeros_like(ids),
+        position_ids=np.arange(4, dtype=np.int32)[None, :],
+    )
+    fields.update(overrides)
+    return Batch(**fields)
+
+
+@pytest.mark.parametrize(
+    "field, bad, message",
+    [
+        ("input_ids", np.array([[2, 5, 10_000, 3]], np.int32), "input_ids out of range: 10000"),
+        ("input_ids", np.array([[2, -1, 6, 3]], np.int32), "input_ids out of range: -1"),
+        ("token_type_ids", np.array([[0, 0, 2, 0]], np.int32), "token_type_ids out of range: 2"),
+        ("position_ids", np.array([[0, 1, 64, 3]], np.int32), "position_ids out of range: 64"),
+    ],
+)
+def test_out_of_range_ids_are_caught_before_the_xla_model(xla_bert, field, bad, message):
+    before = dict(xla_bert._functions)
+    with pytest.raises(TfparityError, match=message):
+        xla_bert.run(_batch(**{field: bad}))
+    assert xla_bert._functions == before  # nothing was traced or run for the bad batch
+
+
+def test_xla_run_matches_eager_within_fp32_tolerance(xla_bert, load_tf_model):
+    batch = _batch()
+    eager = load_tf_model("tiny:bert").run(batch)
+    compiled = xla_bert.run(batch)
+    assert xla_bert._functions  # the compiled path really ran
+    assert list(compiled) == list(eager)
+    for name in eager:
+        np.testing.assert_allclose(compiled[name], eager[name], atol=1e-5, rtol=1.3e-6)
+
+
+def test_mixed_precision_clone_leaves_no_global_policy(load_tf_model):
+    import tf_keras
+
+    model = load_tf_model("tiny:bert")
+    fp16 = with_execution(model, ExecutionOptions(precision="fp16"))
+    assert tf_keras.mixed_precision.global_policy().name == "float32"
+    assert fp16.model is not model.model and model.model.compute_dtype == "float32"
+    out = fp16.run(_batch())
+    assert out["last_hidden_state"].dtype == np.float16
+    assert model.run(_batch())["last_hidden_state"].dtype == np.float32
+
+
+def test_policy_is_restored_after_an_error():
+    import tf_keras
+
+    with pytest.raises(RuntimeError), mixed_precision_policy("mixed_bfloat16"):
+        assert tf_keras.mixed_precision.global_policy().name == "mixed_bfloat16"
+        raise RuntimeError("boom")
+    assert tf_keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_tf32_switch_is_restored():
+    import tensorflow as tf
+
+    before = tf.config.experimental.tensor_float_32_execution_enabled()
+    with tf32_enabled(not before):
+        assert tf.config.experimental.tensor_float_32_execution_enabled() is (not before)
+    assert tf.config.experimental.tensor_float_32_execution_enabled() is before
+
+
+def test_out_of_memory_becomes_a_clear_usage_error():
+    import tensorflow as tf
+
+    with pytest.raises(TfparityError, match="do not fit in the memory of gpu:0.*--batch-size"):
+        with out_of_memory_as_error("/device:GPU:0"):
+            raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
+    with pytest.raises(tf.errors.InternalError):  # other internal errors stay what they are
+        with out_of_memory_as_error("/device:GPU:0"):
+            raise tf.errors.InternalError(None, None, "something else")
+
+
+def test_embeds_check_under_xla_and_fp16(load_tf_model):
+    from tfparity import check_embeds
+
+    runner = with_execution(
+        load_tf_model("tiny:bert"), ExecutionOptions(xla=True, precision="fp16")
+    )
+    report = check_embeds(runner, inputs=InputOptions(random=4, seq_len=10, batch_size=4))
+    assert report.passed, report.failures
+    assert {c.dtype for c in report.comparisons} == {"float16"}

@@ -1,0 +1,68 @@
+"""``tfparity modes``: the same inputs under every execution mode and device, against
+CPU eager fp32."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from .common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_input_arguments,
+    add_model_argument,
+    add_report_arguments,
+    input_options,
+    tolerance,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "modes",
+        help="parity across devices, tf.function, XLA, fp16/bf16 and TF32",
+        description="Run the model on the same inputs eagerly, as tf.function, with XLA, "
+        "under mixed_float16 and mixed_bfloat16 policies and (on GPUs that have it) with "
+        "TF32, on each device; compare every output and hidden state with CPU eager fp32. "
+        "Each mode is judged by its compute dtype's tolerance, scaled to the tensor.",
+    )
+    add_model_argument(p)
+    p.add_argument(
+        "--devices",
+        "--device",
+        dest="devices",
+        default="all",
+        metavar="DEVICES",
+        help="cpu, gpu:N, gpu (every GPU) or all (default; CPU only when no GPU is visible)",
+    )
+    p.add_argument(
+        "--modes",
+        default=None,
+        metavar="LIST",
+        help="comma-separated modes: eager, graph, xla, fp16, bf16, tf32, or combinations "
+        "such as xla+fp16 (default: all of the plain ones)",
+    )
+    add_input_arguments(p)
+    add_report_arguments(p)
+    p.set_defaults(func=_run_modes)
+
+
+def _run_modes(args: argparse.Namespace) -> int:
+    from ..api import load_model, make_batches
+    from ..checks.modes import DEFAULT_MODES, ModesOptions, check_modes
+    from ..report.jsonio import write_json
+    from ..report.modes import render_modes
+
+    start = time.perf_counter()
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip()) if args.modes else None
+    options = ModesOptions(
+        devices=args.devices, modes=modes or DEFAULT_MODES, tolerance=tolerance(args)
+    )
+    model = load_model(args.model, allow_pickle=args.allow_pickle)
+    batches = make_batches(model, input_options(args))
+    report = check_modes(model, batches, options)
+    report.details["seconds"] = round(time.perf_counter() - start, 2)
+    print(render_modes(report, verbose=args.verbose))
+    if args.json:
+        write_json([report], args.json)
+    return EXIT_PASS if report.passed else EXIT_FAIL
