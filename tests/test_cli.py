@@ -138,7 +138,7 @@ def test_debug_keeps_exit_code_2(tmp_path):
 
 def test_check_tiny_bert_passes_with_json(tmp_path):
     report_path = tmp_path / "report.json"
-    result = tfparity_cli("check", "tiny:bert", "--json", str(report_path), cwd=tmp_path)
+    result = tfparity_cli("check", "tiny:bert", "--no-pt", "--json", str(report_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("tfparity embeds · tiny:bert")
@@ -178,10 +178,32 @@ def test_check_tiny_bert_passes_with_json(tmp_path):
     assert by_name["pooler_output"]["total"] == 5 * 32
 
 
+def test_check_runs_the_crosscheck_too_when_torch_is_installed(tmp_path):
+    report_path = tmp_path / "report.json"
+    result = tfparity_cli(
+        "check", "tiny:bert", "--random", "4", "--json", str(report_path), cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^PASS embeds: 5 tensors compared", result.stdout, re.M)
+    assert re.search(r"^PASS crosscheck: 5 tensors compared", result.stdout, re.M)
+    assert "TF rmse/fp64" in result.stdout  # the per-layer table
+    report = json.loads(report_path.read_text())
+    assert report["check"] == "embeds+crosscheck" and report["passed"] is True
+    assert [r["check"] for r in report["reports"]] == ["embeds", "crosscheck"]
+    assert all(c["judge"] == "referee" for c in report["reports"][1]["comparisons"])
+
+
 def test_roberta_left_padding_fails_with_position_hint(tmp_path):
     report_path = tmp_path / "report.json"
     result = tfparity_cli(
-        "check", "tiny:roberta", "--padding-side", "left", "--json", str(report_path), cwd=tmp_path
+        "check",
+        "tiny:roberta",
+        "--no-pt",
+        "--padding-side",
+        "left",
+        "--json",
+        str(report_path),
+        cwd=tmp_path,
     )
     assert result.returncode == 1, (result.stdout, result.stderr)
     out = result.stdout
@@ -265,3 +287,14 @@ def test_too_long_text_with_truncate_passes(tmp_path, monkeypatch, capsys):
     assert 64 + 3 <= tokens <= 64 + 6
     row = re.search(r"^last_hidden_state\s+\S+\s+\S+\s+0/(\d+)\s", out, re.M)
     assert row and int(row.group(1)) == tokens * 32  # compared over real tokens only
+
+
+def test_check_without_torch_says_the_crosscheck_did_not_run(monkeypatch, capsys):
+    import tfparity.adapters.runtime as runtime
+
+    monkeypatch.setattr(runtime, "torch_available", lambda: False)
+    assert cli.main(["check", "tiny:bert", "--random", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS embeds" in out
+    assert "PyTorch is not installed, so the cross-check did not run" in out
+    assert "crosscheck ·" not in out

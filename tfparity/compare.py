@@ -11,7 +11,7 @@ excluded), summarise the error, and build one readable message when it fails.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -409,12 +409,14 @@ def compare_output_batches(
     expected: Sequence[Any],
     *,
     masks: Sequence[np.ndarray | None] | None = None,
-    tolerance: Tolerance | None = None,
+    tolerance: Tolerance | Callable[[str], Tolerance] | None = None,
     check_dtype: bool = True,
 ) -> list[Comparison]:
     """Compare nested outputs over several batches; one :class:`Comparison` per leaf.
 
-    A leaf present on one side only is a failed comparison with a problem that says so.
+    ``tolerance`` may be one Tolerance, a function of the leaf name (when the allowed
+    error depends on the tensor), or None for the dtype defaults. A leaf missing from
+    any batch of one side is a failed comparison with a problem that says so.
     """
     flat_a = [flatten(x) for x in actual]
     flat_b = [flatten(x) for x in expected]
@@ -422,8 +424,9 @@ def compare_output_batches(
     names = list(flat_b[0]) + [n for n in flat_a[0] if n not in flat_b[0]]
     results = []
     for name in names:
-        if name not in flat_a[0] or name not in flat_b[0]:
-            side = "actual" if name not in flat_a[0] else "expected"
+        in_a, in_b = all(name in f for f in flat_a), all(name in f for f in flat_b)
+        if not (in_a and in_b):
+            side = "actual" if not in_a else "expected"
             results.append(_missing(name, side, flat_a[0].get(name), flat_b[0].get(name)))
             continue
         results.append(
@@ -432,7 +435,7 @@ def compare_output_batches(
                 [f[name] for f in flat_b],
                 name=name,
                 masks=masks,
-                tolerance=tolerance,
+                tolerance=tolerance(name) if callable(tolerance) else tolerance,
                 check_dtype=check_dtype,
             )
         )
@@ -505,8 +508,8 @@ def referee_batches(
     a_list, r_list, t_list = ([to_numpy(x) for x in xs] for xs in (actual, reference, truth))
     cand = _gather_valid(a_list, t_list, masks)
     ref = _gather_valid(r_list, t_list, masks)
-    actual_rmse = _rmse(cand.a, cand.b)
-    reference_rmse = _rmse(ref.a, ref.b)
+    actual_rmse = rmse(cand.a, cand.b)
+    reference_rmse = rmse(ref.a, ref.b)
     scale = float(np.sqrt(np.mean(cand.b**2))) if cand.b.size else 0.0
     allowed = referee.factor * reference_rmse + referee.floor * scale
     passed = bool(np.isfinite(actual_rmse) and actual_rmse <= allowed)
@@ -514,7 +517,9 @@ def referee_batches(
     return RefereeResult(name, actual_rmse, reference_rmse, allowed, ratio, passed)
 
 
-def _rmse(a: np.ndarray, b: np.ndarray) -> float:
+def rmse(a: np.ndarray, b: np.ndarray) -> float:
+    """Root mean square difference in float64 (0.0 for empty arrays)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     if a.size == 0:
         return 0.0
     with np.errstate(invalid="ignore", over="ignore"):

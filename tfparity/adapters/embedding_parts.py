@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from .runtime import import_tf
-from .tf_model import TFModel
+from .tf_model import PADDING_AWARE_POSITIONS, TFModel
 
 # Position ids made from input_ids (padding-aware, offset by padding_idx + 1).
-PADDING_AWARE_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
 # Positions live inside attention (relative), not in a table added to the embeddings.
 RELATIVE_POSITIONS = ("xlnet", "t5", "mt5", "deberta", "deberta-v2", "transfo-xl")
 # Decoders: the causal mask follows sequence order, whatever the position ids say.

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..errors import TfparityError
-from ..inputs import Batch, check_limits
+from ..inputs import Batch
 from ..trace import Trace
 from .devices import resolve_devices, short_name
 from .runtime import import_tf
@@ -256,14 +256,13 @@ class ExecutedModel(TFModel):
     _functions: dict[bool, Callable[..., Any]] = field(default_factory=dict, repr=False)
 
     def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
-        check_limits(batch, self.limits)
-        kwargs = self.call_kwargs(batch)
         with placed(self.execution):
-            if inputs_embeds is None:
-                out = self._function(False)(batch.input_ids, None, kwargs)
-            else:
-                out = self._function(True)(None, self._in_compute_dtype(inputs_embeds), kwargs)
-        return Trace.from_output(out)
+            return super().run(batch, inputs_embeds)
+
+    def forward(self, input_ids: Any, inputs_embeds: Any, kwargs: dict[str, Any]) -> Any:
+        if inputs_embeds is not None:
+            inputs_embeds = self._in_compute_dtype(inputs_embeds)
+        return self._function(inputs_embeds is not None)(input_ids, inputs_embeds, kwargs)
 
     def _in_compute_dtype(self, inputs_embeds: Any) -> Any:
         """HF TF models add ``inputs_embeds`` to position embeddings without casting, so
@@ -284,17 +283,8 @@ class ExecutedModel(TFModel):
         return self._functions[embeds]
 
     def _make_function(self) -> Callable[..., Any]:
-        model = self.model
-
         def call(input_ids: Any, inputs_embeds: Any, kwargs: dict[str, Any]) -> Any:
-            # HF TF layers need the first positional argument, even when it is None.
-            return model(
-                input_ids,
-                inputs_embeds=inputs_embeds,
-                output_hidden_states=True,
-                training=False,
-                **kwargs,
-            )
+            return TFModel.forward(self, input_ids, inputs_embeds, kwargs)
 
         if not self.execution.compiled:
             return call

@@ -10,6 +10,7 @@ device with torch 2.13 (DESIGN.md).
 from __future__ import annotations
 
 import copy
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TfparityError
-from ..inputs import Batch, check_limits
+from ..inputs import Batch
 from ..trace import Trace
 from .loading import PT_PICKLE, PT_SAFETENSORS
 from .runtime import import_torch, import_transformers
@@ -102,8 +103,6 @@ class PTModel:
 
     def torch_inputs(self, batch: Batch) -> dict[str, Any]:
         torch = import_torch()
-        import inspect
-
         accepted = inspect.signature(self.model.forward).parameters
         inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
         if batch.token_type_ids is not None and getattr(self.config, "type_vocab_size", 0):
@@ -113,9 +112,6 @@ class PTModel:
         return {
             k: torch.from_numpy(np.asarray(v, np.int64)) for k, v in inputs.items() if k in accepted
         }
-
-    def check(self, batch: Batch, limits: Any) -> None:
-        check_limits(batch, limits)
 
 
 def _pt_class(config: Any) -> Any:

@@ -45,7 +45,7 @@ def _tf_main(model: Any) -> Any:
     return getattr(model, model.base_model_prefix)
 
 
-def _tf_modules(model: Any) -> dict[str, Any]:
+def tf_modules(model: Any) -> dict[str, Any]:
     main = _tf_main(model)
     modules = {"embeddings": main.embeddings}
     for i, layer in enumerate(main.encoder.layer):
@@ -61,7 +61,7 @@ def _tf_modules(model: Any) -> dict[str, Any]:
 def tf_taps(model: Any) -> Iterator[dict[str, np.ndarray]]:
     """Record TF sub-layer outputs while the block runs; restores ``call`` afterwards."""
     recorded: dict[str, np.ndarray] = {}
-    modules = _tf_modules(model)
+    modules = tf_modules(model)
     originals = {}
     for name, layer in modules.items():
         originals[name] = layer.call
@@ -85,7 +85,7 @@ def _recording(call: Any, name: str, recorded: dict[str, np.ndarray]) -> Any:
 # ----------------------------------------------------------------------------- PT
 
 
-def _pt_modules(model: Any) -> dict[str, Any]:
+def pt_modules(model: Any) -> dict[str, Any]:
     modules = {"embeddings": model.embeddings}
     for i, layer in enumerate(model.encoder.layer):
         modules[f"layer_{i}.attention"] = layer.attention
@@ -101,7 +101,7 @@ def pt_taps(model: Any) -> Iterator[dict[str, np.ndarray]]:
     """Record PyTorch sub-module outputs with forward hooks while the block runs."""
     recorded: dict[str, np.ndarray] = {}
     handles = []
-    for name, module in _pt_modules(model).items():
+    for name, module in pt_modules(model).items():
 
         def hook(_m, _inputs, output, name=name):
             out = output[0] if isinstance(output, (tuple, list)) else output
@@ -127,7 +127,7 @@ def isolate(
     run of ``batch``. Returns TF outputs under the tap names.
     """
     tf = import_tf()
-    modules = _tf_modules(tf_model)
+    modules = tf_modules(tf_model)
     dtype = tf.float32
     mask = tf.cast(batch.attention_mask, dtype)[:, None, None, :]
     extended = (1.0 - mask) * -10000.0  # what TF BERT's main layer builds

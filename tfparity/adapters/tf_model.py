@@ -19,6 +19,10 @@ from .loading import Loaded, load_tf
 from .runtime import import_tf
 from .specs import DEFAULT_MODEL, parse_spec
 
+# Models whose embeddings make padding-aware position ids from input_ids (starting after
+# padding_idx) but sequential ones from inputs_embeds.
+PADDING_AWARE_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
+
 
 @dataclass
 class TFModel:
@@ -60,7 +64,7 @@ class TFModel:
         )
         table = positions if positions and positions > 0 else None
         # RoBERTa-style position ids start after padding_idx: fewer tokens than rows.
-        if self.model_type in ("roberta", "xlm-roberta", "camembert", "longformer"):
+        if self.padding_aware_positions:
             positions = positions - self.config.pad_token_id - 1 if positions else None
         if positions is not None and positions <= 0:  # XLNet, T5: relative positions
             positions = None
@@ -70,6 +74,10 @@ class TFModel:
             type_vocab_size=getattr(self.config, "type_vocab_size", None),
             position_table=table,
         )
+
+    @property
+    def padding_aware_positions(self) -> bool:
+        return self.model_type in PADDING_AWARE_POSITIONS
 
     @property
     def pad_token_id(self) -> int | None:
@@ -98,19 +106,19 @@ class TFModel:
         The ids are checked against the model's limits first, in both cases.
         """
         check_limits(batch, self.limits)
-        kwargs = self.call_kwargs(batch)
-        if inputs_embeds is None:
-            out = self.model(batch.input_ids, output_hidden_states=True, training=False, **kwargs)
-        else:
-            # HF TF layers need the first positional argument, even when it is None.
-            out = self.model(
-                None,
-                inputs_embeds=inputs_embeds,
-                output_hidden_states=True,
-                training=False,
-                **kwargs,
-            )
-        return Trace.from_output(out)
+        ids = batch.input_ids if inputs_embeds is None else None
+        return Trace.from_output(self.forward(ids, inputs_embeds, self.call_kwargs(batch)))
+
+    def forward(self, input_ids: Any, inputs_embeds: Any, kwargs: dict[str, Any]) -> Any:
+        """One call of the HF model. Its layers need the first positional argument even
+        when it is None (the ``inputs_embeds`` path), so it is always passed."""
+        return self.model(
+            input_ids,
+            inputs_embeds=inputs_embeds,
+            output_hidden_states=True,
+            training=False,
+            **kwargs,
+        )
 
     def gather(self, input_ids: np.ndarray) -> Any:
         """Word embeddings for ``input_ids``, gathered on the Keras side (ids validated)."""

@@ -87,6 +87,7 @@ def crosscheck(
         first_divergence=divergence,
         notes=notes,
         details={
+            "compares": "TensorFlow (actual) vs PyTorch (expected), same weights and inputs",
             "judge": "tolerance"
             if options.tolerance
             else f"float64 referee (factor {options.referee.factor:g}, floor "
@@ -250,7 +251,7 @@ def _hint(tf_model: TFModel, pt_model: PTModel, layer: Any, component: str, runs
 def _numeric_signature(
     tf_model: TFModel, pt_model: PTModel, layer: int, component: str, runs: _Runs
 ) -> list[str]:
-    modules = taps._tf_modules(tf_model.model)
+    modules = taps.tf_modules(tf_model.model)
     pt_rec, tf_iso = runs.pt_taps[0], runs.isolated[0]
     attn = pt_rec[f"layer_{layer}.attention"]
     if component == "intermediate":

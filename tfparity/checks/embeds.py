@@ -20,8 +20,6 @@ from ..inputs import Batch
 from ..report import Divergence, Report
 from ..trace import Trace, hidden_state_index
 
-POSITION_IDS_FROM_INPUT_IDS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
-
 
 @dataclass(frozen=True)
 class EmbedsOptions:
@@ -97,7 +95,7 @@ def localise(model: TFModel, comparisons: list[Comparison], batches: Sequence[Ba
 
 def embeddings_hint(model: TFModel, batches: Sequence[Batch]) -> str:
     left_padded = any((b.attention_mask[:, 0] == 0).any() for b in batches)
-    if model.model_type in POSITION_IDS_FROM_INPUT_IDS and left_padded:
+    if model.padding_aware_positions and left_padded:
         return (
             f"{model.model_type} makes padding-aware position ids from input_ids but "
             "sequential ones from inputs_embeds, so with left padding the two paths use "
@@ -115,6 +113,7 @@ def embeddings_hint(model: TFModel, batches: Sequence[Batch]) -> str:
 
 def _details(batches: Sequence[Batch]) -> dict[str, Any]:
     return {
+        "compares": "inputs_embeds (word embeddings gathered by ids) vs input_ids",
         "batches": len(batches),
         "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
         "tokens": int(sum(b.attention_mask.sum() for b in batches)),

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..compare import rmse
+
 CONFIG_FIELDS = (
     "hidden_act",
     "layer_norm_eps",
@@ -36,10 +38,6 @@ def config_differences(tf_config: Any, pt_config: Any) -> list[str]:
         if a != b:
             diffs.append(f"config {key}: {a!r} (TF) vs {b!r} (PyTorch)")
     return diffs
-
-
-def _rmse(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.sqrt(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2)))
 
 
 def weight_differences(tf_model: Any, pt_weights: dict[str, np.ndarray], prefix: str) -> list[str]:
@@ -116,8 +114,8 @@ def activation_hint(
 ) -> str:
     """Which activation turns the (TF) up-projection into each side's output."""
     x = pre_activation[..., :256]  # a slice keeps the exact-erf loop cheap
-    pt_fit = {k: _rmse(f(x), pt_output[..., :256]) for k, f in ACTIVATIONS.items()}
-    tf_fit = {k: _rmse(f(x), tf_output[..., :256]) for k, f in ACTIVATIONS.items()}
+    pt_fit = {k: rmse(f(x), pt_output[..., :256]) for k, f in ACTIVATIONS.items()}
+    tf_fit = {k: rmse(f(x), tf_output[..., :256]) for k, f in ACTIVATIONS.items()}
     best_pt, best_tf = min(pt_fit, key=pt_fit.get), min(tf_fit, key=tf_fit.get)
     tried = ", ".join(f"{k}: rmse {v:.2g}" for k, v in pt_fit.items())
     if best_pt != best_tf:
@@ -135,7 +133,7 @@ def layernorm_hint(
     mean = pre_norm.mean(-1, keepdims=True)
     var = pre_norm.var(-1, keepdims=True)
     fits = {
-        eps: _rmse((pre_norm - mean) / np.sqrt(var + eps) * gamma + beta, pt_output)
+        eps: rmse((pre_norm - mean) / np.sqrt(var + eps) * gamma + beta, pt_output)
         for eps in sorted(set(EPSILONS) | {tf_eps})
     }
     best = min(fits, key=fits.get)

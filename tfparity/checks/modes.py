@@ -36,7 +36,6 @@ from ..adapters.tf_model import TFModel
 from ..compare import (
     Comparison,
     Tolerance,
-    compare_batches,
     compare_output_batches,
     default_tolerance,
     valid_positions,
@@ -167,25 +166,14 @@ def compare_mode(
     are not compared, the mode's compute dtype picks the tolerance.
     """
     dtype = planned.options.compute_dtype
-    results = []
-    for name in reference[0]:
-        label = f"{planned.label}:{name}"
-        if any(name not in t for t in traces):
-            missing = compare_output_batches([{}], [{name: reference[0][name]}])[0]
-            results.append(replace(missing, name=label))
-            continue
-        tolerance = options.tolerance or mode_tolerance(dtype, magnitudes[name], options.scale)
-        results.append(
-            compare_batches(
-                [t[name] for t in traces],
-                [r[name] for r in reference],
-                name=label,
-                masks=masks,
-                tolerance=tolerance,
-                check_dtype=False,
-            )
-        )
-    return results
+
+    def tolerance(name: str) -> Tolerance:
+        return options.tolerance or mode_tolerance(dtype, magnitudes[name], options.scale)
+
+    found = compare_output_batches(
+        traces, reference, masks=masks, tolerance=tolerance, check_dtype=False
+    )
+    return [replace(c, name=f"{planned.label}:{c.name}") for c in found]
 
 
 def _row(

@@ -21,35 +21,80 @@ from .common import (
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "check",
-        help="inputs_embeds vs input_ids parity (the main job)",
+        help="inputs_embeds vs input_ids parity, and TF vs PyTorch (the main job)",
         description="Run the TF model with input_ids and with word embeddings gathered on "
-        "the Keras side as inputs_embeds; compare every output and hidden state.",
+        "the Keras side as inputs_embeds; compare every output and hidden state. When "
+        "PyTorch is installed, also cross-check TF against PyTorch on the same weights "
+        "(one pass of `tfparity crosscheck`; --no-pt turns it off).",
     )
     add_model_argument(p)
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
+    p.add_argument(
+        "--no-pt",
+        action="store_true",
+        help="skip the PyTorch cross-check even if torch is installed",
+    )
     p.set_defaults(func=_run_check)
 
 
 def _run_check(args: argparse.Namespace) -> int:
     from ..adapters.execution import with_execution
-    from ..api import check_embeds, load_model
+    from ..api import check_embeds, load_model, make_batches
     from ..report.jsonio import write_json
     from ..report.text import render
 
     start = time.perf_counter()
-    executions = execution_options(args)  # a bad --device fails before the model loads
+    inputs = input_options(args)  # bad inputs and a bad --device fail before loading
+    executions = execution_options(args)
     model = load_model(args.model, allow_pickle=args.allow_pickle)
+    batches = make_batches(model, inputs)
     reports = []
     for execution in executions:  # one report per device
         report = check_embeds(
-            with_execution(model, execution), inputs=input_options(args), tolerance=tolerance(args)
+            with_execution(model, execution), batches=batches, tolerance=tolerance(args)
         )
         report.details.update(execution.describe())
         report.details["seconds"] = round(time.perf_counter() - start, 2)
         print(render(report, verbose=args.verbose))
         reports.append(report)
+    if _wants_crosscheck(args):
+        reports.append(_crosscheck(args, model, batches))
     if args.json:
         write_json(reports, args.json)
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
+
+
+def _wants_crosscheck(args: argparse.Namespace) -> bool:
+    from ..adapters.runtime import torch_available
+
+    if args.no_pt:
+        return False
+    if not torch_available():
+        print(
+            "\nnote: PyTorch is not installed, so the cross-check did not run "
+            "(pip install torch==2.13.0; --no-pt silences this)."
+        )
+        return False
+    return True
+
+
+def _crosscheck(args: argparse.Namespace, model, batches):
+    """One pass of the cross-check, on the same model and batches, in eager fp32 (the
+    float64 referee judges fp32; other precisions are `tfparity modes`' job)."""
+    from ..api import crosscheck
+    from ..report.text import render
+
+    start = time.perf_counter()
+    (report,) = crosscheck(
+        tf=model,
+        pt=args.model,
+        batches=batches,
+        tolerance=tolerance(args),
+        allow_pickle=args.allow_pickle,
+    )
+    report.details["seconds"] = round(time.perf_counter() - start, 2)
+    print()
+    print(render(report, verbose=args.verbose))
+    return report

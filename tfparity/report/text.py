@@ -47,7 +47,10 @@ def render(report: Report, *, verbose: bool = False) -> str:
 def verdict_line(report: Report) -> str:
     n, bad = len(report.comparisons), len(report.failures)
     worst = report.worst()
-    worst_text = f"; max abs diff {worst.max_abs_diff:.3g} ({worst.name})" if worst else ""
+    worst_text = ""
+    if worst is not None:
+        where = f" ({worst.name})" if worst.max_abs_diff > 0 else ""
+        worst_text = f"; max abs diff {worst.max_abs_diff:.3g}{where}"
     if report.passed:
         return f"PASS {report.check}: {n} tensors compared{worst_text}"
     return f"FAIL {report.check}: {bad} of {n} tensors differ{worst_text}"
