@@ -145,6 +145,13 @@ CATALOGUE = {
         "embeddings",
         "layer_norm_eps",
     ),
+    "zeroed pooler kernel": (
+        in_place(lambda m: zero(main_layer(m).pooler.dense.kernel)),
+        None,
+        "pooler",
+        "pooler",
+        "pooler.dense.weight is all zeros",
+    ),
     "zeroed pooler bias": (
         in_place(lambda m: zero(main_layer(m).pooler.dense.bias)),
         None,
@@ -253,3 +260,29 @@ def test_minilm_max_length_sequence_passes(minilm_pt):
     tf_model = TFModel.load("minilm")
     batches = make_batches(tf_model, InputOptions(random=1, seq_len=512, batch_size=1))
     assert run_crosscheck(tf_model, minilm_pt, batches).passed
+
+
+# all-MiniLM-L6-v2's pooler bias is all zeros in the checkpoint: zeroing it is no fault
+# there (test_zeroing_an_already_zero_bias_is_not_a_fault checks that it passes).
+MINILM_FAULTS = [name for name in CATALOGUE if name != "zeroed pooler bias"]
+
+
+def test_zeroing_an_already_zero_bias_is_not_a_fault(minilm_pt):
+    model = TFModel.load("minilm")
+    zero(model.model.bert.pooler.dense.bias)
+    batches = make_batches(model, InputOptions(texts=("Hello world.",)))
+    assert run_crosscheck(model, minilm_pt, batches).passed
+
+
+@pytest.mark.parametrize("fault", MINILM_FAULTS)
+def test_fault_catalogue_on_minilm(minilm_pt, fault):
+    """The same catalogue on the real pretrained BERT (6 layers, 384 wide), with the
+    PyTorch reference read from the checkpoint rather than copied from TF."""
+    make, hidden, layer, component, hint_word = CATALOGUE[fault]
+    broken = make(TFModel.load("minilm"))
+    batches = make_batches(broken, InputOptions(texts=("Hello world.", "A second, longer one.")))
+    report = run_crosscheck(broken, minilm_pt, batches)
+    assert report.passed is False
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer, d.component) == (hidden, layer, component), d
+    assert hint_word in d.hint, d.hint
