@@ -3,8 +3,6 @@ localised to the right hidden state, layer and component (the fault catalogue)."
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 
@@ -14,6 +12,7 @@ from tfparity.adapters.specs import minilm_dir
 from tfparity.adapters.tf_model import TFModel
 from tfparity.api import crosscheck, make_batches
 from tfparity.checks.crosscheck import crosscheck as run_crosscheck
+from tfparity.faults import CATALOGUE, by_name, with_config
 
 TINY = "tiny:bert"
 
@@ -26,147 +25,19 @@ def tiny_reference():
     return PTModel.from_tf(tf_model.model), batches
 
 
-def main_layer(model: TFModel):
-    return model.model.bert
-
-
 def zero(var) -> None:
     var.assign(np.zeros(var.shape, var.dtype.as_numpy_dtype))
 
 
-def with_config(**changes) -> Callable[[TFModel], TFModel]:
-    """A fault in config.json: the same weights in a model built from a changed config."""
-
-    def make(model: TFModel) -> TFModel:
-        from tfparity.adapters.loading import build, tf_model_class
-
-        config = model.config.__class__.from_dict({**model.config.to_dict(), **changes})
-        broken = tf_model_class(config).from_config(config)
-        build(broken)
-        for target, source in zip(broken.weights, model.model.weights, strict=True):
-            target.assign(source)
-        return TFModel("broken", broken, model.tokenizer, config)
-
-    return make
+FAULTS = [f.name for f in CATALOGUE]
 
 
-def in_place(fault: Callable[[TFModel], None]) -> Callable[[TFModel], TFModel]:
-    def make(model: TFModel) -> TFModel:
-        fault(model)
-        return model
-
-    return make
-
-
-def _shift_positions(m):
-    table = main_layer(m).embeddings.position_embeddings
-    table.assign(np.roll(table.numpy(), 1, axis=0))
-
-
-def _transpose(var):
-    var.assign(var.numpy().T)
-
-
-def _swap_type_rows(m):
-    table = main_layer(m).embeddings.token_type_embeddings
-    table.assign(table.numpy()[::-1].copy())
-
-
-def _scale_attention(m):
-    main_layer(m).encoder.layer[1].attention.self_attention.sqrt_att_head_size = 1.0
-
-
-def _ln_gamma(m):
-    gamma = main_layer(m).encoder.layer[1].bert_output.LayerNorm.gamma
-    gamma.assign(gamma.numpy() * 1.01)
-
-
-# name -> (fault, hidden_state, layer, component, words the hint must contain)
-CATALOGUE = {
-    "zeroed attention query bias": (
-        in_place(
-            lambda m: zero(main_layer(m).encoder.layer[1].attention.self_attention.query.bias)
-        ),
-        2,
-        1,
-        "attention",
-        "all zeros",
-    ),
-    "transposed attention output kernel": (
-        in_place(
-            lambda m: _transpose(main_layer(m).encoder.layer[0].attention.dense_output.dense.kernel)
-        ),
-        1,
-        0,
-        "attention",
-        "transposed",
-    ),
-    "wrong attention scaling": (in_place(_scale_attention), 2, 1, "attention", "computation"),
-    "dropped intermediate bias": (
-        in_place(lambda m: zero(main_layer(m).encoder.layer[0].intermediate.dense.bias)),
-        1,
-        0,
-        "intermediate",
-        "all zeros",
-    ),
-    "gelu_new instead of gelu": (
-        with_config(hidden_act="gelu_new"),
-        1,
-        0,
-        "intermediate",
-        "gelu_new",
-    ),
-    "dropped output bias": (
-        in_place(lambda m: zero(main_layer(m).encoder.layer[1].bert_output.dense.bias)),
-        2,
-        1,
-        "output",
-        "all zeros",
-    ),
-    "LayerNorm gamma off by 1%": (in_place(_ln_gamma), 2, 1, "output", "LayerNorm.weight"),
-    "shifted position embeddings": (
-        in_place(_shift_positions),
-        0,
-        "embeddings",
-        "embeddings",
-        "shifted",
-    ),
-    "swapped token type rows": (
-        in_place(_swap_type_rows),
-        0,
-        "embeddings",
-        "embeddings",
-        "token_type_embeddings",
-    ),
-    "LayerNorm epsilon 1e-5 vs 1e-12": (
-        with_config(layer_norm_eps=1e-5),
-        0,
-        "embeddings",
-        "embeddings",
-        "layer_norm_eps",
-    ),
-    "zeroed pooler kernel": (
-        in_place(lambda m: zero(main_layer(m).pooler.dense.kernel)),
-        None,
-        "pooler",
-        "pooler",
-        "pooler.dense.weight is all zeros",
-    ),
-    "zeroed pooler bias": (
-        in_place(lambda m: zero(main_layer(m).pooler.dense.bias)),
-        None,
-        "pooler",
-        "pooler",
-        "pooler",
-    ),
-}
-
-
-@pytest.mark.parametrize("fault", list(CATALOGUE))
+@pytest.mark.parametrize("fault", FAULTS)
 def test_fault_catalogue_on_tiny_bert(tiny_reference, fault):
     pt_model, batches = tiny_reference
-    make, hidden, layer, component, hint_word = CATALOGUE[fault]
-    broken = make(TFModel.load(TINY))
+    f = by_name(fault)
+    hidden, layer, component, hint_word = f.hidden_state, f.layer, f.component, f.hint
+    broken = f.apply(TFModel.load(TINY))
     report = run_crosscheck(broken, pt_model, batches)
     assert report.passed is False
     d = report.first_divergence
@@ -193,7 +64,7 @@ def test_correct_tiny_port_passes_across_20_seeded_input_sets(tiny_reference):
 def test_explicit_tolerance_mode_and_its_blind_spot(tiny_reference):
     """A fixed atol of 1e-2 misses a 1% LayerNorm fault that the referee catches."""
     pt_model, batches = tiny_reference
-    broken = in_place(_ln_gamma)(TFModel.load(TINY))
+    broken = by_name("LayerNorm gamma off by 1%").apply(TFModel.load(TINY))
     assert not run_crosscheck(broken, pt_model, batches).passed
     from tfparity.checks.crosscheck import CrosscheckOptions
 
@@ -264,7 +135,7 @@ def test_minilm_max_length_sequence_passes(minilm_pt):
 
 # all-MiniLM-L6-v2's pooler bias is all zeros in the checkpoint: zeroing it is no fault
 # there (test_zeroing_an_already_zero_bias_is_not_a_fault checks that it passes).
-MINILM_FAULTS = [name for name in CATALOGUE if name != "zeroed pooler bias"]
+MINILM_FAULTS = [name for name in FAULTS if name != "zeroed pooler bias"]
 
 
 def test_zeroing_an_already_zero_bias_is_not_a_fault(minilm_pt):
@@ -278,8 +149,9 @@ def test_zeroing_an_already_zero_bias_is_not_a_fault(minilm_pt):
 def test_fault_catalogue_on_minilm(minilm_pt, fault):
     """The same catalogue on the real pretrained BERT (6 layers, 384 wide), with the
     PyTorch reference read from the checkpoint rather than copied from TF."""
-    make, hidden, layer, component, hint_word = CATALOGUE[fault]
-    broken = make(TFModel.load("minilm"))
+    f = by_name(fault)
+    hidden, layer, component, hint_word = f.hidden_state, f.layer, f.component, f.hint
+    broken = f.apply(TFModel.load("minilm"))
     batches = make_batches(broken, InputOptions(texts=("Hello world.", "A second, longer one.")))
     report = run_crosscheck(broken, minilm_pt, batches)
     assert report.passed is False

@@ -1,0 +1,187 @@
+"""Deliberately broken ports of a BERT-family TF model, to prove a check can fail.
+
+A parity check that says PASS wrongly is worse than none, so every check should be
+seen failing on known faults. Each :class:`Fault` breaks a copy of a loaded
+:class:`~tfparity.adapters.tf_model.TFModel` the way real ports break (a dropped bias,
+a transposed kernel, the tanh GELU, another LayerNorm epsilon, shifted position
+embeddings, wrong attention scaling) and says where the cross-check must localise it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .adapters.tf_model import TFModel
+
+
+@dataclass(frozen=True)
+class Fault:
+    """``apply(model)`` returns the broken model (the same object for weight faults).
+
+    ``hidden_state``/``layer``/``component`` are the expected ``first_divergence``;
+    ``hint`` is a phrase the hint must contain. Layer numbers assume at least 2 layers.
+    """
+
+    name: str
+    apply: Callable[[TFModel], TFModel]
+    hidden_state: int | None
+    layer: str | int
+    component: str
+    hint: str
+
+
+def _main(model: TFModel) -> Any:
+    return getattr(model.model, model.model.base_model_prefix)
+
+
+def _zero(var: Any) -> None:
+    var.assign(np.zeros(var.shape, var.dtype.as_numpy_dtype))
+
+
+def _in_place(change: Callable[[Any], None]) -> Callable[[TFModel], TFModel]:
+    """A weight fault: ``change`` gets the model's main layer and edits it."""
+
+    def apply(model: TFModel) -> TFModel:
+        change(_main(model))
+        return model
+
+    return apply
+
+
+def with_config(**changes: Any) -> Callable[[TFModel], TFModel]:
+    """A config.json fault: the same weights in a model built from a changed config."""
+
+    def apply(model: TFModel) -> TFModel:
+        from .adapters.loading import build, tf_model_class
+
+        config = model.config.__class__.from_dict({**model.config.to_dict(), **changes})
+        broken = tf_model_class(config).from_config(config)
+        build(broken)
+        for target, source in zip(broken.weights, model.model.weights, strict=True):
+            target.assign(source)
+        return TFModel(f"{model.name} (broken)", broken, model.tokenizer, config)
+
+    return apply
+
+
+def _roll_rows(var: Any) -> None:
+    var.assign(np.roll(var.numpy(), 1, axis=0))
+
+
+def _transpose(var: Any) -> None:
+    var.assign(var.numpy().T)
+
+
+def _reverse_rows(var: Any) -> None:
+    var.assign(var.numpy()[::-1].copy())
+
+
+def _scale(var: Any, factor: float) -> None:
+    var.assign(var.numpy() * factor)
+
+
+def _unscaled_attention(main: Any) -> None:
+    main.encoder.layer[1].attention.self_attention.sqrt_att_head_size = 1.0
+
+
+CATALOGUE: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention query bias",
+        _in_place(lambda m: _zero(m.encoder.layer[1].attention.self_attention.query.bias)),
+        2,
+        1,
+        "attention",
+        "all zeros",
+    ),
+    Fault(
+        "transposed attention output kernel",
+        _in_place(lambda m: _transpose(m.encoder.layer[0].attention.dense_output.dense.kernel)),
+        1,
+        0,
+        "attention",
+        "transposed",
+    ),
+    Fault(
+        "wrong attention scaling", _in_place(_unscaled_attention), 2, 1, "attention", "computation"
+    ),
+    Fault(
+        "dropped intermediate bias",
+        _in_place(lambda m: _zero(m.encoder.layer[0].intermediate.dense.bias)),
+        1,
+        0,
+        "intermediate",
+        "all zeros",
+    ),
+    Fault(
+        "gelu_new instead of gelu",
+        with_config(hidden_act="gelu_new"),
+        1,
+        0,
+        "intermediate",
+        "gelu_new",
+    ),
+    Fault(
+        "dropped output bias",
+        _in_place(lambda m: _zero(m.encoder.layer[1].bert_output.dense.bias)),
+        2,
+        1,
+        "output",
+        "all zeros",
+    ),
+    Fault(
+        "LayerNorm gamma off by 1%",
+        _in_place(lambda m: _scale(m.encoder.layer[1].bert_output.LayerNorm.gamma, 1.01)),
+        2,
+        1,
+        "output",
+        "LayerNorm.weight",
+    ),
+    Fault(
+        "shifted position embeddings",
+        _in_place(lambda m: _roll_rows(m.embeddings.position_embeddings)),
+        0,
+        "embeddings",
+        "embeddings",
+        "shifted",
+    ),
+    Fault(
+        "swapped token type rows",
+        _in_place(lambda m: _reverse_rows(m.embeddings.token_type_embeddings)),
+        0,
+        "embeddings",
+        "embeddings",
+        "token_type_embeddings",
+    ),
+    Fault(
+        "LayerNorm epsilon 1e-5 vs 1e-12",
+        with_config(layer_norm_eps=1e-5),
+        0,
+        "embeddings",
+        "embeddings",
+        "layer_norm_eps",
+    ),
+    Fault(
+        "zeroed pooler kernel",
+        _in_place(lambda m: _zero(m.pooler.dense.kernel)),
+        None,
+        "pooler",
+        "pooler",
+        "pooler.dense.weight is all zeros",
+    ),
+    Fault(
+        "zeroed pooler bias",
+        _in_place(lambda m: _zero(m.pooler.dense.bias)),
+        None,
+        "pooler",
+        "pooler",
+        "pooler",
+    ),
+)
+
+
+def by_name(name: str) -> Fault:
+    return next(f for f in CATALOGUE if f.name == name)
