@@ -13,7 +13,16 @@ from .errors import TfparityError
 from .inputs import Batch, InputOptions
 from .report import Divergence, Report
 
-_API = ("assert_close", "check_embeds", "crosscheck", "load_model", "make_batches")
+_API = (
+    "assert_close",
+    "check_embeds",
+    "check_positions",
+    "check_tying",
+    "crosscheck",
+    "diagnose",
+    "load_model",
+    "make_batches",
+)
 
 __all__ = [
     "Batch",

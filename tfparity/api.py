@@ -146,3 +146,60 @@ def _save_and_reload(tf_model: Any) -> Any:
     reloaded.tokenizer = tf_model.tokenizer
     reloaded.name = f"{tf_model.name} (saved and reloaded)"
     return reloaded
+
+
+def diagnose(
+    model: Any,
+    input_ids: Any,
+    inputs_embeds: Any,
+    *,
+    attention_mask: Any = None,
+    token_type_ids: Any = None,
+    position_ids: Any = None,
+    tolerance: Tolerance | None = None,
+) -> Report:
+    """What are these ``inputs_embeds``? Word embeddings, + positions, + types, after the
+    embedding LayerNorm (``hidden_states[0]``), scaled, or unknown; with the ids they
+    encode and the fix (``report.details``: verdict, candidates, recovered_ids_match, fix).
+    """
+    import numpy as np
+
+    from .checks.diagnose import DiagnoseInputs, DiagnoseOptions, check_diagnose
+
+    ids = np.asarray(input_ids, np.int32)
+    mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask, np.int32)
+
+    def as_int(x: Any) -> Any:
+        return None if x is None else np.asarray(x, np.int32)
+
+    batch = Batch(ids, mask, as_int(token_type_ids), as_int(position_ids))
+    inputs = DiagnoseInputs(batch=batch, embeds=np.asarray(inputs_embeds))
+    return check_diagnose(load_model(model), inputs, DiagnoseOptions(tolerance=tolerance))
+
+
+def check_tying(model: Any = "minilm", *, inputs: InputOptions | None = None) -> Report:
+    """Embedding tying, the LM head's transform, round-trip decoding and inversion risk
+    (``report.details``: tied, head_transform, roundtrip, noise). Pass a model loaded
+    with its head (``TFModel.load(spec, head=True)``) to include the LM head."""
+    from .checks.tying import check_tying as _check
+
+    tf_model = load_model(model)
+    return _check(tf_model, make_batches(tf_model, inputs))
+
+
+def check_positions(
+    model: Any = "minilm",
+    *,
+    inputs: InputOptions | None = None,
+    permutations: int = 10,
+    seed: int = 0,
+    tolerance: Tolerance | None = None,
+) -> Report:
+    """Permuting tokens and position ids together must permute the outputs
+    (``report.details``: scenarios, equivariant, explicit_positions_match)."""
+    from .checks.positions import PositionsOptions
+    from .checks.positions import check_positions as _check
+
+    tf_model = load_model(model)
+    options = PositionsOptions(permutations=permutations, seed=seed, tolerance=tolerance)
+    return _check(tf_model, make_batches(tf_model, inputs), options)
