@@ -43,7 +43,7 @@ class PTModel:
         _, info = load_tf2_model_in_pytorch_model(
             model, tf_model, allow_missing_keys=True, output_loading_info=True
         )
-        notes = _missing_note(info.get("missing_keys", []))
+        notes = _missing_note(model, info.get("missing_keys", []))
         return cls(
             name or f"{type(model).__name__} (from TF weights)",
             _eval(model),
@@ -84,7 +84,7 @@ class PTModel:
             f"{type(model).__name__} ({directory})",
             _eval(model),
             config,
-            _missing_note(info.get("missing_keys", [])),
+            _missing_note(model, info.get("missing_keys", [])),
         )
 
     # ------------------------------------------------------------------ runs
@@ -100,6 +100,25 @@ class PTModel:
         with torch.no_grad():
             out = model(**self.torch_inputs(batch), output_hidden_states=True, return_dict=True)
         return Trace.from_output(out)
+
+    def recorded(
+        self, batch: Batch, *, float64: bool = False, tapped: bool = False
+    ) -> tuple[Trace, dict[str, np.ndarray]]:
+        """A run and, when ``tapped``, its sub-layer outputs (see :mod:`.taps`); the
+        cross-check asks for both through here, so a stored reference can answer too."""
+        if not tapped:
+            return self.run(batch, float64=float64), {}
+        from .taps import pt_taps
+
+        with pt_taps(self.fp64() if float64 else self.model) as recorded:
+            trace = self.run(batch, float64=float64)
+        return trace, recorded
+
+    def weights(self) -> dict[str, np.ndarray]:
+        """Parameters as numpy by state-dict name (for weight-level hints)."""
+        from .taps import pt_module_weights
+
+        return pt_module_weights(self.model)
 
     def torch_inputs(self, batch: Batch) -> dict[str, Any]:
         torch = import_torch()
@@ -142,8 +161,11 @@ def _eval(model: Any) -> Any:
     return model
 
 
-def _missing_note(missing: list[str]) -> list[str]:
-    missing = [m for m in missing if not m.endswith("position_ids")]
+def _missing_note(model: Any, missing: list[str]) -> list[str]:
+    """Weights left at their random init, except buffers and weights tied to another
+    (T5's ``encoder.embed_tokens.weight`` is ``shared.weight``): those are harmless."""
+    tied = set(getattr(model, "_tied_weights_keys", None) or ())
+    missing = [m for m in missing if not m.endswith("position_ids") and m not in tied]
     if not missing:
         return []
     return [
