@@ -22,7 +22,7 @@ def main(models: list[str]) -> int:
     misses = 0
     for spec in models:
         reference = TFModel.load(spec)
-        pt_model = load_pt(spec, tf_model=reference)
+        pt_model = load_pt(spec)
         batches = make_batches(reference)
         print(f"\n{spec}")
         print(f"{'fault':36} {'verdict':7} {'localised to':32} {'expected':8} {'TF rmse':>9}")

@@ -849,3 +849,14 @@ def test_comparison_is_strict_json_and_round_trips(make):
         assert type(data[key]) is int
     if c.worst_index is not None:
         assert all(type(i) is int for i in c.worst_index)
+
+
+def test_pooled_output_is_not_masked_even_when_its_width_equals_the_sequence_length():
+    mask = np.array([[1, 1, 0], [1, 0, 0]])
+    pooled = np.zeros((2, 3), np.float32)
+    other = pooled.copy()
+    other[1, 2] = 1.0  # a real difference in the pooled vector, under a "padding" column
+    (c,) = compare_outputs({"pooler_output": other}, {"pooler_output": pooled}, mask=mask)
+    assert c.passed is False and c.masked_out == 0
+    (per_token,) = compare_outputs({"scores": other}, {"scores": pooled}, mask=mask)
+    assert per_token.passed is True and per_token.masked_out == 3

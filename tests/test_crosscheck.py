@@ -158,3 +158,12 @@ def test_fault_catalogue_on_minilm(minilm_pt, fault):
     d = report.first_divergence
     assert (d.hidden_state, d.layer, d.component) == (hidden, layer, component), d
     assert hint_word in d.hint, d.hint
+
+
+def test_a_broken_port_against_its_own_tiny_spec_fails():
+    """The PyTorch side of `--tf X --pt tiny:bert` is the seeded tiny:bert, never a copy
+    of the (broken) TF weights under test."""
+    broken = by_name("dropped output bias").apply(TFModel.load(TINY))
+    (report,) = crosscheck(tf=broken, pt=TINY, inputs=InputOptions(random=3, seq_len=8))
+    assert report.passed is False
+    assert report.first_divergence.component == "output"

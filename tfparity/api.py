@@ -115,7 +115,7 @@ def crosscheck(
     if isinstance(pt_spec, PTModel):
         pt_model = pt_spec
     elif isinstance(pt_spec, str):
-        pt_model = load_pt(pt_spec, allow_pickle=allow_pickle, tf_model=tf_model)
+        pt_model = load_pt(pt_spec, allow_pickle=allow_pickle)
     else:
         pt_model = PTModel.from_tf(tf_model.model)
     if batches is None:

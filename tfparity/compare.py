@@ -11,7 +11,7 @@ excluded), summarise the error, and build one readable message when it fails.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -404,6 +404,9 @@ def compare_outputs(
     )
 
 
+POOLED_OUTPUTS = ("pooler_output", "pooled_output")
+
+
 def compare_output_batches(
     actual: Sequence[Any],
     expected: Sequence[Any],
@@ -411,8 +414,13 @@ def compare_output_batches(
     masks: Sequence[np.ndarray | None] | None = None,
     tolerance: Tolerance | Callable[[str], Tolerance] | None = None,
     check_dtype: bool = True,
+    unmasked: Collection[str] = POOLED_OUTPUTS,
 ) -> list[Comparison]:
     """Compare nested outputs over several batches; one :class:`Comparison` per leaf.
+
+    Masks apply by shape (:func:`valid_positions`), except to the leaves named in
+    ``unmasked``: a pooled ``[batch, hidden]`` output has no token axis, even when its
+    width happens to equal the sequence length.
 
     ``tolerance`` may be one Tolerance, a function of the leaf name (when the allowed
     error depends on the tensor), or None for the dtype defaults. A leaf missing from
@@ -434,7 +442,7 @@ def compare_output_batches(
                 [f[name] for f in flat_a],
                 [f[name] for f in flat_b],
                 name=name,
-                masks=masks,
+                masks=None if name in unmasked else masks,
                 tolerance=tolerance(name) if callable(tolerance) else tolerance,
                 check_dtype=check_dtype,
             )

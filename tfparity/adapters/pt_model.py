@@ -174,23 +174,22 @@ def _missing_note(model: Any, missing: list[str]) -> list[str]:
     ]
 
 
-def load_pt(spec: str, *, allow_pickle: bool = False, tf_model: Any = None) -> PTModel:
-    """The PyTorch side for a MODEL spec: a checkpoint directory (``minilm``, a local or
-    cached directory) is read directly; a ``tiny:`` model (or a TF-only directory, when
-    ``tf_model`` is given) gets the TF weights copied in."""
-    from .loading import _hub_snapshot
+def load_pt(spec: str, *, allow_pickle: bool = False) -> PTModel:
+    """The PyTorch reference for a MODEL spec, always loaded afresh from the spec.
+
+    A checkpoint directory (``minilm``, a local or cached directory) is read directly;
+    a ``tiny:`` model or a TF-only directory is loaded in TF and its weights copied in.
+    Never from a TF model in memory: that one may be the (broken) model under test.
+    """
+    from .loading import _hub_snapshot, load_tf
     from .specs import parse_spec
 
     parsed = parse_spec(spec)
     if parsed.kind == "tiny":
-        from .loading import load_tf
-
-        return PTModel.from_tf(
-            tf_model.model if tf_model is not None else load_tf(parsed).model,
-            name=f"PyTorch {spec}",
-        )
+        return PTModel.from_tf(load_tf(parsed).model, name=f"PyTorch {spec}")
     directory = Path(parsed.location) if parsed.kind != "hub" else _hub_snapshot(parsed.location)
     files = {p.name for p in directory.iterdir()}
-    if not files & set(PT_SAFETENSORS + PT_PICKLE) and tf_model is not None:
-        return PTModel.from_tf(tf_model.model, name=f"PyTorch from TF weights in {directory}")
+    if not files & set(PT_SAFETENSORS + PT_PICKLE):
+        tf_weights = load_tf(parsed, allow_pickle=allow_pickle).model
+        return PTModel.from_tf(tf_weights, name=f"PyTorch from TF weights in {directory}")
     return PTModel.from_dir(directory, allow_pickle=allow_pickle)
