@@ -23,6 +23,8 @@ _API = (
     "load_model",
     "make_batches",
 )
+# Lazily exported names defined outside api.py -> their module under tfparity.
+_ELSEWHERE = {"assert_crosscheck": "assertions", "assert_embeds_parity": "assertions"}
 
 __all__ = [
     "Batch",
@@ -36,12 +38,14 @@ __all__ = [
     "compare_arrays",
     "compare_outputs",
     *_API,
+    *_ELSEWHERE,
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _API:
-        from . import api
+    if name in _API or name in _ELSEWHERE:
+        import importlib
 
-        return getattr(api, name)
+        module = importlib.import_module(f".{_ELSEWHERE.get(name, 'api')}", __name__)
+        return getattr(module, name)
     raise AttributeError(f"module 'tfparity' has no attribute {name!r}")

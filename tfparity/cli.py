@@ -51,6 +51,8 @@ COMMANDS = (
     "diagnose",
     "embeddings",
     "positions",
+    "sweep",
+    "merge",
 )
 
 

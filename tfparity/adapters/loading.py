@@ -116,9 +116,8 @@ def _load_dir(directory: Path, *, allow_pickle: bool, head: bool = False) -> Loa
     if files & set(TF_WEIGHTS) or _is_tf_safetensors(directory, files):
         model, source, notes = _from_tf(cls, directory), f"TF weights in {directory}", []
     elif files & set(PT_SAFETENSORS):
-        state = _read_safetensors(directory, files)
-        model, notes = _from_pt_state(cls, config, state)
-        source = f"PyTorch safetensors in {directory}"
+        model, notes, how = _from_safetensors(cls, config, directory, files)
+        source = f"PyTorch safetensors in {directory} ({how})"
     elif files & set(PT_PICKLE):
         if not allow_pickle:
             raise TfparityError(
@@ -220,6 +219,25 @@ def _from_tf(cls: Any, directory: Path) -> Any:
         ) from exc
     build(model)
     return model
+
+
+def _from_safetensors(
+    cls: Any, config: Any, directory: Path, files: set[str]
+) -> tuple[Any, list[str], str]:
+    """PT -> TF conversion, through the on-disk cache keyed by the checkpoint's hash."""
+    from .weight_cache import load_or_convert
+
+    def empty() -> Any:
+        model = cls.from_config(config)
+        build(model)
+        return model
+
+    return load_or_convert(
+        [directory / name for name in _shards(directory, "model.safetensors", files)],
+        f"{cls.__name__}-{config.model_type}",
+        empty,
+        lambda: _from_pt_state(cls, config, _read_safetensors(directory, files)),
+    )
 
 
 def _from_pt_state(cls: Any, config: Any, state: dict[str, Any]) -> tuple[Any, list[str]]:

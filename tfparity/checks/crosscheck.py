@@ -107,10 +107,10 @@ def _run_all(tf_model: TFModel, pt_model: PTModel, batches: Sequence[Batch], tap
         if tapped:
             with taps.tf_taps(tf_model.model) as tf_rec:
                 runs.tf.append(tf_model.run(batch))
-            with taps.pt_taps(pt_model.model) as pt_rec:
-                runs.pt.append(pt_model.run(batch))
-            with taps.pt_taps(pt_model.fp64()) as pt64_rec:
-                runs.pt64.append(pt_model.run(batch, float64=True))
+            pt, pt_rec = pt_model.recorded(batch, tapped=True)
+            pt64, pt64_rec = pt_model.recorded(batch, float64=True, tapped=True)
+            runs.pt.append(pt)
+            runs.pt64.append(pt64)
             runs.tf_taps.append(tf_rec)
             runs.pt_taps.append(pt_rec)
             runs.pt64_taps.append(pt64_rec)
@@ -235,11 +235,18 @@ def _hint(tf_model: TFModel, pt_model: PTModel, layer: Any, component: str, runs
     prefix = PT_PREFIX.get(component, "")
     if isinstance(layer, int):
         prefix = f"encoder.layer.{layer}.{prefix}"
-    if prefix:
-        pt_weights = taps.pt_module_weights(pt_model.model)
+    pt_weights = pt_model.weights() if prefix else {}
+    if pt_weights:
         parts += hints.weight_differences(tf_model.model, pt_weights, prefix)
     if isinstance(layer, int) and runs.pt_taps and taps.supported(tf_model.config):
         parts += _numeric_signature(tf_model, pt_model, layer, component, runs)
+    if not parts and prefix and not pt_weights:  # a stored reference: no weights to compare
+        parts.append(
+            "The config agrees here; the weights were not compared (the PyTorch reference "
+            "is stored outputs, not a model): a dropped, transposed or shifted weight of "
+            "this component, or a computation difference. Rerun against the live PyTorch "
+            "model for weight-level hints."
+        )
     if not parts:
         parts.append(
             "Config and weights agree here, so the computation itself differs "

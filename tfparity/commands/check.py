@@ -11,10 +11,14 @@ from .common import (
     add_execution_arguments,
     add_input_arguments,
     add_model_argument,
+    add_output_arguments,
     add_report_arguments,
+    check_output_arguments,
     execution_options,
+    golden_reference,
     input_options,
     tolerance,
+    write_outputs,
 )
 
 
@@ -31,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
+    add_output_arguments(p)
     p.add_argument(
         "--no-pt",
         action="store_true",
@@ -48,6 +53,8 @@ def _run_check(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     inputs = input_options(args)  # bad inputs and a bad --device fail before loading
     executions = execution_options(args)
+    check_output_arguments(args)
+    _check_golden_arguments(args)
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     batches = make_batches(model, inputs)
     reports = []
@@ -63,12 +70,15 @@ def _run_check(args: argparse.Namespace) -> int:
         reports.append(_crosscheck(args, model, batches))
     if args.json:
         write_json(reports, args.json)
+    write_outputs(args, reports)
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
 
 
 def _wants_crosscheck(args: argparse.Namespace) -> bool:
     from ..adapters.runtime import torch_available
 
+    if args.load_outputs:  # the stored PyTorch outputs stand in for PyTorch
+        return True
     if args.no_pt:
         return False
     if not torch_available():
@@ -80,6 +90,19 @@ def _wants_crosscheck(args: argparse.Namespace) -> bool:
     return True
 
 
+def _check_golden_arguments(args: argparse.Namespace) -> None:
+    """--save-outputs stores PyTorch's run and --load-outputs replaces it: both are
+    about the cross-check pass, so --no-pt contradicts them."""
+    from ..adapters.runtime import import_torch
+    from ..errors import TfparityError
+
+    given = "--save-outputs" if args.save_outputs else "--load-outputs" if args.load_outputs else ""
+    if given and args.no_pt:
+        raise TfparityError(f"{given} is about the PyTorch cross-check; drop --no-pt.")
+    if args.save_outputs:
+        import_torch()  # saving needs PyTorch: say so before the model loads
+
+
 def _crosscheck(args: argparse.Namespace, model, batches):
     """One pass of the cross-check, on the same model and batches, in eager fp32 (the
     float64 referee judges fp32; other precisions are `tfparity modes`' job)."""
@@ -87,9 +110,10 @@ def _crosscheck(args: argparse.Namespace, model, batches):
     from ..report.text import render
 
     start = time.perf_counter()
+    reference = golden_reference(args, batches, args.model)
     (report,) = crosscheck(
         tf=model,
-        pt=args.model,
+        pt=reference or args.model,
         batches=batches,
         tolerance=tolerance(args),
         allow_pickle=args.allow_pickle,

@@ -120,3 +120,78 @@ def execution_options(args: argparse.Namespace) -> list:
 
     options = ExecutionOptions(xla=args.xla, precision=args.precision)
     return expand_devices(options, args.device)
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """--html, --plot (reports people look at) and --save-outputs/--load-outputs
+    (golden PyTorch outputs, so CI can cross-check without torch)."""
+    group = parser.add_argument_group("reports and golden outputs")
+    group.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write a self-contained HTML report (tables and the per-layer plot)",
+    )
+    group.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="write the per-layer divergence plot as PNG (needs matplotlib: tfparity[plot])",
+    )
+    group.add_argument(
+        "--save-outputs",
+        metavar="PATH.npz",
+        help="store PyTorch's fp32 and fp64 outputs for these inputs (golden reference)",
+    )
+    group.add_argument(
+        "--load-outputs",
+        metavar="PATH.npz",
+        help="cross-check against outputs stored with --save-outputs (no PyTorch needed)",
+    )
+
+
+def check_output_arguments(args: argparse.Namespace) -> None:
+    """Usage errors of the output arguments, raised before any model loads."""
+    if args.save_outputs and args.load_outputs:
+        raise TfparityError("Give --save-outputs or --load-outputs, not both.")
+    if args.plot:
+        from ..report.plot import import_matplotlib
+
+        import_matplotlib()
+
+
+def golden_reference(args: argparse.Namespace, batches, pt_spec: str):
+    """The PyTorch side as a :class:`StoredReference`: read from --load-outputs, or run
+    once and written to --save-outputs; None when neither is given (use the live model)."""
+    from ..adapters.stored import StoredReference, capture
+
+    if args.load_outputs:
+        return StoredReference.load(args.load_outputs, batches)
+    if not args.save_outputs:
+        return None
+    from ..adapters.pt_model import load_pt
+    from ..adapters.runtime import import_torch
+    from ..golden import save_reference
+
+    import_torch()
+    pt_model = load_pt(pt_spec, allow_pickle=args.allow_pickle)
+    reference = capture(pt_model, batches, model=pt_spec)
+    save_reference(args.save_outputs, reference.golden)
+    print(f"saved PyTorch's outputs for {len(batches)} batch(es) to {args.save_outputs}")
+    return reference
+
+
+def write_outputs(args: argparse.Namespace, reports: list) -> None:
+    """Write --html and --plot for ``reports`` (the HTML says when it has no plot)."""
+    if args.plot:
+        from ..report.plot import write_plot
+
+        write_plot(reports, args.plot)
+    if args.html:
+        from ..report.html import write_html
+        from ..report.plot import INSTALL_HINT, layer_series, matplotlib_available, png_bytes
+
+        images, note = {}, None
+        if matplotlib_available():
+            images = {i: png_bytes([r]) for i, r in enumerate(reports) if layer_series(r)}
+        else:
+            note = f"Plot not included: matplotlib is not installed ({INSTALL_HINT})."
+        write_html(reports, args.html, images, note)

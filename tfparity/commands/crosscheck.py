@@ -10,9 +10,13 @@ from .common import (
     EXIT_PASS,
     add_input_arguments,
     add_model_argument,
+    add_output_arguments,
     add_report_arguments,
+    check_output_arguments,
+    golden_reference,
     input_options,
     tolerance,
+    write_outputs,
 )
 
 
@@ -35,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_input_arguments(p)
     add_report_arguments(p)
+    add_output_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -47,21 +52,45 @@ def run(args: argparse.Namespace) -> int:
 
     if (args.tf is None) != (args.pt is None):
         raise TfparityError("Give both --tf and --pt, or neither (then MODEL is used for both).")
-    import_torch()
+    check_output_arguments(args)
+    if not args.load_outputs:
+        import_torch()
     start = time.perf_counter()
-    reports = crosscheck(
-        args.model,
-        tf=args.tf,
-        pt=args.pt,
-        inputs=input_options(args),
-        tolerance=tolerance(args),
-        reload=not args.no_reload,
-        allow_pickle=args.allow_pickle,
-    )
+    if args.save_outputs or args.load_outputs:
+        reports = _golden_passes(args)
+    else:
+        reports = crosscheck(
+            args.model,
+            tf=args.tf,
+            pt=args.pt,
+            inputs=input_options(args),
+            tolerance=tolerance(args),
+            reload=not args.no_reload,
+            allow_pickle=args.allow_pickle,
+        )
     for report in reports:
         print(render(report, verbose=args.verbose))
         print()
     print(f"crosscheck wall time: {time.perf_counter() - start:.1f} s")
     if args.json:
         write_json(reports, args.json)
+    write_outputs(args, reports)
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
+
+
+def _golden_passes(args: argparse.Namespace) -> list:
+    """The cross-check against a stored reference (--load-outputs) or one captured and
+    saved on the way (--save-outputs); the reload pass runs against it too."""
+    from ..api import _save_and_reload, load_model, make_batches
+    from ..checks.crosscheck import CrosscheckOptions
+    from ..checks.crosscheck import crosscheck as check
+
+    inputs = input_options(args)
+    tf_model = load_model(args.tf or args.model, allow_pickle=args.allow_pickle)
+    batches = make_batches(tf_model, inputs)
+    reference = golden_reference(args, batches, args.pt or args.model)
+    reports = [check(tf_model, reference, batches, CrosscheckOptions(tolerance=tolerance(args)))]
+    if not args.no_reload and args.tf is None:
+        options = CrosscheckOptions(tolerance=tolerance(args), label="crosscheck-reloaded")
+        reports.append(check(_save_and_reload(tf_model), reference, batches, options))
+    return reports

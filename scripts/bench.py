@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Benchmarks, as ratios measured in the same run on this machine (not timed tests).
+
+(a) overhead: what `tfparity check` runs (the embeds check and one cross-check pass,
+    Python API, reload=False) on N batches, against a minimal hand-written script doing
+    only the same forward passes (TF ids, TF embeds, PyTorch fp32), and against that
+    script plus the PyTorch float64 pass that tfparity's referee adds;
+(b) sweep throughput: `run_sweep` (embeds check, bucketed compiled batches) against a
+    naive per-sentence eager loop (tokenize one sentence, run ids and embeds, compare);
+(c) startup: `tfparity --help` against `python -c "import tensorflow"`;
+(d) peak memory (max RSS of a child process) of a sweep over a small and a 10x
+    larger corpus: it should stay flat.
+
+    python scripts/bench.py            # default sizes: a few minutes on 2 CPU cores
+    python scripts/bench.py --quick    # smaller sizes, about a minute or two
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from tfparity.sweep import DEFAULT_CORPUS
+
+PY = sys.executable
+TFPARITY = [PY, "-m", "tfparity"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes for a quick CPU run")
+    p.add_argument("--model", default="minilm", help="model for (a) and (b) (default minilm)")
+    p.add_argument("--mem-model", default="tiny:bert", help="model for (d) (default tiny:bert)")
+    p.add_argument("--batches", type=int, help="(a) batches of 8 sentences (default 8; quick 3)")
+    p.add_argument("--sweep-items", type=int, help="(b) corpus size (default 1000; quick 245)")
+    p.add_argument("--naive-items", type=int, help="(b) naive loop items (default 120; quick 40)")
+    p.add_argument("--mem-items", type=int, help="(d) small corpus (default 1000; quick 300)")
+    p.add_argument("--only", help="comma-separated subset of a,b,c,d")
+    args = p.parse_args()
+    q = args.quick
+    batches = args.batches or (3 if q else 8)
+    sweep_items = args.sweep_items or (245 if q else 1000)
+    naive_items = args.naive_items or (40 if q else 120)
+    mem_items = args.mem_items or (300 if q else 1000)
+    only = set((args.only or "a,b,c,d").split(","))
+
+    print(
+        f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    )
+    print(f"sizes: {'quick' if q else 'default'}")
+    texts = DEFAULT_CORPUS.read_text(encoding="utf-8").splitlines()
+    if "c" in only:
+        startup()
+    if "a" in only or "b" in only:
+        from tfparity.api import load_model
+
+        model = load_model(args.model)
+        if "a" in only:
+            overhead(model, args.model, texts, batches)
+        if "b" in only:
+            throughput(model, texts, sweep_items, naive_items)
+    if "d" in only:
+        memory(args.mem_model, texts, mem_items)
+    return 0
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def timed(fn: Callable[[], object], repeats: int = 1) -> float:
+    """Median wall time of ``repeats`` runs after one warm-up run."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def corpus_file(texts: list[str], n: int, directory: Path) -> Path:
+    """``n`` items: the repo corpus, repeated with a varying suffix after the first round."""
+    path = directory / f"corpus{n}.txt"
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            base = texts[i % len(texts)]
+            rnd = i // len(texts)
+            f.write((base if rnd == 0 else f"{base} (take {rnd}, line {i})") + "\n")
+    return path
+
+
+# ----------------------------------------------------------------------------- (a)
+
+
+def overhead(model, spec: str, texts: list[str], n_batches: int) -> None:
+    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.runtime import import_torch
+    from tfparity.api import crosscheck, make_batches
+    from tfparity.checks.embeds import check_embeds
+    from tfparity.inputs import InputOptions
+
+    torch = import_torch()
+    pt = load_pt(spec)
+    batches = make_batches(model, InputOptions(texts=tuple(texts[: 8 * n_batches]), batch_size=8))
+    tf_model, matrix = model.model, model.word_embeddings()
+
+    def tf_ids():
+        for b in batches:
+            tf_model(
+                b.input_ids,
+                attention_mask=b.attention_mask,
+                token_type_ids=b.token_type_ids,
+                output_hidden_states=True,
+                training=False,
+            )
+
+    def tf_embeds():
+        import tensorflow as tf
+
+        for b in batches:
+            tf_model(
+                None,
+                inputs_embeds=tf.gather(matrix, b.input_ids),
+                attention_mask=b.attention_mask,
+                token_type_ids=b.token_type_ids,
+                output_hidden_states=True,
+                training=False,
+            )
+
+    def pt_run(m):
+        def run():
+            with torch.no_grad():
+                for b in batches:
+                    m(**pt.torch_inputs(b), output_hidden_states=True)
+
+        return run
+
+    def ours_embeds():
+        check_embeds(model, batches)
+
+    def ours_cross():
+        crosscheck(model, pt=pt, batches=batches, reload=False)
+
+    t = {
+        "TF ids": timed(tf_ids),
+        "TF embeds": timed(tf_embeds),
+        "PT fp32": timed(pt_run(pt.model)),
+        "PT fp64": timed(pt_run(pt.fp64())),
+        "tfparity embeds check": timed(ours_embeds),
+        "tfparity crosscheck pass": timed(ours_cross),
+    }
+    minimal = t["TF ids"] + t["TF embeds"] + t["PT fp32"]
+    ours = t["tfparity embeds check"] + t["tfparity crosscheck pass"]
+    n = 8 * n_batches
+    print(f"\n(a) overhead: {n_batches} batches of 8 sentences, {model.name}, after a warm-up")
+    for k, v in t.items():
+        print(f"    {k:<26} {v:7.2f} s")
+    print(f"    minimal (TF ids + TF embeds + PT fp32) {minimal:7.2f} s")
+    print(f"    tfparity check (embeds + crosscheck)   {ours:7.2f} s  ({n / ours:.1f} sentences/s)")
+    print(f"    overhead vs minimal:                  {ours / minimal:.2f}x  (goal <= 1.10x)")
+    print(f"    overhead vs minimal + PT fp64:        {ours / (minimal + t['PT fp64']):.2f}x")
+    extra = t["tfparity crosscheck pass"] - (t["TF ids"] + t["PT fp32"] + t["PT fp64"])
+    print(
+        f"    embeds check vs its 2 forward passes: "
+        f"{t['tfparity embeds check'] / (t['TF ids'] + t['TF embeds']):.2f}x"
+    )
+    print(
+        f"    crosscheck beyond its 3 forward passes (taps, isolation, comparisons): {extra:.2f} s"
+    )
+
+
+# ----------------------------------------------------------------------------- (b)
+
+
+def throughput(model, texts: list[str], n_sweep: int, n_naive: int) -> None:
+    from tfparity.sweep import SweepOptions, run_sweep
+
+    with tempfile.TemporaryDirectory(prefix="tfparity-bench-") as tmp:
+        corpus = corpus_file(texts, n_sweep, Path(tmp))
+        start = time.perf_counter()
+        result = run_sweep(
+            model, corpus, Path(tmp) / "out", SweepOptions(checks=("embeds",), progress="none")
+        )
+        sweep_s = time.perf_counter() - start
+    naive_s = naive_loop(model, [texts[i % len(texts)] for i in range(n_naive)])
+    sweep_rate, naive_rate = n_sweep / sweep_s, n_naive / naive_s
+    run = result.summary["run"]
+    print(f"\n(b) sweep throughput, embeds check, {model.name}")
+    print(
+        f"    tfparity sweep: {n_sweep} items in {sweep_s:.1f} s = {sweep_rate:.1f} items/s "
+        f"(batch {run['batch_size']}, {run['batches']} batches, {run['traces']} traces, "
+        "tracing included)"
+    )
+    print(
+        f"    naive per-sentence eager loop: {n_naive} items in {naive_s:.1f} s = "
+        f"{naive_rate:.1f} items/s"
+    )
+    print(f"    speed-up: {sweep_rate / naive_rate:.1f}x  (goal >= 5x)")
+
+
+def naive_loop(model, sentences: list[str]) -> float:
+    """How people write it by hand: one sentence at a time, eager, both paths, compare."""
+    import tensorflow as tf
+
+    m, tok, matrix = model.model, model.tokenizer, model.word_embeddings()
+
+    def run(sents):
+        for s in sents:
+            enc = tok([s], return_tensors="np")
+            kw = {"attention_mask": enc["attention_mask"]}
+            if "token_type_ids" in enc:
+                kw["token_type_ids"] = enc["token_type_ids"]
+            a = m(enc["input_ids"], output_hidden_states=True, training=False, **kw)
+            e = tf.gather(matrix, enc["input_ids"])
+            b = m(None, inputs_embeds=e, output_hidden_states=True, training=False, **kw)
+            for x, y in zip(a.hidden_states, b.hidden_states, strict=True):
+                float(np.abs(x.numpy() - y.numpy()).max())
+
+    run(sentences[:2])  # warm-up
+    start = time.perf_counter()
+    run(sentences)
+    return time.perf_counter() - start
+
+
+# ----------------------------------------------------------------------------- (c)
+
+
+def startup() -> None:
+    def wall(cmd: list[str]) -> float:
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        return time.perf_counter() - start
+
+    helps = [wall([PY, "-m", "tfparity", "--help"]) for _ in range(3)]
+    tfs = [wall([PY, "-c", "import tensorflow"]) for _ in range(3)]
+    h, t = statistics.median(helps), statistics.median(tfs)
+    print(
+        f"\n(c) startup (median of 3): tfparity --help {h:.2f} s; "
+        f"python -c 'import tensorflow' {t:.2f} s; ratio {h / t:.2f}"
+    )
+
+
+# ----------------------------------------------------------------------------- (d)
+
+
+def memory(spec: str, texts: list[str], small: int) -> None:
+    print(f"\n(d) peak memory of a sweep ({spec}, embeds check), max RSS of the child process")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tfparity-bench-") as tmp:
+        for n in (small, 10 * small):
+            corpus = corpus_file(texts, n, Path(tmp))
+            cmd = TFPARITY + [
+                "sweep",
+                spec,
+                "--texts",
+                str(corpus),
+                "--checks",
+                "embeds",
+                "--out",
+                str(Path(tmp) / f"out{n}"),
+                "--progress",
+                "none",
+            ]
+            rss, seconds = child_peak_rss(cmd)
+            rows.append((n, rss, seconds))
+            print(f"    {n:>6} items: max RSS {rss / 1024:.0f} MiB ({seconds:.0f} s)")
+    ratio = rows[1][1] / rows[0][1]
+    print(f"    10x the items -> {ratio:.2f}x the peak memory (flat: close to 1)")
+
+
+def child_peak_rss(cmd: list[str]) -> tuple[int, float]:
+    """Max RSS (KiB) of ``cmd``, measured in a fresh helper so that no earlier child
+    counts (RUSAGE_CHILDREN keeps the maximum over all children waited for)."""
+    helper = (
+        "import resource, subprocess, sys, time\n"
+        "t = time.perf_counter()\n"
+        "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.perf_counter() - t,"
+        " rc)\n"
+    )
+    out = subprocess.run([PY, "-c", helper, *cmd], check=True, capture_output=True, text=True)
+    rss, seconds, rc = out.stdout.split()
+    if rc not in ("0", "1"):
+        raise SystemExit(f"sweep failed (exit {rc}): {' '.join(cmd)}\n{out.stderr}")
+    return int(rss), float(seconds)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

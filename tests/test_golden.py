@@ -1,0 +1,155 @@
+"""Golden outputs: PyTorch's run stored once (--save-outputs) and replayed without
+torch (--load-outputs) gives the same verdict; a broken TF model against a good stored
+reference fails where the live cross-check fails; wrong or corrupt files are exit 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from tfparity.cli import main
+
+INPUTS = ["--random", "4", "--seq-len", "12", "--batch-size", "2", "--seed", "3"]
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """tiny:bert's PyTorch outputs stored with torch, and the live run's JSON."""
+    tmp = tmp_path_factory.mktemp("golden")
+    path, live = tmp / "tiny.npz", tmp / "live.json"
+    code = main(
+        ["crosscheck", "tiny:bert", "--no-reload", *INPUTS, "--save-outputs", str(path)]
+        + ["--json", str(live)]
+    )
+    assert code == 0
+    return path, json.loads(live.read_text())
+
+
+@pytest.fixture
+def no_torch(monkeypatch):
+    """PyTorch unavailable, as on a CI runner without it."""
+    from tfparity.adapters import runtime
+    from tfparity.errors import TfparityError
+
+    def refuse():
+        raise TfparityError("PyTorch is needed for this but is not installed.")
+
+    monkeypatch.setattr(runtime, "import_torch", refuse)
+    monkeypatch.setattr(runtime, "torch_available", lambda: False)
+    for module in ("tfparity.adapters.pt_model", "tfparity.commands.crosscheck"):
+        if hasattr(sys.modules.get(module), "import_torch"):
+            monkeypatch.setattr(sys.modules[module], "import_torch", refuse)
+
+
+def test_stored_reference_replayed_without_torch_gives_the_same_verdict(
+    saved, no_torch, tmp_path, capsys
+):
+    path, live = saved
+    out = tmp_path / "replayed.json"
+    code = main(
+        ["crosscheck", "tiny:bert", "--no-reload", *INPUTS, "--load-outputs", str(path)]
+        + ["--json", str(out)]
+    )
+    assert code == 0
+    replayed = json.loads(out.read_text())
+    assert replayed["passed"] is live["passed"] is True
+    assert [(c["name"], c["max_abs_diff"], c["passed"]) for c in replayed["comparisons"]] == [
+        (c["name"], c["max_abs_diff"], c["passed"]) for c in live["comparisons"]
+    ]
+    assert replayed["details"]["layers"] == live["details"]["layers"]  # incl. isolated
+    assert "stored in" in replayed["details"]["reference"]
+    assert "replayed from" in capsys.readouterr().out
+
+
+def test_check_uses_the_stored_reference_for_its_crosscheck_pass(saved, no_torch, tmp_path):
+    path, _ = saved
+    out = tmp_path / "check.json"
+    code = main(["check", "tiny:bert", *INPUTS, "--load-outputs", str(path), "--json", str(out)])
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["check"] == "embeds+crosscheck" and data["passed"] is True
+
+
+def test_broken_tf_model_fails_against_a_stored_good_reference(saved, no_torch):
+    from tfparity import InputOptions
+    from tfparity.adapters.stored import StoredReference
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.api import make_batches
+    from tfparity.checks.crosscheck import crosscheck
+    from tfparity.faults import by_name
+
+    path, _ = saved
+    fault = by_name("dropped output bias")
+    broken = fault.apply(TFModel.load("tiny:bert"))
+    batches = make_batches(broken, InputOptions(random=4, seq_len=12, batch_size=2, seed=3))
+    report = crosscheck(broken, StoredReference.load(path, batches), batches)
+    assert report.passed is False
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer, d.component) == (fault.hidden_state, fault.layer, "output")
+
+
+def test_inputs_that_do_not_match_the_stored_batches_are_exit_2(saved, no_torch, capsys):
+    path, _ = saved
+    other = [a if a != "3" else "4" for a in INPUTS]  # another seed: other ids
+    code = main(["crosscheck", "tiny:bert", "--no-reload", *other, "--load-outputs", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "differs from the stored one" in err and "same inputs" in err
+    fewer = ["--random", "2", "--seq-len", "12", "--batch-size", "2", "--seed", "3"]
+    assert main(["crosscheck", "tiny:bert", *fewer, "--load-outputs", str(path)]) == 2
+    assert "hold 2 batch(es) but the requested inputs make 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"not a zip file", b"PK\x03\x04truncated"])
+def test_corrupt_file_is_exit_2(tmp_path, capsys, content):
+    path = tmp_path / "bad.npz"
+    path.write_bytes(content)
+    assert main(["crosscheck", "tiny:bert", *INPUTS, "--load-outputs", str(path)]) == 2
+    assert "not a readable .npz file" in capsys.readouterr().err
+
+
+def test_npz_that_tfparity_did_not_write_and_missing_file_are_exit_2(tmp_path, capsys):
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, x=np.zeros(3))
+    assert main(["crosscheck", "tiny:bert", *INPUTS, "--load-outputs", str(foreign)]) == 2
+    assert "not one tfparity wrote" in capsys.readouterr().err
+    missing = tmp_path / "missing.npz"
+    assert main(["crosscheck", "tiny:bert", *INPUTS, "--load-outputs", str(missing)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_save_without_torch_and_conflicting_options_are_exit_2(tmp_path, no_torch, capsys):
+    path = str(tmp_path / "x.npz")
+    assert main(["check", "tiny:bert", "--save-outputs", path]) == 2
+    assert "PyTorch is needed" in capsys.readouterr().err
+    assert main(["check", "tiny:bert", "--no-pt", "--load-outputs", path]) == 2
+    assert "drop --no-pt" in capsys.readouterr().err
+    assert main(["crosscheck", "tiny:bert", "--save-outputs", path, "--load-outputs", path]) == 2
+
+
+def test_file_layout_round_trip(tmp_path):
+    """The documented layout, numpy only: names, order, dtypes survive."""
+    from tfparity.golden import Golden, StoredRun, load_reference, save_reference
+
+    ids = np.array([[1, 2, 0]], np.int32)
+    run = StoredRun(
+        inputs={"input_ids": ids, "attention_mask": (ids > 0).astype(np.int32)},
+        fp32={"hidden_states[1]": np.ones((1, 3, 2), np.float32), "pooler_output": np.ones(2)},
+        fp64={"hidden_states[1]": np.ones((1, 3, 2)), "pooler_output": np.ones(2)},
+        fp32_taps={"layer_0.output": np.full((1, 3, 2), 0.5, np.float32)},
+        fp64_taps={"layer_0.output": np.full((1, 3, 2), 0.5)},
+    )
+    path = tmp_path / "g.npz"
+    save_reference(path, Golden("m", "ref", {"model_type": "bert"}, [run], tapped=True))
+    with np.load(path) as raw:
+        assert "batch_0/fp64/hidden_states[1]" in raw.files
+        assert "batch_0/fp32_taps/layer_0.output" in raw.files
+        assert json.loads(str(raw["meta"]))["format"] == "tfparity-golden"
+    back = load_reference(path)
+    assert back.config == {"model_type": "bert"} and back.tapped
+    assert list(back.runs[0].fp32) == ["hidden_states[1]", "pooler_output"]
+    assert back.runs[0].fp32["hidden_states[1]"].dtype == np.float32
+    np.testing.assert_array_equal(back.runs[0].inputs["input_ids"], ids)

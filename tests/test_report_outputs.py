@@ -1,0 +1,141 @@
+"""--html and --plot: a self-contained page with the tables and the embedded plot, a
+valid PNG, and the paths without matplotlib (--plot exit 2, --html without image)."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import re
+import struct
+import sys
+
+import numpy as np
+import pytest
+
+from tfparity.cli import main
+from tfparity.compare import Comparison, compare_arrays
+from tfparity.report import Divergence, Report
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == PNG_MAGIC
+    return struct.unpack(">II", data[16:24])  # the IHDR chunk: width, height
+
+
+def layer_row(k: int, diff: float, passed: bool = True) -> dict:
+    return {
+        "hidden_state": k,
+        "layer": "embeddings" if k == 0 else k - 1,
+        "max_abs_diff": diff,
+        "mean_abs_diff": diff / 10,
+        "cosine": 1.0,
+        "rmse_vs_fp64": diff / 5,
+        "reference_rmse_vs_fp64": 1e-7,
+        "accumulated_ok": passed,
+        "isolated_ok": None if k == 0 else passed,
+        "isolated_rmse": None if k == 0 else diff / 8,
+        "passed": passed,
+    }
+
+
+def comparison(name: str, diff: float) -> Comparison:
+    """A real comparison of arrays that differ by ``diff`` everywhere."""
+    expected = np.linspace(-1, 1, 32, dtype=np.float32).reshape(1, 4, 8)
+    return compare_arrays(expected + np.float32(diff), expected, name=name)
+
+
+@pytest.fixture
+def failing_crosscheck() -> Report:
+    """A cross-check report with a divergence at hidden state 2 and an exact zero."""
+    rows = [layer_row(0, 0.0), layer_row(1, 1e-6), layer_row(2, 0.25, False)]
+    return Report(
+        check="crosscheck",
+        model="tiny:bert",
+        passed=False,
+        comparisons=[
+            comparison("hidden_states[0]", 0.0),
+            comparison("hidden_states[1]", 1e-6),
+            comparison("hidden_states[2]", 0.25),
+            comparison("last_hidden_state", 0.25),
+        ],
+        first_divergence=Divergence(2, 1, "output", "weight x.bias is all zeros in TF"),
+        details={"compares": "TensorFlow (actual) vs PyTorch (expected)", "layers": rows},
+    )
+
+
+def test_png_is_valid_with_sensible_size(failing_crosscheck):
+    pytest.importorskip("matplotlib")
+    from tfparity.report.plot import png_bytes
+
+    data = png_bytes([failing_crosscheck])
+    width, height = png_size(data)
+    assert 800 <= width <= 2000 and 300 <= height <= 1000
+    assert len(data) > 10_000
+    two = png_bytes([failing_crosscheck, failing_crosscheck])  # one row per report
+    assert png_size(two)[1] > 1.8 * height
+
+
+def test_html_holds_the_tables_the_divergence_and_the_embedded_png(failing_crosscheck):
+    pytest.importorskip("matplotlib")
+    from tfparity.report.html import render_html
+    from tfparity.report.plot import png_bytes
+
+    page = render_html([failing_crosscheck], {0: png_bytes([failing_crosscheck])})
+    assert page.startswith("<!DOCTYPE html>")
+    rows = re.findall(r'<tr class="(ok|fail)">', page)
+    assert rows.count("fail") == 2 and rows.count("ok") == 2  # 3 layers + last_hidden_state
+    assert "<td>embeddings</td>" in page and "<td>DIVERGES</td>" in page
+    assert "<td>0.25</td>" in page
+    assert "first divergence:</b> hidden_states[2] · layer 1 · component output" in page
+    assert "weight x.bias is all zeros in TF" in page
+    image = re.search(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert image and base64.b64decode(image.group(1)).startswith(PNG_MAGIC)
+    assert "<script" not in page and "http" not in page  # self-contained
+
+
+def test_html_escapes_text(failing_crosscheck):
+    from tfparity.report.html import render_html
+
+    failing_crosscheck.model = "<b>x</b>"
+    assert "<b>x</b>" not in render_html([failing_crosscheck])
+    assert "&lt;b&gt;x&lt;/b&gt;" in render_html([failing_crosscheck])
+
+
+def test_without_matplotlib_plot_is_exit_2_and_html_says_why(
+    monkeypatch, tmp_path, capsys, failing_crosscheck
+):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` fails
+    code = main(["crosscheck", "tiny:bert", "--plot", str(tmp_path / "p.png")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "matplotlib" in err and "pip install 'tfparity[plot]'" in err
+    assert not (tmp_path / "p.png").exists()
+
+    from tfparity.commands.common import write_outputs
+
+    html = tmp_path / "r.html"
+    write_outputs(argparse.Namespace(plot=None, html=str(html)), [failing_crosscheck])
+    page = html.read_text()
+    assert "Plot not included: matplotlib is not installed" in page
+    assert "data:image/png" not in page and "<td>DIVERGES</td>" in page
+
+
+def test_check_writes_html_plot_and_golden_file(tmp_path):
+    """The real thing on tiny:bert: check (embeds + cross-check) with every output."""
+    pytest.importorskip("matplotlib")
+    from tfparity.golden import load_reference
+
+    html, png, npz = tmp_path / "r.html", tmp_path / "r.png", tmp_path / "g.npz"
+    args = ["check", "tiny:bert", "--random", "3", "--seq-len", "10", "--batch-size", "2"]
+    code = main([*args, "--html", str(html), "--plot", str(png), "--save-outputs", str(npz)])
+    assert code == 0
+    width, height = png_size(png.read_bytes())
+    assert height > 700  # two rows: the embeds check and the cross-check
+    page = html.read_text()
+    assert page.count("data:image/png;base64,") == 2
+    assert "<h2>embeds · tiny:bert: " in page and "<h2>crosscheck · tiny:bert: " in page
+    golden = load_reference(npz)
+    assert len(golden.runs) == 2 and golden.tapped
+    assert "layer_1.intermediate" in golden.runs[0].fp64_taps

@@ -1,0 +1,197 @@
+"""tfparity sweep: per-item results, summary, bucketing/traces, resume, failures, CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tfparity.cli import main
+from tfparity.errors import TfparityError
+from tfparity.sweep import DEFAULT_CORPUS, SweepOptions, run_sweep
+from tfparity.sweep.bucketing import Bucketer, bucket_length
+from tfparity.sweep.progress import Progress
+from tfparity.sweep.results import read_done
+
+N_ITEMS = 30
+CHECKS = ("embeds", "crosscheck", "positions")
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def without_run(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k != "run"}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """The first 30 items of the repo corpus (very short to medium, numbers, quotes)."""
+    path = tmp_path_factory.mktemp("corpus") / "corpus30.txt"
+    texts = DEFAULT_CORPUS.read_text(encoding="utf-8").splitlines()[:N_ITEMS]
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny(load_tf_model):
+    return load_tf_model("tiny:bert")
+
+
+@pytest.fixture(scope="module")
+def baseline(tiny, corpus, tmp_path_factory):
+    """One uninterrupted sweep with all three checks."""
+    out = tmp_path_factory.mktemp("sweep") / "full"
+    options = SweepOptions(checks=CHECKS, batch_size=8, progress="none")
+    return run_sweep(tiny, corpus, out, options)
+
+
+def test_results_lines_one_per_item_with_verdicts(baseline, corpus):
+    records = lines(baseline.out / "results.jsonl")
+    texts = corpus.read_text(encoding="utf-8").splitlines()
+    assert sorted(r["index"] for r in records) == list(range(N_ITEMS))
+    for r in records:
+        assert r["text"] == texts[r["index"]] and r["id"] == str(r["index"])
+        assert r["tokens"] <= r["bucket"] == bucket_length(r["tokens"], 64)
+        assert set(r["checks"]) == set(CHECKS) and r["passed"] is True
+        assert r["checks"]["embeds"]["max_abs_diff"] == 0.0  # the two paths agree exactly
+        assert 0 < r["checks"]["crosscheck"]["max_abs_diff"] < 1e-4
+        top1 = r["checks"]["crosscheck"]["top1"]
+        assert top1 == {"agree": r["tokens"], "tokens": r["tokens"]}
+
+
+def test_summary_fields(baseline):
+    s = json.loads((baseline.out / "summary.json").read_text())
+    assert s == baseline.summary
+    assert (s["items"], s["passed"], s["failed"], s["skipped"]) == (N_ITEMS, N_ITEMS, 0, 0)
+    assert s["complete"] is True and s["model"] == "tiny:bert" and s["checks"] == list(CHECKS)
+    cross = s["per_check"]["crosscheck"]
+    diffs = cross["max_abs_diff"]
+    assert 0 < diffs["p50"] <= diffs["p99"] <= diffs["max"] < 1e-4
+    assert cross["top1_agreement"] == 1.0 and cross["top1_tokens"] > N_ITEMS
+    assert s["per_check"]["positions"]["top1_agreement"] is None
+    assert s["per_check"]["positions"]["top1_note"]
+    worst = s["worst_items"]
+    assert len(worst) == 10 and all(w["text"] for w in worst)
+    ranked = [max(w["max_abs_diff"].values()) for w in worst]
+    assert ranked == sorted(ranked, reverse=True)
+
+
+def test_traces_bounded_by_buckets_times_paths(baseline):
+    run = baseline.summary["run"]
+    used = {r["bucket"] for r in lines(baseline.out / "results.jsonl")}
+    assert run["batches"] > len(used)  # several batches share a bucket ...
+    assert run["traces_by_path"] == {"ids": len(used), "embeds": len(used), "positions": len(used)}
+    assert run["traces"] <= len(used) * 3  # ... and were not retraced
+
+
+def test_bucketer_pads_last_batch_with_masked_dummy_rows(corpus):
+    import numpy as np
+
+    from tfparity.sweep.bucketing import Encoded
+    from tfparity.sweep.corpus import Item
+
+    b = Bucketer(batch_size=4, limit=64, pad_id=0)
+    rows = [
+        Encoded(Item(i, str(i), "x"), np.arange(1, 4 + i, dtype=np.int32), None) for i in range(5)
+    ]
+    full = [pb for e in rows for pb in b.add(e)]
+    rest = list(b.flush())
+    assert [pb.real_rows for pb in full] == [4] and [pb.real_rows for pb in rest] == [1]
+    last = rest[0].batch
+    assert last.input_ids.shape == (4, 8)
+    assert last.attention_mask[1:].sum(axis=1).tolist() == [1, 1, 1]  # dummies: one token
+
+
+def test_resume_after_kill_and_torn_line(tiny, corpus, baseline, tmp_path):
+    out = tmp_path / "resumed"
+    options = SweepOptions(checks=CHECKS, batch_size=8, progress="none")
+    killed = run_sweep(tiny, corpus, out, SweepOptions(**{**options.__dict__, "max_items": 10}))
+    first = lines(out / "results.jsonl")
+    assert 10 <= len(first) < N_ITEMS and killed.summary["complete"] is False
+    with open(out / "results.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"index": 29, "text": "torn')  # killed mid-write
+    with pytest.raises(TfparityError, match="--resume"):
+        run_sweep(tiny, corpus, out, options)
+    done, count = read_done(out / "results.jsonl", N_ITEMS)
+    assert count == len(first) and (out / "results.jsonl").read_text().endswith("\n")
+    resumed = run_sweep(tiny, corpus, out, SweepOptions(**{**options.__dict__, "resume": True}))
+    records = lines(out / "results.jsonl")
+    assert sorted(r["index"] for r in records) == list(range(N_ITEMS))  # each exactly once
+    assert records[: len(first)] == first  # finished items were not redone
+    assert resumed.summary["run"]["items_this_run"] == N_ITEMS - len(first)
+    assert without_run(resumed.summary) == without_run(baseline.summary)
+
+
+def test_out_dir_of_another_sweep_is_refused(tiny, corpus, baseline):
+    other = SweepOptions(checks=("embeds",), progress="none", resume=True)
+    with pytest.raises(TfparityError, match="another sweep.*checks"):
+        run_sweep(tiny, corpus, baseline.out, other)
+
+
+def test_broken_model_fails_in_crosscheck(corpus, tmp_path):
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.faults import by_name
+
+    broken = by_name("dropped output bias").apply(TFModel.load("tiny:bert"))
+    options = SweepOptions(checks=("embeds", "crosscheck"), batch_size=16, progress="none")
+    result = run_sweep(broken, corpus, tmp_path / "broken", options)
+    s = result.summary
+    assert not result.passed and s["failed"] == N_ITEMS
+    assert s["per_check"]["crosscheck"]["failed"] == N_ITEMS
+    assert s["per_check"]["embeds"]["passed"] == N_ITEMS  # self-consistent, still
+    assert s["per_check"]["crosscheck"]["max_abs_diff"]["p50"] > 1e-2
+    record = lines(result.out / "results.jsonl")[0]
+    assert record["passed"] is False
+    assert "hidden_states[2]" in record["checks"]["crosscheck"]["failing"]
+    assert "hidden_states[1]" not in record["checks"]["crosscheck"]["failing"]
+
+
+def test_cli_sweep_jsonl_with_ids_and_progress_lines(tmp_path, capsys):
+    corpus = tmp_path / "c.jsonl"
+    items = [{"id": f"q{i}", "text": t} for i, t in enumerate(["Hi.", "Two words", "A third one."])]
+    corpus.write_text("\n".join(json.dumps(x) for x in items) + "\n")
+    out = tmp_path / "out"
+    argv = ["sweep", "tiny:bert", "--texts", str(corpus), "--out", str(out), "--checks", "embeds"]
+    assert main(argv + ["--progress", "lines"]) == 0
+    captured = capsys.readouterr()
+    assert "3/3 items (100%)" in captured.err and "items/s" in captured.err
+    assert "PASS sweep: 3/3 items passed" in captured.out
+    assert sorted(r["id"] for r in lines(out / "results.jsonl")) == ["q0", "q1", "q2"]
+    assert main(argv) == 2  # results already there, no --resume
+    assert "--resume" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--texts", "/nonexistent/corpus.txt"], "Cannot read the corpus"),
+        (["--texts", "EMPTY"], "holds no text"),
+        (["--texts", "BADJSON"], "not valid JSON"),
+        (["--shard", "2/2"], "--shard must be K/N"),
+        (["--checks", "embeds,nope"], "Unknown or repeated check"),
+    ],
+)
+def test_cli_bad_input_exits_2(tmp_path, capsys, extra, message):
+    (tmp_path / "empty.txt").write_text("\n  \n")
+    (tmp_path / "bad.jsonl").write_text('{"text": "ok"}\n{"text": \n')
+    extra = [
+        {"EMPTY": str(tmp_path / "empty.txt"), "BADJSON": str(tmp_path / "bad.jsonl")}.get(x, x)
+        for x in extra
+    ]
+    assert main(["sweep", "tiny:bert", "--out", str(tmp_path / "o"), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_progress_plain_lines():
+    stream = io.StringIO()
+    p = Progress(total=4, mode="lines", stream=stream, every_s=0.0)
+    p.update(2)
+    p.update(2)
+    p.close()
+    out = stream.getvalue().splitlines()
+    assert out[0].startswith("sweep: 2/4 items (50%)") and "ETA" in out[0]
+    assert out[-1].startswith("sweep: 4/4 items (100%)")

@@ -1,0 +1,201 @@
+"""Assertion helpers for tests: a check that fails raises AssertionError with its
+readable block (the table, the first divergence and hint, the failing tensor's
+"Mismatched elements" block), so a red CI run says where and why.
+
+They work in any test runner. Under pytest with tfparity's plugin
+(:mod:`tfparity.pytest_plugin`) they also pick up ``--tfparity-device``, load MODEL
+specs through the session's model cache, and hand their reports to the plugin for
+``--tfparity-json``. The plugin passes that through :data:`CONTEXT`, a context
+variable it sets for the duration of one test and resets afterwards, so nothing
+leaks from one test (or one thread) to another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compare import Tolerance
+from .errors import TfparityError
+from .inputs import Batch, InputOptions
+from .report import Report
+
+
+@dataclass
+class HelperContext:
+    """What the pytest plugin lends the helpers during one test."""
+
+    device: str | None = None
+    load: Callable[[str], Any] | None = None  # the session's cached model loader
+    reports: list[Report] = field(default_factory=list)
+
+
+CONTEXT: ContextVar[HelperContext | None] = ContextVar("tfparity_test_context", default=None)
+
+
+@contextlib.contextmanager
+def helper_context(context: HelperContext) -> Iterator[HelperContext]:
+    """Make ``context`` the helpers' context inside the block (the plugin wraps each
+    test call in this)."""
+    token = CONTEXT.set(context)
+    try:
+        yield context
+    finally:
+        CONTEXT.reset(token)
+
+
+def assert_embeds_parity(
+    model: Any = "minilm",
+    *,
+    texts: Sequence[str] | None = None,
+    inputs: InputOptions | None = None,
+    batches: Sequence[Batch] | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    embeds_fn: Callable[[Batch], Any] | None = None,
+    device: str | None = None,
+) -> Report:
+    """Assert that the ``inputs_embeds`` path matches the ``input_ids`` path.
+
+    ``model``: a MODEL spec, a TFModel, or a Hugging Face TF model. Inputs: ``batches``,
+    else ``texts``, else ``inputs``, else the built-in sentences. ``atol``/``rtol``
+    replace the dtype defaults; ``embeds_fn(batch)`` supplies your own embeddings.
+    """
+    from .checks.embeds import EmbedsOptions, check_embeds
+
+    tf_model = _on_device(_tf_model(model), device)
+    batches = _batches(tf_model, texts, inputs, batches)
+    options = EmbedsOptions(tolerance=_tolerance(atol, rtol), embeds_fn=embeds_fn)
+    report = check_embeds(tf_model, batches, options)
+    _note_execution(report, tf_model)
+    _conclude([report])
+    return report
+
+
+def assert_crosscheck(
+    tf_model: Any = "minilm",
+    pt_model: Any = None,
+    *,
+    texts: Sequence[str] | None = None,
+    inputs: InputOptions | None = None,
+    batches: Sequence[Batch] | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    reload: bool = True,
+    device: str | None = None,
+) -> list[Report]:
+    """Assert that the TF model agrees with PyTorch (float64 referee, or ``atol``/``rtol``).
+
+    ``pt_model``: a MODEL spec, a :class:`PTModel`, a Hugging Face PyTorch model, or
+    None: then a spec ``tf_model`` supplies both sides (as ``tfparity crosscheck
+    MODEL``), and a loaded one is compared with PyTorch running its own weights (which
+    tests the TF computation, not the weights). ``reload`` also checks the TF model
+    after ``save_pretrained`` and reload. Returns one Report per pass.
+    """
+    from .api import _save_and_reload
+    from .checks.crosscheck import CrosscheckOptions, crosscheck
+
+    tf = _tf_model(tf_model)
+    reference = _pt_model(pt_model, tf, tf_model)
+    batches = _batches(tf, texts, inputs, batches)
+    tolerance = _tolerance(atol, rtol)
+    placed = _on_device(tf, device)
+    reports = [crosscheck(placed, reference, batches, CrosscheckOptions(tolerance))]
+    _note_execution(reports[0], placed)
+    if reload:
+        options = CrosscheckOptions(tolerance, label="crosscheck-reloaded")
+        reloaded = _on_device(_save_and_reload(tf), device)
+        reports.append(crosscheck(reloaded, reference, batches, options))
+        _note_execution(reports[1], reloaded)
+    _conclude(reports)
+    return reports
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _conclude(reports: list[Report]) -> None:
+    """Hand the reports to the plugin (for --tfparity-json), then judge them."""
+    from .report.text import render
+
+    context = CONTEXT.get()
+    if context is not None:
+        context.reports.extend(reports)
+    failed = [r for r in reports if not r.passed]
+    if failed:
+        raise AssertionError("\n\n".join(render(r, verbose=True) for r in failed))
+
+
+def _tf_model(model: Any) -> Any:
+    from .api import load_model
+
+    context = CONTEXT.get()
+    if isinstance(model, str) and context is not None and context.load is not None:
+        return context.load(model)
+    return load_model(model)
+
+
+def _pt_model(pt_model: Any, tf: Any, tf_spec: Any) -> Any:
+    from .adapters.pt_model import PTModel, load_pt
+
+    if isinstance(pt_model, PTModel):
+        return pt_model
+    if isinstance(pt_model, str):
+        # Not tf_model=tf: a tiny:<arch> reference must be the seeded model, not a copy
+        # of the (possibly broken) TF weights under test.
+        return load_pt(pt_model)
+    if pt_model is not None:  # a Hugging Face PyTorch model the caller holds
+        return PTModel(type(pt_model).__name__, pt_model.eval(), pt_model.config)
+    if isinstance(tf_spec, str):
+        return load_pt(tf_spec)
+    return PTModel.from_tf(tf.model)
+
+
+def _on_device(model: Any, device: str | None) -> Any:
+    """``model`` placed by ``device`` (or the plugin's --tfparity-device); unchanged
+    when neither is set."""
+    context = CONTEXT.get()
+    device = device or (context.device if context is not None else None)
+    if not device:
+        return model
+    from .adapters.execution import ExecutionOptions, expand_devices, with_execution
+
+    options = expand_devices(ExecutionOptions(), device)
+    if len(options) != 1:
+        raise TfparityError(
+            f"--tfparity-device {device} names {len(options)} devices; name one "
+            "(cpu, gpu:0, ...) per test run."
+        )
+    return with_execution(model, options[0])
+
+
+def _note_execution(report: Report, model: Any) -> None:
+    """Say in the report where a placed model ran (device, execution, precision)."""
+    execution = getattr(model, "execution", None)
+    if execution is not None:
+        report.details.update(execution.describe())
+
+
+def _batches(
+    tf_model: Any,
+    texts: Sequence[str] | None,
+    inputs: InputOptions | None,
+    batches: Sequence[Batch] | None,
+) -> Sequence[Batch]:
+    if batches is not None:
+        return batches
+    from .api import make_batches
+
+    if texts is not None:
+        inputs = InputOptions(texts=tuple(texts))
+    return make_batches(tf_model, inputs)
+
+
+def _tolerance(atol: float | None, rtol: float | None) -> Tolerance | None:
+    """Fixed tolerances when either is given (the other then 0), as on the CLI."""
+    if atol is None and rtol is None:
+        return None
+    return Tolerance(atol=atol or 0.0, rtol=rtol or 0.0)

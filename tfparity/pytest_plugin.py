@@ -1,0 +1,140 @@
+"""tfparity's pytest plugin, registered through the ``pytest11`` entry point: installing
+tfparity is enough, no conftest needed.
+
+Fixtures:
+- ``tfparity_model(spec="minilm")``: a loaded TFModel, cached for the session (a model
+  costs seconds to load; tests must not change its weights);
+- ``tfparity_batch(model="tiny:bert", *, texts=None, n=4, seq_len=16, seed=0,
+  padding_side=None)``: one seeded Batch (random ids of mixed lengths, or ``texts``).
+
+Options:
+- ``--tfparity-device DEVICE``: run the assertion helpers' TF models there (cpu,
+  gpu:N, gpu);
+- ``--tfparity-json DIR``: each test that calls an assertion helper writes its reports
+  to ``DIR/<node id, sanitized>.json``, passed or failed.
+
+This module imports neither TensorFlow nor torch: pytest loads it in every session
+of every project where tfparity is installed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .assertions import HelperContext, helper_context
+
+
+@dataclass
+class _Session:
+    """Per-session state, kept in ``config.stash`` (not in module globals)."""
+
+    device: str | None
+    json_dir: Path | None
+    models: dict[str, Any] = field(default_factory=dict)
+
+    def load(self, spec: str) -> Any:
+        if spec not in self.models:
+            from .adapters.tf_model import TFModel
+
+            self.models[spec] = TFModel.load(spec)
+        return self.models[spec]
+
+
+_SESSION = pytest.StashKey[_Session]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("tfparity", "tfparity parity checks")
+    group.addoption(
+        "--tfparity-device",
+        metavar="DEVICE",
+        help="run tfparity's assertion helpers on this TensorFlow device (cpu, gpu:N, gpu)",
+    )
+    group.addoption(
+        "--tfparity-json",
+        metavar="DIR",
+        help="write each tfparity assertion's reports to DIR/<test node id>.json",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    json_dir = config.getoption("tfparity_json", None)
+    config.stash[_SESSION] = _Session(
+        device=config.getoption("tfparity_device", None),
+        json_dir=Path(json_dir) if json_dir else None,
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    session = config.stash.get(_SESSION, None)
+    if session is None or not (session.device or session.json_dir):
+        return []
+    return [f"tfparity: device={session.device or 'default'}, json={session.json_dir or '-'}"]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Lend the assertion helpers this session's device and model cache for the test,
+    and write the reports they made to --tfparity-json, whatever the outcome."""
+    session = item.config.stash[_SESSION]
+    context = HelperContext(device=session.device, load=session.load)
+    with helper_context(context):
+        yield
+    if session.json_dir is not None and context.reports:
+        from .report.jsonio import write_json
+
+        session.json_dir.mkdir(parents=True, exist_ok=True)
+        write_json(context.reports, session.json_dir / f"{json_name(item.nodeid)}.json")
+
+
+def json_name(nodeid: str) -> str:
+    """A file name for a node id: ``tests/test_x.py::test_y[a/b]`` ->
+    ``tests_test_x.py__test_y_a_b_``."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", nodeid).strip(".") or "test"
+
+
+@pytest.fixture(scope="session")
+def tfparity_model(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``tfparity_model("tiny:bert")`` -> the session's TFModel for that spec."""
+    session = request.config.stash[_SESSION]
+
+    def get(spec: str = "minilm") -> Any:
+        return session.load(spec)
+
+    return get
+
+
+@pytest.fixture
+def tfparity_batch(tfparity_model: Callable[..., Any]) -> Callable[..., Any]:
+    """``tfparity_batch("tiny:bert", n=4, seq_len=16, seed=0)`` -> one seeded Batch."""
+    from .inputs import InputOptions
+
+    def make(
+        model: Any = "tiny:bert",
+        *,
+        texts: list[str] | None = None,
+        n: int = 4,
+        seq_len: int = 16,
+        seed: int = 0,
+        padding_side: str | None = None,
+    ) -> Any:
+        from .api import load_model, make_batches
+
+        tf_model = tfparity_model(model) if isinstance(model, str) else load_model(model)
+        if texts is not None:
+            options = InputOptions(
+                texts=tuple(texts), batch_size=max(1, len(texts)), padding_side=padding_side
+            )
+        else:
+            options = InputOptions(
+                random=n, seq_len=seq_len, batch_size=n, seed=seed, padding_side=padding_side
+            )
+        return make_batches(tf_model, options)[0]
+
+    return make

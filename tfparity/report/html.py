@@ -1,0 +1,169 @@
+"""A self-contained HTML report: one file to attach to a CI run or a pull request.
+
+The same tables as the text report (details, the cross-check's per-layer table, the
+tensor table, the first divergence and the failure block), with the per-layer plot
+embedded as a base64 PNG, so nothing else has to travel with the file. The plot is
+drawn by the caller (``images``), which keeps this module free of matplotlib; when it
+could not be drawn, ``image_note`` says why in the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..errors import TfparityError
+from .schema import Report
+from .text import failing_summary, verdict_line
+
+_STYLE = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em;
+       color: #222; max-width: 1300px; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+th { background: #f2f2f2; } td.name, th.name { text-align: left; }
+tr.fail td { background: #fde8ea; }
+.pass { color: #0a7d2c; font-weight: bold; } .fail { color: #b00020; font-weight: bold; }
+pre { background: #f7f7f7; border: 1px solid #ddd; padding: 0.8em; overflow-x: auto; }
+img { max-width: 100%; border: 1px solid #ddd; }
+.note { color: #555; font-style: italic; }
+"""
+
+_LAYER_COLUMNS = (
+    ("hidden", "hidden_state", None),
+    ("layer", "layer", None),
+    ("max abs diff", "max_abs_diff", ".3g"),
+    ("mean abs diff", "mean_abs_diff", ".3g"),
+    ("cosine", "cosine", ".6f"),
+    ("TF rmse/fp64", "rmse_vs_fp64", ".3g"),
+    ("PT rmse/fp64", "reference_rmse_vs_fp64", ".3g"),
+    ("isolated rmse", "isolated_rmse", ".3g"),
+    ("accumulated", "accumulated_ok", "flag"),
+    ("isolated", "isolated_ok", "flag"),
+    ("verdict", "passed", "verdict"),
+)
+
+
+def render_html(
+    reports: Sequence[Report],
+    images: Mapping[int, bytes] | None = None,
+    image_note: str | None = None,
+) -> str:
+    """The page for ``reports``; ``images[i]`` is report i's PNG plot."""
+    images = images or {}
+    passed = all(r.passed for r in reports)
+    title = f"tfparity · {reports[0].model}" if reports else "tfparity"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{_e(title)}: {_verdict(passed)}</h1>",
+    ]
+    for i, report in enumerate(reports):
+        parts.extend(_section(report, images.get(i), image_note))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_html(
+    reports: Sequence[Report],
+    path: str | Path,
+    images: Mapping[int, bytes] | None = None,
+    image_note: str | None = None,
+) -> None:
+    try:
+        Path(path).write_text(render_html(reports, images, image_note), encoding="utf-8")
+    except OSError as exc:
+        raise TfparityError(f"Cannot write the HTML report to {path}: {exc.strerror}.") from exc
+
+
+def _section(report: Report, image: bytes | None, image_note: str | None) -> list[str]:
+    out = [f"<h2>{_e(report.check)} · {_e(report.model)}: {_verdict(report.passed)}</h2>"]
+    scalars = [(k, v) for k, v in report.details.items() if isinstance(v, (str, int, float))]
+    if scalars:
+        out.append("<table>")
+        out.extend(
+            f'<tr><th class="name">{_e(k)}</th><td class="name">{_e(v)}</td></tr>'
+            for k, v in scalars
+        )
+        out.append("</table>")
+    layers = report.details.get("layers")
+    if layers:
+        out.extend(_layer_table(layers))
+        if image is not None:
+            out.append(
+                '<p><img alt="per-layer divergence plot" src="data:image/png;base64,'
+                f'{base64.b64encode(image).decode("ascii")}"></p>'
+            )
+        elif image_note:
+            out.append(f'<p class="note">{_e(image_note)}</p>')
+    shown = [c for c in report.comparisons if not (layers and c.name.startswith("hidden_states["))]
+    if shown:
+        out.extend(_tensor_table(shown))
+    if not layers and image is not None:
+        out.append(
+            '<p><img alt="divergence plot" src="data:image/png;base64,'
+            f'{base64.b64encode(image).decode("ascii")}"></p>'
+        )
+    out.extend(f'<p class="note">note: {_e(n)}</p>' for n in report.notes)
+    d = report.first_divergence
+    if d is not None:
+        out.append(
+            f"<p><b>first divergence:</b> hidden_states[{_e(d.hidden_state)}] · layer "
+            f"{_e(d.layer)} · component {_e(d.component)}</p>"
+        )
+        if d.hint:
+            out.append(f"<p><b>hint:</b> {_e(d.hint)}</p>")
+    if report.failures:
+        out.append(f"<pre>{_e(failing_summary(report))}</pre>")
+    out.append(f"<p>{_e(verdict_line(report))}</p>")
+    return out
+
+
+def _layer_table(rows: list[dict]) -> list[str]:
+    head = "".join(f"<th>{_e(label)}</th>" for label, _, _ in _LAYER_COLUMNS)
+    body = []
+    for r in rows:
+        cells = "".join(f"<td>{_e(_cell(r.get(key), fmt))}</td>" for _, key, fmt in _LAYER_COLUMNS)
+        body.append(f'<tr class="{"ok" if r["passed"] else "fail"}">{cells}</tr>')
+    return ['<table class="layers">', f"<tr>{head}</tr>", *body, "</table>"]
+
+
+def _tensor_table(comparisons) -> list[str]:
+    head = "".join(
+        f"<th{' class=name' if i == 0 else ''}>{h}</th>"
+        for i, h in enumerate(
+            ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
+        )
+    )
+    body = []
+    for c in sorted(comparisons, key=lambda c: (c.passed, c.problem is None, -c.max_abs_diff)):
+        cosine = "n/a" if c.cosine is None else f"{c.cosine:.6f}"
+        verdict = "ok" if c.passed else ("FAIL: " + c.problem if c.problem else "FAIL")
+        body.append(
+            f'<tr class="{"ok" if c.passed else "fail"}"><td class="name">{_e(c.name)}</td>'
+            f"<td>{c.max_abs_diff:.3g}</td><td>{c.mean_abs_diff:.3g}</td>"
+            f"<td>{c.mismatched}/{c.total}</td><td>{cosine}</td><td>{_e(verdict)}</td></tr>"
+        )
+    return ['<table class="tensors">', f"<tr>{head}</tr>", *body, "</table>"]
+
+
+def _cell(value, fmt: str | None) -> str:
+    if fmt == "flag":
+        return "-" if value is None else ("ok" if value else "DIVERGES")
+    if fmt == "verdict":
+        return "ok" if value else "FAIL"
+    if value is None:
+        return "-"
+    return format(value, fmt) if fmt else str(value)
+
+
+def _verdict(passed: bool) -> str:
+    return '<span class="pass">PASS</span>' if passed else '<span class="fail">FAIL</span>'
+
+
+def _e(value) -> str:
+    return html.escape(str(value))

@@ -1,0 +1,283 @@
+"""The per-layer divergence plot (PNG), drawn with matplotlib (an optional extra).
+
+One row per report that compared hidden states. Left: max and mean absolute
+difference per hidden state on a log scale, where a port's error shows up as a jump
+(rounding grows smoothly; a bug steps). Right, for the cross-check: each hidden
+state's RMSE to the float64 referee (accumulated over the full run), the layer's own
+error when fed PyTorch's input (isolated), and PyTorch fp32's RMSE to the referee (the
+rounding noise the referee allows a multiple of). The first divergence is marked.
+
+matplotlib is imported lazily with the Agg backend (no display needed), so the report
+package stays importable without it; no TF or torch here.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import TfparityError
+from ..trace import hidden_state_index
+from .schema import Report
+
+RED = "#b00020"
+INSTALL_HINT = "pip install 'tfparity[plot]' (or: pip install matplotlib)"
+
+
+def import_matplotlib() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or a TfparityError saying how to get it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise TfparityError(
+            f"--plot needs matplotlib, which is not installed: {INSTALL_HINT}. "
+            "(--html works without it, leaving the plot out.)"
+        ) from exc
+    return plt
+
+
+def matplotlib_available() -> bool:
+    try:
+        import_matplotlib()
+    except TfparityError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class LayerSeries:
+    """What one report says per hidden state (None where a figure was not measured)."""
+
+    title: str
+    passed: bool
+    hidden: list[int]
+    max_abs: list[float]
+    mean_abs: list[float]
+    failed: list[bool]
+    accumulated: list[float | None]
+    isolated: list[float | None]
+    reference: list[float | None]
+    first_divergence: int | None
+    divergence_label: str
+    compares: str = "actual vs expected"
+
+    @property
+    def has_rmse(self) -> bool:
+        return any(v is not None for v in self.accumulated)
+
+
+def layer_series(report: Report) -> LayerSeries | None:
+    """The plottable figures of ``report``: the cross-check's layer table, or any
+    check's ``hidden_states[k]`` comparisons; None when it compared no hidden state."""
+    rows = report.details.get("layers")
+    if not rows:
+        rows = [
+            {
+                "hidden_state": k,
+                "max_abs_diff": c.max_abs_diff,
+                "mean_abs_diff": c.mean_abs_diff,
+                "passed": c.passed,
+            }
+            for c in report.comparisons
+            if (k := hidden_state_index(c.name)) is not None
+        ]
+        rows.sort(key=lambda r: r["hidden_state"])
+    if not rows:
+        return None
+    d = report.first_divergence
+    label = ""
+    if d is not None and d.hidden_state is not None:
+        label = (
+            f"first divergence: hidden_states[{d.hidden_state}] · layer {d.layer} · {d.component}"
+        )
+    return LayerSeries(
+        title=f"tfparity {report.check} · {report.model} — {'PASS' if report.passed else 'FAIL'}",
+        passed=report.passed,
+        hidden=[r["hidden_state"] for r in rows],
+        max_abs=[r["max_abs_diff"] for r in rows],
+        mean_abs=[r["mean_abs_diff"] for r in rows],
+        failed=[not r["passed"] for r in rows],
+        accumulated=[r.get("rmse_vs_fp64") for r in rows],
+        isolated=[r.get("isolated_rmse") for r in rows],
+        reference=[r.get("reference_rmse_vs_fp64") for r in rows],
+        first_divergence=d.hidden_state if d is not None else None,
+        divergence_label=label,
+        compares=str(report.details.get("compares", "actual vs expected")).split(",")[0],
+    )
+
+
+def plottable(reports: Sequence[Report]) -> list[Report]:
+    return [r for r in reports if layer_series(r) is not None]
+
+
+def png_bytes(reports: Sequence[Report]) -> bytes:
+    """The plot of every report that compared hidden states, as PNG bytes."""
+    series = [s for r in reports if (s := layer_series(r)) is not None]
+    if not series:
+        raise TfparityError("No report compared hidden states, so there is nothing to plot.")
+    plt = import_matplotlib()
+    fig = plt.figure(figsize=(13, 4.8 * len(series)), dpi=100, layout="constrained")
+    rows = fig.subfigures(len(series), 1) if len(series) > 1 else [fig]
+    for row, s in zip(rows, series, strict=True):
+        row.suptitle(s.title, fontsize=13, weight="bold", color="black" if s.passed else RED)
+        if s.has_rmse:
+            left, right = row.subplots(1, 2)
+            _diff_panel(left, s)
+            _rmse_panel(right, s)
+        else:
+            _diff_panel(row.subplots(1, 1), s)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def write_plot(reports: Sequence[Report], path: str | Path) -> None:
+    data = png_bytes(reports)
+    try:
+        Path(path).write_bytes(data)
+    except OSError as exc:
+        raise TfparityError(f"Cannot write the plot to {path}: {exc.strerror}.") from exc
+
+
+# ----------------------------------------------------------------------------- drawing
+
+
+def _floor(values: list[list[float | None]]) -> float:
+    """Where exact zeros are drawn: a decade below the smallest positive value."""
+    positive = [v for vs in values for v in vs if v is not None and v > 0]
+    return min(positive) / 10 if positive else 1e-9
+
+
+def _draw(ax, x, values, floor, **style) -> None:
+    """A log-scale line; exact zeros go on the floor as hollow triangles."""
+    pts = [(h, v) for h, v in zip(x, values, strict=True) if v is not None]
+    if not pts:
+        return
+    xs = [h for h, _ in pts]
+    ys = [v if v > 0 else floor for _, v in pts]
+    ax.plot(xs, ys, **style)
+    zeros = [h for h, v in pts if v == 0]
+    if zeros:
+        ax.plot(
+            zeros,
+            [floor] * len(zeros),
+            linestyle="none",
+            marker="v",
+            markersize=9,
+            markerfacecolor="white",
+            markeredgecolor=style.get("color", "black"),
+        )
+
+
+def _decorate(ax, s: LayerSeries, floor: float, ylabel: str, zero_note: bool) -> None:
+    ax.set_yscale("log")
+    ax.set_xticks(s.hidden)
+    ax.set_xticklabels(["emb" if k == 0 else str(k) for k in s.hidden])
+    ax.set_xlabel("hidden state (emb = embedding output, k = output of layer k-1)")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    if zero_note:  # room below the floor for the hollow triangles
+        ax.set_ylim(bottom=floor / 3)
+    if s.first_divergence is not None and s.first_divergence in s.hidden:
+        ax.axvline(s.first_divergence, color=RED, linestyle="--", linewidth=1.2)
+        ax.plot([], [], color=RED, linestyle="--", label=s.divergence_label)
+        right_half = s.first_divergence > (s.hidden[0] + s.hidden[-1]) / 2
+        ax.text(
+            s.first_divergence + (-0.1 if right_half else 0.1),
+            0.97,
+            "first divergence\n" + s.divergence_label.split(" · ", 1)[-1],
+            transform=ax.get_xaxis_transform(),  # x in data, y in axes fraction
+            ha="right" if right_half else "left",
+            va="top",
+            fontsize=9,
+            color=RED,
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
+        )
+    if zero_note:
+        ax.plot(
+            [],
+            [],
+            linestyle="none",
+            marker="v",
+            markerfacecolor="white",
+            markeredgecolor="grey",
+            label="exactly 0 (drawn at the axis floor)",
+        )
+    # Below the axes: a legend inside would hide the points it explains.
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+
+
+def _diff_panel(ax, s: LayerSeries) -> None:
+    floor = _floor([s.max_abs, s.mean_abs])
+    _draw(ax, s.hidden, s.max_abs, floor, color="#1f77b4", marker="o", label="max abs diff")
+    _draw(ax, s.hidden, s.mean_abs, floor, color="#2ca02c", marker="s", label="mean abs diff")
+    bad = [
+        (h, v if v > 0 else floor)
+        for h, v, f in zip(s.hidden, s.max_abs, s.failed, strict=True)
+        if f
+    ]
+    if bad:
+        ax.plot(
+            [h for h, _ in bad],
+            [v for _, v in bad],
+            linestyle="none",
+            marker="X",
+            markersize=11,
+            color=RED,
+            label="hidden state fails",
+        )
+    zero = any(v == 0 for v in s.max_abs + s.mean_abs)
+    if all(v == 0 for v in s.max_abs):
+        ax.text(
+            0.5,
+            0.6,
+            "identical: the difference is exactly 0 at every hidden state",
+            transform=ax.transAxes,
+            ha="center",
+            fontsize=11,
+            color="#0a7d2c",
+        )
+    _decorate(ax, s, floor, "absolute difference", zero)
+    ax.set_title(f"absolute difference: {s.compares}", fontsize=10)
+
+
+def _rmse_panel(ax, s: LayerSeries) -> None:
+    floor = _floor([s.accumulated, s.isolated, s.reference])
+    _draw(
+        ax,
+        s.hidden,
+        s.accumulated,
+        floor,
+        color="#d62728",
+        marker="o",
+        label="accumulated: TF full run, RMSE to fp64",
+    )
+    _draw(
+        ax,
+        s.hidden,
+        s.isolated,
+        floor,
+        color="#9467bd",
+        marker="D",
+        label="isolated: TF layer fed PyTorch's input (worst sub-layer)",
+    )
+    _draw(
+        ax,
+        s.hidden,
+        s.reference,
+        floor,
+        color="grey",
+        linestyle="--",
+        marker=".",
+        label="PyTorch fp32, RMSE to fp64 (rounding noise)",
+    )
+    values = [v for v in s.accumulated + s.isolated + s.reference if v is not None]
+    _decorate(ax, s, floor, "RMSE", any(v == 0 for v in values))
+    ax.set_title("error vs the float64 referee: accumulated vs isolated", fontsize=10)

@@ -1,0 +1,114 @@
+"""Length bucketing: batches of a fixed size whose sequence length is a bucket.
+
+Every batch is ``batch_size`` rows by a bucket length (8, 16, 32, ... capped at the
+model's maximum), so a compiled forward pass sees few distinct shapes and is traced
+once per bucket, not once per batch; items of similar length share a batch, which
+cuts padding. The last batch of a bucket is filled with dummy rows (one real token,
+masked everywhere else) that are dropped from the results.
+
+Streaming: at most ``batch_size - 1`` items wait per bucket, so memory does not grow
+with the corpus. Which batch an item lands in depends on the order items arrive, but
+verdicts are computed per row, so an item's verdict does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..inputs import Batch
+from .corpus import Item
+
+FIRST_BUCKET = 8
+
+
+def bucket_length(n_tokens: int, limit: int | None) -> int:
+    """The smallest power of two >= ``n_tokens`` (at least 8), capped at ``limit``."""
+    length = FIRST_BUCKET
+    while length < n_tokens:
+        length *= 2
+    return min(length, limit) if limit else length
+
+
+def bucket_lengths(limit: int | None, longest: int = 512) -> list[int]:
+    """All buckets a sweep can use (for a trace budget): 8, 16, ... up to the limit."""
+    top = limit or longest
+    out, length = [], FIRST_BUCKET
+    while True:
+        out.append(min(length, top))
+        if length >= top:
+            return out
+        length *= 2
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """An item with its token ids (unpadded) and token type ids."""
+
+    item: Item
+    ids: np.ndarray
+    type_ids: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class PaddedBatch:
+    """A fixed-shape batch and the items of its first ``len(items)`` rows (the rest are
+    dummy rows)."""
+
+    batch: Batch
+    items: list[Item]
+    bucket: int
+
+    @property
+    def real_rows(self) -> int:
+        return len(self.items)
+
+
+@dataclass
+class Bucketer:
+    """Collects encoded items per bucket and hands out full (then, at the end, padded)
+    batches."""
+
+    batch_size: int
+    limit: int | None
+    pad_id: int
+    padding_side: str = "right"
+    with_types: bool = True
+    _pending: dict[int, list[Encoded]] = field(default_factory=dict)
+
+    def add(self, encoded: Encoded) -> Iterator[PaddedBatch]:
+        bucket = bucket_length(len(encoded.ids), self.limit)
+        waiting = self._pending.setdefault(bucket, [])
+        waiting.append(encoded)
+        if len(waiting) == self.batch_size:
+            del self._pending[bucket]
+            yield self._pad(bucket, waiting)
+
+    def flush(self) -> Iterator[PaddedBatch]:
+        for bucket in sorted(self._pending):
+            yield self._pad(bucket, self._pending[bucket])
+        self._pending.clear()
+
+    def batches(self, encoded: Iterable[Encoded]) -> Iterator[PaddedBatch]:
+        for e in encoded:
+            yield from self.add(e)
+        yield from self.flush()
+
+    def _pad(self, bucket: int, rows: list[Encoded]) -> PaddedBatch:
+        ids = np.full((self.batch_size, bucket), self.pad_id, np.int32)
+        mask = np.zeros((self.batch_size, bucket), np.int32)
+        types = np.zeros((self.batch_size, bucket), np.int32)
+        for r, e in enumerate(rows):
+            n = len(e.ids)
+            cols = slice(bucket - n, bucket) if self.padding_side == "left" else slice(0, n)
+            ids[r, cols] = e.ids
+            mask[r, cols] = 1
+            if e.type_ids is not None:
+                types[r, cols] = e.type_ids
+        # Dummy rows: one real token each, so no row is fully masked.
+        dummy_col = bucket - 1 if self.padding_side == "left" else 0
+        mask[len(rows) :, dummy_col] = 1
+        batch = Batch(ids, mask, types if self.with_types else None)
+        return PaddedBatch(batch, [e.item for e in rows], bucket)

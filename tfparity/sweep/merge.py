@@ -1,0 +1,98 @@
+"""Merging shard outputs: the union of their result lines, summarised by the same
+function as a sweep, so N merged shards give the unsharded run's summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ..errors import TfparityError
+from . import results as res
+from .corpus import parse_shard
+from .summary import WORST, summarise
+
+
+def merge_dirs(dirs: Sequence[str | Path], out: str | Path, *, worst: int = WORST) -> dict:
+    """Combine sweep outputs of one model, checks and corpus into ``out``.
+
+    Shards must be of one run (same identity: model, checks, corpus hash, options) and
+    distinct; a missing shard leaves the summary ``complete: false``.
+    """
+    dirs = [Path(d) for d in dirs]
+    if not dirs:
+        raise TfparityError("Give at least one sweep output directory to merge.")
+    manifests = [_manifest(d) for d in dirs]
+    first = manifests[0]
+    for d, m in zip(dirs[1:], manifests[1:], strict=True):
+        diff = res.differences(first, m)
+        if diff:
+            raise TfparityError(
+                f"{d} is not a shard of the same sweep as {dirs[0]}: {'; '.join(diff)}."
+            )
+    shards = [parse_shard(m.get("shard", "0/1")) for m in manifests]
+    if len({s.n for s in shards}) != 1 or len(set(shards)) != len(shards):
+        raise TfparityError(
+            "The directories must hold distinct shards of one split (e.g. 0/2 and 1/2); got "
+            + ", ".join(str(s) for s in shards)
+            + "."
+        )
+    out = Path(out)
+    if out.resolve() in {d.resolve() for d in dirs}:
+        raise TfparityError("--out must be a new directory, not one of the inputs.")
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / res.RESULTS).exists() and (out / res.RESULTS).stat().st_size:
+        raise TfparityError(f"{out} already holds {res.RESULTS}; choose an empty --out.")
+    total = first["corpus"]["items"]
+    n = shards[0].n
+    expected = sum(s.size(total) for s in shards)
+    manifest = {
+        **first,
+        "shard": "merged " + ",".join(str(s) for s in sorted(shards, key=lambda s: s.k)),
+    }
+    res.write_json(out / res.MANIFEST, manifest)
+    writer = res.ResultsWriter.open(out / res.RESULTS)
+    try:
+        for line in _lines(dirs):
+            writer.write(line)
+    finally:
+        writer.close()
+    summary = summarise(
+        res.iter_results(out / res.RESULTS), manifest, expected_items=total, worst=worst
+    )
+    summary["run"] = {
+        "merged_from": [str(d) for d in dirs],
+        "shards": [str(s) for s in shards],
+        "all_shards": len(shards) == n,
+        "shard_items_expected": expected,
+        "seconds": round(sum(_run_field(d, "seconds") for d in dirs), 3),
+        "traces": int(sum(_run_field(d, "traces") for d in dirs)),
+    }
+    res.write_json(out / res.SUMMARY, summary)
+    return summary
+
+
+def _manifest(d: Path) -> dict:
+    if not d.is_dir():
+        raise TfparityError(f"{d} is not a directory.")
+    m = res.read_manifest(d)
+    if m is None or not (d / res.RESULTS).exists():
+        raise TfparityError(f"{d} is not a sweep output (no {res.MANIFEST} and {res.RESULTS}).")
+    return m
+
+
+def _lines(dirs: list[Path]) -> Iterator[dict]:
+    for d in dirs:
+        yield from res.iter_results(d / res.RESULTS)
+
+
+def _run_field(d: Path, key: str) -> float:
+    import json
+
+    path = d / res.SUMMARY
+    if not path.exists():
+        return 0.0
+    try:
+        value = json.loads(path.read_text()).get("run", {}).get(key)
+    except ValueError:
+        return 0.0
+    return float(value or 0.0)
