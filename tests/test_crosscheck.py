@@ -167,3 +167,27 @@ def test_a_broken_port_against_its_own_tiny_spec_fails():
     (report,) = crosscheck(tf=broken, pt=TINY, inputs=InputOptions(random=3, seq_len=8))
     assert report.passed is False
     assert report.first_divergence.component == "output"
+
+
+def test_localise_on_failure_skips_taps_on_a_pass_and_still_localises_a_fault(tiny_reference):
+    pt_model, batches = tiny_reference
+    from tfparity.checks.crosscheck import CrosscheckOptions
+
+    lazy = CrosscheckOptions(localise="on_failure")
+    good = run_crosscheck(TFModel.load(TINY), pt_model, batches, lazy)
+    assert good.passed and good.details["components"] == []
+    assert any("skipped" in n for n in good.notes)
+    broken = by_name("dropped intermediate bias").apply(TFModel.load(TINY))
+    bad = run_crosscheck(broken, pt_model, batches, lazy)
+    d = bad.first_divergence
+    assert (d.hidden_state, d.layer, d.component) == (1, 0, "intermediate")
+    assert bad.details["components"]  # the taps ran once the failure was seen
+
+
+def test_shared_tf_traces_are_used_instead_of_a_new_run(tiny_reference):
+    pt_model, batches = tiny_reference
+    tf_model = TFModel.load(TINY)
+    traces = [tf_model.run(b) for b in batches]
+    traces[0].arrays["last_hidden_state"] = traces[0]["last_hidden_state"] + 1.0
+    report = run_crosscheck(tf_model, pt_model, batches, tf_traces=traces)
+    assert not report.passed  # the (doctored) shared traces were judged, not a fresh run

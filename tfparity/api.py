@@ -7,6 +7,7 @@ TF model object the caller already holds.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .compare import Tolerance
@@ -97,6 +98,8 @@ def crosscheck(
     tolerance: Tolerance | None = None,
     reload: bool = True,
     allow_pickle: bool = False,
+    localise: str = "always",
+    tf_traces: Sequence[Any] | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -105,6 +108,10 @@ def crosscheck(
     after ``save_pretrained`` and reload (``reload=False`` skips the second). With
     ``tf`` and ``pt``, a TF port is checked against a PyTorch reference (``pt`` is a
     MODEL spec or a :class:`PTModel`).
+
+    ``localise="on_failure"`` runs the sub-layer taps and isolated runs only when a
+    tensor fails (faster; the per-layer table then lacks those columns on a PASS).
+    ``tf_traces`` are the TF model's ``input_ids`` runs of ``batches``, if already made.
     """
     from .adapters.pt_model import PTModel, load_pt
     from .checks.crosscheck import CrosscheckOptions
@@ -120,7 +127,8 @@ def crosscheck(
         pt_model = PTModel.from_tf(tf_model.model)
     if batches is None:
         batches = make_batches(tf_model, inputs)
-    reports = [_check(tf_model, pt_model, batches, CrosscheckOptions(tolerance=tolerance))]
+    options = CrosscheckOptions(tolerance=tolerance, localise=localise)
+    reports = [_check(tf_model, pt_model, batches, options, tf_traces=tf_traces)]
     if reload and tf is None and pt is None:
         reloaded = _save_and_reload(tf_model)
         reports.append(
@@ -128,7 +136,7 @@ def crosscheck(
                 reloaded,
                 pt_model,
                 batches,
-                CrosscheckOptions(tolerance=tolerance, label="crosscheck-reloaded"),
+                replace(options, label="crosscheck-reloaded"),
             )
         )
     return reports

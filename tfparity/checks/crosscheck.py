@@ -40,6 +40,9 @@ class CrosscheckOptions:
     tolerance: Tolerance | None = None
     referee: Referee = Referee()
     label: str = "crosscheck"
+    # Sub-layer taps and isolated runs cost about as much as the forward passes, and
+    # only localise: by default they run when a tensor fails ("always": on every run).
+    localise: str = "on_failure"
 
 
 @dataclass
@@ -60,9 +63,12 @@ def crosscheck(
     pt_model: PTModel,
     batches: Sequence[Batch],
     options: CrosscheckOptions = CrosscheckOptions(),
+    tf_traces: Sequence[Trace] | None = None,
 ) -> Report:
+    """``tf_traces``: the TF model's ``input_ids`` runs of ``batches`` when the caller
+    already has them (``tfparity check`` shares the embeds check's)."""
     tapped = taps.supported(tf_model.config) and taps.supported(pt_model.config)
-    runs = _run_all(tf_model, pt_model, batches, tapped)
+    runs = _run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
     masks = [b.attention_mask for b in batches]
     comparisons = compare_output_batches(
         runs.tf, runs.pt, masks=masks, tolerance=options.tolerance, check_dtype=False
@@ -70,10 +76,17 @@ def crosscheck(
     referees = [_referee(c.name, runs, masks, options.referee) for c in comparisons]
     if options.tolerance is None:
         comparisons = [_judged(c, r) for c, r in zip(comparisons, referees, strict=True)]
-    components = _components(runs, masks, options.referee) if tapped else []
     passed = all(c.passed for c in comparisons)
+    if tapped and not passed and not runs.tf_taps:
+        runs = _run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
+    components = _components(runs, masks, options.referee) if runs.tf_taps else []
     divergence = None if passed else localise(tf_model, pt_model, comparisons, components, runs)
     notes = list(tf_model.notes) + list(pt_model.notes)
+    if tapped and not components:
+        notes.append(
+            "Every tensor passed, so the sub-layer taps and isolated runs were skipped "
+            "(`tfparity crosscheck` always runs them)."
+        )
     if not tapped:
         notes.append(
             f"Sub-layer taps are available for {', '.join(taps.FAMILY)}; for "
@@ -101,9 +114,15 @@ def crosscheck(
     )
 
 
-def _run_all(tf_model: TFModel, pt_model: PTModel, batches: Sequence[Batch], tapped: bool) -> _Runs:
+def _run_all(
+    tf_model: TFModel,
+    pt_model: PTModel,
+    batches: Sequence[Batch],
+    tapped: bool,
+    tf_traces: Sequence[Trace] | None = None,
+) -> _Runs:
     runs = _Runs()
-    for batch in batches:
+    for i, batch in enumerate(batches):
         if tapped:
             with taps.tf_taps(tf_model.model) as tf_rec:
                 runs.tf.append(tf_model.run(batch))
@@ -118,7 +137,7 @@ def _run_all(tf_model: TFModel, pt_model: PTModel, batches: Sequence[Batch], tap
                 taps.isolate(tf_model.model, pt_rec, runs.pt[-1].hidden_states, batch)
             )
         else:
-            runs.tf.append(tf_model.run(batch))
+            runs.tf.append(tf_traces[i] if tf_traces is not None else tf_model.run(batch))
             runs.pt.append(pt_model.run(batch))
             runs.pt64.append(pt_model.run(batch, float64=True))
         ensure_finite(runs.pt[-1], "the PyTorch reference")

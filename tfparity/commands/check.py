@@ -45,8 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from ..adapters.execution import with_execution
-    from ..api import check_embeds, load_model, make_batches
+    from ..adapters.execution import ExecutionOptions, with_execution
+    from ..api import load_model, make_batches
+    from ..checks.embeds import EmbedsOptions, check_embeds
     from ..report.jsonio import write_json
     from ..report.text import render
 
@@ -57,17 +58,20 @@ def _run_check(args: argparse.Namespace) -> int:
     _check_golden_arguments(args)
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     batches = make_batches(model, inputs)
-    reports = []
+    reports, shared = [], None
     for execution in executions:  # one report per device
-        report = check_embeds(
-            with_execution(model, execution), batches=batches, tolerance=tolerance(args)
-        )
+        executed = with_execution(model, execution)
+        references = [executed.run(b) for b in batches]
+        if execution == ExecutionOptions():  # plain eager fp32: the cross-check's TF run too
+            shared = references
+        options = EmbedsOptions(tolerance=tolerance(args), references=references)
+        report = check_embeds(executed, batches, options)
         report.details.update(execution.describe())
         report.details["seconds"] = round(time.perf_counter() - start, 2)
         print(render(report, verbose=args.verbose))
         reports.append(report)
     if _wants_crosscheck(args):
-        reports.append(_crosscheck(args, model, batches))
+        reports.append(_crosscheck(args, model, batches, shared))
     if args.json:
         write_json(reports, args.json)
     write_outputs(args, reports)
@@ -103,9 +107,10 @@ def _check_golden_arguments(args: argparse.Namespace) -> None:
         import_torch()  # saving needs PyTorch: say so before the model loads
 
 
-def _crosscheck(args: argparse.Namespace, model, batches):
+def _crosscheck(args: argparse.Namespace, model, batches, tf_traces):
     """One pass of the cross-check, on the same model and batches, in eager fp32 (the
-    float64 referee judges fp32; other precisions are `tfparity modes`' job)."""
+    float64 referee judges fp32; other precisions are `tfparity modes`' job). It reuses
+    the embeds check's TF runs when they were eager fp32, and localises only on failure."""
     from ..api import crosscheck
     from ..report.text import render
 
@@ -117,6 +122,8 @@ def _crosscheck(args: argparse.Namespace, model, batches):
         batches=batches,
         tolerance=tolerance(args),
         allow_pickle=args.allow_pickle,
+        localise="on_failure",
+        tf_traces=tf_traces,
     )
     report.details["seconds"] = round(time.perf_counter() - start, 2)
     print()
