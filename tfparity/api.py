@@ -100,18 +100,22 @@ def crosscheck(
     allow_pickle: bool = False,
     localise: str = "always",
     tf_traces: Sequence[Any] | None = None,
+    execution: Any = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
     With ``model`` alone, its weights go into both frameworks and, like
     ``transformers-cli pt-to-tf``, the TF model is checked twice: as cross-loaded and
-    after ``save_pretrained`` and reload (``reload=False`` skips the second). With
-    ``tf`` and ``pt``, a TF port is checked against a PyTorch reference (``pt`` is a
-    MODEL spec or a :class:`PTModel`).
+    after ``save_pretrained`` and reload (``reload=False`` skips the second; so does
+    giving ``tf``). With ``tf`` and ``pt``, a TF port is checked against a PyTorch
+    reference (``pt`` is a MODEL spec or a :class:`PTModel`).
 
     ``localise="on_failure"`` runs the sub-layer taps and isolated runs only when a
     tensor fails (faster; the per-layer table then lacks those columns on a PASS).
     ``tf_traces`` are the TF model's ``input_ids`` runs of ``batches``, if already made.
+    ``execution`` (an :class:`~tfparity.adapters.execution.ExecutionOptions`) runs the TF
+    side on a device, eager/graph/XLA, in fp32/fp16/bf16 (default: as ``tf`` runs); in
+    fp16/bf16 PyTorch runs in that precision too, and its error to float64 sets the bar.
     """
     from .adapters.pt_model import PTModel, load_pt
     from .checks.crosscheck import CrosscheckOptions
@@ -127,19 +131,28 @@ def crosscheck(
         pt_model = PTModel.from_tf(tf_model.model)
     if batches is None:
         batches = make_batches(tf_model, inputs)
+    execution = execution or getattr(tf_model, "execution", None)
+    if execution is not None:
+        execution = execution.settle(len(batches))
+        pt_model = pt_model.in_precision(execution.precision)
     options = CrosscheckOptions(tolerance=tolerance, localise=localise)
-    reports = [_check(tf_model, pt_model, batches, options, tf_traces=tf_traces)]
-    if reload and tf is None and pt is None:
-        reloaded = _save_and_reload(tf_model)
-        reports.append(
-            _check(
-                reloaded,
-                pt_model,
-                batches,
-                replace(options, label="crosscheck-reloaded"),
-            )
-        )
+    runner = _executed(tf_model, execution)
+    reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
+    if reload and tf is None:
+        reloaded = _executed(_save_and_reload(tf_model), execution)
+        options = replace(options, label="crosscheck-reloaded")
+        reports.append(_check(reloaded, pt_model, batches, options))
     return reports
+
+
+def _executed(tf_model: Any, execution: Any) -> Any:
+    """``tf_model`` running under ``execution`` (itself when it already does, or when
+    ``execution`` is None)."""
+    from .adapters.execution import with_execution
+
+    if execution is None or getattr(tf_model, "execution", None) == execution:
+        return tf_model
+    return with_execution(tf_model, execution)
 
 
 def _save_and_reload(tf_model: Any) -> Any:

@@ -262,43 +262,59 @@ class _Valid:
     a: np.ndarray
     b: np.ndarray
     shapes: list[tuple[int, ...]]
-    flat_positions: list[np.ndarray]  # per batch: flat indices of the valid elements
+    keeps: list[np.ndarray | None]  # per batch: flat mask of valid elements (None: all)
     offsets: np.ndarray  # start of each batch in ``a``/``b``
     masked_diff: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def index_of(self, k: int) -> list[int]:
         batch = int(np.searchsorted(self.offsets, k, side="right") - 1)
-        shape = self.shapes[batch]
-        index = np.unravel_index(self.flat_positions[batch][k - self.offsets[batch]], shape)
-        rows_before = sum(s[0] for s in self.shapes[:batch]) if shape else 0
-        index = [int(i) for i in index]
+        shape, keep = self.shapes[batch], self.keeps[batch]
+        flat = k - int(self.offsets[batch])
+        if keep is not None:
+            flat = int(np.flatnonzero(keep)[flat])
+        index = [int(i) for i in np.unravel_index(flat, shape)]
         if index:
-            index[0] += rows_before
+            index[0] += sum(s[0] for s in self.shapes[:batch])
         return index
 
 
+def _valid_keeps(arrays: Sequence[np.ndarray], masks: Sequence[Any]) -> list[np.ndarray | None]:
+    """Per batch, the flat mask of unpadded elements (None when the mask does not apply)."""
+    keeps = []
+    for x, mask in zip(arrays, masks, strict=True):
+        valid = valid_positions(x.shape, mask)
+        keeps.append(None if valid is None else valid.reshape(-1))
+    return keeps
+
+
+def _valid_values(arrays: Sequence[np.ndarray], keeps: Sequence[Any]) -> np.ndarray:
+    """The valid elements of all batches, flattened, in float64 (converted after the
+    padding is dropped: padding can be most of a batch)."""
+    parts = [
+        x.reshape(-1) if keep is None else x.reshape(-1)[keep]
+        for x, keep in zip(arrays, keeps, strict=True)
+    ]
+    return np.concatenate(parts).astype(np.float64, copy=False)
+
+
 def _gather_valid(a_list, b_list, masks) -> _Valid:
-    a_parts, b_parts, positions, masked = [], [], [], []
-    for a, b, mask in zip(a_list, b_list, masks, strict=True):
-        valid = valid_positions(a.shape, mask)
-        keep = np.ones(a.shape, bool) if valid is None else valid
-        flat_keep = keep.reshape(-1)
-        a_flat = a.reshape(-1).astype(np.float64)
-        b_flat = b.reshape(-1).astype(np.float64)
-        positions.append(np.flatnonzero(flat_keep))
-        a_parts.append(a_flat[flat_keep])
-        b_parts.append(b_flat[flat_keep])
-        with np.errstate(invalid="ignore"):
-            masked.append(np.abs(a_flat[~flat_keep] - b_flat[~flat_keep]))
-    sizes = [len(p) for p in a_parts]
+    keeps = _valid_keeps(a_list, masks)
+    with np.errstate(invalid="ignore"):
+        masked = [
+            np.abs(a.reshape(-1)[~keep].astype(np.float64) - b.reshape(-1)[~keep])
+            for a, b, keep in zip(a_list, b_list, keeps, strict=True)
+            if keep is not None
+        ]
+    sizes = [x.size if k is None else int(k.sum()) for x, k in zip(a_list, keeps, strict=True)]
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    masked_diff = np.concatenate(masked) if masked else np.zeros(0)
     return _Valid(
-        a=np.concatenate(a_parts),
-        b=np.concatenate(b_parts),
+        a=_valid_values(a_list, keeps),
+        b=_valid_values(b_list, keeps),
         shapes=[a.shape for a in a_list],
-        flat_positions=positions,
+        keeps=keeps,
         offsets=offsets,
-        masked_diff=np.concatenate(masked),
+        masked_diff=masked_diff,
     )
 
 
@@ -326,21 +342,25 @@ def _failed_early(base: dict, problem: str) -> Comparison:
 def _summarise(base: dict, v: _Valid, tol: Tolerance) -> Comparison:
     a, b = v.a, v.b
     finite = np.isfinite(a) & np.isfinite(b)
-    same_nonfinite = (~finite) & ((a == b) | (tol.equal_nan & np.isnan(a) & np.isnan(b)))
+    all_finite = bool(finite.all())  # the usual case: one pass per statistic, no np.where
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.where(finite, np.abs(a - b), 0.0)
-    allowed = tol.atol + tol.rtol * np.where(finite, np.abs(b), 0.0)
-    close = np.where(finite, diff <= allowed, same_nonfinite)
-    mismatched = int((~close).sum())
+        diff = np.abs(a - b) if all_finite else np.where(finite, np.abs(a - b), 0.0)
+    abs_b = np.abs(b) if all_finite else np.where(finite, np.abs(b), 0.0)
+    close = diff <= tol.atol + tol.rtol * abs_b
+    same_nonfinite = None
+    if not all_finite:
+        same_nonfinite = (~finite) & ((a == b) | (tol.equal_nan & np.isnan(a) & np.isnan(b)))
+        close = np.where(finite, close, same_nonfinite)
+    mismatched = int(close.size - np.count_nonzero(close))
 
-    d = diff[finite]
+    d, b_fin = (diff, abs_b) if all_finite else (diff[finite], abs_b[finite])
     with np.errstate(over="ignore"):  # d / tiny overflows when expected is 0: keep it finite
-        rel = np.minimum(
-            d / np.maximum(np.abs(b[finite]), np.finfo(np.float64).tiny), np.finfo(np.float64).max
-        )
-    worst = int(np.argmax(np.where(finite, diff, -1.0))) if d.size else None
-    bad_nonfinite = (~finite) & ~same_nonfinite
-    problem = _nonfinite_problem(v, bad_nonfinite)
+        rel = np.minimum(d / np.maximum(b_fin, np.finfo(np.float64).tiny), np.finfo(np.float64).max)
+    worst = None
+    if d.size:
+        worst = int(np.argmax(diff if all_finite else np.where(finite, diff, -1.0)))
+    median, p99 = (float(x) for x in np.percentile(d, [50, 99])) if d.size else (0.0, 0.0)
+    problem = None if all_finite else _nonfinite_problem(v, (~finite) & ~same_nonfinite)
     masked = v.masked_diff[np.isfinite(v.masked_diff)]
     return Comparison(
         **base,
@@ -349,16 +369,16 @@ def _summarise(base: dict, v: _Valid, tol: Tolerance) -> Comparison:
         mismatched=mismatched,
         max_abs_diff=float(d.max()) if d.size else 0.0,
         mean_abs_diff=float(d.mean()) if d.size else 0.0,
-        median_abs_diff=float(np.median(d)) if d.size else 0.0,
-        p99_abs_diff=float(np.percentile(d, 99)) if d.size else 0.0,
+        median_abs_diff=median,
+        p99_abs_diff=p99,
         max_rel_diff=float(rel.max()) if rel.size else 0.0,
         worst_index=v.index_of(worst) if worst is not None else None,
         worst_actual=float(a[worst]) if worst is not None else None,
         worst_expected=float(b[worst]) if worst is not None else None,
-        cosine=_cosine(a[finite], b[finite]),
-        required_atol=float(np.max(d - tol.rtol * np.abs(b[finite]), initial=0.0)),
-        nonfinite_actual=int((~np.isfinite(a)).sum()),
-        nonfinite_expected=int((~np.isfinite(b)).sum()),
+        cosine=_cosine(a, b) if all_finite else _cosine(a[finite], b[finite]),
+        required_atol=float(np.max(d - tol.rtol * b_fin, initial=0.0)),
+        nonfinite_actual=0 if all_finite else int((~np.isfinite(a)).sum()),
+        nonfinite_expected=0 if all_finite else int((~np.isfinite(b)).sum()),
         masked_out=int(v.masked_diff.size),
         masked_max_abs_diff=float(masked.max()) if masked.size else 0.0,
         problem=problem,
@@ -514,11 +534,11 @@ def referee_batches(
     """Referee one named tensor over batches (padding excluded, as in comparisons)."""
     masks = list(masks) if masks is not None else [None] * len(actual)
     a_list, r_list, t_list = ([to_numpy(x) for x in xs] for xs in (actual, reference, truth))
-    cand = _gather_valid(a_list, t_list, masks)
-    ref = _gather_valid(r_list, t_list, masks)
-    actual_rmse = rmse(cand.a, cand.b)
-    reference_rmse = rmse(ref.a, ref.b)
-    scale = float(np.sqrt(np.mean(cand.b**2))) if cand.b.size else 0.0
+    keeps = _valid_keeps(t_list, masks)
+    a, r, t = (_valid_values(xs, keeps) for xs in (a_list, r_list, t_list))
+    actual_rmse = rmse(a, t)
+    reference_rmse = rmse(r, t)
+    scale = float(np.sqrt(np.mean(t**2))) if t.size else 0.0
     allowed = referee.factor * reference_rmse + referee.floor * scale
     passed = bool(np.isfinite(actual_rmse) and actual_rmse <= allowed)
     ratio = actual_rmse / reference_rmse if reference_rmse > 0 else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ class PTModel:
     config: Any
     notes: list[str] = field(default_factory=list)
     _fp64: Any = None
+    _master: Any = None  # the float32 model a reduced-precision copy was made from
 
     @classmethod
     def from_tf(cls, tf_model: Any, name: str = "") -> PTModel:
@@ -94,6 +95,25 @@ class PTModel:
             self._fp64 = copy.deepcopy(self.model).double()
         return self._fp64
 
+    def in_precision(self, precision: str) -> PTModel:
+        """This model computing in ``fp16``/``bf16`` (``fp32``: itself). A TF run in
+        reduced precision is refereed against PyTorch's own error in that precision, so
+        the float64 referee stays the float32 weights' float64 copy."""
+        if precision == "fp32":
+            return self
+        torch = import_torch()
+        dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
+        if precision not in dtypes:
+            raise TfparityError(f"Unknown precision '{precision}'; use fp32, fp16 or bf16.")
+        lowered = copy.deepcopy(self.model).to(dtypes[precision])
+        return replace(
+            self,
+            name=f"{self.name} in {precision}",
+            model=lowered,
+            _fp64=self.fp64(),
+            _master=self.model,
+        )
+
     def run(self, batch: Batch, *, float64: bool = False) -> Trace:
         torch = import_torch()
         model = self.fp64() if float64 else self.model
@@ -115,10 +135,11 @@ class PTModel:
         return trace, recorded
 
     def weights(self) -> dict[str, np.ndarray]:
-        """Parameters as numpy by state-dict name (for weight-level hints)."""
+        """Parameters as numpy by state-dict name (for weight-level hints; float32 ones for
+        a reduced-precision copy, since the TF weights stay float32 under a mixed policy)."""
         from .taps import pt_module_weights
 
-        return pt_module_weights(self.model)
+        return pt_module_weights(self._master if self._master is not None else self.model)
 
     def torch_inputs(self, batch: Batch) -> dict[str, Any]:
         torch = import_torch()

@@ -57,6 +57,14 @@ class StoredReference(PTModel):
     def fp64(self) -> Any:
         raise TfparityError("A stored reference has no float64 model; its fp64 run is stored.")
 
+    def in_precision(self, precision: str) -> PTModel:
+        if precision == "fp32":
+            return self
+        raise TfparityError(
+            f"Stored PyTorch outputs are float32 and float64 runs; a cross-check in "
+            f"{precision} needs the live PyTorch model (drop --load-outputs/--save-outputs)."
+        )
+
     def run(self, batch: Batch, *, float64: bool = False) -> Trace:
         return self.recorded(batch, float64=float64)[0]
 

@@ -128,13 +128,15 @@ def isolate(
     """
     tf = import_tf()
     modules = tf_modules(tf_model)
-    dtype = tf.float32
+    # A mixed-precision model's layers compute in float16/bfloat16 and take only inputs
+    # of that dtype (Keras casts just the first argument), so everything is fed in it.
+    dtype = tf.as_dtype(getattr(tf_model, "compute_dtype", None) or "float32")
     mask = tf.cast(batch.attention_mask, dtype)[:, None, None, :]
     extended = (1.0 - mask) * -10000.0  # what TF BERT's main layer builds
     out: dict[str, np.ndarray] = {}
 
     def f32(x: np.ndarray) -> Any:
-        return tf.constant(np.asarray(x, np.float32))
+        return tf.cast(tf.constant(np.asarray(x, np.float32)), dtype)
 
     n_layers = sum(1 for k in modules if k.endswith(".attention"))
     for i in range(n_layers):

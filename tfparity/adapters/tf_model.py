@@ -120,6 +120,10 @@ class TFModel:
             **kwargs,
         )
 
+    def eager(self) -> TFModel:
+        """This model run eagerly (it is; a compiled ExecutedModel returns its eager twin)."""
+        return self
+
     def gather(self, input_ids: np.ndarray) -> Any:
         """Word embeddings for ``input_ids``, gathered on the Keras side (ids validated)."""
         from ..keras import WordEmbeddingGather

@@ -108,10 +108,17 @@ def crosscheck(
             "reference": pt_model.name,
             "batches": len(batches),
             "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
+            **_execution_facts(tf_model),
             "layers": _layer_rows(comparisons, referees, components),
             "components": [_component_row(c) for c in components],
         },
     )
+
+
+def _execution_facts(tf_model: TFModel) -> dict[str, Any]:
+    """Device, eager/graph/XLA and precision of the TF side, when it was placed."""
+    execution = getattr(tf_model, "execution", None)
+    return execution.describe() if execution is not None else {}
 
 
 def _run_all(
@@ -123,9 +130,10 @@ def _run_all(
 ) -> _Runs:
     runs = _Runs()
     for i, batch in enumerate(batches):
-        if tapped:
-            with taps.tf_taps(tf_model.model) as tf_rec:
-                runs.tf.append(tf_model.run(batch))
+        if tapped:  # taps record Python-side layer calls: the run must be eager
+            eager = tf_model.eager()
+            with taps.tf_taps(eager.model) as tf_rec:
+                runs.tf.append(eager.run(batch))
             pt, pt_rec = pt_model.recorded(batch, tapped=True)
             pt64, pt64_rec = pt_model.recorded(batch, float64=True, tapped=True)
             runs.pt.append(pt)

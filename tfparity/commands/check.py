@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from ..adapters.execution import ExecutionOptions, with_execution
+    from ..adapters.execution import with_execution
     from ..api import load_model, make_batches
     from ..checks.embeds import EmbedsOptions, check_embeds
     from ..report.jsonio import write_json
@@ -59,11 +59,11 @@ def _run_check(args: argparse.Namespace) -> int:
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     batches = make_batches(model, inputs)
     reports, shared = [], None
-    for execution in executions:  # one report per device
+    for execution in (e.settle(len(batches)) for e in executions):  # a report per device
         executed = with_execution(model, execution)
         references = [executed.run(b) for b in batches]
-        if execution == ExecutionOptions():  # plain eager fp32: the cross-check's TF run too
-            shared = references
+        if shared is None:  # the first device's runs serve the cross-check too
+            shared = (executed, references)
         options = EmbedsOptions(tolerance=tolerance(args), references=references)
         report = check_embeds(executed, batches, options)
         report.details.update(execution.describe())
@@ -71,7 +71,7 @@ def _run_check(args: argparse.Namespace) -> int:
         print(render(report, verbose=args.verbose))
         reports.append(report)
     if _wants_crosscheck(args):
-        reports.append(_crosscheck(args, model, batches, shared))
+        reports.append(_crosscheck(args, *shared, batches))
     if args.json:
         write_json(reports, args.json)
     write_outputs(args, reports)
@@ -107,10 +107,9 @@ def _check_golden_arguments(args: argparse.Namespace) -> None:
         import_torch()  # saving needs PyTorch: say so before the model loads
 
 
-def _crosscheck(args: argparse.Namespace, model, batches, tf_traces):
-    """One pass of the cross-check, on the same model and batches, in eager fp32 (the
-    float64 referee judges fp32; other precisions are `tfparity modes`' job). It reuses
-    the embeds check's TF runs when they were eager fp32, and localises only on failure."""
+def _crosscheck(args: argparse.Namespace, model, tf_traces, batches):
+    """One pass of the cross-check on the same batches, reusing the first device's TF
+    runs (same device, execution and precision); it localises only on failure."""
     from ..api import crosscheck
     from ..report.text import render
 

@@ -94,7 +94,9 @@ def tolerance(args: argparse.Namespace):
 
 
 def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
-    """--device, --xla, --precision: how and where a check runs (any check can take them)."""
+    """--device, --eager/--graph/--xla, --precision: how and where a check runs (any
+    check can take them). Without --eager/--graph/--xla the choice is automatic (see
+    ExecutionOptions.settle): eager for a few batches, graph when tracing pays off."""
     group = parser.add_argument_group("execution")
     group.add_argument(
         "--device",
@@ -102,7 +104,15 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
         help="cpu, gpu:N, gpu (every GPU) or all (CPU and every GPU); one report per device "
         "(default: TensorFlow's own placement)",
     )
-    group.add_argument(
+    run = group.add_mutually_exclusive_group()
+    run.add_argument(
+        "--eager",
+        action="store_true",
+        help="run TF eagerly (default: eager for fewer than 8 "
+        "batches, a tf.function traced once per path from 8 on)",
+    )
+    run.add_argument("--graph", action="store_true", help="run TF as a tf.function (graph)")
+    run.add_argument(
         "--xla", action="store_true", help="run compiled with tf.function(jit_compile=True)"
     )
     group.add_argument(
@@ -118,7 +128,8 @@ def execution_options(args: argparse.Namespace) -> list:
     device spec must be resolved)."""
     from ..adapters.execution import ExecutionOptions, expand_devices
 
-    options = ExecutionOptions(xla=args.xla, precision=args.precision)
+    auto = not (args.xla or args.graph or args.eager)
+    options = ExecutionOptions(xla=args.xla, graph=args.graph, precision=args.precision, auto=auto)
     return expand_devices(options, args.device)
 
 

@@ -8,11 +8,13 @@ import time
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
+    add_execution_arguments,
     add_input_arguments,
     add_model_argument,
     add_output_arguments,
     add_report_arguments,
     check_output_arguments,
+    execution_options,
     golden_reference,
     input_options,
     tolerance,
@@ -39,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_input_arguments(p)
     add_report_arguments(p)
+    add_execution_arguments(p)
     add_output_arguments(p)
     p.set_defaults(func=run)
 
@@ -53,13 +56,22 @@ def run(args: argparse.Namespace) -> int:
     if (args.tf is None) != (args.pt is None):
         raise TfparityError("Give both --tf and --pt, or neither (then MODEL is used for both).")
     check_output_arguments(args)
+    executions = execution_options(args)
+    golden = bool(args.save_outputs or args.load_outputs)
+    if golden and (len(executions) > 1 or args.precision != "fp32"):
+        raise TfparityError(
+            "--save-outputs/--load-outputs hold one float32 PyTorch run: use them with one "
+            "device and --precision fp32."
+        )
     if not args.load_outputs:
         import_torch()
     start = time.perf_counter()
-    if args.save_outputs or args.load_outputs:
-        reports = _golden_passes(args)
-    else:
-        reports = crosscheck(
+    reports = []
+    for execution in executions:  # one pass (or two, with the reload) per device
+        if golden:
+            reports += _golden_passes(args, execution)
+            continue
+        reports += crosscheck(
             args.model,
             tf=args.tf,
             pt=args.pt,
@@ -67,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
             tolerance=tolerance(args),
             reload=not args.no_reload,
             allow_pickle=args.allow_pickle,
+            execution=execution,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))
@@ -78,19 +91,19 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
 
 
-def _golden_passes(args: argparse.Namespace) -> list:
+def _golden_passes(args: argparse.Namespace, execution) -> list:
     """The cross-check against a stored reference (--load-outputs) or one captured and
     saved on the way (--save-outputs); the reload pass runs against it too."""
-    from ..api import _save_and_reload, load_model, make_batches
-    from ..checks.crosscheck import CrosscheckOptions
-    from ..checks.crosscheck import crosscheck as check
+    from ..api import crosscheck, load_model, make_batches
 
-    inputs = input_options(args)
     tf_model = load_model(args.tf or args.model, allow_pickle=args.allow_pickle)
-    batches = make_batches(tf_model, inputs)
-    reference = golden_reference(args, batches, args.pt or args.model)
-    reports = [check(tf_model, reference, batches, CrosscheckOptions(tolerance=tolerance(args)))]
-    if not args.no_reload and args.tf is None:
-        options = CrosscheckOptions(tolerance=tolerance(args), label="crosscheck-reloaded")
-        reports.append(check(_save_and_reload(tf_model), reference, batches, options))
-    return reports
+    batches = make_batches(tf_model, input_options(args))
+    return crosscheck(
+        tf_model,
+        pt=golden_reference(args, batches, args.pt or args.model),
+        batches=batches,
+        tolerance=tolerance(args),
+        reload=not args.no_reload and args.tf is None,
+        localise="on_failure",
+        execution=execution,
+    )
