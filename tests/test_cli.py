@@ -298,3 +298,38 @@ def test_check_without_torch_says_the_crosscheck_did_not_run(monkeypatch, capsys
     assert "PASS embeds" in out
     assert "PyTorch is not installed, so the cross-check did not run" in out
     assert "crosscheck ·" not in out
+
+
+# ---------------------------------------------------------------- execution choice
+
+
+def test_check_chooses_graph_from_eight_batches_and_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = ["check", "tiny:bert", "--random", "8", "--seq-len", "8", "--batch-size", "1"]
+    assert cli.main([*args, "--json", "r.json"]) == 0
+    reports = json.loads((tmp_path / "r.json").read_text())["reports"]
+    assert [r["details"]["execution"] for r in reports] == ["graph", "graph"]
+    assert all("auto" in r["details"]["execution_chosen"] for r in reports)
+    assert cli.main([*args, "--eager", "--json", "e.json"]) == 0
+    reports = json.loads((tmp_path / "e.json").read_text())["reports"]
+    assert [r["details"]["execution"] for r in reports] == ["eager", "eager"]
+    assert not any("execution_chosen" in r["details"] for r in reports)
+    capsys.readouterr()
+
+
+def test_eager_graph_and_xla_are_exclusive(tmp_path):
+    result = tfparity_cli("check", "tiny:bert", "--eager", "--xla", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "not allowed with argument" in result.stderr
+
+
+def test_crosscheck_in_bf16_passes_and_golden_outputs_refuse_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = ["crosscheck", "tiny:bert", "--random", "3", "--seq-len", "8", "--no-reload"]
+    assert cli.main([*args, "--precision", "bf16", "--json", "r.json"]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())  # one report: at the top level
+    assert report["details"]["precision"] == "bf16" and report["passed"]
+    capsys.readouterr()
+    code = cli.main([*args, "--precision", "fp16", "--save-outputs", "g.npz"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--precision fp32" in err and not (tmp_path / "g.npz").exists()

@@ -191,3 +191,53 @@ def test_shared_tf_traces_are_used_instead_of_a_new_run(tiny_reference):
     traces[0].arrays["last_hidden_state"] = traces[0]["last_hidden_state"] + 1.0
     report = run_crosscheck(tf_model, pt_model, batches, tf_traces=traces)
     assert not report.passed  # the (doctored) shared traces were judged, not a fresh run
+
+
+# ----------------------------------------------------------------------------- precision
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_reduced_precision_port_passes_against_pytorch_in_that_precision(tiny_reference, precision):
+    """A TF run under a mixed policy is refereed by PyTorch's own error in the same
+    precision; with the float32 PyTorch error as the bar it would fail."""
+    from tfparity.adapters.execution import ExecutionOptions
+
+    pt_model, batches = tiny_reference
+    execution = ExecutionOptions(precision=precision)
+    (report,) = crosscheck(tf=TFModel.load(TINY), pt=pt_model, batches=batches, execution=execution)
+    assert report.passed, [(c.name, c.max_abs_diff) for c in report.failures]
+    assert report.details["precision"] == precision
+    assert report.details["reference"].endswith(f"in {precision}")
+    assert max(c.max_abs_diff for c in report.comparisons) > 1e-4  # it really ran reduced
+    from tfparity.adapters.execution import with_execution
+
+    lowered = with_execution(TFModel.load(TINY), execution)
+    strict = run_crosscheck(lowered, pt_model, batches)  # fp32 PyTorch sets the bar
+    assert not strict.passed
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_reduced_precision_still_catches_and_localises_a_fault(tiny_reference, precision):
+    from tfparity.adapters.execution import ExecutionOptions
+
+    pt_model, batches = tiny_reference
+    f = by_name("transposed attention output kernel")
+    broken = f.apply(TFModel.load(TINY))
+    execution = ExecutionOptions(precision=precision)
+    (report,) = crosscheck(tf=broken, pt=pt_model, batches=batches, execution=execution)
+    assert report.passed is False
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer, d.component) == (f.hidden_state, f.layer, f.component)
+    assert "transposed" in d.hint and "differs" not in d.hint, d.hint  # float32 weights compared
+
+
+def test_in_precision_keeps_float32_weights_and_the_float64_referee(tiny_reference):
+    import torch
+
+    pt_model, _ = tiny_reference
+    lowered = pt_model.in_precision("bf16")
+    assert next(lowered.model.parameters()).dtype == torch.bfloat16
+    assert lowered.fp64() is pt_model.fp64()
+    weights, master = lowered.weights(), pt_model.weights()
+    assert all(np.array_equal(weights[k], master[k]) for k in master)
+    assert pt_model.in_precision("fp32") is pt_model

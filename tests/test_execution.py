@@ -14,6 +14,7 @@ from tfparity.adapters.execution import (
     tf32_enabled,
     with_execution,
 )
+from tfparity.api import make_batches
 from tfparity.errors import TfparityError
 from tfparity.inputs import Batch, InputOptions
 
@@ -135,3 +136,68 @@ def test_embeds_check_under_xla_and_fp16(load_tf_model):
     report = check_embeds(runner, inputs=InputOptions(random=4, seq_len=10, batch_size=4))
     assert report.passed, report.failures
     assert {c.dtype for c in report.comparisons} == {"float16"}
+
+
+# ----------------------------------------------------------------------------- graph runs
+
+
+def test_graph_traces_once_per_path_whatever_the_batch_shapes(load_tf_model):
+    """Batches of different sizes and lengths share one trace per path, and agree with
+    the eager run within fp32 tolerance."""
+    from tfparity.compare import compare_outputs
+
+    model = load_tf_model("tiny:bert")
+    graph = with_execution(model, ExecutionOptions(graph=True))
+    shapes = [(1, 3), (4, 17), (2, 9), (3, 30)]
+    for i, (rows, seq) in enumerate(shapes):
+        options = InputOptions(random=rows, seq_len=seq, batch_size=rows, seed=i)
+        (batch,) = make_batches(model, options)
+        for embeds in (None, graph.gather(batch.input_ids)):
+            actual = graph.run(batch, embeds)
+            expected = model.run(batch, embeds)
+            results = compare_outputs(dict(actual), dict(expected), mask=batch.attention_mask)
+            assert all(c.passed for c in results), [c.name for c in results if not c.passed]
+    assert graph.traces == 2  # ids and embeds, once each
+
+
+def test_eager_twin_shares_the_model_and_runs_eagerly(load_tf_model):
+    model = load_tf_model("tiny:bert")
+    graph = with_execution(model, ExecutionOptions(graph=True, precision="fp32"))
+    twin = graph.eager()
+    assert twin.model is graph.model
+    assert twin.execution == ExecutionOptions()
+    assert twin.eager() is twin and model.eager() is model
+
+
+@pytest.mark.parametrize(
+    ("options", "batches", "expected"),
+    [
+        (ExecutionOptions(auto=True), 7, "eager"),
+        (ExecutionOptions(auto=True), 8, "graph"),
+        (ExecutionOptions(auto=True), 100, "graph"),
+        (ExecutionOptions(), 100, "eager"),  # --eager is kept
+        (ExecutionOptions(graph=True), 1, "graph"),  # --graph is kept
+        (ExecutionOptions(xla=True, auto=True), 1, "xla"),
+    ],
+)
+def test_settle_chooses_graph_from_eight_batches(options, batches, expected):
+    settled = options.settle(batches)
+    assert settled.runner_kind == expected
+    assert ("execution_chosen" in settled.describe()) == (options.auto and not options.xla)
+
+
+def test_crosscheck_taps_run_eagerly_under_graph_execution(load_tf_model):
+    """Sub-layer taps record Python-side layer calls: under a graph execution the
+    cross-check must still record them (on its eager twin)."""
+    from tfparity.adapters.pt_model import PTModel
+    from tfparity.api import crosscheck
+
+    model = load_tf_model("tiny:bert")
+    graph = with_execution(model, ExecutionOptions(graph=True))
+    inputs = InputOptions(random=4, seq_len=12, batch_size=2)
+    (report,) = crosscheck(tf=graph, pt=PTModel.from_tf(model.model), inputs=inputs)
+    assert report.passed, report.failures
+    assert report.details["execution"] == "graph"
+    names = {c["name"] for c in report.details["components"]}
+    assert {"layer_0.attention", "layer_1.output"} <= names
+    assert all(row["isolated_ok"] for row in report.details["layers"][1:])
