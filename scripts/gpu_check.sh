@@ -7,7 +7,8 @@
 # TensorFlow with its CUDA libraries (tensorflow[and-cuda]) when nvidia-smi exists,
 # falling back to plain TensorFlow, then tfparity with all extras. Then it runs
 # `tfparity devices`, `tfparity check MODEL --device gpu` (cpu when TF sees no GPU),
-# `tfparity modes MODEL --devices all`, and scripts/throughput.py (batch 64, seq 128),
+# `tfparity crosscheck MODEL --precision bf16`, `tfparity modes MODEL --devices all`, and
+# scripts/throughput.py (batch 64, seq 128; eager and --graph),
 # and writes everything, with a summary of exit codes, to LOG.
 #
 # Environment:
@@ -84,9 +85,12 @@ fi
 step devices tfparity devices
 step "check --device $DEVICE" tfparity check "$MODEL" --device "$DEVICE"
 step "check --xla" tfparity check "$MODEL" --device "$DEVICE" --xla
+step "crosscheck bf16" tfparity crosscheck "$MODEL" --device "$DEVICE" --precision bf16 --no-reload
 step "modes --devices all" tfparity modes "$MODEL" --devices all
 step throughput python scripts/throughput.py --model "$MODEL" --batch "$BATCH" --seq "$SEQ" \
     --repeats "$REPEATS" --device "$DEVICE"
+step "throughput graph" python scripts/throughput.py --model "$MODEL" --batch "$BATCH" \
+    --seq "$SEQ" --repeats "$REPEATS" --device "$DEVICE" --graph
 
 echo
 echo "===== summary (model $MODEL, device $DEVICE, $GPUS GPU(s) visible to TensorFlow)"

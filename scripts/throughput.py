@@ -6,7 +6,7 @@ timed always; the PyTorch cross-check too when ``tfparity.checks.crosscheck`` ex
 (it runs TF, PyTorch and PyTorch in float64, so it is slower by nature). Inputs are
 seeded random ids: ``--batch`` sequences of mixed lengths up to ``--seq``.
 
-    python scripts/throughput.py --model minilm --batch 64 --seq 128 --device gpu:0
+    python scripts/throughput.py --model minilm --batch 64 --seq 128 --device gpu:0 [--graph]
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--device", default=None, help="cpu, gpu:N, gpu, all (default: TF's)")
-    parser.add_argument("--xla", action="store_true")
+    run = parser.add_mutually_exclusive_group()
+    run.add_argument("--graph", action="store_true", help="TF as a tf.function (default eager)")
+    run.add_argument("--xla", action="store_true")
     parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs after a warm-up")
     args = parser.parse_args()
@@ -36,7 +38,7 @@ def main() -> int:
     model = load_model(args.model)
     inputs = InputOptions(random=args.batch, seq_len=args.seq, batch_size=args.batch, seed=0)
     batches = make_batches(model, inputs)
-    base = ExecutionOptions(xla=args.xla, precision=args.precision)
+    base = ExecutionOptions(xla=args.xla, graph=args.graph, precision=args.precision)
     for options in expand_devices(base, args.device):
         runner = with_execution(model, options)
         where = ", ".join(f"{k} {v}" for k, v in options.describe().items())

@@ -201,3 +201,26 @@ def test_crosscheck_taps_run_eagerly_under_graph_execution(load_tf_model):
     names = {c["name"] for c in report.details["components"]}
     assert {"layer_0.attention", "layer_1.output"} <= names
     assert all(row["isolated_ok"] for row in report.details["layers"][1:])
+
+
+ARCHS = ["bert", "roberta", "gpt2", "albert", "distilbert", "electra", "xlnet", "t5"]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_tiny_architecture_runs_traced_as_it_runs_eagerly(load_tf_model, arch):
+    """From 8 batches the CLI traces the model: every architecture must trace (autograph
+    off) once per path and agree with its eager run."""
+    from tfparity.compare import compare_outputs
+
+    model = load_tf_model(f"tiny:{arch}")
+    graph = with_execution(model, ExecutionOptions(graph=True))
+    batches = make_batches(model, InputOptions(random=5, seq_len=12, batch_size=3, seed=3))
+    for batch in batches:
+        for embeds in (None, model.gather(batch.input_ids)):
+            results = compare_outputs(
+                dict(graph.run(batch, embeds)),
+                dict(model.run(batch, embeds)),
+                mask=batch.attention_mask,
+            )
+            assert all(c.passed for c in results), [c.name for c in results if not c.passed]
+    assert graph.traces == 2
