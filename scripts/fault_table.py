@@ -1,6 +1,6 @@
 """Print the cross-check's detection table for the fault catalogue (tfparity.faults).
 
-    python scripts/fault_table.py [MODEL ...]      (default: tiny:bert minilm)
+    python scripts/fault_table.py [MODEL ...]  (default: tiny:bert minilm tiny:distilbert)
 
 For each fault: verdict, where the first divergence was localised, whether that is
 where the catalogue expects it, and the referee figures at that hidden state (TF's RMSE
@@ -17,7 +17,7 @@ def main(models: list[str]) -> int:
     from tfparity.adapters.tf_model import TFModel
     from tfparity.api import make_batches
     from tfparity.checks.crosscheck import crosscheck
-    from tfparity.faults import CATALOGUE
+    from tfparity.faults import catalogue_for
 
     misses = 0
     for spec in models:
@@ -26,7 +26,7 @@ def main(models: list[str]) -> int:
         batches = make_batches(reference)
         print(f"\n{spec}")
         print(f"{'fault':36} {'verdict':7} {'localised to':32} {'expected':8} {'TF rmse':>9}")
-        for fault in CATALOGUE:
+        for fault in catalogue_for(reference.model_type):
             broken = fault.apply(TFModel.load(spec))
             report = crosscheck(broken, pt_model, batches)
             d = report.first_divergence
@@ -63,4 +63,4 @@ def _changes_anything(reference, broken) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or ["tiny:bert", "minilm"]))
+    sys.exit(main(sys.argv[1:] or ["tiny:bert", "minilm", "tiny:distilbert"]))

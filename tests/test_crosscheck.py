@@ -11,8 +11,9 @@ from tfparity.adapters.pt_model import PTModel
 from tfparity.adapters.specs import minilm_dir
 from tfparity.adapters.tf_model import TFModel
 from tfparity.api import crosscheck, make_batches
+from tfparity.checks.crosscheck import CrosscheckOptions
 from tfparity.checks.crosscheck import crosscheck as run_crosscheck
-from tfparity.faults import CATALOGUE, by_name, with_config
+from tfparity.faults import CATALOGUE, DISTILBERT_CATALOGUE, by_name, with_config
 
 TINY = "tiny:bert"
 
@@ -75,14 +76,66 @@ def test_explicit_tolerance_mode_and_its_blind_spot(tiny_reference):
     assert all(c.judge == "tolerance" for c in loose.comparisons)
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "distilbert", "albert"])
+@pytest.mark.parametrize("arch", ["gpt2", "albert"])
 def test_other_architectures_pass_and_localise_by_layer(arch):
     tf_model = TFModel.load(f"tiny:{arch}")
     pt_model = PTModel.from_tf(tf_model.model)
     batches = make_batches(tf_model, InputOptions(random=4, seq_len=12, batch_size=2))
     report = run_crosscheck(tf_model, pt_model, batches)
     assert report.passed, [c.name for c in report.failures]
-    assert any("taps" in n for n in report.notes)
+    assert any("Sub-layer taps are available for" in n for n in report.notes)
+
+
+def test_untapped_architecture_gets_weight_hints_for_its_layer():
+    """GPT-2 has no taps, but the weights of the diverging layer are still compared."""
+    tf_model = TFModel.load("tiny:gpt2")
+    pt_model = PTModel.from_tf(tf_model.model)
+    zero(tf_model.model.transformer.h[1].mlp.c_fc.bias)
+    batches = make_batches(tf_model, InputOptions(random=4, seq_len=12, batch_size=2))
+    report = run_crosscheck(tf_model, pt_model, batches)
+    d = report.first_divergence
+    assert report.passed is False and (d.hidden_state, d.layer, d.component) == (2, 1, None)
+    assert "h.1.mlp.c_fc.bias is all zeros" in d.hint, d.hint
+    assert d.hint.count("weight ") == 1, d.hint  # only the broken one: shapes are reconciled
+    from tfparity.report.text import render
+
+    assert "layer 1 (sub-layers not tapped)" in render(report)
+
+
+# ----------------------------------------------------------------------------- DistilBERT
+
+DISTIL = "tiny:distilbert"
+
+
+@pytest.fixture(scope="module")
+def distil_reference():
+    tf_model = TFModel.load(DISTIL)
+    batches = make_batches(tf_model, InputOptions(random=6, seq_len=16, batch_size=3, seed=1))
+    return PTModel.from_tf(tf_model.model), batches
+
+
+def test_distilbert_taps_and_isolation_pass_on_a_correct_port(distil_reference):
+    pt_model, batches = distil_reference
+    options = CrosscheckOptions(localise="always")
+    report = run_crosscheck(TFModel.load(DISTIL), pt_model, batches, options)
+    assert report.passed, [c.name for c in report.failures]
+    names = [c["name"] for c in report.details["components"]]
+    layer_0 = ["layer_0.attention", "layer_0.intermediate", "layer_0.output"]
+    assert names[:4] == ["embeddings", *layer_0]
+    assert all(c["isolated_ok"] is not False for c in report.details["components"])
+    isolated = [c["isolated_rmse"] for c in report.details["components"] if c["isolated_rmse"]]
+    assert isolated and max(isolated) < 1e-5  # fed PyTorch's inputs, TF agrees closely
+
+
+@pytest.mark.parametrize("fault", [f.name for f in DISTILBERT_CATALOGUE])
+def test_fault_catalogue_on_tiny_distilbert(distil_reference, fault):
+    pt_model, batches = distil_reference
+    f = by_name(fault, "distilbert")
+    report = run_crosscheck(f.apply(TFModel.load(DISTIL)), pt_model, batches)
+    assert report.passed is False
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer, d.component) == (f.hidden_state, f.layer, f.component), d
+    assert f.hint in d.hint, d.hint
 
 
 # ----------------------------------------------------------------------------- minilm

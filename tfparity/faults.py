@@ -1,4 +1,5 @@
-"""Deliberately broken ports of a BERT-family TF model, to prove a check can fail.
+"""Deliberately broken ports of BERT-family and DistilBERT TF models, to prove a check
+can fail.
 
 A parity check that says PASS wrongly is worse than none, so every check should be
 seen failing on known faults. Each :class:`Fault` breaks a copy of a loaded
@@ -183,5 +184,77 @@ CATALOGUE: tuple[Fault, ...] = (
 )
 
 
-def by_name(name: str) -> Fault:
-    return next(f for f in CATALOGUE if f.name == name)
+def _block(main: Any, i: int) -> Any:
+    return main.transformer.layer[i]
+
+
+DISTILBERT_CATALOGUE: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention query bias",
+        _in_place(lambda m: _zero(_block(m, 1).attention.q_lin.bias)),
+        2,
+        1,
+        "attention",
+        "q_lin.bias is all zeros",
+    ),
+    Fault(
+        "transposed attention output kernel",
+        _in_place(lambda m: _transpose(_block(m, 0).attention.out_lin.kernel)),
+        1,
+        0,
+        "attention",
+        "transposed",
+    ),
+    Fault(
+        "dropped FFN up-projection bias",
+        _in_place(lambda m: _zero(_block(m, 0).ffn.lin1.bias)),
+        1,
+        0,
+        "intermediate",
+        "lin1.bias is all zeros",
+    ),
+    Fault(
+        "gelu_new instead of gelu",
+        with_config(activation="gelu_new"),
+        1,
+        0,
+        "intermediate",
+        "TF's matches gelu_new",
+    ),
+    Fault(
+        "dropped FFN down-projection bias",
+        _in_place(lambda m: _zero(_block(m, 1).ffn.lin2.bias)),
+        2,
+        1,
+        "output",
+        "lin2.bias is all zeros",
+    ),
+    Fault(
+        "LayerNorm gamma off by 1%",
+        _in_place(lambda m: _scale(_block(m, 0).output_layer_norm.gamma, 1.01)),
+        1,
+        0,
+        "output",
+        "output_layer_norm.weight differs",
+    ),
+    Fault(
+        "shifted position embeddings",
+        _in_place(lambda m: _roll_rows(m.embeddings.position_embeddings)),
+        0,
+        "embeddings",
+        "embeddings",
+        "shifted by",
+    ),
+)
+
+CATALOGUES = {"bert": CATALOGUE, "distilbert": DISTILBERT_CATALOGUE}
+
+
+def catalogue_for(model_type: str) -> tuple[Fault, ...]:
+    """The faults written for ``model_type``'s module layout (BERT's by default: RoBERTa
+    and ELECTRA share it)."""
+    return CATALOGUES.get(model_type, CATALOGUE)
+
+
+def by_name(name: str, model_type: str = "bert") -> Fault:
+    return next(f for f in catalogue_for(model_type) if f.name == name)

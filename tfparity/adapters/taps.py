@@ -1,4 +1,6 @@
-"""Sub-layer taps and isolated runs for the BERT family (BERT, RoBERTa, ELECTRA).
+"""Sub-layer taps and isolated runs for the BERT family (BERT, RoBERTa, ELECTRA,
+XLM-R, CamemBERT) and DistilBERT; where each family keeps its sub-layers is in
+:mod:`.tap_families`.
 
 Tap names, in the order data flows through a layer: ``embeddings``,
 ``layer_{i}.attention`` (self-attention + dense + residual + LayerNorm),
@@ -22,61 +24,66 @@ import numpy as np
 from ..compare import to_numpy
 from ..inputs import Batch
 from .runtime import import_tf, import_torch
+from .tap_families import COMPONENTS, FAMILIES, FeedForward, family_of
 
-FAMILY = ("bert", "roberta", "electra", "xlm-roberta", "camembert")
-COMPONENTS = ("attention", "intermediate", "output")
+FAMILY = tuple(t for f in FAMILIES for t in f.model_types)
 
 
 def supported(config: Any) -> bool:
-    return config.model_type in FAMILY
-
-
-def tap_names(num_layers: int, pooler: bool) -> list[str]:
-    names = ["embeddings"]
-    for i in range(num_layers):
-        names += [f"layer_{i}.{c}" for c in COMPONENTS]
-    return names + (["pooler"] if pooler else [])
-
-
-# ----------------------------------------------------------------------------- TF
+    return family_of(config) is not None
 
 
 def _tf_main(model: Any) -> Any:
     return getattr(model, model.base_model_prefix)
 
 
-def tf_modules(model: Any) -> dict[str, Any]:
-    main = _tf_main(model)
-    modules = {"embeddings": main.embeddings}
-    for i, layer in enumerate(main.encoder.layer):
-        modules[f"layer_{i}.attention"] = layer.attention
-        modules[f"layer_{i}.intermediate"] = layer.intermediate
-        modules[f"layer_{i}.output"] = layer.bert_output
-    if getattr(main, "pooler", None) is not None:
-        modules["pooler"] = main.pooler
-    return modules
+def feed_forward(tf_model: Any, layer: int) -> FeedForward:
+    """The TF dense layers and LayerNorm around layer ``layer``'s activation."""
+    return family_of(tf_model.config).feed_forward(_tf_main(tf_model), layer, tf_model.config)
+
+
+def weight_scope(config: Any, layer: int | str, component: str | None) -> list[tuple[str, str]]:
+    """Where a component's PyTorch parameters are, as (name prefix, name part) pairs for
+    weight hints. Families name them exactly; for other architectures every parameter
+    whose name holds the layer number (``h.3.``, ``block.3.``) or ``embed``/``pooler``."""
+    family = family_of(config)
+    if family is not None:
+        parts = COMPONENTS if component is None else (component,)  # None: the whole layer
+        return [(prefix, "") for part in parts for prefix in family.pt_prefixes(layer, part)]
+    if isinstance(layer, int):
+        return [("", f".{layer}.")]
+    return {"embeddings": [("", "embed")], "pooler": [("", "pooler")]}.get(component, [])
+
+
+def feed_forward_activation(config: Any) -> str:
+    """The activation's config value (``hidden_act``, DistilBERT's ``activation``)."""
+    return getattr(config, "hidden_act", None) or getattr(config, "activation", "")
+
+
+# ----------------------------------------------------------------------------- TF
 
 
 @contextlib.contextmanager
 def tf_taps(model: Any) -> Iterator[dict[str, np.ndarray]]:
     """Record TF sub-layer outputs while the block runs; restores ``call`` afterwards."""
     recorded: dict[str, np.ndarray] = {}
-    modules = tf_modules(model)
+    taps = family_of(model.config).tf_taps(_tf_main(model))
     originals = {}
-    for name, layer in modules.items():
-        originals[name] = layer.call
-        layer.call = _recording(layer.call, name, recorded)
+    for name, tap in taps.items():
+        originals[name] = tap.layer.call
+        tap.layer.call = _recording(tap.layer.call, name, tap.side, recorded)
     try:
         yield recorded
     finally:
-        for name, layer in modules.items():
-            layer.call = originals[name]
+        for name, tap in taps.items():
+            tap.layer.call = originals[name]
 
 
-def _recording(call: Any, name: str, recorded: dict[str, np.ndarray]) -> Any:
+def _recording(call: Any, name: str, side: str, recorded: dict[str, np.ndarray]) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         out = call(*args, **kwargs)
-        recorded[name] = to_numpy(out[0] if isinstance(out, (tuple, list)) else out)
+        value = (args[0] if args else next(iter(kwargs.values()))) if side == "in" else out
+        recorded[name] = to_numpy(value[0] if isinstance(value, (tuple, list)) else value)
         return out
 
     return wrapper
@@ -85,29 +92,19 @@ def _recording(call: Any, name: str, recorded: dict[str, np.ndarray]) -> Any:
 # ----------------------------------------------------------------------------- PT
 
 
-def pt_modules(model: Any) -> dict[str, Any]:
-    modules = {"embeddings": model.embeddings}
-    for i, layer in enumerate(model.encoder.layer):
-        modules[f"layer_{i}.attention"] = layer.attention
-        modules[f"layer_{i}.intermediate"] = layer.intermediate
-        modules[f"layer_{i}.output"] = layer.output
-    if getattr(model, "pooler", None) is not None:
-        modules["pooler"] = model.pooler
-    return modules
-
-
 @contextlib.contextmanager
 def pt_taps(model: Any) -> Iterator[dict[str, np.ndarray]]:
     """Record PyTorch sub-module outputs with forward hooks while the block runs."""
     recorded: dict[str, np.ndarray] = {}
     handles = []
-    for name, module in pt_modules(model).items():
+    for name, tap in family_of(model.config).pt_taps(model).items():
 
-        def hook(_m, _inputs, output, name=name):
-            out = output[0] if isinstance(output, (tuple, list)) else output
+        def hook(_m, inputs, output, name=name, side=tap.side):
+            value = inputs if side == "in" else output
+            out = value[0] if isinstance(value, (tuple, list)) else value
             recorded[name] = out.detach().cpu().double().numpy()
 
-        handles.append(module.register_forward_hook(hook))
+        handles.append(tap.layer.register_forward_hook(hook))
     try:
         yield recorded
     finally:
@@ -127,42 +124,22 @@ def isolate(
     run of ``batch``. Returns TF outputs under the tap names.
     """
     tf = import_tf()
-    modules = tf_modules(tf_model)
+    family, main = family_of(tf_model.config), _tf_main(tf_model)
     # A mixed-precision model's layers compute in float16/bfloat16 and take only inputs
     # of that dtype (Keras casts just the first argument), so everything is fed in it.
     dtype = tf.as_dtype(getattr(tf_model, "compute_dtype", None) or "float32")
-    mask = tf.cast(batch.attention_mask, dtype)[:, None, None, :]
-    extended = (1.0 - mask) * -10000.0  # what TF BERT's main layer builds
-    out: dict[str, np.ndarray] = {}
+    mask = tf.cast(batch.attention_mask, dtype)
 
-    def f32(x: np.ndarray) -> Any:
+    def fed(x: np.ndarray) -> Any:
         return tf.cast(tf.constant(np.asarray(x, np.float32)), dtype)
 
-    n_layers = sum(1 for k in modules if k.endswith(".attention"))
+    out: dict[str, np.ndarray] = {}
+    n_layers = sum(1 for k in pt_taps if k.endswith(".attention"))
     for i in range(n_layers):
-        attn_in = f32(pt_hidden[i])
-        attn = modules[f"layer_{i}.attention"](
-            input_tensor=attn_in,
-            attention_mask=extended,
-            head_mask=None,
-            encoder_hidden_states=None,
-            encoder_attention_mask=None,
-            past_key_value=None,
-            output_attentions=False,
-            training=False,
-        )[0]
-        out[f"layer_{i}.attention"] = to_numpy(attn)
-        pt_attn = f32(pt_taps[f"layer_{i}.attention"])
-        out[f"layer_{i}.intermediate"] = to_numpy(modules[f"layer_{i}.intermediate"](pt_attn))
-        out[f"layer_{i}.output"] = to_numpy(
-            modules[f"layer_{i}.output"](
-                hidden_states=f32(pt_taps[f"layer_{i}.intermediate"]),
-                input_tensor=pt_attn,
-                training=False,
-            )
-        )
-    if "pooler" in modules:
-        out["pooler"] = to_numpy(modules["pooler"](f32(pt_hidden[-1])))
+        block = family.isolate_block(main, i, fed(pt_hidden[i]), mask, lambda k: fed(pt_taps[k]))
+        out.update({f"layer_{i}.{c}": to_numpy(v) for c, v in block.items()})
+    if getattr(main, "pooler", None) is not None and "pooler" in pt_taps:
+        out["pooler"] = to_numpy(main.pooler(fed(pt_hidden[-1])))
     return out
 
 

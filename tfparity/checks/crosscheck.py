@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ..adapters import taps
 from ..adapters.pt_model import PTModel
+from ..adapters.tap_families import numpy_weights
 from ..adapters.tf_model import TFModel
 from ..compare import (
     Comparison,
@@ -238,8 +237,11 @@ def localise(
     return Divergence(k, layer, component, _hint(tf_model, pt_model, layer, component, runs))
 
 
-def _component_of(layer: int, components: list[Component]) -> str:
+def _component_of(layer: int, components: list[Component]) -> str | None:
+    """The layer's first failing component (isolated first); None without taps."""
     mine = [c for c in components if c.name.startswith(f"layer_{layer}.")]
+    if not mine:
+        return None
     for judge in ("isolated", "accumulated"):
         for c in mine:
             result = getattr(c, judge)
@@ -248,26 +250,17 @@ def _component_of(layer: int, components: list[Component]) -> str:
     return "attention"
 
 
-PT_PREFIX = {
-    "embeddings": "embeddings.",
-    "pooler": "pooler.",
-    "attention": "attention.",
-    "intermediate": "intermediate.",
-    "output": "output.",
-}
-
-
-def _hint(tf_model: TFModel, pt_model: PTModel, layer: Any, component: str, runs: _Runs) -> str:
+def _hint(
+    tf_model: TFModel, pt_model: PTModel, layer: Any, component: str | None, runs: _Runs
+) -> str:
     parts = hints.config_differences(tf_model.config, pt_model.config)
-    prefix = PT_PREFIX.get(component, "")
-    if isinstance(layer, int):
-        prefix = f"encoder.layer.{layer}.{prefix}"
-    pt_weights = pt_model.weights() if prefix else {}
-    if pt_weights:
-        parts += hints.weight_differences(tf_model.model, pt_weights, prefix)
+    scope = taps.weight_scope(pt_model.config, layer, component)
+    pt_weights = pt_model.weights() if scope else {}
+    for prefix, contains in scope if pt_weights else []:
+        parts += hints.weight_differences(tf_model.model, pt_weights, prefix, contains)
     if isinstance(layer, int) and runs.pt_taps and taps.supported(tf_model.config):
         parts += _numeric_signature(tf_model, pt_model, layer, component, runs)
-    if not parts and prefix and not pt_weights:  # a stored reference: no weights to compare
+    if not parts and scope and not pt_weights:  # a stored reference: no weights to compare
         parts.append(
             "The config agrees here; the weights were not compared (the PyTorch reference "
             "is stored outputs, not a model): a dropped, transposed or shifted weight of "
@@ -283,31 +276,29 @@ def _hint(tf_model: TFModel, pt_model: PTModel, layer: Any, component: str, runs
 
 
 def _numeric_signature(
-    tf_model: TFModel, pt_model: PTModel, layer: int, component: str, runs: _Runs
+    tf_model: TFModel, pt_model: PTModel, layer: int, component: str | None, runs: _Runs
 ) -> list[str]:
-    modules = taps.tf_modules(tf_model.model)
+    """Which activation (intermediate) or LayerNorm epsilon (output) reproduces each side,
+    computed from PyTorch's inputs to the component and the TF weights."""
+    ffn = taps.feed_forward(tf_model.model, layer)
     pt_rec, tf_iso = runs.pt_taps[0], runs.isolated[0]
     attn = pt_rec[f"layer_{layer}.attention"]
     if component == "intermediate":
-        dense = modules[f"layer_{layer}.intermediate"].dense
-        pre = attn @ dense.kernel.numpy().astype(np.float64) + dense.bias.numpy()
+        kernel, bias = numpy_weights(ffn.up)
+        pt_act = taps.feed_forward_activation(pt_model.config)
         return [
             hints.activation_hint(
-                pre,
+                attn @ kernel + bias,
                 pt_rec[f"layer_{layer}.intermediate"],
                 tf_iso[f"layer_{layer}.intermediate"],
-                tf_model.config.hidden_act,
-                pt_model.config.hidden_act,
+                ffn.activation,
+                pt_act,
             )
         ]
     if component == "output":
-        out = modules[f"layer_{layer}.output"]
-        pre = (
-            pt_rec[f"layer_{layer}.intermediate"] @ out.dense.kernel.numpy().astype(np.float64)
-            + out.dense.bias.numpy()
-            + attn
-        )
-        ln = out.LayerNorm
+        kernel, bias = numpy_weights(ffn.down)
+        pre = pt_rec[f"layer_{layer}.intermediate"] @ kernel + bias + attn
+        ln = ffn.norm
         return [
             hints.layernorm_hint(
                 pre,

@@ -27,6 +27,10 @@ CONFIG_FIELDS = (
     "pad_token_id",
     "activation_function",
     "layer_norm_epsilon",
+    "activation",
+    "dim",
+    "hidden_dim",
+    "n_heads",
 )
 EPSILONS = (1e-12, 1e-6, 1e-5, 1e-3)
 
@@ -40,8 +44,11 @@ def config_differences(tf_config: Any, pt_config: Any) -> list[str]:
     return diffs
 
 
-def weight_differences(tf_model: Any, pt_weights: dict[str, np.ndarray], prefix: str) -> list[str]:
-    """TF weights under the PyTorch name ``prefix`` that differ from PyTorch's, described."""
+def weight_differences(
+    tf_model: Any, pt_weights: dict[str, np.ndarray], prefix: str, contains: str = ""
+) -> list[str]:
+    """TF weights under the PyTorch name ``prefix`` (and holding ``contains``) that differ
+    from PyTorch's, described."""
     from transformers.modeling_tf_pytorch_utils import convert_tf_weight_name_to_pt_weight_name
 
     base = tf_model.base_model_prefix + "."
@@ -51,12 +58,17 @@ def weight_differences(tf_model: Any, pt_weights: dict[str, np.ndarray], prefix:
         name, transpose = convert_tf_weight_name_to_pt_weight_name(
             var.name, start_prefix_to_remove=strip, tf_weight_shape=var.shape
         )
-        if not name.startswith(prefix) or name not in pt_weights:
+        if not name.startswith(prefix) or contains not in name or name not in pt_weights:
             continue
         tf_value = var.numpy()
         if transpose.name != "NO":
             tf_value = tf_value.T
         pt_value = pt_weights[name]
+        if (
+            tf_value.shape != pt_value.shape
+            and np.squeeze(tf_value).shape == np.squeeze(pt_value).shape
+        ):  # GPT-2's Conv1D keeps biases as [1, n] in TF, [n] in PyTorch
+            tf_value = tf_value.reshape(pt_value.shape)
         if tf_value.shape == pt_value.shape and np.allclose(tf_value, pt_value, atol=0, rtol=0):
             continue
         found.append(describe_weight(name, tf_value, pt_value))
@@ -105,6 +117,15 @@ ACTIVATIONS = {
 }
 
 
+def clear_winner(fits: dict[Any, float]) -> Any:
+    """The candidate whose fit is at most half the next best's, or None: a tie (all
+    fits alike, as when the weights themselves differ) explains nothing."""
+    ranked = sorted(fits, key=fits.get)
+    if len(ranked) > 1 and not fits[ranked[0]] <= 0.5 * fits[ranked[1]]:
+        return None
+    return ranked[0]
+
+
 def activation_hint(
     pre_activation: np.ndarray,
     pt_output: np.ndarray,
@@ -116,8 +137,13 @@ def activation_hint(
     x = pre_activation[..., :256]  # a slice keeps the exact-erf loop cheap
     pt_fit = {k: rmse(f(x), pt_output[..., :256]) for k, f in ACTIVATIONS.items()}
     tf_fit = {k: rmse(f(x), tf_output[..., :256]) for k, f in ACTIVATIONS.items()}
-    best_pt, best_tf = min(pt_fit, key=pt_fit.get), min(tf_fit, key=tf_fit.get)
+    best_pt, best_tf = clear_winner(pt_fit), clear_winner(tf_fit)
     tried = ", ".join(f"{k}: rmse {v:.2g}" for k, v in pt_fit.items())
+    if best_pt is None or best_tf is None:
+        return (
+            "activation: no variant clearly reproduces both sides from TF's up-projection "
+            f"(its weights may differ); tried on PyTorch's output: {tried}"
+        )
     if best_pt != best_tf:
         return (
             f"activation: PyTorch's intermediate output matches {best_pt}, TF's matches "
@@ -136,8 +162,13 @@ def layernorm_hint(
         eps: rmse((pre_norm - mean) / np.sqrt(var + eps) * gamma + beta, pt_output)
         for eps in sorted(set(EPSILONS) | {tf_eps})
     }
-    best = min(fits, key=fits.get)
+    best = clear_winner(fits)
     tried = ", ".join(f"{e:g}: rmse {v:.2g}" for e, v in fits.items())
+    if best is None:
+        return (
+            "LayerNorm epsilon: no epsilon clearly reproduces PyTorch's output from TF's "
+            f"weights (they may differ; tried {tried})"
+        )
     if best != tf_eps:
         return (
             f"LayerNorm epsilon: PyTorch's output matches eps={best:g}, TF uses "

@@ -113,7 +113,7 @@ def _section(report: Report, image: bytes | None, image_note: str | None) -> lis
     if d is not None:
         out.append(
             f"<p><b>first divergence:</b> hidden_states[{_e(d.hidden_state)}] · layer "
-            f"{_e(d.layer)} · component {_e(d.component)}</p>"
+            f"{_e(d.layer)}{f' · component {_e(d.component)}' if d.component else ''}</p>"
         )
         if d.hint:
             out.append(f"<p><b>hint:</b> {_e(d.hint)}</p>")

@@ -17,12 +17,13 @@ class Divergence:
     """Where two runs first part.
 
     ``hidden_state`` indexes the model's ``hidden_states`` tuple (0 = embedding output,
-    k = output of encoder layer k-1); ``layer`` is ``"embeddings"`` or that layer's index.
+    k = output of encoder layer k-1); ``layer`` is ``"embeddings"`` or that layer's index;
+    ``component`` is None where the architecture has no sub-layer taps.
     """
 
     hidden_state: int | None
     layer: str | int
-    component: Component
+    component: Component | None
     hint: str = ""
 
 

@@ -28,10 +28,8 @@ def render(report: Report, *, verbose: bool = False) -> str:
     if report.first_divergence is not None:
         d = report.first_divergence
         lines.append("")
-        lines.append(
-            f"first divergence: hidden_states[{d.hidden_state}] · layer {d.layer} · "
-            f"component {d.component}"
-        )
+        where = f" · component {d.component}" if d.component else " (sub-layers not tapped)"
+        lines.append(f"first divergence: hidden_states[{d.hidden_state}] · layer {d.layer}{where}")
         if d.hint:
             lines.append(f"hint: {d.hint}")
     failing = report.failures

@@ -1,0 +1,168 @@
+"""Where each model family keeps its sub-layers, in TF and in PyTorch.
+
+Every family maps its blocks onto the same tap names (see :mod:`.taps`):
+``layer_{i}.attention`` (self-attention + residual + LayerNorm), ``layer_{i}.intermediate``
+(FFN up-projection + activation), ``layer_{i}.output`` (FFN down-projection + residual +
+LayerNorm). A :class:`Tap` names the layer whose output (or input) is that value: in
+DistilBERT the activation is a plain function inside the FFN, so its output is read as
+the input of the down-projection.
+
+A family also knows how to run one block's sub-layers on PyTorch's own inputs
+(isolation), which PyTorch parameters belong to a component (weight hints), and the
+dense layers and LayerNorm around the activation (numeric hints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+COMPONENTS = ("attention", "intermediate", "output")
+
+
+@dataclass(frozen=True)
+class Tap:
+    """``layer``'s output (``side="out"``) or first input (``side="in"``)."""
+
+    layer: Any
+    side: str = "out"
+
+
+@dataclass(frozen=True)
+class FeedForward:
+    """The TF layers around a block's activation: up-projection, down-projection and
+    the LayerNorm after the residual, and the activation's config name."""
+
+    up: Any
+    down: Any
+    norm: Any
+    activation: str
+
+
+class BertFamily:
+    """BERT, RoBERTa, ELECTRA, XLM-R, CamemBERT: ``encoder.layer[i]`` holds
+    ``attention``, ``intermediate`` and ``output`` in both frameworks."""
+
+    model_types = ("bert", "roberta", "electra", "xlm-roberta", "camembert")
+
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        taps = {"embeddings": Tap(main.embeddings)}
+        for i, layer in enumerate(main.encoder.layer):
+            taps[f"layer_{i}.attention"] = Tap(layer.attention)
+            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
+            taps[f"layer_{i}.output"] = Tap(layer.bert_output)
+        if getattr(main, "pooler", None) is not None:
+            taps["pooler"] = Tap(main.pooler)
+        return taps
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        taps = {"embeddings": Tap(model.embeddings)}
+        for i, layer in enumerate(model.encoder.layer):
+            taps[f"layer_{i}.attention"] = Tap(layer.attention)
+            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
+            taps[f"layer_{i}.output"] = Tap(layer.output)
+        if getattr(model, "pooler", None) is not None:
+            taps["pooler"] = Tap(model.pooler)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Callable) -> dict:
+        """Layer ``i``'s sub-layers on PyTorch's inputs; ``mask`` is ``[batch, seq]`` in
+        the compute dtype, ``pt(name)`` a PyTorch tap as a tensor of that dtype."""
+        layer = main.encoder.layer[i]
+        extended = (1.0 - mask[:, None, None, :]) * -10000.0  # what TF BERT builds
+        attn = layer.attention(
+            input_tensor=x,
+            attention_mask=extended,
+            head_mask=None,
+            encoder_hidden_states=None,
+            encoder_attention_mask=None,
+            past_key_value=None,
+            output_attentions=False,
+            training=False,
+        )[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        inter = layer.intermediate(pt_attn)
+        out = layer.bert_output(
+            hidden_states=pt(f"layer_{i}.intermediate"), input_tensor=pt_attn, training=False
+        )
+        return {"attention": attn, "intermediate": inter, "output": out}
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return [f"{component}."] if component in ("embeddings", "pooler") else []
+        return [f"encoder.layer.{layer}.{component}."]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward:
+        layer = main.encoder.layer[i]
+        out = layer.bert_output
+        return FeedForward(layer.intermediate.dense, out.dense, out.LayerNorm, config.hidden_act)
+
+
+class DistilBertFamily:
+    """DistilBERT: ``transformer.layer[i]`` holds ``attention``, ``sa_layer_norm``,
+    ``ffn`` (``lin1``, activation, ``lin2``) and ``output_layer_norm``."""
+
+    model_types = ("distilbert",)
+
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main.embeddings, main.transformer.layer)
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model.embeddings, model.transformer.layer)
+
+    @staticmethod
+    def _taps(embeddings: Any, blocks: Any) -> dict[str, Tap]:
+        taps = {"embeddings": Tap(embeddings)}
+        for i, block in enumerate(blocks):
+            taps[f"layer_{i}.attention"] = Tap(block.sa_layer_norm)
+            taps[f"layer_{i}.intermediate"] = Tap(block.ffn.lin2, "in")
+            taps[f"layer_{i}.output"] = Tap(block.output_layer_norm)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Callable) -> dict:
+        block = main.transformer.layer[i]
+        sa = block.attention(x, x, x, mask, None, False, training=False)[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        return {
+            "attention": block.sa_layer_norm(sa + x),
+            "intermediate": block.ffn.activation(block.ffn.lin1(pt_attn)),
+            "output": block.output_layer_norm(
+                block.ffn.lin2(pt(f"layer_{i}.intermediate")) + pt_attn
+            ),
+        }
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return ["embeddings."] if component == "embeddings" else []
+        block = f"transformer.layer.{layer}."
+        return [
+            block + part
+            for part in {
+                "attention": ("attention.", "sa_layer_norm."),
+                "intermediate": ("ffn.lin1.",),
+                "output": ("ffn.lin2.", "output_layer_norm."),
+            }[component]
+        ]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward:
+        block = main.transformer.layer[i]
+        return FeedForward(
+            block.ffn.lin1, block.ffn.lin2, block.output_layer_norm, config.activation
+        )
+
+
+FAMILIES = (BertFamily(), DistilBertFamily())
+
+
+def family_of(config: Any) -> BertFamily | DistilBertFamily | None:
+    """The family that knows ``config.model_type``'s sub-layers, or None."""
+    model_type = getattr(config, "model_type", None)
+    return next((f for f in FAMILIES if model_type in f.model_types), None)
+
+
+def numpy_weights(dense: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A TF Dense layer's kernel (float64) and bias, for numeric hints."""
+    return dense.kernel.numpy().astype(np.float64), dense.bias.numpy()
