@@ -13,7 +13,13 @@ from tfparity.adapters.tf_model import TFModel
 from tfparity.api import crosscheck, make_batches
 from tfparity.checks.crosscheck import CrosscheckOptions
 from tfparity.checks.crosscheck import crosscheck as run_crosscheck
-from tfparity.faults import CATALOGUE, DISTILBERT_CATALOGUE, by_name, with_config
+from tfparity.faults import (
+    CATALOGUE,
+    DISTILBERT_CATALOGUE,
+    GPT2_CATALOGUE,
+    by_name,
+    with_config,
+)
 
 TINY = "tiny:bert"
 
@@ -76,7 +82,7 @@ def test_explicit_tolerance_mode_and_its_blind_spot(tiny_reference):
     assert all(c.judge == "tolerance" for c in loose.comparisons)
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "albert"])
+@pytest.mark.parametrize("arch", ["albert", "xlnet"])
 def test_other_architectures_pass_and_localise_by_layer(arch):
     tf_model = TFModel.load(f"tiny:{arch}")
     pt_model = PTModel.from_tf(tf_model.model)
@@ -87,16 +93,16 @@ def test_other_architectures_pass_and_localise_by_layer(arch):
 
 
 def test_untapped_architecture_gets_weight_hints_for_its_layer():
-    """GPT-2 has no taps, but the weights of the diverging layer are still compared."""
-    tf_model = TFModel.load("tiny:gpt2")
+    """XLNet has no taps, but the weights of the diverging layer are still compared."""
+    tf_model = TFModel.load("tiny:xlnet")
     pt_model = PTModel.from_tf(tf_model.model)
-    zero(tf_model.model.transformer.h[1].mlp.c_fc.bias)
+    zero(tf_model.model.transformer.layer[1].ff.layer_1.bias)
     batches = make_batches(tf_model, InputOptions(random=4, seq_len=12, batch_size=2))
     report = run_crosscheck(tf_model, pt_model, batches)
     d = report.first_divergence
     assert report.passed is False and (d.hidden_state, d.layer, d.component) == (2, 1, None)
-    assert "h.1.mlp.c_fc.bias is all zeros" in d.hint, d.hint
-    assert d.hint.count("weight ") == 1, d.hint  # only the broken one: shapes are reconciled
+    assert "layer.1.ff.layer_1.bias is all zeros" in d.hint, d.hint
+    assert d.hint.count("weight ") == 1, d.hint  # only the broken one
     from tfparity.report.text import render
 
     assert "layer 1 (sub-layers not tapped)" in render(report)
@@ -294,3 +300,45 @@ def test_in_precision_keeps_float32_weights_and_the_float64_referee(tiny_referen
     weights, master = lowered.weights(), pt_model.weights()
     assert all(np.array_equal(weights[k], master[k]) for k in master)
     assert pt_model.in_precision("fp32") is pt_model
+
+
+# ----------------------------------------------------------------------------- GPT-2
+
+GPT2 = "tiny:gpt2"
+
+
+@pytest.fixture(scope="module")
+def gpt2_reference():
+    tf_model = TFModel.load(GPT2)
+    batches = make_batches(tf_model, InputOptions(random=6, seq_len=16, batch_size=3, seed=1))
+    return PTModel.from_tf(tf_model.model), batches
+
+
+def test_gpt2_taps_and_isolation_pass_on_a_correct_port(gpt2_reference):
+    pt_model, batches = gpt2_reference
+    options = CrosscheckOptions(localise="always")
+    report = run_crosscheck(TFModel.load(GPT2), pt_model, batches, options)
+    assert report.passed, [c.name for c in report.failures]
+    names = [c["name"] for c in report.details["components"]]
+    assert names[:3] == ["layer_0.attention", "layer_0.intermediate", "layer_0.output"]
+    assert all(c["isolated_ok"] and c["accumulated_ok"] for c in report.details["components"])
+
+
+def test_gpt2_conv1d_bias_shapes_are_reconciled_in_hints(gpt2_reference):
+    """TF keeps GPT-2's Conv1D biases as [1, n], PyTorch as [n]: a hint names only the
+    weight that really differs."""
+    pt_model, batches = gpt2_reference
+    broken = by_name("dropped FFN down-projection bias", "gpt2").apply(TFModel.load(GPT2))
+    report = run_crosscheck(broken, pt_model, batches)
+    assert report.first_divergence.hint.count("weight ") == 1, report.first_divergence.hint
+
+
+@pytest.mark.parametrize("fault", [f.name for f in GPT2_CATALOGUE])
+def test_fault_catalogue_on_tiny_gpt2(gpt2_reference, fault):
+    pt_model, batches = gpt2_reference
+    f = by_name(fault, "gpt2")
+    report = run_crosscheck(f.apply(TFModel.load(GPT2)), pt_model, batches)
+    assert report.passed is False
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer, d.component) == (f.hidden_state, f.layer, f.component), d
+    assert f.hint in d.hint, d.hint

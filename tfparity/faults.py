@@ -1,5 +1,5 @@
-"""Deliberately broken ports of BERT-family and DistilBERT TF models, to prove a check
-can fail.
+"""Deliberately broken ports of BERT-family, DistilBERT and GPT-2 TF models, to prove
+a check can fail.
 
 A parity check that says PASS wrongly is worse than none, so every check should be
 seen failing on known faults. Each :class:`Fault` breaks a copy of a loaded
@@ -247,7 +247,63 @@ DISTILBERT_CATALOGUE: tuple[Fault, ...] = (
     ),
 )
 
-CATALOGUES = {"bert": CATALOGUE, "distilbert": DISTILBERT_CATALOGUE}
+
+def _h(main: Any, i: int) -> Any:
+    return main.h[i]
+
+
+GPT2_CATALOGUE: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention bias",
+        _in_place(lambda m: _zero(_h(m, 1).attn.c_attn.bias)),
+        2,
+        1,
+        "attention",
+        "h.1.attn.c_attn.bias is all zeros",
+    ),
+    Fault(
+        "ln_1 (pre-attention) gamma off by 1%",
+        _in_place(lambda m: _scale(_h(m, 0).ln_1.gamma, 1.01)),
+        1,
+        0,
+        "attention",
+        "h.0.ln_1.weight differs",
+    ),
+    Fault(
+        "dropped FFN up-projection bias",
+        _in_place(lambda m: _zero(_h(m, 0).mlp.c_fc.bias)),
+        1,
+        0,
+        "intermediate",
+        "h.0.mlp.c_fc.bias is all zeros",
+    ),
+    Fault(
+        "exact gelu instead of gelu_new",
+        with_config(activation_function="gelu"),
+        1,
+        0,
+        "intermediate",
+        "activation_function",
+    ),
+    Fault(
+        "dropped FFN down-projection bias",
+        _in_place(lambda m: _zero(_h(m, 1).mlp.c_proj.bias)),
+        2,
+        1,
+        "output",
+        "h.1.mlp.c_proj.bias is all zeros",
+    ),
+    Fault(
+        "shifted position embeddings",
+        _in_place(lambda m: _roll_rows(m.wpe.embeddings)),
+        0,
+        "embeddings",
+        "embeddings",
+        "shifted by",
+    ),
+)
+
+CATALOGUES = {"bert": CATALOGUE, "distilbert": DISTILBERT_CATALOGUE, "gpt2": GPT2_CATALOGUE}
 
 
 def catalogue_for(model_type: str) -> tuple[Fault, ...]:

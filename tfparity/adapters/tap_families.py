@@ -95,7 +95,7 @@ class BertFamily:
             return [f"{component}."] if component in ("embeddings", "pooler") else []
         return [f"encoder.layer.{layer}.{component}."]
 
-    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward:
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
         layer = main.encoder.layer[i]
         out = layer.bert_output
         return FeedForward(layer.intermediate.dense, out.dense, out.LayerNorm, config.hidden_act)
@@ -147,17 +147,65 @@ class DistilBertFamily:
             }[component]
         ]
 
-    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward:
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
         block = main.transformer.layer[i]
         return FeedForward(
             block.ffn.lin1, block.ffn.lin2, block.output_layer_norm, config.activation
         )
 
 
-FAMILIES = (BertFamily(), DistilBertFamily())
+class Gpt2Family:
+    """GPT-2 (pre-LayerNorm): ``h[i]`` computes ``x + attn(ln_1(x))``, then
+    ``+ mlp(ln_2(.))``. ``attention`` is the first residual sum (``ln_2``'s input),
+    ``intermediate`` the activation (``mlp.c_proj``'s input), ``output`` the block's
+    output. No LayerNorm follows the FFN, so there are no numeric FFN hints."""
+
+    model_types = ("gpt2",)
+
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main.h)
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model.h)
+
+    @staticmethod
+    def _taps(blocks: Any) -> dict[str, Tap]:
+        taps = {}
+        for i, block in enumerate(blocks):
+            taps[f"layer_{i}.attention"] = Tap(block.ln_2, "in")
+            taps[f"layer_{i}.intermediate"] = Tap(block.mlp.c_proj, "in")
+            taps[f"layer_{i}.output"] = Tap(block)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Callable) -> dict:
+        block = main.h[i]
+        extended = (1.0 - mask[:, None, None, :]) * -10000.0  # what TF GPT-2 builds
+        a = block.attn(block.ln_1(x), None, extended, None, None, None, False, False)[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        return {
+            "attention": x + a,
+            "intermediate": block.mlp.act(block.mlp.c_fc(block.ln_2(pt_attn))),
+            "output": pt_attn + block.mlp.c_proj(pt(f"layer_{i}.intermediate")),
+        }
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return ["wte.", "wpe."] if component == "embeddings" else []
+        parts = {
+            "attention": ("ln_1.", "attn."),
+            "intermediate": ("ln_2.", "mlp.c_fc."),
+            "output": ("mlp.c_proj.",),
+        }[component]
+        return [f"h.{layer}.{part}" for part in parts]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        return None
 
 
-def family_of(config: Any) -> BertFamily | DistilBertFamily | None:
+FAMILIES = (BertFamily(), DistilBertFamily(), Gpt2Family())
+
+
+def family_of(config: Any) -> BertFamily | DistilBertFamily | Gpt2Family | None:
     """The family that knows ``config.model_type``'s sub-layers, or None."""
     model_type = getattr(config, "model_type", None)
     return next((f for f in FAMILIES if model_type in f.model_types), None)

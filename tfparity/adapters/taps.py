@@ -1,5 +1,5 @@
 """Sub-layer taps and isolated runs for the BERT family (BERT, RoBERTa, ELECTRA,
-XLM-R, CamemBERT) and DistilBERT; where each family keeps its sub-layers is in
+XLM-R, CamemBERT), DistilBERT and GPT-2; where each family keeps its sub-layers is in
 :mod:`.tap_families`.
 
 Tap names, in the order data flows through a layer: ``embeddings``,
@@ -37,8 +37,9 @@ def _tf_main(model: Any) -> Any:
     return getattr(model, model.base_model_prefix)
 
 
-def feed_forward(tf_model: Any, layer: int) -> FeedForward:
-    """The TF dense layers and LayerNorm around layer ``layer``'s activation."""
+def feed_forward(tf_model: Any, layer: int) -> FeedForward | None:
+    """The TF dense layers and LayerNorm around layer ``layer``'s activation (None where
+    the family's layout gives no numeric hints)."""
     return family_of(tf_model.config).feed_forward(_tf_main(tf_model), layer, tf_model.config)
 
 

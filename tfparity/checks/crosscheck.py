@@ -281,6 +281,8 @@ def _numeric_signature(
     """Which activation (intermediate) or LayerNorm epsilon (output) reproduces each side,
     computed from PyTorch's inputs to the component and the TF weights."""
     ffn = taps.feed_forward(tf_model.model, layer)
+    if ffn is None:
+        return []
     pt_rec, tf_iso = runs.pt_taps[0], runs.isolated[0]
     attn = pt_rec[f"layer_{layer}.attention"]
     if component == "intermediate":
