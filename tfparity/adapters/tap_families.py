@@ -49,23 +49,20 @@ class BertFamily:
     model_types = ("bert", "roberta", "electra", "xlm-roberta", "camembert")
 
     def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main, "bert_output")  # TF names the FFN output layer so
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model, "output")
+
+    @staticmethod
+    def _taps(main: Any, output: str) -> dict[str, Tap]:
         taps = {"embeddings": Tap(main.embeddings)}
         for i, layer in enumerate(main.encoder.layer):
             taps[f"layer_{i}.attention"] = Tap(layer.attention)
             taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
-            taps[f"layer_{i}.output"] = Tap(layer.bert_output)
+            taps[f"layer_{i}.output"] = Tap(getattr(layer, output))
         if getattr(main, "pooler", None) is not None:
             taps["pooler"] = Tap(main.pooler)
-        return taps
-
-    def pt_taps(self, model: Any) -> dict[str, Tap]:
-        taps = {"embeddings": Tap(model.embeddings)}
-        for i, layer in enumerate(model.encoder.layer):
-            taps[f"layer_{i}.attention"] = Tap(layer.attention)
-            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
-            taps[f"layer_{i}.output"] = Tap(layer.output)
-        if getattr(model, "pooler", None) is not None:
-            taps["pooler"] = Tap(model.pooler)
         return taps
 
     def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Callable) -> dict:
