@@ -333,3 +333,7 @@ def test_crosscheck_in_bf16_passes_and_golden_outputs_refuse_it(tmp_path, monkey
     code = cli.main([*args, "--precision", "fp16", "--save-outputs", "g.npz"])
     err = capsys.readouterr().err
     assert code == 2 and "--precision fp32" in err and not (tmp_path / "g.npz").exists()
+    code = cli.main(["check", "tiny:bert", "--precision", "bf16", "--load-outputs", "g.npz"])
+    captured = capsys.readouterr()
+    assert code == 2 and "--precision fp32" in captured.err
+    assert "PASS" not in captured.out  # refused before any check ran
