@@ -111,7 +111,8 @@ class ExecutionOptions:
             "tf32": self._tf32_text(),
         }
         if self.auto and not self.xla:
-            facts["execution_chosen"] = f"auto: graph from {GRAPH_FROM_BATCHES} batches"
+            n = GRAPH_FROM_BATCHES
+            facts["execution_chosen"] = f"auto (eager below {n} batches, graph from {n})"
         return facts
 
     def _tf32_text(self) -> str:
