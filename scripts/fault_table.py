@@ -1,6 +1,8 @@
 """Print the cross-check's detection table for the fault catalogue (tfparity.faults).
 
-    python scripts/fault_table.py [MODEL ...]  (default: tiny:bert minilm tiny:distilbert tiny:gpt2)
+    python scripts/fault_table.py [MODEL ...]
+
+(default: tiny:bert minilm tiny:distilbert tiny:gpt2 tiny:albert)
 
 For each fault: verdict, where the first divergence was localised, whether that is
 where the catalogue expects it, and the referee figures at that hidden state (TF's RMSE
@@ -63,4 +65,5 @@ def _changes_anything(reference, broken) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or ["tiny:bert", "minilm", "tiny:distilbert", "tiny:gpt2"]))
+    default = ["tiny:bert", "minilm", "tiny:distilbert", "tiny:gpt2", "tiny:albert"]
+    sys.exit(main(sys.argv[1:] or default))

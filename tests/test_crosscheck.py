@@ -15,13 +15,7 @@ from tfparity.adapters.tf_model import TFModel
 from tfparity.api import crosscheck, make_batches
 from tfparity.checks.crosscheck import CrosscheckOptions
 from tfparity.checks.crosscheck import crosscheck as run_crosscheck
-from tfparity.faults import (
-    CATALOGUE,
-    DISTILBERT_CATALOGUE,
-    GPT2_CATALOGUE,
-    by_name,
-    with_config,
-)
+from tfparity.faults import CATALOGUE, by_name, catalogue_for, with_config
 
 TINY = "tiny:bert"
 
@@ -84,7 +78,7 @@ def test_explicit_tolerance_mode_and_its_blind_spot(tiny_reference):
     assert all(c.judge == "tolerance" for c in loose.comparisons)
 
 
-@pytest.mark.parametrize("arch", ["albert", "xlnet"])
+@pytest.mark.parametrize("arch", ["xlnet", "t5"])
 def test_other_architectures_pass_and_localise_by_layer(arch):
     tf_model = TFModel.load(f"tiny:{arch}")
     pt_model = PTModel.from_tf(tf_model.model)
@@ -270,10 +264,12 @@ def test_in_precision_keeps_float32_weights_and_the_float64_referee(tiny_referen
 
 # ----------------------------------------------------------------------------- tap families
 
-FAMILY_SPECS = {"distilbert": "tiny:distilbert", "gpt2": "tiny:gpt2"}
-FAMILY_LAYOUT = {  # the first taps of a correct run, in order
-    "distilbert": ["embeddings", "layer_0.attention", "layer_0.intermediate", "layer_0.output"],
-    "gpt2": ["layer_0.attention", "layer_0.intermediate", "layer_0.output"],
+FAMILY_SPECS = {"distilbert": "tiny:distilbert", "gpt2": "tiny:gpt2", "albert": "tiny:albert"}
+LAYER_0 = ["layer_0.attention", "layer_0.intermediate", "layer_0.output"]
+FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer per call)
+    "distilbert": ["embeddings", *LAYER_0, "layer_1.attention"],
+    "gpt2": [*LAYER_0, "layer_1.attention"],
+    "albert": ["embeddings", *LAYER_0, "layer_1.attention"],
 }
 
 
@@ -300,11 +296,7 @@ def test_family_taps_and_isolation_pass_on_a_correct_port(model_type):
     assert isolated and max(isolated) < 1e-5  # fed PyTorch's inputs, TF agrees closely
 
 
-FAMILY_FAULTS = [
-    (t, f.name)
-    for t, faults in (("distilbert", DISTILBERT_CATALOGUE), ("gpt2", GPT2_CATALOGUE))
-    for f in faults
-]
+FAMILY_FAULTS = [(t, f.name) for t in sorted(FAMILY_SPECS) for f in catalogue_for(t)]
 
 
 @pytest.mark.parametrize(("model_type", "fault"), FAMILY_FAULTS)
@@ -319,3 +311,13 @@ def test_fault_catalogues_of_tap_families(model_type, fault):
     # GPT-2's Conv1D biases are [1, n] in TF and [n] in PyTorch: only real differences
     # are named, never a shape mismatch.
     assert "shape" not in d.hint, d.hint
+
+
+def test_albert_with_several_layer_groups_is_not_tapped():
+    """Taps record ALBERT's one shared layer per call; other layouts are not claimed."""
+    from tfparity.adapters.tap_families import family_of
+
+    config = TFModel.load("tiny:albert").config
+    assert family_of(config) is not None
+    grouped = config.__class__.from_dict({**config.to_dict(), "num_hidden_groups": 2})
+    assert family_of(grouped) is None

@@ -1,5 +1,5 @@
-"""Deliberately broken ports of BERT-family, DistilBERT and GPT-2 TF models, to prove
-a check can fail.
+"""Deliberately broken ports of BERT-family, DistilBERT, GPT-2 and ALBERT TF models, to
+prove a check can fail.
 
 A parity check that says PASS wrongly is worse than none, so every check should be
 seen failing on known faults. Each :class:`Fault` breaks a copy of a loaded
@@ -303,7 +303,69 @@ GPT2_CATALOGUE: tuple[Fault, ...] = (
     ),
 )
 
-CATALOGUES = {"bert": CATALOGUE, "distilbert": DISTILBERT_CATALOGUE, "gpt2": GPT2_CATALOGUE}
+
+def _shared(main: Any) -> Any:
+    """ALBERT's one layer, used by every layer: a fault there shows from layer 0 on."""
+    return main.encoder.albert_layer_groups[0].albert_layers[0]
+
+
+ALBERT_CATALOGUE: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention query bias",
+        _in_place(lambda m: _zero(_shared(m).attention.query.bias)),
+        1,
+        0,
+        "attention",
+        "attention.query.bias is all zeros",
+    ),
+    Fault(
+        "dropped FFN up-projection bias",
+        _in_place(lambda m: _zero(_shared(m).ffn.bias)),
+        1,
+        0,
+        "intermediate",
+        "ffn.bias is all zeros",
+    ),
+    Fault(
+        "exact gelu instead of gelu_new",
+        with_config(hidden_act="gelu"),
+        1,
+        0,
+        "intermediate",
+        "TF's matches gelu (exact erf)",
+    ),
+    Fault(
+        "dropped FFN down-projection bias",
+        _in_place(lambda m: _zero(_shared(m).ffn_output.bias)),
+        1,
+        0,
+        "output",
+        "ffn_output.bias is all zeros",
+    ),
+    Fault(
+        "LayerNorm gamma off by 1%",
+        _in_place(lambda m: _scale(_shared(m).full_layer_layer_norm.gamma, 1.01)),
+        1,
+        0,
+        "output",
+        "full_layer_layer_norm.weight differs",
+    ),
+    Fault(
+        "dropped embedding projection bias",
+        _in_place(lambda m: _zero(m.encoder.embedding_hidden_mapping_in.bias)),
+        0,
+        "embeddings",
+        "embeddings",
+        "embedding_hidden_mapping_in.bias is all zeros",
+    ),
+)
+
+CATALOGUES = {
+    "bert": CATALOGUE,
+    "distilbert": DISTILBERT_CATALOGUE,
+    "gpt2": GPT2_CATALOGUE,
+    "albert": ALBERT_CATALOGUE,
+}
 
 
 def catalogue_for(model_type: str) -> tuple[Fault, ...]:

@@ -1,4 +1,5 @@
-"""Where each model family keeps its sub-layers, in TF and in PyTorch.
+"""Where each model family keeps its sub-layers, in TF and in PyTorch (BERT family,
+DistilBERT, GPT-2, ALBERT).
 
 Every family maps its blocks onto the same tap names (see :mod:`.taps`):
 ``layer_{i}.attention`` (self-attention + residual + LayerNorm), ``layer_{i}.intermediate``
@@ -25,10 +26,13 @@ COMPONENTS = ("attention", "intermediate", "output")
 
 @dataclass(frozen=True)
 class Tap:
-    """``layer``'s output (``side="out"``) or first input (``side="in"``)."""
+    """``layer``'s output (``side="out"``) or first input (``side="in"``). A ``shared``
+    layer runs once per model layer (ALBERT): its tap is named by the component alone
+    and each call is recorded as ``layer_{call}.{component}``."""
 
     layer: Any
     side: str = "out"
+    shared: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,13 +203,85 @@ class Gpt2Family:
         return None
 
 
-FAMILIES = (BertFamily(), DistilBertFamily(), Gpt2Family())
+class AlbertFamily:
+    """ALBERT with one layer shared by every layer (``num_hidden_groups`` and
+    ``inner_group_num`` 1, as released): the shared layer's ``attention`` (with its
+    residual and LayerNorm), ``ffn`` + activation, ``ffn_output`` + residual +
+    ``full_layer_layer_norm``, recorded once per call. The pooler is not tapped: TF
+    applies its tanh inside the layer, PyTorch in a separate module."""
+
+    model_types = ("albert",)
+
+    @staticmethod
+    def applies(config: Any) -> bool:
+        return config.num_hidden_groups == 1 and config.inner_group_num == 1
+
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main)
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model)
+
+    @staticmethod
+    def _taps(main: Any) -> dict[str, Tap]:
+        layer = main.encoder.albert_layer_groups[0].albert_layers[0]
+        return {
+            "embeddings": Tap(main.embeddings),
+            "attention": Tap(layer.attention, shared=True),
+            "intermediate": Tap(layer.ffn_output, "in", shared=True),
+            "output": Tap(layer.full_layer_layer_norm, shared=True),
+        }
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Callable) -> dict:
+        layer = main.encoder.albert_layer_groups[0].albert_layers[0]
+        extended = (1.0 - mask[:, None, None, :]) * -10000.0  # what TF ALBERT builds
+        attn = layer.attention(
+            input_tensor=x,
+            attention_mask=extended,
+            head_mask=None,
+            output_attentions=False,
+            training=False,
+        )[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        return {
+            "attention": attn,
+            "intermediate": layer.activation(layer.ffn(pt_attn)),
+            "output": layer.full_layer_layer_norm(
+                layer.ffn_output(pt(f"layer_{i}.intermediate")) + pt_attn
+            ),
+        }
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            if component == "embeddings":
+                return ["embeddings.", "encoder.embedding_hidden_mapping_in."]
+            return ["pooler."] if component == "pooler" else []
+        shared = "encoder.albert_layer_groups.0.albert_layers.0."  # every layer's weights
+        parts = {
+            "attention": ("attention.",),
+            "intermediate": ("ffn.",),
+            "output": ("ffn_output.", "full_layer_layer_norm."),
+        }[component]
+        return [shared + part for part in parts]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        layer = main.encoder.albert_layer_groups[0].albert_layers[0]
+        return FeedForward(
+            layer.ffn, layer.ffn_output, layer.full_layer_layer_norm, config.hidden_act
+        )
 
 
-def family_of(config: Any) -> BertFamily | DistilBertFamily | Gpt2Family | None:
-    """The family that knows ``config.model_type``'s sub-layers, or None."""
+Family = BertFamily | DistilBertFamily | Gpt2Family | AlbertFamily
+FAMILIES: tuple[Family, ...] = (BertFamily(), DistilBertFamily(), Gpt2Family(), AlbertFamily())
+
+
+def family_of(config: Any) -> Family | None:
+    """The family that knows ``config.model_type``'s sub-layers (in this config's
+    layout), or None."""
     model_type = getattr(config, "model_type", None)
-    return next((f for f in FAMILIES if model_type in f.model_types), None)
+    family = next((f for f in FAMILIES if model_type in f.model_types), None)
+    applies = getattr(family, "applies", None)
+    return None if family is None or (applies and not applies(config)) else family
 
 
 def numpy_weights(dense: Any) -> tuple[np.ndarray, np.ndarray]:

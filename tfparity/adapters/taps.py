@@ -1,6 +1,6 @@
 """Sub-layer taps and isolated runs for the BERT family (BERT, RoBERTa, ELECTRA,
-XLM-R, CamemBERT), DistilBERT and GPT-2; where each family keeps its sub-layers is in
-:mod:`.tap_families`.
+XLM-R, CamemBERT), DistilBERT, GPT-2 and ALBERT; where each family keeps its
+sub-layers is in :mod:`.tap_families`.
 
 Tap names, in the order data flows through a layer: ``embeddings``,
 ``layer_{i}.attention`` (self-attention + dense + residual + LayerNorm),
@@ -24,7 +24,7 @@ import numpy as np
 from ..compare import to_numpy
 from ..inputs import Batch
 from .runtime import import_tf, import_torch
-from .tap_families import COMPONENTS, FAMILIES, FeedForward, family_of
+from .tap_families import COMPONENTS, FAMILIES, FeedForward, Tap, family_of
 
 FAMILY = tuple(t for f in FAMILIES for t in f.model_types)
 
@@ -64,27 +64,43 @@ def feed_forward_activation(config: Any) -> str:
 # ----------------------------------------------------------------------------- TF
 
 
+class _Recorder:
+    """Where taps write: by tap name, or per call of a shared layer (ALBERT) as
+    ``layer_{call}.{name}``."""
+
+    def __init__(self) -> None:
+        self.recorded: dict[str, np.ndarray] = {}
+        self._calls: dict[str, int] = {}
+
+    def store(self, name: str, tap: Tap, value: Any, as_numpy: Any) -> None:
+        if tap.shared:
+            call = self._calls.get(name, 0)
+            self._calls[name] = call + 1
+            name = f"layer_{call}.{name}"
+        self.recorded[name] = as_numpy(value[0] if isinstance(value, (tuple, list)) else value)
+
+
 @contextlib.contextmanager
 def tf_taps(model: Any) -> Iterator[dict[str, np.ndarray]]:
     """Record TF sub-layer outputs while the block runs; restores ``call`` afterwards."""
-    recorded: dict[str, np.ndarray] = {}
+    recorder = _Recorder()
     taps = family_of(model.config).tf_taps(_tf_main(model))
     originals = {}
     for name, tap in taps.items():
         originals[name] = tap.layer.call
-        tap.layer.call = _recording(tap.layer.call, name, tap.side, recorded)
+        tap.layer.call = _recording(tap.layer.call, name, tap, recorder)
     try:
-        yield recorded
+        yield recorder.recorded
     finally:
         for name, tap in taps.items():
             tap.layer.call = originals[name]
 
 
-def _recording(call: Any, name: str, side: str, recorded: dict[str, np.ndarray]) -> Any:
+def _recording(call: Any, name: str, tap: Tap, recorder: _Recorder) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         out = call(*args, **kwargs)
-        value = (args[0] if args else next(iter(kwargs.values()))) if side == "in" else out
-        recorded[name] = to_numpy(value[0] if isinstance(value, (tuple, list)) else value)
+        value = (args[0] if args else next(iter(kwargs.values()))) if tap.side == "in" else out
+        recorder.store(name, tap, value, to_numpy)
         return out
 
     return wrapper
@@ -96,18 +112,17 @@ def _recording(call: Any, name: str, side: str, recorded: dict[str, np.ndarray])
 @contextlib.contextmanager
 def pt_taps(model: Any) -> Iterator[dict[str, np.ndarray]]:
     """Record PyTorch sub-module outputs with forward hooks while the block runs."""
-    recorded: dict[str, np.ndarray] = {}
+    recorder = _Recorder()
     handles = []
     for name, tap in family_of(model.config).pt_taps(model).items():
 
-        def hook(_m, inputs, output, name=name, side=tap.side):
-            value = inputs if side == "in" else output
-            out = value[0] if isinstance(value, (tuple, list)) else value
-            recorded[name] = out.detach().cpu().double().numpy()
+        def hook(_m, inputs, output, name=name, tap=tap):
+            value = inputs if tap.side == "in" else output
+            recorder.store(name, tap, value, lambda t: t.detach().cpu().double().numpy())
 
         handles.append(tap.layer.register_forward_hook(hook))
     try:
-        yield recorded
+        yield recorder.recorded
     finally:
         for handle in handles:
             handle.remove()
