@@ -81,6 +81,7 @@ def test_xla_run_matches_eager_within_fp32_tolerance(xla_bert, load_tf_model):
     eager = load_tf_model("tiny:bert").run(batch)
     compiled = xla_bert.run(batch)
     assert xla_bert._functions  # the compiled path really ran
+    assert xla_bert.traces >= 1  # and its traces are counted
     assert list(compiled) == list(eager)
     for name in eager:
         np.testing.assert_allclose(compiled[name], eager[name], atol=1e-5, rtol=1.3e-6)

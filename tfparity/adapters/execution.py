@@ -302,7 +302,7 @@ class ExecutedModel(TFModel):
     @property
     def traces(self) -> int:
         """Traces made so far by the compiled paths (0 when eager)."""
-        return sum(int(fn.traces) for fn in self._functions.values() if hasattr(fn, "traces"))
+        return sum(_trace_count(fn) for fn in self._functions.values())
 
     def _function(self, embeds: bool) -> Callable[..., Any]:
         """The eager call, or a tf.function made once per path (ids / embeds) and model,
@@ -320,6 +320,14 @@ class ExecutedModel(TFModel):
         if self.execution.xla:  # XLA compiles per input shape whatever the signature
             return import_tf().function(call, jit_compile=True)
         return OneTrace(call, embeds)
+
+
+def _trace_count(fn: Any) -> int:
+    """Traces of a OneTrace, an XLA tf.function, or 0 for an eager call."""
+    if isinstance(fn, OneTrace):
+        return fn.traces
+    count = getattr(fn, "experimental_get_tracing_count", None)
+    return int(count()) if count else 0
 
 
 class OneTrace:
