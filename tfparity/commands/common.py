@@ -163,6 +163,9 @@ def check_output_arguments(args: argparse.Namespace) -> None:
     """Usage errors of the output arguments, raised before any model loads."""
     if args.save_outputs and args.load_outputs:
         raise TfparityError("Give --save-outputs or --load-outputs, not both.")
+    given = "--save-outputs" if args.save_outputs else "--load-outputs" if args.load_outputs else ""
+    if given and getattr(args, "precision", "fp32") != "fp32":
+        raise TfparityError(f"{given} holds one float32 PyTorch run: use it with --precision fp32.")
     if args.plot:
         from ..report.plot import import_matplotlib
 
