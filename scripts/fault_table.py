@@ -1,4 +1,4 @@
-"""Print the cross-check's detection table for the fault catalogue (tfparity.faults).
+"""Print the cross-check's detection table for the fault catalogue (tfparity.testing).
 
     python scripts/fault_table.py [MODEL ...]
 
@@ -19,7 +19,7 @@ def main(models: list[str]) -> int:
     from tfparity.adapters.tf_model import TFModel
     from tfparity.api import make_batches
     from tfparity.checks.crosscheck import crosscheck
-    from tfparity.faults import catalogue_for
+    from tfparity.testing import catalogue_for
 
     misses = 0
     for spec in models:

@@ -15,7 +15,7 @@ from tfparity.adapters.tf_model import TFModel
 from tfparity.api import crosscheck, make_batches
 from tfparity.checks.crosscheck import CrosscheckOptions
 from tfparity.checks.crosscheck import crosscheck as run_crosscheck
-from tfparity.faults import CATALOGUE, by_name, catalogue_for, with_config
+from tfparity.testing import CATALOGUE, by_name, catalogue_for, with_config
 
 TINY = "tiny:bert"
 
@@ -315,7 +315,7 @@ def test_fault_catalogues_of_tap_families(model_type, fault):
 
 def test_albert_with_several_layer_groups_is_not_tapped():
     """Taps record ALBERT's one shared layer per call; other layouts are not claimed."""
-    from tfparity.adapters.tap_families import family_of
+    from tfparity.adapters.taps import family_of
 
     config = TFModel.load("tiny:albert").config
     assert family_of(config) is not None

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from tfparity import InputOptions, check_embeds
-from tfparity.adapters.specs import TINY_ARCHS
+from tfparity.architectures import tiny_types
 from tfparity.checks.embeds import NonFiniteOutputError
 from tfparity.trace import hidden_state_index
 
 RANDOM = InputOptions(random=6, seq_len=12, batch_size=4, seed=3)
 
 
-@pytest.mark.parametrize("arch", TINY_ARCHS)
+@pytest.mark.parametrize("arch", tiny_types())
 def test_gathered_embeddings_match_ids_path_on_every_tiny_arch(load_tf_model, arch):
     model = load_tf_model(f"tiny:{arch}")
     report = check_embeds(model, inputs=RANDOM)

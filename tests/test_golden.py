@@ -79,7 +79,7 @@ def test_broken_tf_model_fails_against_a_stored_good_reference(saved, no_torch):
     from tfparity.adapters.tf_model import TFModel
     from tfparity.api import make_batches
     from tfparity.checks.crosscheck import crosscheck
-    from tfparity.faults import by_name
+    from tfparity.testing import by_name
 
     path, _ = saved
     fault = by_name("dropped output bias")

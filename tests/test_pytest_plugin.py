@@ -47,7 +47,7 @@ def test_without_assertions():
 RED = """
 from tfparity import assert_crosscheck, assert_embeds_parity
 from tfparity.adapters.tf_model import TFModel
-from tfparity.faults import by_name
+from tfparity.testing import by_name
 
 
 def test_broken_port():

@@ -134,7 +134,7 @@ def test_out_dir_of_another_sweep_is_refused(tiny, corpus, baseline):
 
 def test_broken_model_fails_in_crosscheck(corpus, tmp_path):
     from tfparity.adapters.tf_model import TFModel
-    from tfparity.faults import by_name
+    from tfparity.testing import by_name
 
     broken = by_name("dropped output bias").apply(TFModel.load("tiny:bert"))
     options = SweepOptions(checks=("embeds", "crosscheck"), batch_size=16, progress="none")

@@ -5,19 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfparity.adapters.specs import TINY_ARCHS
 from tfparity.adapters.tf_model import TFModel
+from tfparity.architectures import tiny_types
 from tfparity.errors import TfparityError
 from tfparity.inputs import Batch
 
 
-@pytest.mark.parametrize("arch", TINY_ARCHS)
+@pytest.mark.parametrize("arch", tiny_types())
 def test_word_embeddings_are_the_matrix_the_ids_path_uses(load_tf_model, arch):
     model = load_tf_model(f"tiny:{arch}")
     matrix = model.word_embeddings()
     assert matrix.shape[0] == model.limits.vocab_size
     # Changing one row of that matrix must change the ids path's embedding output.
-    ids = np.array([[5, 6, 7]], np.int32)
+    ids = np.array([[5, 6, 7, 8, 9]], np.int32)
     batch = Batch(ids, np.ones_like(ids), np.zeros_like(ids))
     before = model.run(batch)["hidden_states[0]"]
     saved = matrix.numpy()
@@ -29,7 +29,9 @@ def test_word_embeddings_are_the_matrix_the_ids_path_uses(load_tf_model, arch):
     finally:
         matrix.assign(saved)
     assert np.abs(after[0, 1] - before[0, 1]).max() > 1e-3
-    np.testing.assert_array_equal(after[0, 0], before[0, 0])
+    # A token two places away keeps its embedding output (MobileBERT's trigram input mixes
+    # each token with its neighbours, so the next one may move).
+    np.testing.assert_array_equal(after[0, 4], before[0, 4])
 
 
 def test_trace_order_puts_hidden_states_first(load_tf_model):

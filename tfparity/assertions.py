@@ -144,7 +144,7 @@ def _pt_model(pt_model: Any, tf: Any, tf_spec: Any) -> Any:
     if isinstance(pt_model, PTModel):
         return pt_model
     if isinstance(pt_model, str):
-        # Not tf_model=tf: a tiny:<arch> reference must be the seeded model, not a copy
+        # Not tf_model=tf: a tiny:<model_type> reference must be the seeded model, not a copy
         # of the (possibly broken) TF weights under test.
         return load_pt(pt_model)
     if pt_model is not None:  # a Hugging Face PyTorch model the caller holds

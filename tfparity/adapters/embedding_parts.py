@@ -3,8 +3,9 @@
 Checks that ask "what is this tensor?" (diagnose) or "are positions honoured?"
 (positions) need to know what the model's embedding layer computes from ids: which
 word matrix, which position and token-type tables, which LayerNorm, and which
-position ids the model uses when none are given. Those are architecture facts, so
-they live here; the arithmetic on the arrays stays in the checks.
+position ids the model uses when none are given. Where those live is an architecture
+fact (:class:`tfparity.architectures.EmbeddingTables`); this module reads them off a
+model; the arithmetic on the arrays stays in the checks.
 """
 
 from __future__ import annotations
@@ -15,14 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from ..architectures import Positions
 from .runtime import import_tf
-from .tf_model import PADDING_AWARE_POSITIONS, TFModel
-
-# Position ids made from input_ids (padding-aware, offset by padding_idx + 1).
-# Positions live inside attention (relative), not in a table added to the embeddings.
-RELATIVE_POSITIONS = ("xlnet", "t5", "mt5", "deberta", "deberta-v2", "transfo-xl")
-# Decoders: the causal mask follows sequence order, whatever the position ids say.
-CAUSAL = ("gpt2", "gptj", "gpt_neo", "ctrl", "opt", "openai-gpt", "mistral", "xglm")
+from .tf_model import TFModel
 
 
 @dataclass(frozen=True)
@@ -59,29 +55,29 @@ class EmbeddingParts:
 class PositionFacts:
     """How a model encodes positions, for the positions check."""
 
-    kind: str  # "absolute" (a table added to the embeddings) or "relative"
+    kind: str  # "absolute" (a table added to the embeddings), "relative" or "rotary"
     takes_position_ids: bool
     causal: bool
 
 
 def embedding_parts(model: TFModel) -> EmbeddingParts:
     """Numpy copies of ``model``'s embedding tables (read, never modified)."""
-    layer = model.model.get_input_embeddings()
+    arch = model.architecture
+    tables = arch.embeddings
+    layer = model.embedding_layer()
     word_var = model.word_embeddings()
     word_attr = "weight" if getattr(layer, "weight", None) is word_var else "embeddings"
-    main = _main_layer(model)
-    position = _table(layer, "position_embeddings")
-    if position is None:
-        position = _table(main, "wpe")  # GPT-2 keeps positions beside the word matrix
-    token_type = _table(layer, "token_type_embeddings")
-    if model.model_type in ("gpt2",):
-        token_type = None  # GPT-2 embeds token types with the word matrix; not a table
+    owners = (layer, _main_layer(model))
+    ids_only = model.ids_only_change
+    gather = f"tf.gather(model.get_input_embeddings().{word_attr}, input_ids)"
     return EmbeddingParts(
         word=np.asarray(word_var.numpy()),
-        position=position,
-        token_type=token_type,
-        layer_norm=_layer_norm(getattr(layer, "LayerNorm", None)),
-        gather_code=f"tf.gather(model.get_input_embeddings().{word_attr}, input_ids)",
+        position=_first_table(owners, tables.position),
+        token_type=_first_table(owners, tables.token_type),
+        layer_norm=_layer_norm(getattr(layer, tables.layer_norm, None))
+        if tables.layer_norm
+        else None,
+        gather_code=gather + (f"; {ids_only.code}" if ids_only else ""),
     )
 
 
@@ -92,8 +88,8 @@ def default_position_ids(model: TFModel, input_ids: np.ndarray) -> np.ndarray:
     give padding the padding index (computed from input_ids, as HF TF does).
     """
     ids = np.asarray(input_ids)
-    if model.model_type in PADDING_AWARE_POSITIONS:
-        pad = int(getattr(model.model.get_input_embeddings(), "padding_idx", 1))
+    if model.padding_aware_positions:
+        pad = int(getattr(model.embedding_layer(), "padding_idx", 1))
         real = (ids != pad).astype(np.int64)
         return (np.cumsum(real, axis=1) * real + pad).astype(np.int32)
     return np.broadcast_to(np.arange(ids.shape[1], dtype=np.int32), ids.shape).copy()
@@ -102,10 +98,17 @@ def default_position_ids(model: TFModel, input_ids: np.ndarray) -> np.ndarray:
 def position_facts(model: TFModel) -> PositionFacts:
     """Whether positions are a table (absolute) and whether ``position_ids`` reach it."""
     accepted = inspect.signature(model.model.call).parameters
-    relative = model.model_type in RELATIVE_POSITIONS or embedding_parts(model).position is None
-    causal = model.model_type in CAUSAL or bool(getattr(model.config, "is_decoder", False))
+    arch = model.architecture
+    kind = {
+        Positions.ROTARY: "rotary",
+        Positions.RELATIVE: "relative",
+        Positions.NONE: "relative",
+    }.get(arch.positions, "absolute")
+    if arch.positions is Positions.UNKNOWN and embedding_parts(model).position is None:
+        kind = "relative"  # the generic family: no table found, so inside attention
+    causal = arch.causal or bool(getattr(model.config, "is_decoder", False))
     return PositionFacts(
-        kind="relative" if relative else "absolute",
+        kind=kind,
         takes_position_ids="position_ids" in accepted,
         causal=causal,
     )
@@ -114,6 +117,13 @@ def position_facts(model: TFModel) -> PositionFacts:
 def _main_layer(model: TFModel) -> Any:
     prefix = getattr(model.model, "base_model_prefix", "")
     return getattr(model.model, prefix, model.model)
+
+
+def _first_table(owners: tuple[Any, ...], attr: str | None) -> np.ndarray | None:
+    """The table ``attr`` on the embedding layer, else on the main layer (GPT-2's wpe)."""
+    if attr is None:
+        return None
+    return next((t for o in owners if (t := _table(o, attr)) is not None), None)
 
 
 def _table(owner: Any, attr: str) -> np.ndarray | None:

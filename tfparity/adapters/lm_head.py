@@ -33,7 +33,7 @@ class LMHead:
 
 
 def checkpoint_has_head(model: TFModel, spec: str) -> bool:
-    """Whether ``spec`` can give a trained (or, for tiny:<arch>, seeded) LM head.
+    """Whether ``spec`` can give a trained (or, for tiny:<model_type>, seeded) LM head.
 
     A checkpoint saved from a base class (``BertModel``, e.g. sentence-transformers'
     MiniLM) has no head weights: loading a head class would invent a random one.
@@ -44,8 +44,8 @@ def checkpoint_has_head(model: TFModel, spec: str) -> bool:
         tf_lm_head_class(model.config)
     except Exception:
         return False
-    if model.model_type in ("t5", "mt5"):
-        return False  # tfparity runs T5's encoder only
+    if not model.architecture.head_in_checkpoint:
+        return False  # e.g. T5: tfparity runs the encoder only
     if spec.startswith("tiny:"):
         return True
     names = getattr(model.config, "architectures", None) or []
@@ -90,37 +90,14 @@ def _same_handle(a: Any, b: Any) -> bool:
 
 
 def _head_parts(model: TFModel) -> tuple[str, Callable[[np.ndarray], np.ndarray]]:
-    """A description of the head and a function ``hidden [.., H] -> logits [.., vocab]``."""
-    m, act = model.model, getattr(model.config, "hidden_act", "gelu")
-    kind = model.model_type
-    if kind == "bert":
-        head = m.mlm.predictions
-        text = f"dense (H->H) + {act} + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
-        return text, _call(lambda h: head(h))
-    if kind in ("roberta", "xlm-roberta", "camembert"):
-        text = "dense (H->H) + gelu + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
-        return text, _call(lambda h: m.lm_head(h))
-    if kind == "distilbert":
-        act_name = getattr(model.config, "activation", "gelu")
-        text = f"dense (H->H) + {act_name} + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
-        return text, _call(
-            lambda h: m.vocab_projector(m.vocab_layer_norm(m.act(m.vocab_transform(h))))
-        )
-    if kind == "albert":
-        text = f"dense (H->E) + {act} + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
-        return text, _call(lambda h: m.predictions(h))
-    if kind == "electra":
-        text = f"dense (H->E) + {act} + LayerNorm, then x @ word_embeddings.T + bias[vocab]"
-        return text, _call(lambda h: m.generator_lm_head(m.generator_predictions(h)))
-    if kind == "xlnet":
-        return "no transform: x @ word_embeddings.T + bias[vocab]", _call(lambda h: m.lm_loss(h))
-    if kind == "gpt2":
-        matrix = model.word_embeddings()
-        text = "no transform, no bias: x @ wte.T (the final LayerNorm ln_f is in the body)"
-        return text, _call(lambda h: import_tf().matmul(h, matrix, transpose_b=True))
-    return f"{type(m.get_lm_head()).__name__} (not described for {kind})", _call(
-        lambda h: m.get_lm_head()(h)
-    )
+    """A description of the head and a function ``hidden [.., H] -> logits [.., vocab]``
+    (the architecture's, else the model's own ``get_lm_head()`` undescribed)."""
+    m, head = model.model, model.architecture.lm_head
+    if head is None:
+        name = type(m.get_lm_head()).__name__
+        return f"{name} (not described for {model.model_type})", _call(m.get_lm_head())
+    act = getattr(model.config, "hidden_act", None) or getattr(model.config, "activation", "")
+    return head.description.format(act=act), _call(head.apply(m, import_tf()))
 
 
 def _call(fn: Callable[[Any], Any]) -> Callable[[np.ndarray], np.ndarray]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..architectures import for_config
 from ..errors import TfparityError
 from . import tiny
 from .runtime import import_tf, import_torch, import_transformers
@@ -35,32 +36,34 @@ class Loaded:
 
 
 def tf_model_class(config: Any) -> Any:
-    """The TF class for the base model of ``config`` (T5: its encoder only)."""
-    t = import_transformers()
-    from transformers.models.auto.modeling_tf_auto import TF_MODEL_MAPPING_NAMES
-
-    if config.model_type in ("t5", "mt5"):
-        return t.TFT5EncoderModel
-    if config.model_type not in TF_MODEL_MAPPING_NAMES:
-        raise TfparityError(
-            f"transformers has no TensorFlow model for '{config.model_type}', "
-            "so tfparity cannot load it in TensorFlow."
-        )
-    return t.TFAutoModel
+    """The TF class for the base model of ``config``, as its architecture names it."""
+    return getattr(import_transformers(), for_config(config).tf_class)
 
 
 def tf_lm_head_class(config: Any) -> Any:
-    """The TF class with a language-model head for ``config``: masked LM, else causal LM."""
-    t = import_transformers()
-    from transformers.models.auto import modeling_tf_auto as auto
+    """The TF class with a language-model head for ``config`` (masked LM, else causal)."""
+    name = for_config(config).tf_head_class
+    if name is None:
+        raise TfparityError(
+            f"transformers has no TensorFlow language-model head for '{config.model_type}'."
+        )
+    return getattr(import_transformers(), name)
 
-    if config.model_type in auto.TF_MODEL_FOR_MASKED_LM_MAPPING_NAMES:
-        return t.TFAutoModelForMaskedLM
-    if config.model_type in auto.TF_MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return t.TFAutoModelForCausalLM
-    raise TfparityError(
-        f"transformers has no TensorFlow language-model head for '{config.model_type}'."
-    )
+
+def rebuilt_with_config(model: Any, changes: dict[str, Any]) -> Any:
+    """``model`` (a TFModel) rebuilt from its config with ``changes``, the same weights.
+
+    How a config.json fault is made: the weights are right, the config that builds the
+    layers around them is not.
+    """
+    from .tf_model import TFModel
+
+    config = model.config.__class__.from_dict({**model.config.to_dict(), **changes})
+    broken = tf_model_class(config).from_config(config)
+    build(broken)
+    for target, source in zip(broken.weights, model.model.weights, strict=True):
+        target.assign(source)
+    return TFModel(f"{model.name} (broken)", broken, model.tokenizer, config)
 
 
 def load_tf(spec: ModelSpec, *, allow_pickle: bool = False, head: bool = False) -> Loaded:
@@ -76,7 +79,7 @@ def _load_tiny(arch: str, head: bool = False) -> Loaded:
     model = (tf_lm_head_class if head else tf_model_class)(config).from_config(config)
     build(model)
     tiny.seed_weights(model.weights, seed=f"tiny:{arch}")
-    if head:  # the body gets exactly tiny:<arch>'s weights; only the head its own
+    if head:  # the body gets exactly tiny:<model_type>'s weights; only the head its own
         _copy_matching(_load_tiny(arch).model, model)
     return Loaded(model, tiny.tiny_tokenizer(), config, f"tiny:{arch} (seeded random weights)")
 
@@ -104,7 +107,7 @@ def _hub_snapshot(repo_id: str) -> Path:
         raise TfparityError(
             f"'{repo_id}' is not in the local Hugging Face cache, and tfparity does not "
             "download models (the network may be absent). Download it where you have a "
-            "network, or pass a local directory, 'minilm' or 'tiny:<arch>'."
+            "network, or pass a local directory, 'minilm' or 'tiny:<model_type>'."
         ) from exc
 
 

@@ -9,14 +9,17 @@ device with torch 2.13 (DESIGN.md).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..architectures import for_config
 from ..errors import TfparityError
 from ..inputs import Batch
 from ..trace import Trace
@@ -117,7 +120,7 @@ class PTModel:
     def run(self, batch: Batch, *, float64: bool = False) -> Trace:
         torch = import_torch()
         model = self.fp64() if float64 else self.model
-        with torch.no_grad():
+        with torch.no_grad(), _default_dtype(torch.float64 if float64 else None):
             out = model(**self.torch_inputs(batch), output_hidden_states=True, return_dict=True)
         return Trace.from_output(out)
 
@@ -154,19 +157,31 @@ class PTModel:
         }
 
 
+@contextlib.contextmanager
+def _default_dtype(dtype: Any) -> Iterator[None]:
+    """torch's default dtype set to ``dtype`` for one run (None: unchanged). Some models
+    build masks with ``torch.full(..., finfo(model dtype).min)`` in the default dtype,
+    which overflows float32 when the model runs in float64 (XGLM's causal mask)."""
+    if dtype is None:
+        yield
+        return
+    torch = import_torch()
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
 def _pt_class(config: Any) -> Any:
-    t = import_transformers()
-    if config.model_type in ("t5", "mt5"):
-        return t.T5EncoderModel
-    return t.AutoModel
+    """The PyTorch base class that ``config``'s architecture names (T5: the encoder)."""
+    return getattr(import_transformers(), for_config(config).pt_class)
 
 
 def _build(config: Any) -> Any:
     """A PyTorch model with fresh weights for ``config`` (eager attention, as TF does)."""
-    cls = _pt_class(config)
-    if hasattr(cls, "from_config"):  # the Auto class
-        return cls.from_config(config, attn_implementation="eager")
-    return cls._from_config(config, attn_implementation="eager")
+    return _pt_class(config)._from_config(config, attn_implementation="eager")
 
 
 def _eval(model: Any) -> Any:

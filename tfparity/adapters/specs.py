@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..architectures import tiny_types
 from ..errors import TfparityError
 
-TINY_ARCHS = ("bert", "roberta", "gpt2", "albert", "distilbert", "electra", "xlnet", "t5")
 DEFAULT_MODEL = "minilm"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
@@ -35,16 +35,17 @@ def parse_spec(text: str) -> ModelSpec:
     if not text:
         raise TfparityError(
             "The MODEL spec is empty. Give a directory, a cached Hugging Face "
-            "id, 'minilm', or 'tiny:<arch>'."
+            "id, 'minilm', or 'tiny:<model_type>'."
         )
     if text == "minilm":
         return ModelSpec(text, "minilm", str(minilm_dir()))
     if text.startswith("tiny:"):
         arch = text.split(":", 1)[1]
-        if arch not in TINY_ARCHS:
+        known = tiny_types()
+        if arch not in known:
             raise TfparityError(
-                f"Unknown tiny architecture '{arch}' in '{text}'. "
-                f"Known: {', '.join('tiny:' + a for a in TINY_ARCHS)}."
+                f"Unknown tiny architecture '{arch}' in '{text}'. tiny:<model_type> takes a "
+                f"Hugging Face model_type; known: {', '.join('tiny:' + a for a in known)}."
             )
         return ModelSpec(text, "tiny", arch)
     path = Path(text).expanduser()
@@ -59,7 +60,7 @@ def parse_spec(text: str) -> ModelSpec:
         raise TfparityError(
             f"'{text}' is not a model: no such directory, and not a Hugging "
             "Face id. Use a directory with config.json and weights, a cached "
-            "hub id, 'minilm', or 'tiny:<arch>' (e.g. tiny:bert)."
+            "hub id, 'minilm', or 'tiny:<model_type>' (e.g. tiny:bert)."
         )
     return ModelSpec(text, "hub", text)
 

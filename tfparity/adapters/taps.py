@@ -1,6 +1,5 @@
-"""Sub-layer taps and isolated runs for the BERT family (BERT, RoBERTa, ELECTRA,
-XLM-R, CamemBERT), DistilBERT, GPT-2 and ALBERT; where each family keeps its
-sub-layers is in :mod:`.tap_families`.
+"""Sub-layer taps and isolated runs, for every architecture whose registry record
+describes its sub-layers (:class:`tfparity.architectures.SubLayers`).
 
 Tap names, in the order data flows through a layer: ``embeddings``,
 ``layer_{i}.attention`` (self-attention + dense + residual + LayerNorm),
@@ -21,16 +20,37 @@ from typing import Any
 
 import numpy as np
 
+from ..architectures import COMPONENTS, FeedForward, SubLayers, Tap, for_config, registry
 from ..compare import to_numpy
 from ..inputs import Batch
 from .runtime import import_tf, import_torch
-from .tap_families import COMPONENTS, FAMILIES, FeedForward, Tap, family_of
 
-FAMILY = tuple(t for f in FAMILIES for t in f.model_types)
+
+def family_of(config: Any) -> SubLayers | None:
+    """The sub-layer layout of ``config``'s architecture, where it has one."""
+    return for_config(config).sublayers_for(config)
 
 
 def supported(config: Any) -> bool:
     return family_of(config) is not None
+
+
+def tapped_types() -> tuple[str, ...]:
+    """The model types localised to the sub-layer (for messages and docs)."""
+    return tuple(t for t, arch in registry().items() if arch.sublayers is not None)
+
+
+def numpy_weights(dense: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A TF Dense (``kernel``) or Conv1D (``weight``, GPT's) layer's ``[in, out]`` matrix
+    in float64 and its bias as ``[out]``, for numeric hints."""
+    kernel = getattr(dense, "kernel", None)
+    kernel = dense.weight if kernel is None else kernel
+    return kernel.numpy().astype(np.float64), dense.bias.numpy().reshape(-1)
+
+
+def norm_params(norm: Any) -> tuple[np.ndarray, np.ndarray, float]:
+    """A Keras LayerNormalization's gamma, beta and epsilon, for numeric hints."""
+    return norm.gamma.numpy(), norm.beta.numpy(), float(norm.epsilon)
 
 
 def _tf_main(model: Any) -> Any:
@@ -57,8 +77,10 @@ def weight_scope(config: Any, layer: int | str, component: str | None) -> list[t
 
 
 def feed_forward_activation(config: Any) -> str:
-    """The activation's config value (``hidden_act``, DistilBERT's ``activation``)."""
-    return getattr(config, "hidden_act", None) or getattr(config, "activation", "")
+    """The activation's config value, under whichever name the architecture uses
+    (``hidden_act``; DistilBERT's ``activation``; GPT's ``activation_function``, ``afn``)."""
+    names = ("hidden_act", "activation", "activation_function", "afn")
+    return next((v for n in names if (v := getattr(config, n, None))), "")
 
 
 # ----------------------------------------------------------------------------- TF

@@ -13,15 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ..architectures import Architecture, IdsOnlyTransform, Positions, for_config
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
 from .loading import Loaded, load_tf
-from .runtime import import_tf
 from .specs import DEFAULT_MODEL, parse_spec
-
-# Models whose embeddings make padding-aware position ids from input_ids (starting after
-# padding_idx) but sequential ones from inputs_embeds.
-PADDING_AWARE_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
 
 
 @dataclass
@@ -39,7 +35,7 @@ class TFModel:
     def load(
         cls, spec: str = DEFAULT_MODEL, *, allow_pickle: bool = False, head: bool = False
     ) -> TFModel:
-        """Load ``spec`` (see DESIGN.md: a directory, a cached hub id, minilm, tiny:<arch>);
+        """Load ``spec`` (see DESIGN.md: a directory, a cached hub id, minilm, tiny:<model_type>);
         ``head=True`` loads the model class with its language-model head instead."""
         loaded: Loaded = load_tf(parse_spec(spec), allow_pickle=allow_pickle, head=head)
         return cls(spec, loaded.model, loaded.tokenizer, loaded.config, loaded.source, loaded.notes)
@@ -56,6 +52,11 @@ class TFModel:
     @property
     def model_type(self) -> str:
         return self.config.model_type
+
+    @property
+    def architecture(self) -> Architecture:
+        """What tfparity knows of this model's architecture (the registry's record)."""
+        return for_config(self.config)
 
     @property
     def limits(self) -> Limits:
@@ -76,16 +77,32 @@ class TFModel:
         )
 
     @property
+    def ids_only_change(self) -> IdsOnlyTransform | None:
+        """What the ``input_ids`` path does to gathered embeddings that the
+        ``inputs_embeds`` path does not (XGLM's embedding scale), for this config."""
+        from .gather import ids_only_change
+
+        return ids_only_change(self.config)
+
+    @property
     def padding_aware_positions(self) -> bool:
-        return self.model_type in PADDING_AWARE_POSITIONS
+        return self.architecture.positions is Positions.PADDING_AWARE
 
     @property
     def pad_token_id(self) -> int | None:
         return getattr(self.config, "pad_token_id", None)
 
+    def embedding_layer(self) -> Any:
+        """The layer that embeds ids (see :func:`.gather.embedding_layer`)."""
+        from .gather import embedding_layer
+
+        return embedding_layer(self.model)
+
     def word_embeddings(self) -> Any:
         """The word-embedding matrix ``[vocab, width]`` (a tf.Variable), found through the
         model's own ``get_input_embeddings()``."""
+        from .gather import word_embedding_matrix
+
         return word_embedding_matrix(self.model)
 
     # ------------------------------------------------------------------ runs
@@ -126,25 +143,6 @@ class TFModel:
 
     def gather(self, input_ids: np.ndarray) -> Any:
         """Word embeddings for ``input_ids``, gathered on the Keras side (ids validated)."""
-        from ..keras import WordEmbeddingGather
+        from .gather import WordEmbeddingGather
 
-        return WordEmbeddingGather(self.word_embeddings())(np.asarray(input_ids))
-
-
-def word_embedding_matrix(model: Any) -> Any:
-    """The ``[vocab, width]`` matrix behind ``model.get_input_embeddings()``.
-
-    HF TF models hold it in different places: BERT-like embedding layers and
-    ``TFSharedEmbeddings`` as ``.weight``, Keras ``Embedding`` layers (GPT-2, T5) as
-    ``.embeddings``.
-    """
-    tf = import_tf()
-    layer = model.get_input_embeddings()
-    for attr in ("weight", "embeddings"):
-        value = getattr(layer, attr, None)
-        if isinstance(value, tf.Variable) and len(value.shape) == 2:
-            return value
-    raise TypeError(
-        f"{type(model).__name__}.get_input_embeddings() returned "
-        f"{type(layer).__name__}, which holds no 2-D embedding matrix"
-    )
+        return WordEmbeddingGather.from_model(self.model)(np.asarray(input_ids))

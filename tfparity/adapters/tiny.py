@@ -1,4 +1,4 @@
-"""``tiny:<arch>`` models: small, randomly initialised, identical for the same spec.
+"""``tiny:<model_type>`` models: small, randomly initialised, identical for the same spec.
 
 Weights come from numpy generators seeded by the spec and each variable's name (not
 from TensorFlow's initialisers), so the same spec gives the same weights in every
@@ -17,76 +17,24 @@ from typing import Any
 import numpy as np
 
 VOCAB_FILE = Path(__file__).resolve().parent.parent / "data" / "tiny_vocab.txt"
-HIDDEN, LAYERS, HEADS, FFN, POSITIONS = 32, 2, 4, 64, 64
+POSITIONS = 64  # the tokenizer's longest sequence; every tiny config has room for it
 
 
 def vocab_size() -> int:
     return sum(1 for line in VOCAB_FILE.read_text().splitlines() if line)
 
 
-def tiny_config(arch: str) -> Any:
-    """A transformers config for a 2-layer, 32-wide model of ``arch``."""
+def tiny_config(model_type: str) -> Any:
+    """The transformers config of ``tiny:<model_type>``: the registry's small config
+    (2 layers, 32 wide) over the shared vocabulary, with ``[PAD]`` = 1."""
+    from ..architectures import registry
     from .runtime import import_transformers
 
-    t = import_transformers()
-    common = dict(vocab_size=vocab_size(), pad_token_id=1)
-    bert_like = dict(
-        hidden_size=HIDDEN,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
-        intermediate_size=FFN,
-        max_position_embeddings=POSITIONS,
-        **common,
-    )
-    if arch == "bert":
-        return t.BertConfig(**bert_like)
-    if arch == "roberta":
-        # TF RoBERTa hard-codes padding_idx = 1; positions start after it.
-        return t.RobertaConfig(
-            **{**bert_like, "max_position_embeddings": POSITIONS + 2},
-            bos_token_id=0,
-            eos_token_id=2,
-            type_vocab_size=1,
-        )
-    if arch == "electra":
-        return t.ElectraConfig(embedding_size=16, **bert_like)
-    if arch == "albert":
-        return t.AlbertConfig(embedding_size=16, **bert_like)
-    if arch == "distilbert":
-        return t.DistilBertConfig(
-            dim=HIDDEN,
-            n_layers=LAYERS,
-            n_heads=HEADS,
-            hidden_dim=FFN,
-            max_position_embeddings=POSITIONS,
-            **common,
-        )
-    if arch == "gpt2":
-        return t.GPT2Config(
-            n_embd=HIDDEN,
-            n_layer=LAYERS,
-            n_head=HEADS,
-            n_positions=POSITIONS,
-            bos_token_id=0,
-            eos_token_id=2,
-            **common,
-        )
-    if arch == "xlnet":
-        return t.XLNetConfig(
-            d_model=HIDDEN, n_layer=LAYERS, n_head=HEADS, d_inner=FFN, use_mems_eval=False, **common
-        )
-    if arch == "t5":
-        return t.T5Config(
-            d_model=HIDDEN,
-            d_kv=HIDDEN // HEADS,
-            d_ff=FFN,
-            num_layers=LAYERS,
-            num_heads=HEADS,
-            decoder_start_token_id=1,
-            eos_token_id=2,
-            **common,
-        )
-    raise ValueError(f"no tiny config for {arch!r}")
+    arch = registry().get(model_type)
+    if arch is None or arch.tiny is None:
+        raise ValueError(f"no tiny config for {model_type!r}")
+    config_class = import_transformers().CONFIG_MAPPING[model_type]
+    return config_class(**{"vocab_size": vocab_size(), "pad_token_id": 1, **arch.tiny})
 
 
 def tiny_tokenizer() -> Any:
@@ -102,12 +50,14 @@ def tiny_tokenizer() -> Any:
 
 
 def seed_weights(variables: list[Any], seed: str) -> None:
-    """Assign every variable a value drawn from a generator seeded by ``seed`` and its name.
+    """Give every trainable variable a value from a generator seeded by ``seed`` and its name.
 
     Norm scales get ``1 + N(0, 0.1)``; everything else ``N(0, 0.05)``: large enough that
     faults injected in tests (a dropped bias, a wrong epsilon) change the outputs.
     """
     for var in variables:
+        if not var.trainable:
+            continue  # buffers computed from the config (ESM's rotary inv_freq)
         name = _scope_free_name(var.name)
         rng = np.random.default_rng(zlib.crc32(f"{seed}/{name}".encode()))
         shape = tuple(var.shape)

@@ -15,8 +15,8 @@ from typing import Any
 
 from ..adapters import taps
 from ..adapters.pt_model import PTModel
-from ..adapters.tap_families import numpy_weights
 from ..adapters.tf_model import TFModel
+from ..adapters.weight_names import tf_weights_for
 from ..compare import (
     Comparison,
     Referee,
@@ -88,7 +88,7 @@ def crosscheck(
         )
     if not tapped:
         notes.append(
-            f"Sub-layer taps are available for {', '.join(taps.FAMILY)}; for "
+            f"Sub-layer taps are available for {', '.join(taps.tapped_types())}; for "
             f"{tf_model.model_type} the divergence is localised to a layer only."
         )
     return Report(
@@ -256,8 +256,9 @@ def _hint(
     parts = hints.config_differences(tf_model.config, pt_model.config)
     scope = taps.weight_scope(pt_model.config, layer, component)
     pt_weights = pt_model.weights() if scope else {}
+    tf_weights = tf_weights_for(tf_model.model, pt_weights) if pt_weights else {}
     for prefix, contains in scope if pt_weights else []:
-        parts += hints.weight_differences(tf_model.model, pt_weights, prefix, contains)
+        parts += hints.weight_differences(tf_weights, pt_weights, prefix, contains)
     if isinstance(layer, int) and runs.pt_taps and taps.supported(tf_model.config):
         parts += _numeric_signature(tf_model, pt_model, layer, component, runs)
     if not parts and scope and not pt_weights:  # a stored reference: no weights to compare
@@ -286,7 +287,7 @@ def _numeric_signature(
     pt_rec, tf_iso = runs.pt_taps[0], runs.isolated[0]
     attn = pt_rec[f"layer_{layer}.attention"]
     if component == "intermediate":
-        kernel, bias = numpy_weights(ffn.up)
+        kernel, bias = taps.numpy_weights(ffn.up)
         pt_act = taps.feed_forward_activation(pt_model.config)
         return [
             hints.activation_hint(
@@ -298,18 +299,12 @@ def _numeric_signature(
             )
         ]
     if component == "output":
-        kernel, bias = numpy_weights(ffn.down)
+        kernel, bias = taps.numpy_weights(ffn.down)
         pre = pt_rec[f"layer_{layer}.intermediate"] @ kernel + bias + attn
-        ln = ffn.norm
-        return [
-            hints.layernorm_hint(
-                pre,
-                ln.gamma.numpy(),
-                ln.beta.numpy(),
-                pt_rec[f"layer_{layer}.output"],
-                float(ln.epsilon),
-            )
-        ]
+        if ffn.norm is None:
+            return []
+        gamma, beta, eps = taps.norm_params(ffn.norm)
+        return [hints.layernorm_hint(pre, gamma, beta, pt_rec[f"layer_{layer}.output"], eps)]
     return []
 
 

@@ -54,8 +54,19 @@ def check_embeds(
         comparisons=comparisons,
         first_divergence=None if passed else localise(model, comparisons, batches),
         details=_details(batches),
-        notes=list(model.notes),
+        notes=list(model.notes) + _ids_only_notes(model, options),
     )
+
+
+def _ids_only_notes(model: TFModel, options: EmbedsOptions) -> list[str]:
+    """Say so where the ids path changes gathered embeddings: the default gather applied
+    the same change (a PASS is then not silent about it), a user's embeds_fn must too."""
+    change = model.ids_only_change
+    if change is None:
+        return []
+    if options.embeds_fn is None:
+        return [f"{change.reason}; the gather applied the same change ({change.code})."]
+    return [f"{change.reason}; your embeddings must include it ({change.code})."]
 
 
 def ensure_finite(trace: Trace, where: str) -> None:

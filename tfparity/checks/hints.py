@@ -12,32 +12,33 @@ from typing import Any
 
 import numpy as np
 
+from ..architectures import for_config
 from ..compare import rmse
 
-CONFIG_FIELDS = (
-    "hidden_act",
-    "layer_norm_eps",
-    "max_position_embeddings",
-    "type_vocab_size",
-    "position_embedding_type",
+# Fields every architecture has (through transformers' attribute maps); each
+# architecture adds its own (activation, norm epsilon, ...) in the registry.
+COMMON_CONFIG_FIELDS = (
+    "model_type",
     "hidden_size",
+    "num_hidden_layers",
     "num_attention_heads",
     "intermediate_size",
+    "max_position_embeddings",
     "vocab_size",
     "pad_token_id",
-    "activation_function",
-    "layer_norm_epsilon",
-    "activation",
-    "dim",
-    "hidden_dim",
-    "n_heads",
 )
 EPSILONS = (1e-12, 1e-6, 1e-5, 1e-3)
 
 
+def config_fields(tf_config: Any, pt_config: Any) -> tuple[str, ...]:
+    """The fields to compare: the common ones and both architectures' own."""
+    own = for_config(tf_config).hint_fields + for_config(pt_config).hint_fields
+    return tuple(dict.fromkeys(COMMON_CONFIG_FIELDS + own))
+
+
 def config_differences(tf_config: Any, pt_config: Any) -> list[str]:
     diffs = []
-    for key in CONFIG_FIELDS:
+    for key in config_fields(tf_config, pt_config):
         a, b = getattr(tf_config, key, None), getattr(pt_config, key, None)
         if a != b:
             diffs.append(f"config {key}: {a!r} (TF) vs {b!r} (PyTorch)")
@@ -45,24 +46,17 @@ def config_differences(tf_config: Any, pt_config: Any) -> list[str]:
 
 
 def weight_differences(
-    tf_model: Any, pt_weights: dict[str, np.ndarray], prefix: str, contains: str = ""
+    tf_weights: dict[str, np.ndarray],
+    pt_weights: dict[str, np.ndarray],
+    prefix: str,
+    contains: str = "",
 ) -> list[str]:
-    """TF weights under the PyTorch name ``prefix`` (and holding ``contains``) that differ
-    from PyTorch's, described."""
-    from transformers.modeling_tf_pytorch_utils import convert_tf_weight_name_to_pt_weight_name
-
-    base = tf_model.base_model_prefix + "."
-    strip = "" if any(k.startswith(base) for k in pt_weights) else base
+    """TF weights (by PyTorch name, in PyTorch's layout) under the name ``prefix`` (and
+    holding ``contains``) that differ from PyTorch's, described."""
     found = []
-    for var in tf_model.weights:
-        name, transpose = convert_tf_weight_name_to_pt_weight_name(
-            var.name, start_prefix_to_remove=strip, tf_weight_shape=var.shape
-        )
+    for name, tf_value in tf_weights.items():
         if not name.startswith(prefix) or contains not in name or name not in pt_weights:
             continue
-        tf_value = var.numpy()
-        if transpose.name != "NO":
-            tf_value = tf_value.T
         pt_value = pt_weights[name]
         if (
             tf_value.shape != pt_value.shape
@@ -86,6 +80,9 @@ def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> st
         and np.array_equal(tf_value.T, pt_value)
     ):
         return f"weight {name} matches PyTorch when transposed (a transposed kernel)"
+    factor = uniform_scale(tf_value, pt_value)
+    if factor is not None:
+        return f"weight {name} is PyTorch's scaled by {factor:.4g} (a uniform scale)"
     if tf_value.ndim == 2 and tf_value.shape[0] > 1:
         for shift in (1, -1):
             if np.array_equal(np.roll(tf_value, shift, axis=0)[1:-1], pt_value[1:-1]):
@@ -98,6 +95,23 @@ def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> st
         f"weight {name} differs: max abs diff {diff.max():.3g} over "
         f"{int((diff > 0).sum())} of {diff.size} values"
     )
+
+
+def uniform_scale(tf_value: np.ndarray, pt_value: np.ndarray) -> float | None:
+    """The constant ``c`` with ``tf == c * pt`` (to float32 rounding), or None.
+
+    A kernel multiplied by a constant (a forgotten ``1/sqrt(d)``, a rescaled checkpoint)
+    is a different bug from noise: say which constant.
+    """
+    a, b = tf_value.astype(np.float64).ravel(), pt_value.astype(np.float64).ravel()
+    norm = float(b @ b)
+    if a.size < 2 or norm == 0.0 or not np.all(np.isfinite(a)) or not np.all(np.isfinite(b)):
+        return None
+    c = float(a @ b) / norm
+    if c == 1.0 or c == 0.0:
+        return None
+    residual = np.abs(a - c * b).max()
+    return c if residual <= 1e-6 * max(np.abs(a).max(), 1e-30) else None
 
 
 def _gelu_exact(x: np.ndarray) -> np.ndarray:

@@ -157,9 +157,10 @@ def _explicit_vs_default(model: TFModel, batches: Sequence[Batch]) -> list[Compa
 
 
 def _notes(facts, explicit: bool, scenarios: dict) -> list[str]:
-    if facts.kind == "relative":
+    if facts.kind in ("relative", "rotary"):
         return [
-            "Positions are relative (inside attention), not a table added to the embeddings, "
+            f"Positions are {facts.kind} (inside attention), not a table added to the "
+            "embeddings, "
             "so there are no position_ids to permute and the s1 == s4 property does not "
             "apply. Measured instead: s1 vs s3 (tokens permuted, outputs un-permuted), how "
             "much the output depends on token order."

@@ -16,7 +16,7 @@ def add_model_argument(parser: argparse.ArgumentParser) -> None:
         default="minilm",
         metavar="MODEL",
         help="a directory with config.json and weights, a cached Hugging Face "
-        "id, 'minilm' (default: a real pretrained BERT), or 'tiny:<arch>' "
+        "id, 'minilm' (default: a real pretrained BERT), or 'tiny:<model_type>' "
         "(bert, roberta, gpt2, albert, distilbert, electra, xlnet, t5)",
     )
     parser.add_argument(

@@ -1,0 +1,85 @@
+"""The architecture registry: everything tfparity knows of each model type, one module
+per family, looked up by ``config.model_type``.
+
+A family module defines ``ARCHITECTURES``, a tuple of :class:`Architecture` records (one
+per HF ``model_type`` it serves). Modules are discovered, so adding an architecture is
+one new module here plus its tests. A model type nobody registered gets the generic
+family (:func:`generic.architecture`): layer-level localisation and weight hints by
+parameter-name prefix, as long as transformers has a TF class for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from .base import (
+    Architecture,
+    ArchitectureFacts,
+    EmbeddingTables,
+    IdsOnlyTransform,
+    KnownDifference,
+    Positions,
+)
+from .faults import Fault
+from .sublayers import COMPONENTS, FeedForward, SubLayers, Tap
+
+__all__ = [
+    "COMPONENTS",
+    "Architecture",
+    "ArchitectureFacts",
+    "EmbeddingTables",
+    "Fault",
+    "FeedForward",
+    "IdsOnlyTransform",
+    "KnownDifference",
+    "Positions",
+    "SubLayers",
+    "Tap",
+    "for_config",
+    "lookup",
+    "registry",
+    "tiny_types",
+]
+
+# Modules of this package that hold machinery, not a family.
+_MACHINERY = frozenset({"base", "faults", "sublayers", "generic"})
+
+
+@functools.cache
+def registry() -> Mapping[str, Architecture]:
+    """Every registered architecture by model type (read-only; built once)."""
+    found: dict[str, Architecture] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name in _MACHINERY or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for arch in module.ARCHITECTURES:
+            if arch.model_type in found:
+                raise RuntimeError(f"{arch.model_type!r} is registered twice ({info.name})")
+            found[arch.model_type] = arch
+    return MappingProxyType(found)
+
+
+def lookup(model_type: str) -> Architecture:
+    """The registered architecture of ``model_type``, else the generic family's."""
+    arch = registry().get(model_type)
+    if arch is not None:
+        return arch
+    from .generic import architecture
+
+    return architecture(model_type)
+
+
+def for_config(config: Any) -> Architecture:
+    """The architecture of a transformers config (by its ``model_type``)."""
+    return lookup(getattr(config, "model_type", ""))
+
+
+def tiny_types() -> tuple[str, ...]:
+    """The model types that have a ``tiny:<model_type>`` spec, sorted."""
+    return tuple(sorted(t for t, a in registry().items() if a.tiny is not None))

@@ -1,0 +1,153 @@
+"""ALBERT: one transformer layer shared by every layer, behind an embedding projection.
+
+The sub-layer layout holds for ``num_hidden_groups == inner_group_num == 1`` (as
+released): the shared layer's ``attention`` (with its residual and LayerNorm), ``ffn``
++ activation, ``ffn_output`` + residual + ``full_layer_layer_norm``, recorded once per
+call. The pooler is not tapped: TF applies its tanh inside the layer, PyTorch in a
+separate module. A weight fault in the shared layer shows from layer 0 on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Architecture, LMHead, Positions
+from .bert import HINT_FIELDS, TINY
+from .faults import Fault, in_place, scale, with_config, zero
+from .sublayers import FeedForward, Tap, extended_mask
+
+
+def _shared(main: Any) -> Any:
+    return main.encoder.albert_layer_groups[0].albert_layers[0]
+
+
+class AlbertLayout:
+    def applies(self, config: Any) -> bool:
+        return config.num_hidden_groups == 1 and config.inner_group_num == 1
+
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main)
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model)
+
+    @staticmethod
+    def _taps(main: Any) -> dict[str, Tap]:
+        layer = _shared(main)
+        return {
+            "embeddings": Tap(main.embeddings),
+            "attention": Tap(layer.attention, shared=True),
+            "intermediate": Tap(layer.ffn_output, "in", shared=True),
+            "output": Tap(layer.full_layer_layer_norm, shared=True),
+        }
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
+        layer = _shared(main)
+        attn = layer.attention(
+            input_tensor=x,
+            attention_mask=extended_mask(mask),
+            head_mask=None,
+            output_attentions=False,
+            training=False,
+        )[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        return {
+            "attention": attn,
+            "intermediate": layer.activation(layer.ffn(pt_attn)),
+            "output": layer.full_layer_layer_norm(
+                layer.ffn_output(pt(f"layer_{i}.intermediate")) + pt_attn
+            ),
+        }
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            if component == "embeddings":
+                return ["embeddings.", "encoder.embedding_hidden_mapping_in."]
+            return ["pooler."] if component == "pooler" else []
+        shared = "encoder.albert_layer_groups.0.albert_layers.0."  # every layer's weights
+        parts = {
+            "attention": ("attention.",),
+            "intermediate": ("ffn.",),
+            "output": ("ffn_output.", "full_layer_layer_norm."),
+        }[component]
+        return [shared + part for part in parts]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        layer = _shared(main)
+        return FeedForward(
+            layer.ffn, layer.ffn_output, layer.full_layer_layer_norm, config.hidden_act
+        )
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention query bias",
+        in_place(lambda m: zero(_shared(m).attention.query.bias)),
+        1,
+        0,
+        "attention",
+        "attention.query.bias is all zeros",
+    ),
+    Fault(
+        "dropped FFN up-projection bias",
+        in_place(lambda m: zero(_shared(m).ffn.bias)),
+        1,
+        0,
+        "intermediate",
+        "ffn.bias is all zeros",
+    ),
+    Fault(
+        "exact gelu instead of gelu_new",
+        with_config(hidden_act="gelu"),
+        1,
+        0,
+        "intermediate",
+        "TF's matches gelu (exact erf)",
+    ),
+    Fault(
+        "dropped FFN down-projection bias",
+        in_place(lambda m: zero(_shared(m).ffn_output.bias)),
+        1,
+        0,
+        "output",
+        "ffn_output.bias is all zeros",
+    ),
+    Fault(
+        "LayerNorm gamma off by 1%",
+        in_place(lambda m: scale(_shared(m).full_layer_layer_norm.gamma, 1.01)),
+        1,
+        0,
+        "output",
+        "full_layer_layer_norm.weight is PyTorch's scaled by 1.01",
+    ),
+    Fault(
+        "dropped embedding projection bias",
+        in_place(lambda m: zero(m.encoder.embedding_hidden_mapping_in.bias)),
+        0,
+        "embeddings",
+        "embeddings",
+        "embedding_hidden_mapping_in.bias is all zeros",
+    ),
+)
+
+ARCHITECTURES = (
+    Architecture(
+        model_type="albert",
+        family="albert",
+        tf_class="TFAlbertModel",
+        pt_class="AlbertModel",
+        tf_head_class="TFAlbertForMaskedLM",
+        pt_head_class="AlbertForMaskedLM",
+        tiny={**TINY, "embedding_size": 16},
+        positions=Positions.ABSOLUTE,
+        lm_head=LMHead(
+            "dense (H->E) + {act} + LayerNorm, then x @ word_embeddings.T + bias[vocab]",
+            lambda m, tf: m.predictions,
+        ),
+        sublayers=AlbertLayout(),
+        hint_fields=(*HINT_FIELDS, "embedding_size", "num_hidden_groups", "inner_group_num"),
+        faults=FAULTS,
+        ffn_weight="encoder.albert_layer_groups.0.albert_layers.0.ffn.weight",
+        shared_layers=True,
+    ),
+)

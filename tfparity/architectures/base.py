@@ -1,0 +1,159 @@
+"""What tfparity knows of one architecture, as a typed record.
+
+Every architecture fact (classes, tiny config, positions, embedding tables, LM head,
+sub-layers, hint fields, faults) lives in the one module of its family under
+:mod:`tfparity.architectures`; the rest of tfparity asks the registry for an
+:class:`Architecture` by ``config.model_type`` and never branches on model types.
+
+Nothing here imports TensorFlow, torch or transformers: the records are data and small
+functions that navigate model objects handed to them, so ``tfparity --help`` and spec
+parsing stay fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol
+
+from .faults import Fault
+from .sublayers import SubLayers
+
+
+class Positions(str, Enum):
+    """How a model tells positions apart, as the positions and embeds checks need it."""
+
+    ABSOLUTE = "absolute"  # a table (learned or sinusoidal) added to the embeddings
+    PADDING_AWARE = "padding-aware absolute"  # a table, rows counted from padding_idx + 1
+    RELATIVE = "relative"  # biases or scores inside attention, no table
+    ROTARY = "rotary"  # queries and keys rotated inside attention
+    NONE = "none"
+    UNKNOWN = "read off the model"  # the generic family: a position table, or relative
+
+
+@dataclass(frozen=True)
+class IdsOnlyTransform:
+    """A change the ``input_ids`` path makes to the gathered word embeddings that the
+    ``inputs_embeds`` path does not (the model takes given embeddings as they are).
+
+    ``apply(tf, embeds, ids, config)`` makes gathered embeddings what the ids path
+    feeds on; ``code`` is the line a user would add after the gather; ``reason`` says
+    why the two paths legitimately differ without it.
+    """
+
+    reason: str
+    code: str
+    apply: Callable[[Any, Any, Any, Any], Any]
+    applies: Callable[[Any], bool] = lambda config: True
+
+
+@dataclass(frozen=True)
+class EmbeddingTables:
+    """Where the embedding layer keeps its tables, as attribute names.
+
+    ``position`` and ``token_type`` are looked up on the embedding layer
+    (``get_input_embeddings()``) first and then on the main layer; None: no such table.
+    ``layer_norm`` is the embedding LayerNorm's attribute on the embedding layer.
+    ``token_types_in_word_matrix``: token types are embedded with the word matrix (GPT-2).
+    ``word``: the word-embedding layer's attribute on the main layer, for models whose
+    ``get_input_embeddings()`` does not work in TF (Mistral); None: use that method.
+    """
+
+    word: str | None = None
+    position: str | None = "position_embeddings"
+    token_type: str | None = "token_type_embeddings"
+    layer_norm: str | None = "LayerNorm"
+    token_types_in_word_matrix: bool = False
+
+
+@dataclass(frozen=True)
+class LMHead:
+    """The LM head: what sits between the last hidden state and the vocabulary product
+    (``{act}`` stands for the config's activation), and ``apply(head_model, tf)``, which
+    gives ``fn(hidden) -> logits`` for the HF TF model with its head (``tf``: the
+    TensorFlow module, for heads that are a bare product)."""
+
+    description: str
+    apply: Callable[[Any, Any], Callable[[Any], Any]]
+
+
+@dataclass(frozen=True)
+class KnownDifference:
+    """Where transformers' own TF port really differs from its PyTorch model: the
+    cross-check must FAIL there (``hidden_state``, ``layer``, ``component``, with
+    ``hint`` in its hint). ``finding`` says what differs, for the docs; tests hold
+    every record to it on the tiny model."""
+
+    hidden_state: int
+    layer: int | str
+    component: str | None
+    hint: str
+    finding: str
+
+
+class ArchitectureFacts(Protocol):
+    """What a family provides for one model type (:class:`Architecture` is one)."""
+
+    model_type: str
+    family: str
+    tf_class: str
+    pt_class: str
+    tiny: Mapping[str, Any] | None
+    positions: Positions
+    causal: bool
+    embeddings: EmbeddingTables
+    ids_only: IdsOnlyTransform | None
+    lm_head: LMHead | None
+    sublayers: SubLayers | None
+    hint_fields: tuple[str, ...]
+    faults: tuple[Fault, ...]
+    ffn_weight: str | None
+
+    def sublayers_for(self, config: Any) -> SubLayers | None: ...
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """Everything tfparity knows of one HF ``model_type``.
+
+    Classes are transformers class names (resolved by the adapters, so this stays free
+    of framework imports). ``tiny`` holds the keyword arguments of a 2-layer, 32-wide
+    config (the adapters add the shared vocabulary); None: no ``tiny:`` spec.
+    ``ffn_weight`` is the PyTorch name of one FFN weight of layer ``{layer}``, which the
+    perturbed-port check scales. ``hint_fields`` are the config fields hints compare
+    beside the common ones. ``shared_layers``: one layer's weights serve every layer
+    (ALBERT), so a weight fault shows from layer 0 on. ``head_in_checkpoint``: a
+    ``tiny:`` model of this type has a seeded LM head (T5: tfparity runs the encoder
+    only).
+    """
+
+    model_type: str
+    family: str
+    tf_class: str
+    pt_class: str
+    tf_head_class: str | None = None
+    pt_head_class: str | None = None
+    tiny: Mapping[str, Any] | None = None
+    positions: Positions = Positions.ABSOLUTE
+    causal: bool = False
+    embeddings: EmbeddingTables = EmbeddingTables()
+    ids_only: IdsOnlyTransform | None = None
+    lm_head: LMHead | None = None
+    head_in_checkpoint: bool = True
+    sublayers: SubLayers | None = None
+    hint_fields: tuple[str, ...] = ()
+    faults: tuple[Fault, ...] = ()
+    ffn_weight: str | None = None
+    shared_layers: bool = False
+    known_difference: KnownDifference | None = None
+    generic: bool = False
+
+    def sublayers_for(self, config: Any) -> SubLayers | None:
+        """The sub-layer layout, where this config's layout is the one described."""
+        sub = self.sublayers
+        return sub if sub is not None and sub.applies(config) else None
+
+    @property
+    def localisation(self) -> str:
+        return "sub-layer" if self.sublayers is not None else "layer"

@@ -1,0 +1,206 @@
+"""BERT: post-LayerNorm encoder; ``encoder.layer[i]`` holds ``attention``,
+``intermediate`` and ``output`` in both frameworks (TF names the last ``bert_output``).
+
+Its sub-layer layout also serves RoBERTa, XLM-R, CamemBERT and ELECTRA (their modules
+reuse :data:`LAYOUT`), and its fault catalogue is the default one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Architecture, LMHead, Positions
+from .faults import Fault, in_place, reverse_rows, roll_rows, scale, transpose, with_config, zero
+from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
+
+HINT_FIELDS = ("hidden_act", "layer_norm_eps", "type_vocab_size", "position_embedding_type")
+# The config of a 2-layer, 32-wide encoder; other encoder families start from it.
+TINY = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    max_position_embeddings=64,
+)
+
+
+class BertLayout(AlwaysApplies):
+    """``encoder.layer[i]``: ``attention`` (self-attention + dense + residual +
+    LayerNorm), ``intermediate`` (dense + activation), ``output`` (dense + residual +
+    LayerNorm); ``embeddings`` and ``pooler`` on the main layer."""
+
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main, "bert_output")  # TF names the FFN output layer so
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model, "output")
+
+    @staticmethod
+    def _taps(main: Any, output: str) -> dict[str, Tap]:
+        taps = {"embeddings": Tap(main.embeddings)}
+        for i, layer in enumerate(main.encoder.layer):
+            taps[f"layer_{i}.attention"] = Tap(layer.attention)
+            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
+            taps[f"layer_{i}.output"] = Tap(getattr(layer, output))
+        if getattr(main, "pooler", None) is not None:
+            taps["pooler"] = Tap(main.pooler)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
+        layer = main.encoder.layer[i]
+        attn = layer.attention(
+            input_tensor=x,
+            attention_mask=extended_mask(mask),
+            head_mask=None,
+            encoder_hidden_states=None,
+            encoder_attention_mask=None,
+            past_key_value=None,
+            output_attentions=False,
+            training=False,
+        )[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        inter = layer.intermediate(pt_attn)
+        out = layer.bert_output(
+            hidden_states=pt(f"layer_{i}.intermediate"), input_tensor=pt_attn, training=False
+        )
+        return {"attention": attn, "intermediate": inter, "output": out}
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return [f"{component}."] if component in ("embeddings", "pooler") else []
+        return [f"encoder.layer.{layer}.{component}."]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        layer = main.encoder.layer[i]
+        out = layer.bert_output
+        return FeedForward(layer.intermediate.dense, out.dense, out.LayerNorm, config.hidden_act)
+
+
+LAYOUT = BertLayout()
+FFN_WEIGHT = "encoder.layer.{layer}.intermediate.dense.weight"
+
+
+def _attention(main: Any, i: int) -> Any:
+    return main.encoder.layer[i].attention
+
+
+def _unscaled_attention(main: Any) -> None:
+    _attention(main, 1).self_attention.sqrt_att_head_size = 1.0
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention query bias",
+        in_place(lambda m: zero(_attention(m, 1).self_attention.query.bias)),
+        2,
+        1,
+        "attention",
+        "all zeros",
+    ),
+    Fault(
+        "transposed attention output kernel",
+        in_place(lambda m: transpose(_attention(m, 0).dense_output.dense.kernel)),
+        1,
+        0,
+        "attention",
+        "transposed",
+    ),
+    Fault(
+        "wrong attention scaling", in_place(_unscaled_attention), 2, 1, "attention", "computation"
+    ),
+    Fault(
+        "dropped intermediate bias",
+        in_place(lambda m: zero(m.encoder.layer[0].intermediate.dense.bias)),
+        1,
+        0,
+        "intermediate",
+        "all zeros",
+    ),
+    Fault(
+        "gelu_new instead of gelu",
+        with_config(hidden_act="gelu_new"),
+        1,
+        0,
+        "intermediate",
+        "gelu_new",
+    ),
+    Fault(
+        "dropped output bias",
+        in_place(lambda m: zero(m.encoder.layer[1].bert_output.dense.bias)),
+        2,
+        1,
+        "output",
+        "all zeros",
+    ),
+    Fault(
+        "LayerNorm gamma off by 1%",
+        in_place(lambda m: scale(m.encoder.layer[1].bert_output.LayerNorm.gamma, 1.01)),
+        2,
+        1,
+        "output",
+        "LayerNorm.weight is PyTorch's scaled by 1.01",
+    ),
+    Fault(
+        "shifted position embeddings",
+        in_place(lambda m: roll_rows(m.embeddings.position_embeddings)),
+        0,
+        "embeddings",
+        "embeddings",
+        "shifted",
+    ),
+    Fault(
+        "swapped token type rows",
+        in_place(lambda m: reverse_rows(m.embeddings.token_type_embeddings)),
+        0,
+        "embeddings",
+        "embeddings",
+        "token_type_embeddings",
+    ),
+    Fault(
+        "LayerNorm epsilon 1e-5 vs 1e-12",
+        with_config(layer_norm_eps=1e-5),
+        0,
+        "embeddings",
+        "embeddings",
+        "layer_norm_eps",
+    ),
+    Fault(
+        "zeroed pooler kernel",
+        in_place(lambda m: zero(m.pooler.dense.kernel)),
+        None,
+        "pooler",
+        "pooler",
+        "pooler.dense.weight is all zeros",
+    ),
+    Fault(
+        "zeroed pooler bias",
+        in_place(lambda m: zero(m.pooler.dense.bias)),
+        None,
+        "pooler",
+        "pooler",
+        "pooler",
+    ),
+)
+
+MLM_HEAD = LMHead(
+    "dense (H->H) + {act} + LayerNorm, then x @ word_embeddings.T + bias[vocab]",
+    lambda m, tf: m.mlm.predictions,
+)
+
+ARCHITECTURES = (
+    Architecture(
+        model_type="bert",
+        family="bert",
+        tf_class="TFBertModel",
+        pt_class="BertModel",
+        tf_head_class="TFBertForMaskedLM",
+        pt_head_class="BertForMaskedLM",
+        tiny=TINY,
+        positions=Positions.ABSOLUTE,
+        lm_head=MLM_HEAD,
+        sublayers=LAYOUT,
+        hint_fields=HINT_FIELDS,
+        faults=FAULTS,
+        ffn_weight=FFN_WEIGHT,
+    ),
+)

@@ -1,0 +1,25 @@
+"""CTRL: a causal, pre-LayerNorm decoder with sinusoidal positions (computed, not a
+table) and the embeddings scaled by ``sqrt(n_embd)`` on both paths."""
+
+from __future__ import annotations
+
+from .base import Architecture, EmbeddingTables, Positions
+
+ARCHITECTURES = (
+    Architecture(
+        model_type="ctrl",
+        family="ctrl",
+        tf_class="TFCTRLModel",
+        pt_class="CTRLModel",
+        tf_head_class="TFCTRLLMHeadModel",
+        pt_head_class="CTRLLMHeadModel",
+        tiny=dict(n_embd=32, n_layer=2, n_head=4, dff=64, n_positions=64),
+        positions=Positions.ABSOLUTE,
+        causal=True,
+        embeddings=EmbeddingTables(
+            position=None, token_type=None, layer_norm=None, token_types_in_word_matrix=True
+        ),
+        hint_fields=("layer_norm_epsilon", "dff"),
+        ffn_weight="h.{layer}.ffn.0.weight",
+    ),
+)

@@ -1,0 +1,147 @@
+"""DistilBERT: ``transformer.layer[i]`` holds ``attention``, ``sa_layer_norm``, ``ffn``
+(``lin1``, activation, ``lin2``) and ``output_layer_norm``; no token types. The
+activation is a plain function in the FFN, so its output is read as ``lin2``'s input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Architecture, EmbeddingTables, LMHead, Positions
+from .faults import Fault, in_place, roll_rows, scale, transpose, with_config, zero
+from .sublayers import AlwaysApplies, FeedForward, Tap
+
+
+def _block(main: Any, i: int) -> Any:
+    return main.transformer.layer[i]
+
+
+class DistilBertLayout(AlwaysApplies):
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main.embeddings, main.transformer.layer)
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model.embeddings, model.transformer.layer)
+
+    @staticmethod
+    def _taps(embeddings: Any, blocks: Any) -> dict[str, Tap]:
+        taps = {"embeddings": Tap(embeddings)}
+        for i, block in enumerate(blocks):
+            taps[f"layer_{i}.attention"] = Tap(block.sa_layer_norm)
+            taps[f"layer_{i}.intermediate"] = Tap(block.ffn.lin2, "in")
+            taps[f"layer_{i}.output"] = Tap(block.output_layer_norm)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
+        block = _block(main, i)
+        sa = block.attention(x, x, x, mask, None, False, training=False)[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        return {
+            "attention": block.sa_layer_norm(sa + x),
+            "intermediate": block.ffn.activation(block.ffn.lin1(pt_attn)),
+            "output": block.output_layer_norm(
+                block.ffn.lin2(pt(f"layer_{i}.intermediate")) + pt_attn
+            ),
+        }
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return ["embeddings."] if component == "embeddings" else []
+        block = f"transformer.layer.{layer}."
+        return [
+            block + part
+            for part in {
+                "attention": ("attention.", "sa_layer_norm."),
+                "intermediate": ("ffn.lin1.",),
+                "output": ("ffn.lin2.", "output_layer_norm."),
+            }[component]
+        ]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        block = _block(main, i)
+        return FeedForward(
+            block.ffn.lin1, block.ffn.lin2, block.output_layer_norm, config.activation
+        )
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention query bias",
+        in_place(lambda m: zero(_block(m, 1).attention.q_lin.bias)),
+        2,
+        1,
+        "attention",
+        "q_lin.bias is all zeros",
+    ),
+    Fault(
+        "transposed attention output kernel",
+        in_place(lambda m: transpose(_block(m, 0).attention.out_lin.kernel)),
+        1,
+        0,
+        "attention",
+        "transposed",
+    ),
+    Fault(
+        "dropped FFN up-projection bias",
+        in_place(lambda m: zero(_block(m, 0).ffn.lin1.bias)),
+        1,
+        0,
+        "intermediate",
+        "lin1.bias is all zeros",
+    ),
+    Fault(
+        "gelu_new instead of gelu",
+        with_config(activation="gelu_new"),
+        1,
+        0,
+        "intermediate",
+        "TF's matches gelu_new",
+    ),
+    Fault(
+        "dropped FFN down-projection bias",
+        in_place(lambda m: zero(_block(m, 1).ffn.lin2.bias)),
+        2,
+        1,
+        "output",
+        "lin2.bias is all zeros",
+    ),
+    Fault(
+        "LayerNorm gamma off by 1%",
+        in_place(lambda m: scale(_block(m, 0).output_layer_norm.gamma, 1.01)),
+        1,
+        0,
+        "output",
+        "output_layer_norm.weight is PyTorch's scaled by 1.01",
+    ),
+    Fault(
+        "shifted position embeddings",
+        in_place(lambda m: roll_rows(m.embeddings.position_embeddings)),
+        0,
+        "embeddings",
+        "embeddings",
+        "shifted by",
+    ),
+)
+
+ARCHITECTURES = (
+    Architecture(
+        model_type="distilbert",
+        family="distilbert",
+        tf_class="TFDistilBertModel",
+        pt_class="DistilBertModel",
+        tf_head_class="TFDistilBertForMaskedLM",
+        pt_head_class="DistilBertForMaskedLM",
+        tiny=dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64),
+        positions=Positions.ABSOLUTE,
+        embeddings=EmbeddingTables(token_type=None),
+        lm_head=LMHead(
+            "dense (H->H) + {act} + LayerNorm, then x @ word_embeddings.T + bias[vocab]",
+            lambda m, tf: (
+                lambda h: m.vocab_projector(m.vocab_layer_norm(m.act(m.vocab_transform(h))))
+            ),
+        ),
+        sublayers=DistilBertLayout(),
+        hint_fields=("activation", "dim", "hidden_dim", "n_heads", "sinusoidal_pos_embds"),
+        faults=FAULTS,
+        ffn_weight="transformer.layer.{layer}.ffn.lin1.weight",
+    ),
+)

@@ -1,0 +1,140 @@
+"""GPT-2 (and GPT-SW3, which shares its classes): a causal, pre-LayerNorm decoder.
+
+``h[i]`` computes ``x + attn(ln_1(x))``, then ``+ mlp(ln_2(.))``. ``attention`` is the
+first residual sum (``ln_2``'s input), ``intermediate`` the activation (``mlp.c_proj``'s
+input), ``output`` the block's output. No LayerNorm follows the FFN, so there are no
+numeric FFN hints. Position embeddings (``wpe``) sit beside the word matrix (``wte``),
+which also embeds token types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .base import Architecture, EmbeddingTables, LMHead, Positions
+from .faults import Fault, in_place, roll_rows, scale, with_config, zero
+from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
+
+TINY = dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=2)
+
+
+def _h(main: Any, i: int) -> Any:
+    return main.h[i]
+
+
+class Gpt2Layout(AlwaysApplies):
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main.h)
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model.h)
+
+    @staticmethod
+    def _taps(blocks: Any) -> dict[str, Tap]:
+        taps = {}
+        for i, block in enumerate(blocks):
+            taps[f"layer_{i}.attention"] = Tap(block.ln_2, "in")
+            taps[f"layer_{i}.intermediate"] = Tap(block.mlp.c_proj, "in")
+            taps[f"layer_{i}.output"] = Tap(block)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
+        block = _h(main, i)
+        a = block.attn(block.ln_1(x), None, extended_mask(mask), None, None, None, False, False)[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        return {
+            "attention": x + a,
+            "intermediate": block.mlp.act(block.mlp.c_fc(block.ln_2(pt_attn))),
+            "output": pt_attn + block.mlp.c_proj(pt(f"layer_{i}.intermediate")),
+        }
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return ["wte.", "wpe."] if component == "embeddings" else []
+        parts = {
+            "attention": ("ln_1.", "attn."),
+            "intermediate": ("ln_2.", "mlp.c_fc."),
+            "output": ("mlp.c_proj.",),
+        }[component]
+        return [f"h.{layer}.{part}" for part in parts]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        return None
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention bias",
+        in_place(lambda m: zero(_h(m, 1).attn.c_attn.bias)),
+        2,
+        1,
+        "attention",
+        "h.1.attn.c_attn.bias is all zeros",
+    ),
+    Fault(
+        "ln_1 (pre-attention) gamma off by 1%",
+        in_place(lambda m: scale(_h(m, 0).ln_1.gamma, 1.01)),
+        1,
+        0,
+        "attention",
+        "h.0.ln_1.weight is PyTorch's scaled by 1.01",
+    ),
+    Fault(
+        "dropped FFN up-projection bias",
+        in_place(lambda m: zero(_h(m, 0).mlp.c_fc.bias)),
+        1,
+        0,
+        "intermediate",
+        "h.0.mlp.c_fc.bias is all zeros",
+    ),
+    Fault(
+        "exact gelu instead of gelu_new",
+        with_config(activation_function="gelu"),
+        1,
+        0,
+        "intermediate",
+        "activation_function",
+    ),
+    Fault(
+        "dropped FFN down-projection bias",
+        in_place(lambda m: zero(_h(m, 1).mlp.c_proj.bias)),
+        2,
+        1,
+        "output",
+        "h.1.mlp.c_proj.bias is all zeros",
+    ),
+    Fault(
+        "shifted position embeddings",
+        in_place(lambda m: roll_rows(m.wpe.embeddings)),
+        0,
+        "embeddings",
+        "embeddings",
+        "shifted by",
+    ),
+)
+
+GPT2 = Architecture(
+    model_type="gpt2",
+    family="gpt2",
+    tf_class="TFGPT2Model",
+    pt_class="GPT2Model",
+    tf_head_class="TFGPT2LMHeadModel",
+    pt_head_class="GPT2LMHeadModel",
+    tiny=TINY,
+    positions=Positions.ABSOLUTE,
+    causal=True,
+    embeddings=EmbeddingTables(
+        position="wpe", token_type=None, layer_norm=None, token_types_in_word_matrix=True
+    ),
+    lm_head=LMHead(
+        "no transform, no bias: x @ wte.T (the final LayerNorm ln_f is in the body)",
+        lambda m, tf: lambda h: tf.matmul(h, m.get_input_embeddings().embeddings, transpose_b=True),
+    ),
+    sublayers=Gpt2Layout(),
+    hint_fields=("activation_function", "layer_norm_epsilon", "n_inner", "scale_attn_weights"),
+    faults=FAULTS,
+    ffn_weight="h.{layer}.mlp.c_fc.weight",
+)
+
+ARCHITECTURES = (GPT2, replace(GPT2, model_type="gpt-sw3", faults=()))

@@ -1,0 +1,44 @@
+"""Mistral: a causal, pre-RMSNorm decoder with rotary positions, grouped-query
+attention and a gated (SwiGLU) FFN. TF's ``get_input_embeddings()`` is broken for it
+(the main layer has no such method), so the word matrix is read as ``embed_tokens``."""
+
+from __future__ import annotations
+
+from .base import Architecture, EmbeddingTables, Positions
+
+ARCHITECTURES = (
+    Architecture(
+        model_type="mistral",
+        family="mistral",
+        tf_class="TFMistralModel",
+        pt_class="MistralModel",
+        tf_head_class="TFMistralForCausalLM",
+        pt_head_class="MistralForCausalLM",
+        tiny=dict(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=8,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            sliding_window=None,
+            bos_token_id=0,
+            eos_token_id=2,
+        ),
+        positions=Positions.ROTARY,
+        causal=True,
+        embeddings=EmbeddingTables(
+            word="embed_tokens", position=None, token_type=None, layer_norm=None
+        ),
+        hint_fields=(
+            "hidden_act",
+            "rms_norm_eps",
+            "rope_theta",
+            "sliding_window",
+            "num_key_value_heads",
+            "head_dim",
+        ),
+        ffn_weight="layers.{layer}.mlp.up_proj.weight",
+    ),
+)

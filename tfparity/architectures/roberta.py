@@ -1,0 +1,74 @@
+"""RoBERTa and its relatives (XLM-R, CamemBERT, RoBERTa-PreLayerNorm): BERT's layers
+with padding-aware positions.
+
+Position ids made from ``input_ids`` count from ``padding_idx + 1`` and give padding
+the padding index; made from ``inputs_embeds`` they are sequential from
+``padding_idx + 1``. With left padding the two paths legitimately differ (the embeds
+check says so). TF RoBERTa hard-codes ``padding_idx = 1``, so the position table needs
+two rows more than the longest sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .base import Architecture, LMHead, Positions
+from .bert import FFN_WEIGHT, HINT_FIELDS, LAYOUT, TINY
+
+TINY_ROBERTA = {
+    **TINY,
+    "max_position_embeddings": TINY["max_position_embeddings"] + 2,
+    "bos_token_id": 0,
+    "eos_token_id": 2,
+    "type_vocab_size": 1,
+}
+LM_HEAD = LMHead(
+    "dense (H->H) + gelu + LayerNorm, then x @ word_embeddings.T + bias[vocab]",
+    lambda m, tf: m.lm_head,
+)
+
+ROBERTA = Architecture(
+    model_type="roberta",
+    family="roberta",
+    tf_class="TFRobertaModel",
+    pt_class="RobertaModel",
+    tf_head_class="TFRobertaForMaskedLM",
+    pt_head_class="RobertaForMaskedLM",
+    tiny=TINY_ROBERTA,
+    positions=Positions.PADDING_AWARE,
+    lm_head=LM_HEAD,
+    sublayers=LAYOUT,
+    hint_fields=HINT_FIELDS,
+    ffn_weight=FFN_WEIGHT,
+)
+
+ARCHITECTURES = (
+    ROBERTA,
+    replace(
+        ROBERTA,
+        model_type="xlm-roberta",
+        tf_class="TFXLMRobertaModel",
+        pt_class="XLMRobertaModel",
+        tf_head_class="TFXLMRobertaForMaskedLM",
+        pt_head_class="XLMRobertaForMaskedLM",
+    ),
+    replace(
+        ROBERTA,
+        model_type="camembert",
+        tf_class="TFCamembertModel",
+        pt_class="CamembertModel",
+        tf_head_class="TFCamembertForMaskedLM",
+        pt_head_class="CamembertForMaskedLM",
+    ),
+    # Pre-LayerNorm blocks: BERT's sub-layer taps would read pre-norm values, so this
+    # one is localised to the layer.
+    replace(
+        ROBERTA,
+        model_type="roberta-prelayernorm",
+        tf_class="TFRobertaPreLayerNormModel",
+        pt_class="RobertaPreLayerNormModel",
+        tf_head_class="TFRobertaPreLayerNormForMaskedLM",
+        pt_head_class="RobertaPreLayerNormForMaskedLM",
+        sublayers=None,
+    ),
+)
