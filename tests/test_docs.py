@@ -1,0 +1,150 @@
+"""The docs a newcomer reads: README.md (an overview) and one page per topic in docs/.
+
+Checked here, without TensorFlow: relative links and their #anchors resolve, no
+machine-specific path appears, the README stays short with a two-command Quickstart,
+and every command of `tfparity --help` has a row in the README's table and a page.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
+
+FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+MACHINE_PATHS = ("site-packages", "/home/", "/root/", "/work/", "/tmp/")
+
+
+def prose(text: str) -> str:
+    """The text outside fenced code blocks (links in code are not links)."""
+    return FENCE.sub("", text)
+
+
+def links(text: str) -> list[str]:
+    return LINK.findall(CODE_SPAN.sub("", prose(text)))
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces -> '-'."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link: its text
+    text = text.replace("`", "").strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    out = set()
+    for heading in HEADING.findall(prose(path.read_text())):
+        base = slug(heading)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def broken_links(page: Path) -> list[str]:
+    bad = []
+    for target in links(page.read_text()):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # http:, https:, mailto:
+            continue
+        file_part, _, anchor = target.partition("#")
+        dest = (page.parent / file_part).resolve() if file_part else page
+        if not dest.exists():
+            bad.append(f"{target} (no such file)")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            bad.append(f"{target} (no heading #{anchor} in {dest.name})")
+    return bad
+
+
+def quickstart_commands(text: str) -> list[str]:
+    section = re.split(r"^## Quickstart\s*$", text, maxsplit=1, flags=re.M)
+    assert len(section) == 2, "README.md has no '## Quickstart' section"
+    body = re.split(r"^## ", section[1], maxsplit=1, flags=re.M)[0]
+    blocks = re.findall(r"^```bash\n(.*?)^```", body, re.S | re.M)
+    assert len(blocks) == 1, f"the Quickstart holds {len(blocks)} ```bash blocks, not one"
+    return [line for line in blocks[0].splitlines() if line.strip() and not line.startswith("#")]
+
+
+def commands() -> list[str]:
+    """The subcommands `tfparity --help` lists (argparse's own table)."""
+    import argparse
+
+    from tfparity.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices)
+
+
+def command_rows(text: str) -> dict[str, str]:
+    """README table rows whose first cell names a command: `tfparity NAME`."""
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("|"):
+            first = line.split("|")[1]
+            found = re.search(r"`tfparity ([a-z-]+)`", first)
+            if found:
+                rows[found.group(1)] = line
+    return rows
+
+
+def test_docs_exist():
+    assert (DOCS / "index.md").is_file()
+    assert len(PAGES) > 10
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_relative_links_resolve(page):
+    assert broken_links(page) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_machine_paths(page):
+    text = page.read_text()
+    found = [
+        f"line {n}: {line.strip()}"
+        for n, line in enumerate(text.splitlines(), 1)
+        if any(p in line for p in MACHINE_PATHS)
+    ]
+    assert found == [], f"machine-specific paths in {page.name} (use the spec or <dir>)"
+
+
+def test_every_docs_page_is_linked_from_the_index():
+    index = (DOCS / "index.md").read_text()
+    linked = {(DOCS / t.partition("#")[0]).resolve() for t in links(index)}
+    missing = [p.name for p in DOCS.glob("*.md") if p.name != "index.md" and p not in linked]
+    assert missing == []
+
+
+def test_readme_is_short_with_a_two_command_quickstart():
+    text = README.read_text()
+    assert len(text.splitlines()) < 250
+    quickstart = quickstart_commands(text)
+    assert len(quickstart) == 2, quickstart
+    assert quickstart[0].endswith("tfparity check")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert quickstart[1] in ci.splitlines(), ".ci/run must run the second command verbatim"
+
+
+def test_every_command_has_a_readme_row_and_a_page():
+    rows = command_rows(README.read_text())
+    names = commands()
+    assert set(names) >= {"check", "crosscheck", "sweep"}
+    for name in names:
+        assert name in rows, f"`tfparity {name}` has no row in the README's command table"
+        pages = [t for t in links(rows[name]) if t.startswith("docs/")]
+        assert pages, f"the README row of `tfparity {name}` links to no page under docs/"
+        page = ROOT / pages[0].partition("#")[0]
+        assert page.is_file(), f"{pages[0]} does not exist"
+        named = re.search(rf"tfparity {re.escape(name)}(?![\w-])", page.read_text())
+        assert named, f"{page.name} never names `tfparity {name}`"
