@@ -4,7 +4,7 @@ Weights come either from a PyTorch checkpoint directory (safetensors; pickles on
 when allowed, read with ``weights_only=True``) or from a TF model in memory. The
 TF->PT direction builds the PyTorch model from the config and assigns the TF
 weights: ``from_pretrained(..., from_tf=True)`` leaves parameters on the ``meta``
-device with torch 2.13 (DESIGN.md).
+device with torch 2.13 (docs/design.md).
 """
 
 from __future__ import annotations

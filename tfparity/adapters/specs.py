@@ -1,4 +1,4 @@
-"""MODEL specs: the strings users pass to name a model (see DESIGN.md).
+"""MODEL specs: the strings users pass to name a model (see docs/design.md).
 
 Parsing is pure Python so that a bad spec is rejected before TensorFlow is imported.
 """

@@ -1,4 +1,4 @@
-"""Write reports as JSON (the fields DESIGN.md promises)."""
+"""Write reports as JSON (the fields docs/design.md promises)."""
 
 from __future__ import annotations
 
