@@ -11,7 +11,7 @@ from ._version import __version__
 from .compare import Comparison, Tolerance, compare_arrays, compare_outputs
 from .errors import TfparityError
 from .inputs import Batch, InputOptions
-from .report import Divergence, Report
+from .results import Divergence, Report
 
 _API = (
     "assert_close",

@@ -12,7 +12,7 @@ from typing import Any
 
 from .compare import Tolerance
 from .inputs import Batch, InputOptions
-from .report import Report
+from .results import Report
 
 
 def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None):

@@ -21,7 +21,7 @@ from typing import Any
 from .compare import Tolerance
 from .errors import TfparityError
 from .inputs import Batch, InputOptions
-from .report import Report
+from .results import Report
 
 
 @dataclass

@@ -15,7 +15,7 @@ Layout (``numpy.savez_compressed``; every entry a plain array, read with
     batch_{i}/position_ids          int32 [batch, seq]      (when the batch has them)
     batch_{i}/fp32/<tensor>         PyTorch fp32 run: hidden_states[k], last_hidden_state, ...
     batch_{i}/fp64/<tensor>         PyTorch float64 run (the referee), same names
-    batch_{i}/fp32_taps/<tap>       sub-layer taps of the fp32 run (BERT family only):
+    batch_{i}/fp32_taps/<tap>       sub-layer taps of the fp32 run (tapped families):
     batch_{i}/fp64_taps/<tap>       embeddings, layer_{j}.attention|intermediate|output, pooler
 
 ``meta`` holds ``format`` ("tfparity-golden"), ``version`` (1), ``tfparity_version``,

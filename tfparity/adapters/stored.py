@@ -91,7 +91,7 @@ class StoredReference(PTModel):
 
 
 def capture(pt_model: PTModel, batches: Sequence[Batch], model: str = "") -> StoredReference:
-    """Run ``pt_model`` once per batch (fp32 and fp64, with taps for the BERT family)
+    """Run ``pt_model`` once per batch (fp32 and fp64, with taps where the family has them)
     and keep the results: the cross-check then reads them, and they can be saved."""
     tapped = taps.supported(pt_model.config)
     runs = []

@@ -35,7 +35,7 @@ class TFModel:
     def load(
         cls, spec: str = DEFAULT_MODEL, *, allow_pickle: bool = False, head: bool = False
     ) -> TFModel:
-        """Load ``spec`` (see docs/design.md: a directory, a cached hub id, minilm, tiny:<model_type>);
+        """Load ``spec`` (docs/design.md: a directory, a cached hub id, minilm, tiny:<type>);
         ``head=True`` loads the model class with its language-model head instead."""
         loaded: Loaded = load_tf(parse_spec(spec), allow_pickle=allow_pickle, head=head)
         return cls(spec, loaded.model, loaded.tokenizer, loaded.config, loaded.source, loaded.notes)

@@ -2,9 +2,10 @@
 
 Every output and hidden state is compared. By default a float64 PyTorch run referees
 (see :class:`tfparity.compare.Referee`) instead of a fixed threshold; explicit
-``atol``/``rtol`` are the other mode. For the BERT family, sub-layer taps and isolated
-runs localise the first divergence to a layer and a component, and hints name a
-likely cause with evidence.
+``atol``/``rtol`` are the other mode. Where the architecture describes its sub-layers
+(:mod:`tfparity.architectures`), taps and isolated runs localise the first divergence
+to a layer and a component; elsewhere to the layer. Hints name a likely cause with
+evidence.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..compare import (
     referee_batches,
 )
 from ..inputs import Batch
-from ..report import Divergence, Report
+from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from . import hints
 from .embeds import ensure_finite

@@ -22,7 +22,7 @@ from ..adapters.tf_model import TFModel
 from ..compare import Tolerance, compare_output_batches
 from ..errors import TfparityError
 from ..inputs import Batch, check_limits
-from ..report import Divergence, Report
+from ..results import Divergence, Report
 
 VERDICTS = (
     "word_embeddings",

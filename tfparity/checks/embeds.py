@@ -17,7 +17,7 @@ from ..adapters.tf_model import TFModel
 from ..compare import Comparison, Tolerance, compare_output_batches
 from ..errors import TfparityError
 from ..inputs import Batch
-from ..report import Divergence, Report
+from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 
 

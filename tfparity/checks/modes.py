@@ -41,7 +41,7 @@ from ..compare import (
     valid_positions,
 )
 from ..inputs import Batch
-from ..report import Report
+from ..results import Report
 from ..trace import Trace, hidden_state_index
 from .embeds import ensure_finite
 

@@ -24,7 +24,7 @@ from ..adapters.embedding_parts import default_position_ids, position_facts
 from ..adapters.tf_model import TFModel
 from ..compare import Comparison, Tolerance, compare_batches, compare_output_batches
 from ..inputs import Batch
-from ..report import Report
+from ..results import Report
 
 SCENARIOS = ("s1", "s2", "s3", "s4")
 OUTPUT = "last_hidden_state"

@@ -18,7 +18,7 @@ import numpy as np
 from ..adapters.lm_head import LMHead, find_head
 from ..adapters.tf_model import TFModel
 from ..inputs import Batch
-from ..report import Report
+from ..results import Report
 
 NOISE_SCALES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 AXIS_NOTE = (

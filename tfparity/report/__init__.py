@@ -1,5 +1,5 @@
 """Reports and their renderings (text, JSON); numpy-free and framework-free."""
 
-from .schema import Divergence, Report
+from ..results import Divergence, Report
 
 __all__ = ["Divergence", "Report"]

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import TfparityError
-from .schema import Report
+from ..results import Report
 from .text import failing_summary, verdict_line
 
 _STYLE = """

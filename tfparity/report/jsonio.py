@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import TfparityError
-from .schema import Report
+from ..results import Report
 
 
 def reports_to_dict(reports: list[Report]) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .schema import Report
+from ..results import Report
 from .text import failing_summary, verdict_line
 
 

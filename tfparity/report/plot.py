@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TfparityError
+from ..results import Report
 from ..trace import hidden_state_index
-from .schema import Report
 
 RED = "#b00020"
 INSTALL_HINT = "pip install 'tfparity[plot]' (or: pip install matplotlib)"

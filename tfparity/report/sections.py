@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .schema import Report
+from ..results import Report
 from .text import _table
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..compare import Comparison
-from .schema import Report
+from ..results import Report
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
 

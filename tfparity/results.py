@@ -6,8 +6,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .._version import __version__
-from ..compare import Comparison
+from ._version import __version__
+from .compare import Comparison
 
 Component = Literal["embeddings", "attention", "intermediate", "output", "pooler", "head"]
 
