@@ -52,3 +52,13 @@ def test_tiny_spec_gets_the_tf_weights():
         pt.model.embeddings.word_embeddings.weight.detach().numpy(),
         tf_model.word_embeddings().numpy(),
     )
+
+
+def test_a_reference_is_named_by_the_spec_not_a_machine_path():
+    """Reports carry the reference's name: the spec the user typed, never the
+    site-packages directory minilm lives in."""
+    from tfparity.adapters.pt_model import load_pt
+
+    name = load_pt("minilm").name
+    assert name == "BertModel (minilm)"
+    assert "/" not in name

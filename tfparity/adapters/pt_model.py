@@ -56,8 +56,13 @@ class PTModel:
         )
 
     @classmethod
-    def from_dir(cls, directory: str | Path, *, allow_pickle: bool = False) -> PTModel:
-        """Load a PyTorch checkpoint directory (config.json + safetensors or pickle)."""
+    def from_dir(
+        cls, directory: str | Path, *, allow_pickle: bool = False, label: str | None = None
+    ) -> PTModel:
+        """Load a PyTorch checkpoint directory (config.json + safetensors or pickle).
+
+        ``label`` names it in reports (the spec the user gave; default: the directory's
+        name), so a report holds no machine-specific path."""
         directory = Path(directory)
         t = import_transformers()
         config = t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
@@ -85,7 +90,7 @@ class PTModel:
                 f"loaded: {' '.join(str(exc).split())[:300]}"
             ) from exc
         return cls(
-            f"{type(model).__name__} ({directory})",
+            f"{type(model).__name__} ({label or directory.name})",
             _eval(model),
             config,
             _missing_note(model, info.get("missing_keys", [])),
@@ -227,5 +232,5 @@ def load_pt(spec: str, *, allow_pickle: bool = False) -> PTModel:
     files = {p.name for p in directory.iterdir()}
     if not files & set(PT_SAFETENSORS + PT_PICKLE):
         tf_weights = load_tf(parsed, allow_pickle=allow_pickle).model
-        return PTModel.from_tf(tf_weights, name=f"PyTorch from TF weights in {directory}")
-    return PTModel.from_dir(directory, allow_pickle=allow_pickle)
+        return PTModel.from_tf(tf_weights, name=f"PyTorch from TF weights of {spec}")
+    return PTModel.from_dir(directory, allow_pickle=allow_pickle, label=spec)
