@@ -72,18 +72,33 @@ def assert_close(
 ) -> None:
     """Assert two nested outputs are close, leaf by leaf; raise AssertionError with the
     comparison core's readable block otherwise."""
+    from . import validation
     from .compare import compare_outputs, default_tolerance, failure_message, flatten
 
+    validation.tolerance_values(atol=atol, rtol=rtol)
+    validation.instance(equal_nan, bool, "equal_nan", "a bool")
+    leaves = flatten(expected)
+    if not leaves or not flatten(actual):
+        raise validation.NothingComparedError(
+            "assert_close: actual and expected must each hold at least one tensor "
+            f"(got {len(flatten(actual))} and {len(leaves)}); nothing was compared."
+        )
     tolerance = None
     if atol is not None or rtol is not None or equal_nan:
-        leaf = next(iter(flatten(expected).values()))
-        base = default_tolerance(leaf.dtype)
+        base = default_tolerance(next(iter(leaves.values())).dtype)
         tolerance = Tolerance(
             atol=base.atol if atol is None else atol,
             rtol=base.rtol if rtol is None else rtol,
             equal_nan=equal_nan,
         )
     results = compare_outputs(actual, expected, mask=attention_mask, tolerance=tolerance)
+    nothing = [c for c in results if c.problem and c.problem.startswith("Nothing compared")]
+    if nothing or (all(c.passed for c in results) and sum(c.total for c in results) == 0):
+        raise validation.NothingComparedError(
+            "assert_close compared no element: "
+            + ("attention_mask masks out every element" if nothing else "every tensor is empty")
+            + "; a comparison of nothing does not pass."
+        )
     if not all(c.passed for c in results):
         raise AssertionError(failure_message(results))
 

@@ -13,6 +13,7 @@ from .common import (
     add_model_argument,
     add_report_arguments,
     input_options,
+    non_empty,
     tolerance,
 )
 
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--devices",
         "--device",
         dest="devices",
+        type=non_empty,
         default="all",
         metavar="DEVICES",
         help="cpu, gpu:N, gpu (every GPU) or all (default; CPU only when no GPU is visible)",

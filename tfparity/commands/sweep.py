@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from .common import EXIT_FAIL, EXIT_PASS, add_model_argument, tolerance
+from .common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_model_argument,
+    non_negative_int,
+    tolerance,
+    tolerance_value,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,14 +60,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--overwrite", action="store_true", help="discard results already in OUT and start again"
     )
     p.add_argument(
-        "--atol", type=float, help="fixed absolute tolerance (default: by dtype / referee)"
+        "--atol", type=tolerance_value, help="fixed absolute tolerance (default: by dtype / referee)"
     )
-    p.add_argument("--rtol", type=float, help="fixed relative tolerance")
+    p.add_argument("--rtol", type=tolerance_value, help="fixed relative tolerance")
     p.add_argument("--padding-side", choices=("right", "left"), help="default: the tokenizer's")
     p.add_argument(
         "--truncate", action="store_true", help="cut items longer than the model's maximum"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed for the positions permutations")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed for the positions permutations")
     p.add_argument("--worst", type=int, default=10, metavar="N", help="worst items kept (10)")
     p.add_argument(
         "--progress",

@@ -1,0 +1,146 @@
+"""Argument checks for the Python API and the assertion helpers (numpy only).
+
+A public function that is given the wrong kind of argument must say which argument
+and why, at once, instead of failing deep inside TensorFlow or, worse, passing: a
+``str`` given as ``texts`` is iterable and would be run character by character, and an
+``embeds_fn`` that returns None made the ``inputs_embeds`` path silently run the ids.
+Wrong types raise ``TypeError`` naming the parameter; wrong values raise a
+:class:`~tfparity.errors.TfparityError` (exit 2 on the CLI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .compare import Tolerance, check_tolerance_value, to_numpy
+from .errors import TfparityError
+
+
+class NothingComparedError(TfparityError, ValueError):
+    """A check found nothing to compare (every element masked, no items, no mode can
+    run): a parity tool that passes then would pass vacuously."""
+
+
+def texts(value: Any, name: str = "texts") -> tuple[str, ...] | None:
+    """``value`` as a tuple of non-empty, valid Unicode strings (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a sequence of strings, not one {type(value).__name__} "
+            f"(it would be run character by character); write {name}=[{value!r}]."
+        )
+    if not isinstance(value, Sequence) and not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of strings, not {type(value).__name__}.")
+    items = tuple(value)
+    if not items:
+        raise TfparityError(f"{name} is empty: give at least one text.")
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{i}] must be a str, not {type(text).__name__}.")
+        unicode_text(text, f"{name}[{i}]")
+    return items
+
+
+def unicode_text(text: str, where: str) -> str:
+    """Refuse a string that is not valid Unicode (a lone surrogate such as the JSON
+    escape ``\\ud800``): tokenizers fail on it deep inside a run."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise TfparityError(
+            f"{where} is not valid Unicode: it holds {text[exc.start]!r} at character "
+            f"{exc.start} (a lone surrogate, e.g. a JSON '\\ud800' escape); fix the text."
+        ) from None
+    return text
+
+
+def tolerance(value: Any, name: str = "tolerance") -> Tolerance | None:
+    if value is not None and not isinstance(value, Tolerance):
+        raise TypeError(
+            f"{name} must be a tfparity.Tolerance or None, not {type(value).__name__}; "
+            "e.g. Tolerance(atol=1e-5, rtol=1e-6)."
+        )
+    return value
+
+
+def tolerance_values(**values: Any) -> None:
+    """``atol=..., rtol=...``: each None or a finite number >= 0."""
+    for name, value in values.items():
+        if value is not None:
+            check_tolerance_value(value, name)
+
+
+def optional_callable(value: Any, name: str) -> Callable | None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable (batch -> embeddings), not {type(value).__name__}.")
+    return value
+
+
+def instance(value: Any, types: type | tuple[type, ...], name: str, what: str) -> Any:
+    if value is not None and not isinstance(value, types):
+        raise TypeError(f"{name} must be {what}, not {type(value).__name__}.")
+    return value
+
+
+def sequence_of(value: Any, cls: type, name: str) -> Any:
+    """A non-empty sequence of ``cls`` (e.g. ``batches``); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, cls) or not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(
+            f"{name} must be a sequence of {cls.__name__}, not {type(value).__name__}."
+        )
+    if not value:
+        raise NothingComparedError(f"{name} is empty: there would be nothing to compare.")
+    for i, item in enumerate(value):
+        if not isinstance(item, cls):
+            raise TypeError(f"{name}[{i}] must be a {cls.__name__}, not {type(item).__name__}.")
+    return value
+
+
+def model_spec(value: Any, name: str) -> Any:
+    """A MODEL spec, a loaded model, or a framework model object: not a number, a path
+    object is allowed as its string."""
+    if value is None or isinstance(value, (int, float, bool, bytes, list, tuple, dict)):
+        raise TypeError(
+            f"{name} must be a MODEL spec (str), a loaded model or a Hugging Face model, "
+            f"not {type(value).__name__}."
+        )
+    return value
+
+
+def embeds(value: Any, batch_shape: tuple[int, int], width: int, name: str = "embeds_fn") -> Any:
+    """What ``embeds_fn(batch)`` returned: a float tensor ``[batch, seq, width]`` of finite
+    values; anything else is named as ``embeds_fn``'s error (None used to make the
+    ``inputs_embeds`` path run the ids, a vacuous PASS)."""
+    if value is None:
+        raise TfparityError(
+            f"{name} returned None; it must return the embeddings [batch, seq, hidden] "
+            "for the batch it is given."
+        )
+    if isinstance(value, (str, bytes, dict)) or not (
+        hasattr(value, "shape") or isinstance(value, (list, tuple))
+    ):
+        raise TfparityError(
+            f"{name} returned {type(value).__name__}, not a tensor; it must return the "
+            f"embeddings as a tf.Tensor or numpy array [batch, seq, hidden]."
+        )
+    array = to_numpy(value)
+    expected = (*batch_shape, width)
+    if array.dtype.kind != "f":
+        raise TfparityError(f"{name} returned {array.dtype} values; embeddings are floats.")
+    if tuple(array.shape) != expected:
+        raise TfparityError(
+            f"{name} returned shape {list(array.shape)}; the batch needs {list(expected)} "
+            "([batch, seq, hidden])."
+        )
+    if not np.isfinite(array).all():
+        raise TfparityError(
+            f"{name} returned {int(np.isnan(array).sum())} NaN and "
+            f"{int(np.isinf(array).sum())} Inf values; embeddings must be finite."
+        )
+    return value
