@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .compare import Tolerance
+from .compare import Tolerance, to_numpy
 from .inputs import Batch, InputOptions
 from .report import Report
 
@@ -200,16 +200,35 @@ def diagnose(
     """
     import numpy as np
 
+    from . import validation
     from .checks.diagnose import DiagnoseInputs, DiagnoseOptions, check_diagnose
+    from .inputs import integer_ids
 
-    ids = np.asarray(input_ids, np.int32)
-    mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask, np.int32)
+    validation.tolerance(tolerance)
+    ids = integer_ids(input_ids, "input_ids")  # range-checked before any cast
+    if ids.ndim == 1:
+        ids = ids[None]
+    mask = (
+        np.ones_like(ids)
+        if attention_mask is None
+        else integer_ids(attention_mask, "attention_mask")
+    )
 
-    def as_int(x: Any) -> Any:
-        return None if x is None else np.asarray(x, np.int32)
+    def as_int(x: Any, name: str) -> Any:
+        return None if x is None else integer_ids(x, name)
 
-    batch = Batch(ids, mask, as_int(token_type_ids), as_int(position_ids))
-    inputs = DiagnoseInputs(batch=batch, embeds=np.asarray(inputs_embeds))
+    batch = Batch(
+        ids, mask, as_int(token_type_ids, "token_type_ids"), as_int(position_ids, "position_ids")
+    )
+    embeds = to_numpy(inputs_embeds)
+    if embeds.ndim == 2:
+        embeds = embeds[None]
+    if embeds.dtype.kind != "f" or embeds.shape[:2] != ids.shape:
+        raise validation.TfparityError(
+            f"inputs_embeds must be floats [batch, seq, hidden] matching input_ids "
+            f"{list(ids.shape)}; got {embeds.dtype} {list(embeds.shape)}."
+        )
+    inputs = DiagnoseInputs(batch=batch, embeds=embeds)
     return check_diagnose(load_model(model), inputs, DiagnoseOptions(tolerance=tolerance))
 
 

@@ -76,7 +76,9 @@ def tolerance_values(**values: Any) -> None:
 
 def optional_callable(value: Any, name: str) -> Callable | None:
     if value is not None and not callable(value):
-        raise TypeError(f"{name} must be callable (batch -> embeddings), not {type(value).__name__}.")
+        raise TypeError(
+            f"{name} must be callable (batch -> embeddings), not {type(value).__name__}."
+        )
     return value
 
 
@@ -91,9 +93,7 @@ def sequence_of(value: Any, cls: type, name: str) -> Any:
     if value is None:
         return None
     if isinstance(value, cls) or not isinstance(value, Sequence) or isinstance(value, str):
-        raise TypeError(
-            f"{name} must be a sequence of {cls.__name__}, not {type(value).__name__}."
-        )
+        raise TypeError(f"{name} must be a sequence of {cls.__name__}, not {type(value).__name__}.")
     if not value:
         raise NothingComparedError(f"{name} is empty: there would be nothing to compare.")
     for i, item in enumerate(value):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -57,6 +58,10 @@ def _run_modes(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip()) if args.modes else None
+    if args.modes is not None and not modes:
+        raise TfparityError(
+            f"--modes '{args.modes}' names no mode; give e.g. --modes eager,xla,fp16."
+        )
     options = ModesOptions(
         devices=args.devices, modes=modes or DEFAULT_MODES, tolerance=tolerance(args)
     )

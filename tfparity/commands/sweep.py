@@ -60,14 +60,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--overwrite", action="store_true", help="discard results already in OUT and start again"
     )
     p.add_argument(
-        "--atol", type=tolerance_value, help="fixed absolute tolerance (default: by dtype / referee)"
+        "--atol",
+        type=tolerance_value,
+        help="fixed absolute tolerance (default: by dtype / referee)",
     )
     p.add_argument("--rtol", type=tolerance_value, help="fixed relative tolerance")
     p.add_argument("--padding-side", choices=("right", "left"), help="default: the tokenizer's")
     p.add_argument(
         "--truncate", action="store_true", help="cut items longer than the model's maximum"
     )
-    p.add_argument("--seed", type=non_negative_int, default=0, help="seed for the positions permutations")
+    p.add_argument(
+        "--seed", type=non_negative_int, default=0, help="seed for the positions permutations"
+    )
     p.add_argument("--worst", type=int, default=10, metavar="N", help="worst items kept (10)")
     p.add_argument(
         "--progress",
