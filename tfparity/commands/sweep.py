@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .common import (
     EXIT_FAIL,
@@ -108,7 +109,20 @@ def run(args: argparse.Namespace) -> int:
         worst=args.worst,
         xla=args.xla,
     )
-    result = run_sweep(args.model, args.texts, args.out, options)
+    if args.resume and args.overwrite:
+        raise TfparityError(
+            "--resume keeps the results in --out and --overwrite discards them: give one."
+        )
+    try:
+        result = run_sweep(args.model, args.texts, args.out, options)
+    except KeyboardInterrupt:
+        # The help says: 1 when the run stopped early. Every finished item is on disk.
+        print(
+            f"tfparity: sweep interrupted; the items finished so far are in "
+            f"{args.out}/results.jsonl: continue with --resume.",
+            file=sys.stderr,
+        )
+        return EXIT_FAIL
     print(render_summary(result.summary, str(result.out)))
     return EXIT_PASS if result.passed and result.summary["complete"] else EXIT_FAIL
 
@@ -147,7 +161,8 @@ def render_summary(summary: dict, out: str) -> str:
         )
     notes = {c["top1_note"] for c in summary["per_check"].values() if c["top1_note"]}
     lines += [f"note: top-1: {n}" for n in sorted(notes)]
-    bad = [w for w in summary["worst_items"] if not w["passed"]][:5]
+    # passed is None for a skipped item (too long): it is counted as skipped, not failed
+    bad = [w for w in summary["worst_items"] if w["passed"] is False][:5]
     if bad:
         lines.append("")
         lines.append("failed items (worst first):")
