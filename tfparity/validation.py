@@ -144,3 +144,45 @@ def embeds(value: Any, batch_shape: tuple[int, int], width: int, name: str = "em
             f"{int(np.isinf(array).sum())} Inf values; embeddings must be finite."
         )
     return value
+
+
+# Config fields that two sides of a cross-check must share (absent ones are skipped).
+_SHAPE_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+
+
+def same_architecture(tf_model: Any, pt_model: Any) -> None:
+    """Refuse a cross-check of two different architectures (``--tf`` and ``--pt`` of
+    different model types, or golden outputs of another model), naming both; it used
+    to fail inside a TF layer with a shape error, or be reported as a parity failure."""
+
+    def facts(model: Any) -> dict[str, Any]:
+        config = getattr(model, "config", None)
+        if config is None:
+            return {}
+        data = config if isinstance(config, dict) else vars(config)
+        if hasattr(config, "to_dict"):
+            data = config.to_dict()
+        return {k: data.get(k) for k in ("model_type", *_SHAPE_FIELDS)}
+
+    tf, pt = facts(tf_model), facts(pt_model)
+    if not tf or not pt:
+        return
+    tf_name = getattr(tf_model, "name", "the TF model")
+    pt_name = getattr(pt_model, "name", "the PyTorch reference")
+    if tf["model_type"] and pt["model_type"] and tf["model_type"] != pt["model_type"]:
+        raise TfparityError(
+            f"The TF model {tf_name} is a {tf['model_type']} and the PyTorch reference "
+            f"{pt_name} is a {pt['model_type']}: a cross-check compares one architecture "
+            "in two frameworks. Give --tf and --pt (or --load-outputs) of the same model."
+        )
+    differ = [
+        f"{k} {tf[k]} vs {pt[k]}"
+        for k in _SHAPE_FIELDS
+        if tf[k] is not None and pt[k] is not None and tf[k] != pt[k]
+    ]
+    if differ:
+        raise TfparityError(
+            f"The TF model {tf_name} and the PyTorch reference {pt_name} are both "
+            f"{tf['model_type']} but of different sizes ({'; '.join(differ)}): they are not "
+            "the same model, so their outputs cannot be compared."
+        )

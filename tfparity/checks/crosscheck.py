@@ -28,6 +28,7 @@ from ..compare import (
 from ..inputs import Batch
 from ..report import Divergence, Report
 from ..trace import Trace, hidden_state_index
+from ..validation import same_architecture
 from . import hints
 from .embeds import ensure_finite
 
@@ -66,6 +67,7 @@ def crosscheck(
 ) -> Report:
     """``tf_traces``: the TF model's ``input_ids`` runs of ``batches`` when the caller
     already has them (``tfparity check`` shares the embeds check's)."""
+    same_architecture(tf_model, pt_model)
     tapped = taps.supported(tf_model.config) and taps.supported(pt_model.config)
     runs = _run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
     masks = [b.attention_mask for b in batches]
