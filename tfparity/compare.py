@@ -360,6 +360,21 @@ def _gather_valid(a_list, b_list, masks) -> _Valid:
     )
 
 
+def failed_comparison(name: str, problem: str, shape: list[int], dtype: str) -> Comparison:
+    """A failed comparison that compared no values, for a problem found another way
+    (e.g. NaN in a weight the outputs never reach)."""
+    base = dict(
+        name=name,
+        shape=shape,
+        expected_shape=shape,
+        dtype=dtype,
+        expected_dtype=dtype,
+        atol=0.0,
+        rtol=0.0,
+    )
+    return _failed_early(base, problem)
+
+
 def _failed_early(base: dict, problem: str) -> Comparison:
     nan = 0.0
     return Comparison(

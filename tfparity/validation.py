@@ -186,3 +186,46 @@ def same_architecture(tf_model: Any, pt_model: Any) -> None:
             f"{tf['model_type']} but of different sizes ({'; '.join(differ)}): they are not "
             "the same model, so their outputs cannot be compared."
         )
+
+
+def _named_weights(model: Any) -> list[tuple[str, Any]]:
+    """``(name, tensor)`` of a TFModel/PTModel's weights (TF variables or a torch
+    state_dict); empty when the object holds none (a stored golden reference)."""
+    inner = getattr(model, "model", None)
+    if inner is None:
+        return []
+    if hasattr(inner, "state_dict"):  # torch
+        return list(inner.state_dict().items())
+    weights = getattr(inner, "weights", None) or []
+    return [(getattr(w, "path", None) or w.name, w) for w in weights]
+
+
+def nonfinite_weights(model: Any, side: str = "") -> list:
+    """One failed :class:`~tfparity.compare.Comparison` per weight holding NaN or Inf.
+
+    Outputs alone miss them: a NaN in an unused vocabulary row, or in a position row
+    beyond the inputs, never reaches an output, so both paths agree and the check
+    passed a broken model without a word.
+    """
+    from .compare import failed_comparison
+
+    found = []
+    for name, weight in _named_weights(model):
+        array = to_numpy(weight)
+        if array.dtype.kind not in "fc" or np.isfinite(array).all():
+            continue
+        n_nan, n_inf = int(np.isnan(array).sum()), int(np.isinf(array).sum())
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        label = f"weights:{side + ':' if side else ''}{name}"
+        found.append(
+            failed_comparison(
+                label,
+                f"The weight {name}{f' ({side})' if side else ''} holds {n_nan} NaN and "
+                f"{n_inf} Inf values (first at index {where}), even if the inputs never "
+                "reach them: the checkpoint is broken. Find where they came from (a failed "
+                "conversion, an overflow in training, an uninitialised row).",
+                list(array.shape),
+                str(array.dtype),
+            )
+        )
+    return found

@@ -28,7 +28,7 @@ from ..compare import (
 from ..inputs import Batch
 from ..report import Divergence, Report
 from ..trace import Trace, hidden_state_index
-from ..validation import same_architecture
+from ..validation import nonfinite_weights, same_architecture
 from . import hints
 from .embeds import ensure_finite
 
@@ -78,6 +78,7 @@ def crosscheck(
     if options.tolerance is None:
         comparisons = [_judged(c, r) for c, r in zip(comparisons, referees, strict=True)]
     passed = all(c.passed for c in comparisons)
+    broken = nonfinite_weights(tf_model, "TF") + nonfinite_weights(pt_model, "PyTorch")
     if tapped and not passed and not runs.tf_taps:
         runs = _run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
     components = _components(runs, masks, options.referee) if runs.tf_taps else []
@@ -96,8 +97,8 @@ def crosscheck(
     return Report(
         check=options.label,
         model=tf_model.name,
-        passed=passed,
-        comparisons=comparisons,
+        passed=passed and not broken,
+        comparisons=comparisons + broken,  # after the layer rows, which zip with referees
         first_divergence=divergence,
         notes=notes,
         details={
