@@ -17,8 +17,10 @@ from .report import Report
 
 def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None):
     """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model."""
+    from . import validation
     from .adapters.tf_model import TFModel
 
+    validation.model_spec(model, "model")
     if isinstance(model, TFModel):
         return model
     if isinstance(model, str):
@@ -28,8 +30,10 @@ def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: 
 
 def make_batches(model: Any, inputs: InputOptions | None = None) -> list[Batch]:
     """The batches ``inputs`` describes, tokenized and checked for ``model``."""
+    from . import validation
     from .inputs import make_batches as _make
 
+    validation.instance(inputs, InputOptions, "inputs", "an InputOptions or None")
     tf_model = load_model(model)
     return _make(
         tf_model.tokenizer, tf_model.limits, tf_model.pad_token_id, inputs or InputOptions()
@@ -50,13 +54,16 @@ def check_embeds(
     ``embeds_fn(batch)`` supplies the embeddings under test; by default they are the
     model's word embeddings gathered by the batch's ids (which must match exactly).
     """
+    from . import validation
     from .checks.embeds import EmbedsOptions
     from .checks.embeds import check_embeds as _check
 
+    _check_common(texts=texts, inputs=inputs, batches=batches, tolerance=tolerance)
+    validation.optional_callable(embeds_fn, "embeds_fn")
     tf_model = load_model(model)
     if batches is None:
         if texts is not None:
-            inputs = InputOptions(texts=tuple(texts))
+            inputs = InputOptions(texts=validation.texts(texts))
         batches = make_batches(tf_model, inputs)
     return _check(tf_model, batches, EmbedsOptions(tolerance=tolerance, embeds_fn=embeds_fn))
 
@@ -136,6 +143,9 @@ def crosscheck(
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
 
+    _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
+    if localise not in ("always", "on_failure"):
+        raise ValueError(f"localise must be 'always' or 'on_failure', not {localise!r}.")
     tf_model = load_model(tf if tf is not None else model, allow_pickle=allow_pickle)
     pt_spec = pt if pt is not None else model
     if isinstance(pt_spec, PTModel):
@@ -238,6 +248,7 @@ def check_tying(model: Any = "minilm", *, inputs: InputOptions | None = None) ->
     with its head (``TFModel.load(spec, head=True)``) to include the LM head."""
     from .checks.tying import check_tying as _check
 
+    _check_common(inputs=inputs)
     tf_model = load_model(model)
     return _check(tf_model, make_batches(tf_model, inputs))
 
@@ -255,6 +266,24 @@ def check_positions(
     from .checks.positions import PositionsOptions
     from .checks.positions import check_positions as _check
 
+    _check_common(inputs=inputs, tolerance=tolerance)
+    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
+        raise ValueError(f"permutations must be an int >= 1, not {permutations!r}.")
     tf_model = load_model(model)
     options = PositionsOptions(permutations=permutations, seed=seed, tolerance=tolerance)
     return _check(tf_model, make_batches(tf_model, inputs), options)
+
+
+def _check_common(**arguments: Any) -> None:
+    """The argument checks every check function shares (see :mod:`tfparity.validation`):
+    wrong types raise TypeError naming the parameter, before any model loads."""
+    from . import validation
+
+    if "texts" in arguments:
+        validation.texts(arguments["texts"])
+    if "inputs" in arguments:
+        validation.instance(arguments["inputs"], InputOptions, "inputs", "an InputOptions")
+    if "batches" in arguments:
+        validation.sequence_of(arguments["batches"], Batch, "batches")
+    if "tolerance" in arguments:
+        validation.tolerance(arguments["tolerance"])

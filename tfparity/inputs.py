@@ -278,6 +278,25 @@ class InputOptions:
     padding_side: PaddingSide | None = None
     truncate: bool = False
 
+    def __post_init__(self) -> None:
+        """Refuse wrong types here, where every path (CLI, API, plugin) builds inputs: a
+        ``str`` as ``texts`` would otherwise be run one character per sequence."""
+        from . import validation
+
+        object.__setattr__(self, "texts", validation.texts(self.texts))
+        for name in ("random", "seq_len", "batch_size", "seed"):
+            value = getattr(self, name)
+            if value is None and name == "random":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}.")
+        if self.seed < 0:
+            raise TfparityError(f"seed must not be negative (got {self.seed}).")
+        if self.padding_side not in (None, "right", "left"):
+            raise TfparityError(
+                f"padding_side must be 'right' or 'left', not {self.padding_side!r}."
+            )
+
 
 def make_batches(
     tokenizer: Any, limits: Limits, pad_token_id: int | None, options: InputOptions
