@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S,S,...",
         help="noise norms relative to the embedding norm (default 0,0.25,0.5,1,2,4,8)",
     )
-    p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH")
+    p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
     p.set_defaults(func=_run_embeddings)
 
 
