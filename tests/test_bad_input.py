@@ -22,6 +22,8 @@ from tfparity.errors import TfparityError
 from tfparity.inputs import Batch, InputOptions
 from tfparity.validation import NothingComparedError
 
+pytest_plugins = ["pytester"]
+
 CATCH_ALL = "please report it"
 
 
@@ -162,7 +164,8 @@ CLI_CASES = [
     ),
     (
         "diagnose-mask-shape",
-        "diagnose tiny:bert --ids {ids.npy} --embeds {embeds.npy} --attention-mask {mask_short.npy}",
+        "diagnose tiny:bert --ids {ids.npy} --embeds {embeds.npy} "
+        "--attention-mask {mask_short.npy}",
         ["--attention-mask", "shape"],
     ),
     (
@@ -553,3 +556,143 @@ def test_api_refuses_bad_arguments(call, error, fragments):
     message = str(info.value)
     for fragment in fragments:
         assert fragment in message, (fragment, message)
+
+
+# ----------------------------------------------------------------------------- behaviour
+
+
+@pytest.fixture(scope="module")
+def nan_row_model():
+    """tiny:bert with NaN in the last vocabulary row, which no input reaches."""
+    from tfparity.adapters.tf_model import TFModel
+
+    model = TFModel.load("tiny:bert")
+    table = model.word_embeddings()
+    values = table.numpy()
+    values[-1] = np.nan
+    table.assign(values)
+    return model
+
+
+def test_nan_in_an_unreached_weight_fails_embeds_crosscheck_and_embeddings(nan_row_model):
+    from tfparity.checks.tying import check_tying
+    from tfparity.report.text import render
+
+    batches = api.make_batches(nan_row_model, InputOptions(random=2, seq_len=8))
+    embeds = api.check_embeds(nan_row_model, batches=batches)
+    assert not embeds.passed
+    assert "word_embeddings" in render(embeds) and "NaN" in render(embeds)
+    assert embeds.first_divergence is None  # every output agreed: no layer is blamed
+    (cross,) = api.crosscheck(nan_row_model, batches=batches, reload=False)
+    assert not cross.passed and any(c.name.startswith("weights:TF:") for c in cross.comparisons)
+    tying = check_tying(nan_row_model, batches)
+    assert not tying.passed and any("NaN" in n for n in tying.notes)
+
+
+def test_embeds_fn_returning_none_or_a_wrong_shape_is_an_error(load_tf_model):
+    model = load_tf_model("tiny:bert")
+    batches = api.make_batches(model, InputOptions(random=2, seq_len=8))
+    with pytest.raises(TfparityError, match="embeds_fn returned None"):
+        api.check_embeds(model, batches=batches, embeds_fn=lambda b: None)
+    with pytest.raises(TfparityError, match=r"embeds_fn returned shape \[2, 8, 5\]"):
+        api.check_embeds(model, batches=batches, embeds_fn=lambda b: np.zeros((2, 8, 5), "f4"))
+    with pytest.raises(TfparityError, match="embeds_fn returned a list of <U6 values"):
+        api.check_embeds(model, batches=batches, embeds_fn=lambda b: "not a tensor".split())
+    with pytest.raises(TfparityError, match="embeds_fn returned dict, not a tensor"):
+        api.check_embeds(model, batches=batches, embeds_fn=lambda b: {"x": 1})
+    right = api.check_embeds(model, batches=batches, embeds_fn=lambda b: model.gather(b.input_ids))
+    assert right.passed
+
+
+def test_identical_tensors_pass_and_nothing_masked_fails():
+    api.assert_close(ONES, ONES, atol=0.0, rtol=0.0)
+    from tfparity.compare import compare_arrays
+
+    c = compare_arrays(ONES, ONES, mask=np.zeros((1, 4)))
+    assert not c.passed and c.problem.startswith("Nothing compared")
+
+
+@pytest.mark.parametrize("command", ["check", "positions", "embeddings"])
+def test_json_dash_writes_the_report_to_stdout(command, capsys):
+    extra = ["--no-pt"] if command == "check" else []
+    code, out, err = run_cli(
+        [command, "tiny:bert", "--random", "2", "--seq-len", "8", "--json", "-", *extra], capsys
+    )
+    assert code == 0, err
+    data = json.loads(out)  # stdout is the JSON alone; the text report went to stderr
+    assert data["model"] == "tiny:bert" and data["passed"] is True
+    assert "PASS" in err
+    assert not Path("-").exists()
+
+
+def test_golden_outputs_of_another_model_are_refused(tmp_path, capsys):
+    golden = str(tmp_path / "bert.npz")
+    common = ["--random", "2", "--seq-len", "8"]
+    assert run_cli(["check", "tiny:bert", "--save-outputs", golden, *common], capsys)[0] == 0
+    code, _, err = run_cli(["check", "tiny:distilbert", "--load-outputs", golden, *common], capsys)
+    assert code == 2, err
+    assert "bert" in err and "distilbert" in err and CATCH_ALL not in err
+
+
+def test_sweep_interrupted_exits_1_and_keeps_its_items(tmp_path, capsys, monkeypatch):
+    """The help says exit 1 when the run stopped early; Ctrl-C used to give 2."""
+    from tfparity.sweep import runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_sweep", interrupted)
+    monkeypatch.setattr("tfparity.sweep.run_sweep", interrupted)
+    code, _, err = run_cli(["sweep", "tiny:bert", "--out", str(tmp_path / "s")], capsys)
+    assert code == 1 and "--resume" in err
+
+
+def test_skipped_items_are_not_listed_as_failed():
+    from tfparity.commands.sweep import render_summary
+
+    skipped = {"index": 3, "id": "3", "text": "long", "passed": None, "max_abs_diff": {}}
+    failed = {"index": 4, "id": "4", "text": "bad", "passed": False, "max_abs_diff": {"e": 1.0}}
+    summary = {
+        "model": "m",
+        "corpus": {"path": "c", "items": 2},
+        "items": 2,
+        "passed": 0,
+        "failed": 1,
+        "skipped": 1,
+        "complete": True,
+        "per_check": {},
+        "run": {},
+        "worst_items": [failed, skipped],
+    }
+    text = render_summary(summary, "out")
+    listed = text.split("failed items (worst first):")[1].split("note:")[0]
+    assert "#4" in listed and "#3" not in listed
+
+
+def test_merge_of_valid_shards_still_works(files, tmp_path, capsys):
+    code, out, err = run_cli(
+        ["merge", files["sw_s0"].replace("sw_s0", "sw_ok"), "--out", str(tmp_path / "m")], capsys
+    )
+    assert code in (0, 1) and "error" not in err, err
+
+
+def test_plugin_json_file_is_a_usage_error_and_names_are_unique(pytester, tmp_path):
+    pytester.makepyfile(
+        test_names="""
+import pytest
+from tfparity import assert_embeds_parity
+
+@pytest.mark.parametrize("p", ["a/b", "a_b", "a b"])
+def test_p(p):
+    assert_embeds_parity("tiny:bert", texts=["hello world"])
+"""
+    )
+    a_file = tmp_path / "reports.json"
+    a_file.write_text("{}")
+    result = pytester.runpytest("--tfparity-json", str(a_file))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "is a file" in result.stderr.str()
+    out = tmp_path / "reports"
+    result = pytester.runpytest("--tfparity-json", str(out))
+    result.assert_outcomes(passed=3)
+    assert len(list(out.iterdir())) == 3  # one report per test id, none overwritten

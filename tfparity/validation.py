@@ -132,7 +132,10 @@ def embeds(value: Any, batch_shape: tuple[int, int], width: int, name: str = "em
     array = to_numpy(value)
     expected = (*batch_shape, width)
     if array.dtype.kind != "f":
-        raise TfparityError(f"{name} returned {array.dtype} values; embeddings are floats.")
+        raise TfparityError(
+            f"{name} returned a {type(value).__name__} of {array.dtype} values; embeddings "
+            "are floats [batch, seq, hidden]."
+        )
     if tuple(array.shape) != expected:
         raise TfparityError(
             f"{name} returned shape {list(array.shape)}; the batch needs {list(expected)} "
