@@ -114,8 +114,8 @@ def model_spec(value: Any, name: str) -> Any:
 
 
 def embeds(value: Any, batch_shape: tuple[int, int], width: int, name: str = "embeds_fn") -> Any:
-    """What ``embeds_fn(batch)`` returned: a float tensor ``[batch, seq, width]`` of finite
-    values; anything else is named as ``embeds_fn``'s error (None used to make the
+    """What ``embeds_fn(batch)`` returned: a float tensor ``[batch, seq, width]``;
+    anything else is named as ``embeds_fn``'s error (None used to make the
     ``inputs_embeds`` path run the ids, a vacuous PASS)."""
     if value is None:
         raise TfparityError(
@@ -141,11 +141,8 @@ def embeds(value: Any, batch_shape: tuple[int, int], width: int, name: str = "em
             f"{name} returned shape {list(array.shape)}; the batch needs {list(expected)} "
             "([batch, seq, hidden])."
         )
-    if not np.isfinite(array).all():
-        raise TfparityError(
-            f"{name} returned {int(np.isnan(array).sum())} NaN and "
-            f"{int(np.isinf(array).sum())} Inf values; embeddings must be finite."
-        )
+    # NaN/Inf values are not refused here: they are what a user debugging a pipeline
+    # needs to see, as failed comparisons that name where they are.
     return value
 
 
