@@ -44,8 +44,10 @@ class ToleranceError(TfparityError, ValueError):
 def check_tolerance_value(value: Any, name: str) -> float:
     """``value`` as a float when it is a usable tolerance; :class:`ToleranceError` naming
     ``name`` otherwise, or ``TypeError`` when it is not a real number at all."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if value is None or isinstance(value, (bool, str, bytes, complex, list, tuple, dict)):
         raise TypeError(f"{name} must be a real number, not {type(value).__name__} {value!r}.")
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        return value  # a number-like object (e.g. pytest.approx in a test): left to it
     value = float(value)
     if np.isnan(value):
         raise ToleranceError(f"{name} is NaN; give a finite number >= 0.")

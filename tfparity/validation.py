@@ -37,7 +37,7 @@ def texts(value: Any, name: str = "texts") -> tuple[str, ...] | None:
         raise TypeError(f"{name} must be a sequence of strings, not {type(value).__name__}.")
     items = tuple(value)
     if not items:
-        raise TfparityError(f"{name} is empty: give at least one text.")
+        raise TfparityError(f"No texts given: {name} is empty; give at least one text.")
     for i, text in enumerate(items):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{i}] must be a str, not {type(text).__name__}.")
