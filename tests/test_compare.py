@@ -860,3 +860,116 @@ def test_pooled_output_is_not_masked_even_when_its_width_equals_the_sequence_len
     assert c.passed is False and c.masked_out == 0
     (per_token,) = compare_outputs({"scores": other}, {"scores": pooled}, mask=mask)
     assert per_token.passed is True and per_token.masked_out == 3
+
+
+# ----------------------------------------------------------------------------- properties
+# Hypothesis: random shapes, dtypes, NaN/Inf and masks (issue 12).
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+from tfparity.compare import Tolerance as _Tol  # noqa: E402
+from tfparity.compare import compare_arrays as _compare  # noqa: E402
+
+_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_FLOAT_DTYPES = st.sampled_from([np.float16, np.float32, np.float64])
+_SHAPES = hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=5)
+
+
+@st.composite
+def _pair(draw, finite: bool = True):
+    """Two arrays of one random shape and float dtype (finite, or with NaN/Inf too)."""
+    dtype = draw(_FLOAT_DTYPES)
+    shape = draw(_SHAPES)
+    elements = st.floats(-1e3, 1e3, width=16)
+    if not finite:
+        elements = elements | st.sampled_from([np.nan, np.inf, -np.inf])
+    a = draw(hnp.arrays(dtype, shape, elements=elements))
+    b = draw(hnp.arrays(dtype, shape, elements=elements))
+    return a, b
+
+
+@st.composite
+def _mask_for(draw, shape):
+    if len(shape) < 2:
+        return None
+    return draw(hnp.arrays(np.int32, shape[:2], elements=st.integers(0, 1)))
+
+
+@_SETTINGS
+@given(
+    data=st.data(),
+    atol=st.floats(0, 10, allow_nan=False),
+    rtol=st.floats(0, 1, allow_nan=False),
+)
+def test_property_never_passes_a_finite_difference_beyond_the_tolerance(data, atol, rtol):
+    a, b = data.draw(_pair())
+    mask = data.draw(_mask_for(a.shape))
+    c = _compare(a, b, mask=mask, tolerance=_Tol(atol=atol, rtol=rtol))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    keep = np.ones(a.shape, bool)
+    if mask is not None:
+        keep = np.broadcast_to(mask.astype(bool).reshape(mask.shape + (1,) * (a.ndim - 2)), a.shape)
+    beyond = (np.abs(a64 - b64) > atol + rtol * np.abs(b64)) & keep
+    if beyond.any():
+        assert not c.passed and c.mismatched == int(beyond.sum())
+    if not keep.any():
+        assert not c.passed  # everything masked: nothing compared never passes
+    if c.passed:
+        assert c.total == int(keep.sum()) > 0
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_property_identical_finite_inputs_never_fail(data):
+    a, _ = data.draw(_pair())
+    mask = data.draw(_mask_for(a.shape))
+    if mask is not None:
+        mask[(0,) * mask.ndim] = 1  # at least one element is compared
+    for tol in (None, _Tol(atol=0.0, rtol=0.0)):
+        c = _compare(a, a.copy(), mask=mask, tolerance=tol)
+        assert c.passed and c.mismatched == 0 and c.max_abs_diff == 0.0
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_property_worst_index_holds_the_worst_difference(data):
+    a, b = data.draw(_pair())
+    mask = data.draw(_mask_for(a.shape))
+    c = _compare(a, b, mask=mask)
+    if c.total == 0:
+        return
+    diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    if mask is not None:
+        keep = mask.astype(bool).reshape(mask.shape + (1,) * (a.ndim - 2))
+        diff = np.where(np.broadcast_to(keep, a.shape), diff, -1.0)
+    index = tuple(c.worst_index)
+    assert diff[index] == c.max_abs_diff == diff.max()
+    assert c.worst_actual == float(a[index]) and c.worst_expected == float(b[index])
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_property_nonfinite_mismatches_never_pass(data):
+    a, b = data.draw(_pair(finite=False))
+    c = _compare(a, b, tolerance=_Tol(atol=1e3, rtol=1.0))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    same = (a64 == b64) | (np.isfinite(a64) & np.isfinite(b64))
+    if not same.all():  # a NaN, or an Inf the other side does not match exactly
+        assert not c.passed and c.problem and "Non-finite" in c.problem
+    if c.passed:
+        assert c.nonfinite_actual == c.nonfinite_expected
+
+
+@_SETTINGS
+@given(
+    bad=st.sampled_from([float("nan"), float("inf"), -float("inf"), -1e-9, -5.0]),
+    which=st.sampled_from(["atol", "rtol"]),
+)
+def test_property_unusable_tolerances_are_refused(bad, which):
+    from tfparity.compare import ToleranceError
+
+    kwargs = {"atol": 0.0, "rtol": 0.0, which: bad}
+    with pytest.raises(ToleranceError, match=which):
+        _Tol(**kwargs)

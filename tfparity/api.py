@@ -10,15 +10,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .compare import Tolerance
+from .compare import Tolerance, to_numpy
 from .inputs import Batch, InputOptions
 from .results import Report
 
 
 def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None):
     """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model."""
+    from . import validation
     from .adapters.tf_model import TFModel
 
+    validation.model_spec(model, "model")
     if isinstance(model, TFModel):
         return model
     if isinstance(model, str):
@@ -28,8 +30,10 @@ def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: 
 
 def make_batches(model: Any, inputs: InputOptions | None = None) -> list[Batch]:
     """The batches ``inputs`` describes, tokenized and checked for ``model``."""
+    from . import validation
     from .inputs import make_batches as _make
 
+    validation.instance(inputs, InputOptions, "inputs", "an InputOptions or None")
     tf_model = load_model(model)
     return _make(
         tf_model.tokenizer, tf_model.limits, tf_model.pad_token_id, inputs or InputOptions()
@@ -50,13 +54,16 @@ def check_embeds(
     ``embeds_fn(batch)`` supplies the embeddings under test; by default they are the
     model's word embeddings gathered by the batch's ids (which must match exactly).
     """
+    from . import validation
     from .checks.embeds import EmbedsOptions
     from .checks.embeds import check_embeds as _check
 
+    _check_common(texts=texts, inputs=inputs, batches=batches, tolerance=tolerance)
+    validation.optional_callable(embeds_fn, "embeds_fn")
     tf_model = load_model(model)
     if batches is None:
         if texts is not None:
-            inputs = InputOptions(texts=tuple(texts))
+            inputs = InputOptions(texts=validation.texts(texts))
         batches = make_batches(tf_model, inputs)
     return _check(tf_model, batches, EmbedsOptions(tolerance=tolerance, embeds_fn=embeds_fn))
 
@@ -72,18 +79,33 @@ def assert_close(
 ) -> None:
     """Assert two nested outputs are close, leaf by leaf; raise AssertionError with the
     comparison core's readable block otherwise."""
+    from . import validation
     from .compare import compare_outputs, default_tolerance, failure_message, flatten
 
+    validation.tolerance_values(atol=atol, rtol=rtol)
+    validation.instance(equal_nan, bool, "equal_nan", "a bool")
+    leaves = flatten(expected)
+    if not leaves or not flatten(actual):
+        raise validation.NothingComparedError(
+            "assert_close: actual and expected must each hold at least one tensor "
+            f"(got {len(flatten(actual))} and {len(leaves)}); nothing was compared."
+        )
     tolerance = None
     if atol is not None or rtol is not None or equal_nan:
-        leaf = next(iter(flatten(expected).values()))
-        base = default_tolerance(leaf.dtype)
+        base = default_tolerance(next(iter(leaves.values())).dtype)
         tolerance = Tolerance(
             atol=base.atol if atol is None else atol,
             rtol=base.rtol if rtol is None else rtol,
             equal_nan=equal_nan,
         )
     results = compare_outputs(actual, expected, mask=attention_mask, tolerance=tolerance)
+    nothing = [c for c in results if c.problem and c.problem.startswith("Nothing compared")]
+    if nothing or (all(c.passed for c in results) and sum(c.total for c in results) == 0):
+        raise validation.NothingComparedError(
+            "assert_close compared no element: "
+            + ("attention_mask masks out every element" if nothing else "every tensor is empty")
+            + "; a comparison of nothing does not pass."
+        )
     if not all(c.passed for c in results):
         raise AssertionError(failure_message(results))
 
@@ -121,6 +143,9 @@ def crosscheck(
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
 
+    _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
+    if localise not in ("always", "on_failure"):
+        raise ValueError(f"localise must be 'always' or 'on_failure', not {localise!r}.")
     tf_model = load_model(tf if tf is not None else model, allow_pickle=allow_pickle)
     pt_spec = pt if pt is not None else model
     if isinstance(pt_spec, PTModel):
@@ -185,16 +210,35 @@ def diagnose(
     """
     import numpy as np
 
+    from . import validation
     from .checks.diagnose import DiagnoseInputs, DiagnoseOptions, check_diagnose
+    from .inputs import integer_ids
 
-    ids = np.asarray(input_ids, np.int32)
-    mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask, np.int32)
+    validation.tolerance(tolerance)
+    ids = integer_ids(input_ids, "input_ids")  # range-checked before any cast
+    if ids.ndim == 1:
+        ids = ids[None]
+    mask = (
+        np.ones_like(ids)
+        if attention_mask is None
+        else integer_ids(attention_mask, "attention_mask")
+    )
 
-    def as_int(x: Any) -> Any:
-        return None if x is None else np.asarray(x, np.int32)
+    def as_int(x: Any, name: str) -> Any:
+        return None if x is None else integer_ids(x, name)
 
-    batch = Batch(ids, mask, as_int(token_type_ids), as_int(position_ids))
-    inputs = DiagnoseInputs(batch=batch, embeds=np.asarray(inputs_embeds))
+    batch = Batch(
+        ids, mask, as_int(token_type_ids, "token_type_ids"), as_int(position_ids, "position_ids")
+    )
+    embeds = to_numpy(inputs_embeds)
+    if embeds.ndim == 2:
+        embeds = embeds[None]
+    if embeds.dtype.kind != "f" or embeds.shape[:2] != ids.shape:
+        raise validation.TfparityError(
+            f"inputs_embeds must be floats [batch, seq, hidden] matching input_ids "
+            f"{list(ids.shape)}; got {embeds.dtype} {list(embeds.shape)}."
+        )
+    inputs = DiagnoseInputs(batch=batch, embeds=embeds)
     return check_diagnose(load_model(model), inputs, DiagnoseOptions(tolerance=tolerance))
 
 
@@ -204,6 +248,7 @@ def check_tying(model: Any = "minilm", *, inputs: InputOptions | None = None) ->
     with its head (``TFModel.load(spec, head=True)``) to include the LM head."""
     from .checks.tying import check_tying as _check
 
+    _check_common(inputs=inputs)
     tf_model = load_model(model)
     return _check(tf_model, make_batches(tf_model, inputs))
 
@@ -221,6 +266,24 @@ def check_positions(
     from .checks.positions import PositionsOptions
     from .checks.positions import check_positions as _check
 
+    _check_common(inputs=inputs, tolerance=tolerance)
+    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
+        raise ValueError(f"permutations must be an int >= 1, not {permutations!r}.")
     tf_model = load_model(model)
     options = PositionsOptions(permutations=permutations, seed=seed, tolerance=tolerance)
     return _check(tf_model, make_batches(tf_model, inputs), options)
+
+
+def _check_common(**arguments: Any) -> None:
+    """The argument checks every check function shares (see :mod:`tfparity.validation`):
+    wrong types raise TypeError naming the parameter, before any model loads."""
+    from . import validation
+
+    if "texts" in arguments:
+        validation.texts(arguments["texts"])
+    if "inputs" in arguments:
+        validation.instance(arguments["inputs"], InputOptions, "inputs", "an InputOptions")
+    if "batches" in arguments:
+        validation.sequence_of(arguments["batches"], Batch, "batches")
+    if "tolerance" in arguments:
+        validation.tolerance(arguments["tolerance"])

@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import validation
 from .compare import Tolerance
 from .errors import TfparityError
 from .inputs import Batch, InputOptions
@@ -66,6 +67,8 @@ def assert_embeds_parity(
     """
     from .checks.embeds import EmbedsOptions, check_embeds
 
+    _check_arguments(texts, inputs, batches, atol, rtol)
+    validation.optional_callable(embeds_fn, "embeds_fn")
     tf_model = _on_device(_tf_model(model), device)
     batches = _batches(tf_model, texts, inputs, batches)
     options = EmbedsOptions(tolerance=_tolerance(atol, rtol), embeds_fn=embeds_fn)
@@ -98,6 +101,7 @@ def assert_crosscheck(
     from .api import _save_and_reload
     from .checks.crosscheck import CrosscheckOptions, crosscheck
 
+    _check_arguments(texts, inputs, batches, atol, rtol)
     tf = _tf_model(tf_model)
     reference = _pt_model(pt_model, tf, tf_model)
     batches = _batches(tf, texts, inputs, batches)
@@ -190,8 +194,16 @@ def _batches(
     from .api import make_batches
 
     if texts is not None:
-        inputs = InputOptions(texts=tuple(texts))
+        inputs = InputOptions(texts=validation.texts(texts))
     return make_batches(tf_model, inputs)
+
+
+def _check_arguments(texts: Any, inputs: Any, batches: Any, atol: Any, rtol: Any) -> None:
+    """Wrong argument types and values, named before any model loads."""
+    validation.texts(texts)
+    validation.instance(inputs, InputOptions, "inputs", "an InputOptions")
+    validation.sequence_of(batches, Batch, "batches")
+    validation.tolerance_values(atol=atol, rtol=rtol)
 
 
 def _tolerance(atol: float | None, rtol: float | None) -> Tolerance | None:

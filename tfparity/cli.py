@@ -65,6 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.debug:
         os.environ["TFPARITY_DEBUG"] = "1"
     try:
+        if getattr(args, "json", None) == "-":
+            from .report.jsonio import json_on_stdout
+
+            with json_on_stdout():  # stdout holds the JSON only; the text goes to stderr
+                return args.func(args)
         return args.func(args)
     except TfparityError as exc:
         if args.debug:

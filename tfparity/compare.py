@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import TfparityError
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -25,6 +27,35 @@ class Tolerance:
     atol: float
     rtol: float
     equal_nan: bool = False
+
+    def __post_init__(self) -> None:
+        # A NaN tolerance makes every comparison False (identical tensors would FAIL),
+        # an infinite one makes every finite difference pass (a vacuous PASS), and a
+        # negative one can never be met: each is a mistake, named here, at the source.
+        for name in ("atol", "rtol"):
+            check_tolerance_value(getattr(self, name), name)
+
+
+class ToleranceError(TfparityError, ValueError):
+    """A tolerance that is NaN, infinite or negative: a ValueError for API callers, and
+    a TfparityError so that the CLI and the pytest plugin report it as bad input."""
+
+
+def check_tolerance_value(value: Any, name: str) -> float:
+    """``value`` as a float when it is a usable tolerance; :class:`ToleranceError` naming
+    ``name`` otherwise, or ``TypeError`` when it is not a real number at all."""
+    if value is None or isinstance(value, (bool, str, bytes, complex, list, tuple, dict)):
+        raise TypeError(f"{name} must be a real number, not {type(value).__name__} {value!r}.")
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        return value  # a number-like object (e.g. pytest.approx in a test): left to it
+    value = float(value)
+    if np.isnan(value):
+        raise ToleranceError(f"{name} is NaN; give a finite number >= 0.")
+    if np.isinf(value):
+        raise ToleranceError(f"{name} is infinite ({value}): every difference would pass.")
+    if value < 0:
+        raise ToleranceError(f"{name} must not be negative (got {value:g}).")
+    return value
 
 
 # Defaults by dtype, as torch.testing.assert_close uses them.
@@ -250,8 +281,21 @@ def compare_batches(
             )
     if check_dtype and dtype_a != dtype_b:
         return _failed_early(base, f"Dtype mismatch: {dtype_a} vs expected {dtype_b}.")
+    if any(np.iscomplexobj(x) for x in a_list + b_list):
+        # float64 conversion would drop the imaginary part (with only a warning) and
+        # pass tensors whose imaginary parts differ.
+        raise TypeError(
+            f"{name or 'the tensors'}: complex arrays are not compared (the imaginary part "
+            "would be dropped); compare x.real and x.imag as two tensors."
+        )
 
     gathered = _gather_valid(a_list, b_list, masks)
+    if gathered.a.size == 0 and gathered.masked_diff.size:
+        return _failed_early(
+            base,
+            f"Nothing compared: the mask excludes all {gathered.masked_diff.size} elements "
+            "(an attention mask of zeros only?). A comparison of nothing does not pass.",
+        )
     return _summarise(base, gathered, tol)
 
 
@@ -316,6 +360,21 @@ def _gather_valid(a_list, b_list, masks) -> _Valid:
         offsets=offsets,
         masked_diff=masked_diff,
     )
+
+
+def failed_comparison(name: str, problem: str, shape: list[int], dtype: str) -> Comparison:
+    """A failed comparison that compared no values, for a problem found another way
+    (e.g. NaN in a weight the outputs never reach)."""
+    base = dict(
+        name=name,
+        shape=shape,
+        expected_shape=shape,
+        dtype=dtype,
+        expected_dtype=dtype,
+        atol=0.0,
+        rtol=0.0,
+    )
+    return _failed_early(base, problem)
 
 
 def _failed_early(base: dict, problem: str) -> Comparison:

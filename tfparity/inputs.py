@@ -57,9 +57,17 @@ class Limits:
 def read_texts_file(path: str | Path) -> list[str]:
     """One text per line; blank lines are skipped."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise TfparityError(f"Cannot read the texts file {path}: {exc.strerror}.") from exc
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TfparityError(
+            f"The texts file {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line "
+            f"{line}); is it a binary file? Save it as UTF-8."
+        ) from None
     texts = [line for line in lines if line.strip()]
     if not texts:
         raise TfparityError(f"The texts file {path} holds no text (only blank lines).")
@@ -169,6 +177,7 @@ def check_limits(batch: Batch, limits: Limits) -> None:
     a bad id would silently give a wrong (and possibly matching) answer.
     """
     _check_range(batch.input_ids, limits.vocab_size, "input_ids", "vocabulary size")
+    check_mask(batch.attention_mask, batch.input_ids.shape)
     if batch.token_type_ids is not None and limits.type_vocab_size:
         _check_range(
             batch.token_type_ids, limits.type_vocab_size, "token_type_ids", "type_vocab_size"
@@ -181,6 +190,64 @@ def check_limits(batch: Batch, limits: Limits) -> None:
             f"The batch is {batch.input_ids.shape[1]} tokens long, more than "
             f"the model's {limits.max_positions} positions."
         )
+
+
+def check_mask(mask: np.ndarray, shape: tuple[int, ...], what: str = "attention_mask") -> None:
+    """Refuse a mask that is not 0/1 of the ids' shape, or that leaves a sequence with no
+    real token: its outputs would be excluded from every comparison, so the check would
+    compare nothing for it and could pass vacuously."""
+    mask = np.asarray(mask)
+    if mask.shape != tuple(shape):
+        raise TfparityError(
+            f"{what} has shape {list(mask.shape)}, but input_ids has {list(shape)}."
+        )
+    if mask.size == 0:
+        raise TfparityError(f"{what} is empty ({list(mask.shape)}): nothing to compare.")
+    if not np.isin(mask, (0, 1)).all():
+        raise TfparityError(f"{what} must hold only 0 (padding) and 1 (real token).")
+    empty_rows = np.flatnonzero(mask.reshape(mask.shape[0], -1).sum(axis=1) == 0)
+    if empty_rows.size:
+        raise TfparityError(
+            f"{what} masks every token of sequence {int(empty_rows[0])}"
+            + (f" (and {empty_rows.size - 1} more)" if empty_rows.size > 1 else "")
+            + ": nothing of it would be compared. Every sequence needs at least one 1."
+        )
+
+
+def integer_ids(array: Any, what: str) -> np.ndarray:
+    """``array`` as int32 ids, range-checked in the dtype it arrives in, *before* any
+    cast: an int64 id of 2**32 + 5 would otherwise become 5, and a float id 1.5 or Inf
+    would be truncated (with a RuntimeWarning) into some valid-looking id."""
+    array = np.asarray(array)
+    if array.dtype == bool or not (
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    ):
+        raise TfparityError(f"{what} must hold integers; it holds {array.dtype} values.")
+    if array.size == 0:
+        raise TfparityError(f"{what} is empty (shape {list(array.shape)}): nothing to compare.")
+    if np.issubdtype(array.dtype, np.floating):
+        bad = ~np.isfinite(array)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise TfparityError(
+                f"{what} holds {float(array[where])} at index {where}; ids are integers."
+            )
+        frac = array != np.round(array)
+        if frac.any():
+            where = tuple(int(i) for i in np.argwhere(frac)[0])
+            raise TfparityError(
+                f"{what} holds {float(array[where])} at index {where}, not a whole number; ids are "
+                "integers."
+            )
+    limit = np.iinfo(np.int32)
+    bad = (array < limit.min) | (array > limit.max)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise TfparityError(
+            f"{what} out of range: {int(array[where])} at index {where} does not fit in int32, "
+            "and no model has that many rows."
+        )
+    return array.astype(np.int32)
 
 
 def _check_range(ids: np.ndarray, upper: int, what: str, limit_name: str) -> None:
@@ -210,6 +277,25 @@ class InputOptions:
     seed: int = 0
     padding_side: PaddingSide | None = None
     truncate: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse wrong types here, where every path (CLI, API, plugin) builds inputs: a
+        ``str`` as ``texts`` would otherwise be run one character per sequence."""
+        from . import validation
+
+        object.__setattr__(self, "texts", validation.texts(self.texts))
+        for name in ("random", "seq_len", "batch_size", "seed"):
+            value = getattr(self, name)
+            if value is None and name == "random":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}.")
+        if self.seed < 0:
+            raise TfparityError(f"seed must not be negative (got {self.seed}).")
+        if self.padding_side not in (None, "right", "left"):
+            raise TfparityError(
+                f"padding_side must be 'right' or 'left', not {self.padding_side!r}."
+            )
 
 
 def make_batches(

@@ -19,8 +19,9 @@ of every project where tfparity is installed.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ class _Session:
     device: str | None
     json_dir: Path | None
     models: dict[str, Any] = field(default_factory=dict)
+    json_names: dict[str, str] = field(default_factory=dict)  # file name -> node id
 
     def load(self, spec: str) -> Any:
         if spec not in self.models:
@@ -65,6 +67,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     json_dir = config.getoption("tfparity_json", None)
+    if json_dir and Path(json_dir).exists() and not Path(json_dir).is_dir():
+        # Found at start-up, not after the first test: a per-test error there would
+        # replace that test's real failure and its parity report.
+        raise pytest.UsageError(
+            f"--tfparity-json {json_dir} is a file; it must name a directory (made if "
+            "missing) for one JSON report per test."
+        )
     config.stash[_SESSION] = _Session(
         device=config.getoption("tfparity_device", None),
         json_dir=Path(json_dir) if json_dir else None,
@@ -90,13 +99,26 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         from .report.jsonio import write_json
 
         session.json_dir.mkdir(parents=True, exist_ok=True)
-        write_json(context.reports, session.json_dir / f"{json_name(item.nodeid)}.json")
+        name = json_name(item.nodeid, session.json_names)
+        session.json_names.setdefault(name, item.nodeid)
+        write_json(context.reports, session.json_dir / f"{name}.json")
 
 
-def json_name(nodeid: str) -> str:
-    """A file name for a node id: ``tests/test_x.py::test_y[a/b]`` ->
-    ``tests_test_x.py__test_y_a_b_``."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", nodeid).strip(".") or "test"
+def json_name(nodeid: str, taken: Mapping[str, str] | None = None) -> str:
+    """A file name for a node id: ``tests/test_x.py::test_y`` -> ``tests_test_x.py__test_y``;
+    ``tests/test_x.py::test_y[a/b]`` -> ``tests_test_x.py__test_y_a_b_-<8 hex digits>``.
+
+    The readable part alone is not unique: ``[a/b]``, ``[a_b]`` and ``[a b]`` all give
+    ``a_b``, and the last test to write replaced the others' reports. So a parametrised
+    id (where any text can appear) gets a hash of the whole id, and so does any id whose
+    readable name ``taken`` (name -> node id, this session's) already gives another test.
+    """
+    readable = re.sub(r"[^A-Za-z0-9._-]", "_", nodeid).strip(".")[:150] or "test"
+    taken = taken or {}
+    if "[" not in nodeid and taken.get(readable, nodeid) == nodeid:
+        return readable
+    digest = hashlib.sha1(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{readable}-{digest}"
 
 
 @pytest.fixture(scope="session")

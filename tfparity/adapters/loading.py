@@ -142,7 +142,8 @@ def _load_dir(directory: Path, *, allow_pickle: bool, head: bool = False) -> Loa
 def _read_config(directory: Path) -> Any:
     t = import_transformers()
     try:
-        raw = json.loads((directory / "config.json").read_text())
+        raw = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        _check_config(raw, directory / "config.json", t)
         if raw.get("auto_map"):
             raise TfparityError(
                 f"{directory}/config.json asks for custom model code "
@@ -153,6 +154,58 @@ def _read_config(directory: Path) -> Any:
         raise
     except Exception as exc:
         raise TfparityError(f"Could not read {directory}/config.json: {exc}") from exc
+
+
+# Config fields that must be whole numbers >= 1 when present (sizes of tensors).
+_SIZE_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "n_embd",
+    "n_layer",
+    "n_head",
+    "n_positions",
+    "d_model",
+    "num_layers",
+    "num_heads",
+    "dim",
+    "n_layers",
+    "n_heads",
+)
+
+
+def _check_config(raw: Any, path: Path, t: Any) -> None:
+    """Say what is wrong with a malformed config.json, instead of an AttributeError, or
+    transformers guessing the architecture from the directory's name (it matches model
+    type names as substrings of the path when ``model_type`` is missing)."""
+    if not isinstance(raw, dict):
+        raise TfparityError(
+            f"{path} holds a JSON {type(raw).__name__}, not an object; a model's config.json "
+            'is an object such as {"model_type": "bert", ...}.'
+        )
+    declared = raw.get("model_type")
+    if declared is None:
+        raise TfparityError(
+            f'{path} has no "model_type"; tfparity does not guess the architecture from the '
+            'directory\'s name. Add it, e.g. "model_type": "bert".'
+        )
+    if not isinstance(declared, str) or declared not in t.CONFIG_MAPPING:
+        raise TfparityError(
+            f'{path} has "model_type": {json.dumps(declared)}, which transformers does not '
+            "know (e.g. bert, roberta, gpt2)."
+        )
+    for name in _SIZE_FIELDS:
+        value = raw.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise TfparityError(
+                f'{path}: "{name}" is {json.dumps(value)}; it must be a whole number >= 1.'
+            )
 
 
 def _is_tf_safetensors(directory: Path, files: set[str]) -> bool:
@@ -275,7 +328,27 @@ def _tokenizer(t: Any, directory: Path) -> Any | None:
     names = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "tokenizer_config.json")
     if not any((directory / n).exists() for n in names):
         return None
+    _refuse_custom_tokenizer(directory)
     try:
         return t.AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False)
     except Exception as exc:
         raise TfparityError(f"The tokenizer in {directory} could not be loaded: {exc}") from exc
+
+
+def _refuse_custom_tokenizer(directory: Path) -> None:
+    """A tokenizer_config.json with ``auto_map`` asks for the checkpoint's own Python
+    tokenizer class; transformers would refuse it deep inside with a confusing message
+    (or, with trust_remote_code, run it). Say plainly what it is."""
+    path = directory / "tokenizer_config.json"
+    if not path.exists():
+        return
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TfparityError(f"{path} is not readable JSON: {exc}") from exc
+    if isinstance(raw, dict) and raw.get("auto_map"):
+        raise TfparityError(
+            f"{path} asks for a custom tokenizer class (auto_map: "
+            f"{json.dumps(raw['auto_map'])[:120]}); tfparity never runs remote code. Use a "
+            "checkpoint whose tokenizer is one of transformers' own classes."
+        )

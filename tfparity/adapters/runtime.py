@@ -58,6 +58,12 @@ def import_tf() -> Any:
         with _stderr_silenced(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import tensorflow as tf
+
+            # A CUDA build of TensorFlow on a machine without a GPU (or driver) logs
+            # "failed call to cuInit" on the first device query, from C++ and after
+            # import: query once here, while fd 2 is still silenced. Physical devices
+            # only: logical ones (and memory settings) are still to be configured.
+            tf.config.list_physical_devices()
     except ImportError as exc:  # pragma: no cover - a broken installation
         raise TfparityError(
             f"TensorFlow could not be imported ({exc}). Install tfparity's "

@@ -29,6 +29,7 @@ from ..compare import (
 from ..inputs import Batch
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
+from ..validation import nonfinite_weights, same_architecture
 from . import hints
 from .embeds import ensure_finite
 
@@ -67,6 +68,7 @@ def crosscheck(
 ) -> Report:
     """``tf_traces``: the TF model's ``input_ids`` runs of ``batches`` when the caller
     already has them (``tfparity check`` shares the embeds check's)."""
+    same_architecture(tf_model, pt_model)
     tapped = taps.supported(tf_model.config) and taps.supported(pt_model.config)
     runs = _run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
     masks = [b.attention_mask for b in batches]
@@ -77,6 +79,7 @@ def crosscheck(
     if options.tolerance is None:
         comparisons = [_judged(c, r) for c, r in zip(comparisons, referees, strict=True)]
     passed = all(c.passed for c in comparisons)
+    broken = nonfinite_weights(tf_model, "TF") + nonfinite_weights(pt_model, "PyTorch")
     if tapped and not passed and not runs.tf_taps:
         runs = _run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
     components = _components(runs, masks, options.referee) if runs.tf_taps else []
@@ -95,8 +98,8 @@ def crosscheck(
     return Report(
         check=options.label,
         model=tf_model.name,
-        passed=passed,
-        comparisons=comparisons,
+        passed=passed and not broken,
+        comparisons=comparisons + broken,  # after the layer rows, which zip with referees
         first_divergence=divergence,
         notes=notes,
         details={

@@ -21,7 +21,7 @@ from ..adapters.embedding_parts import EmbeddingParts, default_position_ids, emb
 from ..adapters.tf_model import TFModel
 from ..compare import Tolerance, compare_output_batches
 from ..errors import TfparityError
-from ..inputs import Batch, check_limits
+from ..inputs import Batch, check_limits, integer_ids
 from ..results import Divergence, Report
 
 VERDICTS = (
@@ -67,6 +67,7 @@ def read_inputs(
     emb = _read_npy(embeds, "--embeds")
     if not np.issubdtype(emb.dtype, np.floating):
         raise TfparityError(f"--embeds {embeds} holds {emb.dtype}, not floating-point numbers.")
+    _finite(emb, f"--embeds {embeds}")
     if id_array.ndim == 1 and emb.ndim == 2:
         id_array, emb = id_array[None], emb[None]
     if id_array.ndim != 2 or emb.ndim != 3:
@@ -104,7 +105,7 @@ def read_inputs(
 
 def _read_npy(path: str | Path, flag: str) -> np.ndarray:
     try:
-        return np.load(path, allow_pickle=False)
+        array = np.load(path, allow_pickle=False)
     except FileNotFoundError as exc:
         raise TfparityError(f"{flag}: no such file: {path}.") from exc
     except (OSError, ValueError, EOFError) as exc:
@@ -112,14 +113,34 @@ def _read_npy(path: str | Path, flag: str) -> np.ndarray:
             f"{flag}: {path} is not a readable .npy array (corrupt, truncated, or an "
             f"object array, which is not loaded for safety): {exc}"
         ) from exc
+    if not isinstance(array, np.ndarray):  # np.load returns an NpzFile for .npz archives
+        names = ", ".join(array.files)
+        array.close()
+        raise TfparityError(
+            f"{flag}: {path} is an .npz archive (arrays: {names}), not one .npy array; save "
+            "the array with np.save, or extract it: np.save('x.npy', np.load(path)['name'])."
+        )
+    if array.size == 0:
+        raise TfparityError(f"{flag}: {path} holds an empty array {list(array.shape)}.")
+    return array
+
+
+def _finite(embeds: np.ndarray, what: str) -> None:
+    """NaN or Inf in the user's embeddings is the answer itself: no stage of the model
+    makes them from finite weights, so say so instead of a verdict of "unknown"."""
+    bad = ~np.isfinite(embeds)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise TfparityError(
+            f"{what} holds {int(np.isnan(embeds).sum())} NaN and {int(np.isinf(embeds).sum())} "
+            f"Inf values (first at index {where}): these embeddings are broken before the "
+            "model sees them. Check how they were computed (overflow in float16? a division "
+            "by zero? uninitialised memory?)."
+        )
 
 
 def _integer(array: np.ndarray, flag: str) -> np.ndarray:
-    if np.issubdtype(array.dtype, np.integer):
-        return array.astype(np.int32)
-    if np.issubdtype(array.dtype, np.floating) and np.all(array == np.round(array)):
-        return array.astype(np.int32)
-    raise TfparityError(f"{flag} must hold integers; it holds {array.dtype} values.")
+    return integer_ids(array, flag)
 
 
 # ---------------------------------------------------------------------- the check
@@ -130,6 +151,7 @@ def check_diagnose(
 ) -> Report:
     batch = inputs.batch
     check_limits(batch, model.limits)
+    _finite(np.asarray(inputs.embeds), "inputs_embeds")
     parts = embedding_parts(model)
     _check_width(inputs.embeds, parts)
     valid = batch.attention_mask.astype(bool)

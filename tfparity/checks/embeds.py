@@ -13,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import validation
 from ..adapters.tf_model import TFModel
 from ..compare import Comparison, Tolerance, compare_output_batches
 from ..errors import TfparityError
 from ..inputs import Batch
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
+from ..validation import nonfinite_weights
 
 
 @dataclass(frozen=True)
@@ -41,17 +43,22 @@ def check_embeds(
     for i, batch in enumerate(batches):
         reference = options.references[i] if options.references is not None else model.run(batch)
         ensure_finite(reference, "the input_ids path")
-        embeds = options.embeds_fn(batch) if options.embeds_fn else model.gather(batch.input_ids)
+        if options.embeds_fn is None:
+            embeds = model.gather(batch.input_ids)
+        else:
+            width = int(model.gather(batch.input_ids[:1, :1]).shape[-1])
+            embeds = validation.embeds(options.embeds_fn(batch), batch.shape, width)
         actual.append(model.run(batch, inputs_embeds=embeds))
         expected.append(reference)
     masks = [b.attention_mask for b in batches]
     comparisons = compare_output_batches(actual, expected, masks=masks, tolerance=options.tolerance)
     passed = all(c.passed for c in comparisons)
+    broken = nonfinite_weights(model)  # outputs alone miss NaN rows no input reaches
     return Report(
         check="embeds",
         model=model.name,
-        passed=passed,
-        comparisons=comparisons,
+        passed=passed and not broken,
+        comparisons=comparisons + broken,
         first_divergence=None if passed else localise(model, comparisons, batches),
         details=_details(batches),
         notes=list(model.notes) + _ids_only_notes(model, options),

@@ -43,6 +43,7 @@ from ..compare import (
 from ..inputs import Batch
 from ..results import Report
 from ..trace import Trace, hidden_state_index
+from ..validation import NothingComparedError
 from .embeds import ensure_finite
 
 DEFAULT_MODES = ("eager", "graph", "xla", "fp16", "bf16", "tf32")
@@ -102,6 +103,13 @@ def check_modes(
 ) -> Report:
     """Run every planned mode on ``batches`` and compare it with CPU eager fp32."""
     plan, skipped = plan_modes(options.devices, options.modes)
+    if not plan:  # comparing nothing must not read as a PASS
+        why = "; ".join(skipped) or "the only mode asked for is the reference itself (cpu eager)"
+        raise NothingComparedError(
+            f"None of the modes {', '.join(options.modes)} can run on {options.devices}, so "
+            f"nothing would be compared ({why}). Ask for modes this machine has "
+            "(eager, graph, xla, fp16, bf16; tf32 needs an NVIDIA GPU of compute capability 8.0+)."
+        )
     reference_model = with_execution(model, ExecutionOptions(device=resolve_devices("cpu")[0]))
     reference = [reference_model.run(b) for b in batches]
     for trace in reference:

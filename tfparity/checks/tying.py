@@ -19,6 +19,7 @@ from ..adapters.lm_head import LMHead, find_head
 from ..adapters.tf_model import TFModel
 from ..inputs import Batch
 from ..results import Report
+from ..validation import nonfinite_weights
 
 NOISE_SCALES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 AXIS_NOTE = (
@@ -67,12 +68,16 @@ def check_tying(
         "argmax_axis": AXIS_NOTE,
         "noise": noise,
     }
+    broken = nonfinite_weights(model)  # a NaN row is broken even if no input reaches it
     return Report(
         check="embeddings",
         model=model.name,
-        passed=roundtrip["cosine"] == 1.0 and consistent,
+        passed=roundtrip["cosine"] == 1.0 and consistent and not broken,
+        comparisons=broken,
         details=details,
-        notes=list(model.notes) + _notes(head, tied, config_tie, roundtrip),
+        notes=list(model.notes)
+        + [c.problem for c in broken if c.problem]
+        + _notes(head, tied, config_tie, roundtrip),
     )
 
 

@@ -41,7 +41,9 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         "--seq-len", type=int, default=32, metavar="L", help="longest random sequence (default 32)"
     )
     group.add_argument("--batch-size", type=int, default=8, help="sequences per batch (default 8)")
-    group.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    group.add_argument(
+        "--seed", type=non_negative_int, default=0, help="seed for random inputs (default 0)"
+    )
     group.add_argument(
         "--padding-side",
         choices=("right", "left"),
@@ -54,10 +56,46 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def tolerance_value(text: str) -> float:
+    """argparse ``type=`` for --atol/--rtol: a finite number >= 0 (``nan`` would fail
+    identical tensors, ``inf`` would pass anything; argparse names the flag)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a finite number >= 0")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse ``type=`` for --seed (numpy refuses negative seeds deep in a run)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is negative; give an integer >= 0")
+    return value
+
+
+def non_empty(text: str) -> str:
+    """argparse ``type=`` for --device/--devices: an empty name is a typo, not a default."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; name a device (cpu, gpu:0, gpu, all)")
+    return text
+
+
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH")
-    parser.add_argument("--atol", type=float, help="absolute tolerance (default: by dtype)")
-    parser.add_argument("--rtol", type=float, help="relative tolerance (default: by dtype)")
+    parser.add_argument(
+        "--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)"
+    )
+    parser.add_argument(
+        "--atol", type=tolerance_value, help="absolute tolerance (default: by dtype)"
+    )
+    parser.add_argument(
+        "--rtol", type=tolerance_value, help="relative tolerance (default: by dtype)"
+    )
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="print every failing tensor's full message"
     )
@@ -88,8 +126,6 @@ def tolerance(args: argparse.Namespace):
         return None
     from ..compare import Tolerance
 
-    if (args.atol or 0) < 0 or (args.rtol or 0) < 0:
-        raise TfparityError("--atol and --rtol must not be negative.")
     return Tolerance(atol=args.atol or 0.0, rtol=args.rtol or 0.0)
 
 
@@ -100,6 +136,7 @@ def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("execution")
     group.add_argument(
         "--device",
+        type=non_empty,
         metavar="DEVICE",
         help="cpu, gpu:N, gpu (every GPU) or all (CPU and every GPU); one report per device "
         "(default: TensorFlow's own placement)",

@@ -27,7 +27,9 @@ def _run_devices(args: argparse.Namespace) -> int:
 
     info = list_devices()
     if args.json == "-":
-        print(json.dumps(info.to_dict(), indent=2))
+        from ..report.jsonio import json_stdout
+
+        print(json.dumps(info.to_dict(), indent=2), file=json_stdout())
         return EXIT_PASS
     print(render_devices(info))
     if args.json:

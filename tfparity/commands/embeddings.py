@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from ..errors import TfparityError
 from .common import EXIT_FAIL, EXIT_PASS, add_input_arguments, add_model_argument, input_options
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S,S,...",
         help="noise norms relative to the embedding norm (default 0,0.25,0.5,1,2,4,8)",
     )
-    p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH")
+    p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
     p.set_defaults(func=_run_embeddings)
 
 
@@ -58,6 +59,9 @@ def _scales(text: str) -> tuple[float, ...]:
         scales = tuple(float(s) for s in text.split(",") if s.strip())
     except ValueError as exc:
         raise TfparityError(f"--noise-scales must be numbers separated by commas: {exc}") from exc
-    if not scales or any(s < 0 for s in scales):
-        raise TfparityError("--noise-scales needs at least one scale, none negative.")
+    if not scales or any(not math.isfinite(s) or s < 0 for s in scales):
+        raise TfparityError(
+            f"--noise-scales '{text}': give at least one scale, each a finite number >= 0 "
+            "(NaN noise makes every round trip fail, Inf is no scale)."
+        )
     return scales

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -13,6 +14,7 @@ from .common import (
     add_model_argument,
     add_report_arguments,
     input_options,
+    non_empty,
     tolerance,
 )
 
@@ -31,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--devices",
         "--device",
         dest="devices",
+        type=non_empty,
         default="all",
         metavar="DEVICES",
         help="cpu, gpu:N, gpu (every GPU) or all (default; CPU only when no GPU is visible)",
@@ -55,6 +58,10 @@ def _run_modes(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip()) if args.modes else None
+    if args.modes is not None and not modes:
+        raise TfparityError(
+            f"--modes '{args.modes}' names no mode; give e.g. --modes eager,xla,fp16."
+        )
     options = ModesOptions(
         devices=args.devices, modes=modes or DEFAULT_MODES, tolerance=tolerance(args)
     )

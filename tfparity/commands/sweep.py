@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from .common import EXIT_FAIL, EXIT_PASS, add_model_argument, tolerance
+from .common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_model_argument,
+    non_negative_int,
+    tolerance,
+    tolerance_value,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,14 +61,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--overwrite", action="store_true", help="discard results already in OUT and start again"
     )
     p.add_argument(
-        "--atol", type=float, help="fixed absolute tolerance (default: by dtype / referee)"
+        "--atol",
+        type=tolerance_value,
+        help="fixed absolute tolerance (default: by dtype / referee)",
     )
-    p.add_argument("--rtol", type=float, help="fixed relative tolerance")
+    p.add_argument("--rtol", type=tolerance_value, help="fixed relative tolerance")
     p.add_argument("--padding-side", choices=("right", "left"), help="default: the tokenizer's")
     p.add_argument(
         "--truncate", action="store_true", help="cut items longer than the model's maximum"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed for the positions permutations")
+    p.add_argument(
+        "--seed", type=non_negative_int, default=0, help="seed for the positions permutations"
+    )
     p.add_argument("--worst", type=int, default=10, metavar="N", help="worst items kept (10)")
     p.add_argument(
         "--progress",
@@ -97,7 +109,20 @@ def run(args: argparse.Namespace) -> int:
         worst=args.worst,
         xla=args.xla,
     )
-    result = run_sweep(args.model, args.texts, args.out, options)
+    if args.resume and args.overwrite:
+        raise TfparityError(
+            "--resume keeps the results in --out and --overwrite discards them: give one."
+        )
+    try:
+        result = run_sweep(args.model, args.texts, args.out, options)
+    except KeyboardInterrupt:
+        # The help says: 1 when the run stopped early. Every finished item is on disk.
+        print(
+            f"tfparity: sweep interrupted; the items finished so far are in "
+            f"{args.out}/results.jsonl: continue with --resume.",
+            file=sys.stderr,
+        )
+        return EXIT_FAIL
     print(render_summary(result.summary, str(result.out)))
     return EXIT_PASS if result.passed and result.summary["complete"] else EXIT_FAIL
 
@@ -136,7 +161,8 @@ def render_summary(summary: dict, out: str) -> str:
         )
     notes = {c["top1_note"] for c in summary["per_check"].values() if c["top1_note"]}
     lines += [f"note: top-1: {n}" for n in sorted(notes)]
-    bad = [w for w in summary["worst_items"] if not w["passed"]][:5]
+    # passed is None for a skipped item (too long): it is counted as skipped, not failed
+    bad = [w for w in summary["worst_items"] if w["passed"] is False][:5]
     if bad:
         lines.append("")
         lines.append("failed items (worst first):")

@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
+from typing import TextIO
 
 from ..errors import TfparityError
 from ..results import Report
+
+# Where ``--json -`` writes: the real stdout, while the CLI sends the text report to
+# stderr so that stdout holds nothing but the JSON (a pipe into jq must parse it).
+_JSON_STDOUT: ContextVar[TextIO | None] = ContextVar("tfparity_json_stdout", default=None)
+
+
+def json_stdout() -> TextIO:
+    return _JSON_STDOUT.get() or sys.stdout
+
+
+@contextlib.contextmanager
+def json_on_stdout() -> Iterator[None]:
+    """Inside the block, ``print`` goes to stderr and ``--json -`` to the real stdout."""
+    token = _JSON_STDOUT.set(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _JSON_STDOUT.reset(token)
 
 
 def reports_to_dict(reports: list[Report]) -> dict:
@@ -41,6 +64,9 @@ def write_json(reports: list[Report], path: str | Path, *, top_level: Sequence[s
     details = data.get("details", {})
     data.update({key: details[key] for key in top_level if key in details})
     text = json.dumps(data, indent=2, allow_nan=False)
+    if str(path) == "-":
+        print(text, file=json_stdout(), flush=True)
+        return
     try:
         Path(path).write_text(text + "\n")
     except OSError as exc:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import TfparityError
+from ..validation import unicode_text
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus.txt"
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
@@ -83,10 +84,9 @@ def detect_format(path: Path) -> str:
     JSON object; ``txt`` otherwise."""
     if path.suffix.lower() in (".jsonl", ".json"):
         return "jsonl"
-    with _open(path) as f:
-        for line in f:
-            if line.strip():
-                return "jsonl" if line.lstrip().startswith("{") and _is_object(line) else "txt"
+    for _, line in _lines(path):
+        if line.strip():
+            return "jsonl" if line.lstrip().startswith("{") and _is_object(line) else "txt"
     return "txt"
 
 
@@ -123,16 +123,34 @@ def iter_items(info: CorpusInfo, shard: Shard = Shard()) -> Iterator[Item]:
 
 def _items(path: Path, fmt: str) -> Iterator[Item]:
     index = 0
-    with _open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            if fmt == "jsonl":
-                text, item_id = _json_item(path, lineno, line)
-            else:
-                text, item_id = line.rstrip("\r\n"), None
-            yield Item(index, str(index) if item_id is None else item_id, text)
-            index += 1
+    for lineno, line in _lines(path):
+        if not line.strip():
+            continue
+        if fmt == "jsonl":
+            text, item_id = _json_item(path, lineno, line)
+        else:
+            text, item_id = line.rstrip("\r\n"), None
+        yield Item(index, str(index) if item_id is None else item_id, text)
+        index += 1
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)``, each line decoded on its own, so that a byte that is not
+    UTF-8 is refused with its line number by :func:`scan`, before any model work (it
+    used to end a sweep thousands of items in, and every ``--resume`` after it)."""
+    try:
+        raw = open(path, "rb")
+    except OSError as exc:
+        raise TfparityError(f"Cannot read the corpus {path}: {exc.strerror}.") from exc
+    with raw:
+        for lineno, data in enumerate(raw, 1):
+            try:
+                yield lineno, data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise TfparityError(
+                    f"{path} line {lineno} is not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                    f"column {exc.start + 1}); is it a binary file? Save the corpus as UTF-8."
+                ) from None
 
 
 def _json_item(path: Path, lineno: int, line: str) -> tuple[str, str | None]:
@@ -146,12 +164,16 @@ def _json_item(path: Path, lineno: int, line: str) -> tuple[str, str | None]:
             f'{path} line {lineno} has no "text" field with a non-empty string; each JSONL line '
             'needs {"text": "...", "id": ...} (id optional).'
         )
+    unicode_text(text, f'{path} line {lineno}: "text"')
     item_id = record.get("id")
     return text, None if item_id is None else str(item_id)
 
 
-def _open(path: Path):
-    try:
-        return open(path, encoding="utf-8")
-    except OSError as exc:
-        raise TfparityError(f"Cannot read the corpus {path}: {exc.strerror}.") from exc
+def check_shard(shard: Shard, info: CorpusInfo) -> None:
+    """A shard that holds no item would finish at once with nothing checked: refuse it."""
+    if shard.size(info.items) == 0:
+        raise TfparityError(
+            f"Shard {shard} of the corpus {info.path} holds no item: the corpus has only "
+            f"{info.items} item(s), so with N={shard.n} shards K must be below {info.items}. "
+            "Nothing would be checked; use fewer shards."
+        )

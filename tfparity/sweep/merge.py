@@ -39,10 +39,17 @@ def merge_dirs(dirs: Sequence[str | Path], out: str | Path, *, worst: int = WORS
     out = Path(out)
     if out.resolve() in {d.resolve() for d in dirs}:
         raise TfparityError("--out must be a new directory, not one of the inputs.")
+    if out.exists() and not out.is_dir():
+        raise TfparityError(f"--out {out} exists and is not a directory.")
+    total = first["corpus"]["items"]
+    if not isinstance(total, int) or total < 1:
+        raise TfparityError(f"{dirs[0]}/{res.MANIFEST} has no valid corpus item count.")
+    seen = bytearray(total)
+    for d, shard in zip(dirs, shards, strict=True):  # all of it before anything is written
+        _validate(d / res.RESULTS, shard, seen)
     out.mkdir(parents=True, exist_ok=True)
     if (out / res.RESULTS).exists() and (out / res.RESULTS).stat().st_size:
         raise TfparityError(f"{out} already holds {res.RESULTS}; choose an empty --out.")
-    total = first["corpus"]["items"]
     n = shards[0].n
     expected = sum(s.size(total) for s in shards)
     manifest = {
@@ -78,6 +85,45 @@ def _manifest(d: Path) -> dict:
     if m is None or not (d / res.RESULTS).exists():
         raise TfparityError(f"{d} is not a sweep output (no {res.MANIFEST} and {res.RESULTS}).")
     return m
+
+
+def _validate(path: Path, shard, seen: bytearray) -> None:
+    """Every line of a shard's results must be whole JSON with an index of this corpus
+    and of this shard, and no index may come twice (in one shard or across shards), as
+    ``--resume`` checks: merge used to drop torn lines silently and count repeats twice.
+    """
+    import json
+
+    total = len(seen)
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            if not line.endswith(b"\n"):
+                raise TfparityError(
+                    f"{path} line {number} is cut off (an interrupted sweep?): finish that "
+                    "shard with `tfparity sweep ... --resume` before merging."
+                )
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if not isinstance(record, dict):
+                raise TfparityError(f"{path} line {number} is not a sweep result line (JSON).")
+            index = record.get("index")
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < total:
+                raise TfparityError(
+                    f"{path} line {number} has item index {index!r}, outside the corpus's "
+                    f"{total} items: not a result of this sweep."
+                )
+            if index not in shard:
+                raise TfparityError(
+                    f"{path} line {number} holds item {index}, which is not in shard {shard}."
+                )
+            if seen[index]:
+                raise TfparityError(
+                    f"{path} line {number} repeats item {index}, already merged: the results "
+                    "would count it twice."
+                )
+            seen[index] = 1
 
 
 def _lines(dirs: list[Path]) -> Iterator[dict]:

@@ -20,7 +20,7 @@ from ..errors import TfparityError
 from . import results as res
 from .bucketing import Bucketer, PaddedBatch, bucket_lengths
 from .checks import CHECKS, BatchContext, SweepChecks
-from .corpus import DEFAULT_CORPUS, CorpusInfo, Item, Shard, iter_items, scan
+from .corpus import DEFAULT_CORPUS, CorpusInfo, Item, Shard, check_shard, iter_items, scan
 from .encode import TooLong, encode
 from .progress import Progress
 from .summary import WORST, summarise
@@ -90,6 +90,7 @@ def run_sweep(
     if options.batch_size < 1:
         raise TfparityError(f"--batch-size must be at least 1 (got {options.batch_size}).")
     info = scan(texts or DEFAULT_CORPUS)
+    check_shard(options.shard, info)
     out = Path(out)
     name = model if isinstance(model, str) else model.name
     manifest = _manifest(name, checks, info, options)
@@ -165,6 +166,10 @@ def _manifest(name: str, checks: tuple[str, ...], info: CorpusInfo, options: Swe
 
 def _prepare_out(out: Path, manifest: dict, options: SweepOptions) -> None:
     """Refuse to mix two runs' results in one directory (exit 2)."""
+    if options.resume and options.overwrite:
+        raise TfparityError(
+            "--resume keeps the results in --out, --overwrite discards them: give one."
+        )
     if out.exists() and not out.is_dir():
         raise TfparityError(f"--out {out} exists and is not a directory.")
     out.mkdir(parents=True, exist_ok=True)

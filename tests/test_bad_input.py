@@ -1,0 +1,698 @@
+"""Every foreseeable bad input is refused clearly (issue 12).
+
+Each CLI case runs in-process through ``cli.main`` (what ``python -m tfparity``
+calls) and must exit 2 with a message on stderr that names the offending input, no
+traceback and not the "please report it" catch-all. Each API case must raise the
+documented error type with a message naming the parameter. Cases that need a model
+use tiny ones; most are refused before any model loads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tfparity import api, assertions, cli
+from tfparity.compare import Tolerance, ToleranceError
+from tfparity.errors import TfparityError
+from tfparity.inputs import Batch, InputOptions
+from tfparity.validation import NothingComparedError
+
+pytest_plugins = ["pytester"]
+
+CATCH_ALL = "please report it"
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def _sweep_dir(path: Path, lines: list[bytes], *, items: int = 4, shard: str = "0/1") -> Path:
+    """A hand-made sweep output: run.json and results.jsonl with ``lines``."""
+    path.mkdir(parents=True)
+    manifest = {
+        "model": "tiny:bert",
+        "checks": ["embeds"],
+        "corpus": {"path": "c.txt", "format": "txt", "items": items, "sha256": "x"},
+        "corpus_sha256": "x",
+        "shard": shard,
+        "options": {},
+    }
+    (path / "run.json").write_text(json.dumps(manifest))
+    (path / "results.jsonl").write_bytes(b"".join(lines))
+    return path
+
+
+def _line(index: int) -> bytes:
+    return json.dumps({"index": index, "id": str(index), "passed": True, "checks": {}}).encode() + (
+        b"\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, str]:
+    d = tmp_path_factory.mktemp("bad")
+    f: dict[str, Path] = {}
+
+    def put(name: str, data: bytes) -> Path:
+        f[name] = d / name
+        f[name].write_bytes(data)
+        return f[name]
+
+    put("binary.txt", b"\xff\xfe\x00\x81binary\n")
+    put("latin1.txt", b"fine line\ncaf\xe9\n")
+    put("surrogate.jsonl", b'{"text": "ok"}\n{"text": "bad \\ud800 text"}\n')
+    put("notext.jsonl", b'{"text": "ok"}\n{"id": 3}\n')
+    put("blank.txt", b"\n  \n")
+    put("corpus3.txt", b"one\ntwo\nthree\n")
+    put("a_file", b"x")
+    for name, array in {
+        "ids.npy": np.array([[5, 6, 7, 8]], np.int64),
+        "big_ids.npy": np.array([[5, 6, 2**32 + 5, 8]], np.int64),
+        "neg_ids.npy": np.array([[5, -1, 7, 8]], np.int64),
+        "float_ids.npy": np.array([[5.5, 6, 7, 8]]),
+        "inf_ids.npy": np.array([[np.inf, 6, 7, 8]]),
+        "nan_ids.npy": np.array([[np.nan, 6, 7, 8]]),
+        "bool_ids.npy": np.array([[True, False, True, True]]),
+        "empty.npy": np.zeros((0, 4), np.int32),
+        "embeds.npy": np.random.default_rng(0).normal(size=(1, 4, 32)).astype(np.float32),
+        "int_embeds.npy": np.ones((1, 4, 32), np.int32),
+        "nan_embeds.npy": np.full((1, 4, 32), np.nan, np.float32),
+        "inf_embeds.npy": np.full((1, 4, 32), np.inf, np.float32),
+        "mask0.npy": np.zeros((1, 4), np.int32),
+        "mask2.npy": np.full((1, 4), 2, np.int32),
+        "mask_short.npy": np.ones((1, 3), np.int32),
+    }.items():
+        f[name] = d / name
+        np.save(f[name], array)
+    f["ids.npz"] = d / "ids.npz"
+    np.savez(f["ids.npz"], ids=np.array([[5, 6, 7, 8]]))
+    for name, text in {
+        "cfg_list": "[1, 2]",
+        "cfg_no_type": '{"hidden_size": 32}',
+        "cfg_bad_type": '{"model_type": "not-a-model"}',
+        "cfg_str_size": '{"model_type": "bert", "hidden_size": "big"}',
+        "cfg_neg_size": '{"model_type": "bert", "num_hidden_layers": -2}',
+        "cfg_not_json": '{"model_type": "bert",',
+    }.items():
+        (d / name).mkdir()
+        (d / name / "config.json").write_text(text)
+        (d / name / "model.safetensors").write_bytes(b"")
+        f[name] = d / name
+    # a bert directory (named so that a guess from the name would succeed) whose
+    # tokenizer asks for custom code
+    custom = d / "bert-custom-tok"
+    custom.mkdir()
+    from tfparity.adapters.tf_model import TFModel
+
+    TFModel.load("tiny:bert").model.save_pretrained(str(custom))
+    (custom / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n")
+    (custom / "tokenizer_config.json").write_text(
+        json.dumps({"auto_map": {"AutoTokenizer": ["tok.MyTok", None]}})
+    )
+    f["custom_tok"] = custom
+    # sweep outputs for merge
+    f["sw_torn"] = _sweep_dir(d / "sw_torn", [_line(0), b'{"index": 1, "pas'])
+    f["sw_foreign"] = _sweep_dir(d / "sw_foreign", [_line(0), b"hello world\n"])
+    f["sw_outside"] = _sweep_dir(d / "sw_outside", [_line(0), _line(99)])
+    f["sw_repeat"] = _sweep_dir(d / "sw_repeat", [_line(0), _line(1), _line(0)])
+    f["sw_boolidx"] = _sweep_dir(d / "sw_boolidx", [b'{"index": true}\n'])
+    f["sw_s0"] = _sweep_dir(d / "sw_s0", [_line(0), _line(1)], shard="0/2")
+    f["sw_s1"] = _sweep_dir(d / "sw_s1", [_line(1), _line(3)], shard="1/2")
+    f["sw_ok"] = _sweep_dir(d / "sw_ok", [_line(0)])
+    f["sw_ok2"] = _sweep_dir(d / "sw_ok2", [_line(1)], shard="1/2")
+    f["dir"] = d
+    return {k: str(v) for k, v in f.items()}
+
+
+# ----------------------------------------------------------------------------- CLI
+
+# (id, argv with {file} placeholders, fragments the message must hold)
+CLI_CASES = [
+    # 1. tolerances
+    ("check-atol-nan", "check tiny:bert --no-pt --atol nan", ["--atol", "nan"]),
+    ("check-rtol-nan", "check tiny:bert --no-pt --rtol nan", ["--rtol", "nan"]),
+    ("check-atol-inf", "check tiny:bert --no-pt --atol inf", ["--atol", "inf"]),
+    ("check-atol-neg", "check tiny:bert --no-pt --atol -1", ["--atol", "-1"]),
+    ("check-rtol-word", "check tiny:bert --no-pt --rtol small", ["--rtol", "small"]),
+    ("crosscheck-atol-nan", "crosscheck tiny:bert --atol nan", ["--atol", "nan"]),
+    ("modes-rtol-inf", "modes tiny:bert --rtol inf", ["--rtol", "inf"]),
+    ("positions-atol-nan", "positions tiny:bert --atol nan", ["--atol", "nan"]),
+    (
+        "diagnose-atol-neg",
+        "diagnose tiny:bert --ids {ids.npy} --embeds {embeds.npy} --atol -0.5",
+        ["--atol", "-0.5"],
+    ),
+    ("sweep-atol-nan", "sweep tiny:bert --atol nan --out {dir}/s1", ["--atol", "nan"]),
+    ("sweep-rtol-neg", "sweep tiny:bert --rtol=-1e-3 --out {dir}/s2", ["--rtol", "-1e-3"]),
+    # 2. nothing compared
+    ("modes-tf32-on-cpu", "modes tiny:bert --devices cpu --modes tf32", ["tf32", "nothing"]),
+    ("modes-only-reference", "modes tiny:bert --devices cpu --modes eager", ["eager", "nothing"]),
+    ("modes-comma", "modes tiny:bert --modes ,", ["--modes", "no mode"]),
+    (
+        "diagnose-mask-zeros",
+        "diagnose tiny:bert --ids {ids.npy} --embeds {embeds.npy} --attention-mask {mask0.npy}",
+        ["attention_mask", "every token"],
+    ),
+    (
+        "diagnose-mask-twos",
+        "diagnose tiny:bert --ids {ids.npy} --embeds {embeds.npy} --attention-mask {mask2.npy}",
+        ["attention_mask", "0", "1"],
+    ),
+    (
+        "diagnose-mask-shape",
+        "diagnose tiny:bert --ids {ids.npy} --embeds {embeds.npy} "
+        "--attention-mask {mask_short.npy}",
+        ["--attention-mask", "shape"],
+    ),
+    (
+        "sweep-empty-shard",
+        "sweep tiny:bert --texts {corpus3.txt} --shard 5/8 --out {dir}/s3",
+        ["Shard 5/8", "no item"],
+    ),
+    (
+        "sweep-blank-corpus",
+        "sweep tiny:bert --texts {blank.txt} --out {dir}/s4",
+        ["blank.txt", "no text"],
+    ),
+    # 3. NaN/Inf in the user's tensor
+    (
+        "diagnose-nan-embeds",
+        "diagnose tiny:bert --ids {ids.npy} --embeds {nan_embeds.npy}",
+        ["--embeds", "NaN"],
+    ),
+    (
+        "diagnose-inf-embeds",
+        "diagnose tiny:bert --ids {ids.npy} --embeds {inf_embeds.npy}",
+        ["--embeds", "Inf"],
+    ),
+    # 4. ids range-checked before any cast
+    (
+        "diagnose-ids-2**32+5",
+        "diagnose tiny:bert --ids {big_ids.npy} --embeds {embeds.npy}",
+        ["--ids", "4294967301"],
+    ),
+    (
+        "diagnose-ids-negative",
+        "diagnose tiny:bert --ids {neg_ids.npy} --embeds {embeds.npy}",
+        ["input_ids", "-1"],
+    ),
+    (
+        "diagnose-ids-float",
+        "diagnose tiny:bert --ids {float_ids.npy} --embeds {embeds.npy}",
+        ["--ids", "5.5"],
+    ),
+    (
+        "diagnose-ids-inf",
+        "diagnose tiny:bert --ids {inf_ids.npy} --embeds {embeds.npy}",
+        ["--ids", "inf"],
+    ),
+    (
+        "diagnose-ids-nan",
+        "diagnose tiny:bert --ids {nan_ids.npy} --embeds {embeds.npy}",
+        ["--ids", "nan"],
+    ),
+    (
+        "diagnose-ids-bool",
+        "diagnose tiny:bert --ids {bool_ids.npy} --embeds {embeds.npy}",
+        ["--ids", "bool"],
+    ),
+    # 5. foreseeable input never reaches the catch-all
+    ("check-texts-binary", "check tiny:bert --no-pt --texts {binary.txt}", ["binary.txt", "UTF-8"]),
+    (
+        "check-texts-latin1",
+        "check tiny:bert --no-pt --texts {latin1.txt}",
+        ["latin1.txt", "line 2"],
+    ),
+    ("check-texts-missing", "check tiny:bert --no-pt --texts {dir}/nope.txt", ["nope.txt"]),
+    (
+        "sweep-binary",
+        "sweep tiny:bert --texts {binary.txt} --out {dir}/s5",
+        ["binary.txt", "line 1"],
+    ),
+    (
+        "sweep-latin1",
+        "sweep tiny:bert --texts {latin1.txt} --out {dir}/s6",
+        ["latin1.txt", "line 2"],
+    ),
+    (
+        "sweep-jsonl-surrogate",
+        "sweep tiny:bert --texts {surrogate.jsonl} --out {dir}/s7",
+        ["surrogate.jsonl", "line 2", "Unicode"],
+    ),
+    (
+        "sweep-jsonl-no-text",
+        "sweep tiny:bert --texts {notext.jsonl} --out {dir}/s8",
+        ["notext.jsonl", "line 2", "text"],
+    ),
+    ("check-seed-negative", "check tiny:bert --no-pt --random 2 --seed -1", ["--seed", "-1"]),
+    ("sweep-seed-negative", "sweep tiny:bert --seed -3 --out {dir}/s9", ["--seed", "-3"]),
+    (
+        "diagnose-npz-ids",
+        "diagnose tiny:bert --ids {ids.npz} --embeds {embeds.npy}",
+        ["--ids", ".npz"],
+    ),
+    (
+        "diagnose-empty-ids",
+        "diagnose tiny:bert --ids {empty.npy} --embeds {embeds.npy}",
+        ["--ids", "empty"],
+    ),
+    (
+        "diagnose-int-embeds",
+        "diagnose tiny:bert --ids {ids.npy} --embeds {int_embeds.npy}",
+        ["--embeds", "int32"],
+    ),
+    (
+        "diagnose-missing-file",
+        "diagnose tiny:bert --ids {dir}/none.npy --embeds {embeds.npy}",
+        ["--ids", "none.npy"],
+    ),
+    (
+        "diagnose-text-as-npy",
+        "diagnose tiny:bert --ids {binary.txt} --embeds {embeds.npy}",
+        ["--ids", "binary.txt"],
+    ),
+    ("sweep-out-is-file", "sweep tiny:bert --out {a_file}", ["--out", "a_file"]),
+    ("merge-out-is-file", "merge {sw_ok} --out {a_file}", ["--out", "a_file"]),
+    (
+        "crosscheck-tf-pt-arch",
+        "crosscheck --tf tiny:bert --pt tiny:gpt2 --random 2 --seq-len 8",
+        ["bert", "gpt2"],
+    ),
+    ("crosscheck-only-tf", "crosscheck --tf tiny:bert", ["--tf", "--pt"]),
+    (
+        "check-custom-tokenizer",
+        "check {custom_tok} --no-pt",
+        ["tokenizer_config.json", "auto_map", "remote code"],
+    ),
+    ("check-config-list", "check {cfg_list} --no-pt", ["config.json", "list"]),
+    ("check-config-no-type", "check {cfg_no_type} --no-pt", ["config.json", "model_type"]),
+    ("check-config-unknown-type", "check {cfg_bad_type} --no-pt", ["config.json", "not-a-model"]),
+    ("check-config-str-size", "check {cfg_str_size} --no-pt", ["hidden_size", "big"]),
+    ("check-config-neg-size", "check {cfg_neg_size} --no-pt", ["num_hidden_layers", "-2"]),
+    ("check-config-not-json", "check {cfg_not_json} --no-pt", ["config.json"]),
+    ("check-unknown-tiny", "check tiny:nonesuch --no-pt", ["nonesuch"]),
+    # 8. merge validates like --resume
+    ("merge-torn-line", "merge {sw_torn} --out {dir}/m1", ["sw_torn", "line 2", "--resume"]),
+    ("merge-foreign-line", "merge {sw_foreign} --out {dir}/m2", ["sw_foreign", "line 2"]),
+    ("merge-index-outside", "merge {sw_outside} --out {dir}/m3", ["sw_outside", "line 2", "99"]),
+    ("merge-repeated-index", "merge {sw_repeat} --out {dir}/m4", ["sw_repeat", "line 3", "item 0"]),
+    ("merge-bool-index", "merge {sw_boolidx} --out {dir}/m5", ["sw_boolidx", "line 1"]),
+    (
+        "merge-index-wrong-shard",
+        "merge {sw_s0} {sw_s1} --out {dir}/m6",
+        ["sw_s0", "line 2", "shard 0/2"],
+    ),
+    ("merge-not-a-dir", "merge {a_file} --out {dir}/m7", ["a_file"]),
+    (
+        "sweep-resume-overwrite",
+        "sweep tiny:bert --resume --overwrite --out {dir}/s10",
+        ["--resume", "--overwrite"],
+    ),
+    # 9. small ones
+    ("check-device-empty", "check tiny:bert --no-pt --device=", ["--device", "empty"]),
+    ("crosscheck-device-blank", "crosscheck tiny:bert --device= ", ["--device", "empty"]),
+    ("modes-devices-empty", "modes tiny:bert --devices=", ["--devices", "empty"]),
+    ("embeddings-noise-nan", "embeddings tiny:bert --noise-scales nan", ["--noise-scales", "nan"]),
+    (
+        "embeddings-noise-inf",
+        "embeddings tiny:bert --noise-scales 1,inf",
+        ["--noise-scales", "inf"],
+    ),
+    ("embeddings-noise-neg", "embeddings tiny:bert --noise-scales -1", ["--noise-scales", "-1"]),
+    ("embeddings-noise-empty", "embeddings tiny:bert --noise-scales ,", ["--noise-scales"]),
+    ("check-random-zero", "check tiny:bert --no-pt --random 0", ["--random", "0"]),
+    (
+        "check-batch-size-zero",
+        "check tiny:bert --no-pt --random 2 --batch-size 0",
+        ["--batch-size", "0"],
+    ),
+    ("positions-permutations-zero", "positions tiny:bert --permutations 0", ["--permutations"]),
+    ("sweep-shard-bad", "sweep tiny:bert --shard 3/2 --out {dir}/s11", ["--shard", "3/2"]),
+]
+
+
+def _argv(template: str, files: dict[str, str]) -> list[str]:
+    return [re.sub(r"\{([^}]+)\}", lambda m: files[m.group(1)], part) for part in template.split()]
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:  # argparse's usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "template,fragments", [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES]
+)
+def test_cli_refuses_bad_input(template, fragments, files, capsys):
+    code, out, err = run_cli(_argv(template, files), capsys)
+    lines = [line for line in err.splitlines() if line.startswith("tfparity: error:")]
+    assert code == 2, (code, out[-2000:], err[-2000:])
+    assert len(lines) == 1, err
+    message = lines[0]
+    assert "Traceback" not in out + err
+    assert CATCH_ALL not in err, message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+def test_enough_cases():
+    assert len(CLI_CASES) + len(API_CASES) >= 60
+
+
+# ----------------------------------------------------------------------------- API
+
+
+def _batch() -> Batch:
+    ids = np.array([[5, 6, 7, 0]], np.int32)
+    return Batch(ids, np.array([[1, 1, 1, 0]], np.int32), np.zeros_like(ids))
+
+
+ONES = np.ones((1, 4, 3), np.float32)
+# (id, call, error type, fragments)
+API_CASES = [
+    (
+        "assert_close-atol-neg",
+        lambda: api.assert_close(ONES, ONES, atol=-1),
+        ToleranceError,
+        ["atol"],
+    ),
+    (
+        "assert_close-atol-nan",
+        lambda: api.assert_close(ONES, ONES, atol=float("nan")),
+        ToleranceError,
+        ["atol", "NaN"],
+    ),
+    (
+        "assert_close-rtol-inf",
+        lambda: api.assert_close(ONES, ONES, rtol=float("inf")),
+        ToleranceError,
+        ["rtol", "infinite"],
+    ),
+    (
+        "assert_close-atol-str",
+        lambda: api.assert_close(ONES, ONES, atol="1e-3"),
+        TypeError,
+        ["atol"],
+    ),
+    (
+        "assert_close-equal_nan-str",
+        lambda: api.assert_close(ONES, ONES, equal_nan="yes"),
+        TypeError,
+        ["equal_nan"],
+    ),
+    (
+        "assert_close-mask-zeros",
+        lambda: api.assert_close(ONES, ONES, attention_mask=np.zeros((1, 4))),
+        NothingComparedError,
+        ["attention_mask"],
+    ),
+    ("assert_close-empty", lambda: api.assert_close({}, {}), NothingComparedError, ["nothing"]),
+    (
+        "assert_close-empty-arrays",
+        lambda: api.assert_close(np.zeros(0), np.zeros(0)),
+        NothingComparedError,
+        ["empty"],
+    ),
+    (
+        "assert_close-complex",
+        lambda: api.assert_close(np.ones(3) + 1j, np.ones(3) + 2j),
+        TypeError,
+        ["complex"],
+    ),
+    ("Tolerance-nan", lambda: Tolerance(atol=float("nan"), rtol=0.0), ToleranceError, ["atol"]),
+    ("Tolerance-neg-rtol", lambda: Tolerance(atol=0.0, rtol=-1e-6), ToleranceError, ["rtol"]),
+    ("InputOptions-str-texts", lambda: InputOptions(texts="hello"), TypeError, ["texts", "str"]),
+    ("InputOptions-int-item", lambda: InputOptions(texts=("a", 3)), TypeError, ["texts[1]"]),
+    (
+        "InputOptions-surrogate",
+        lambda: InputOptions(texts=("a\ud800",)),
+        TfparityError,
+        ["texts[0]", "Unicode"],
+    ),
+    ("InputOptions-empty-texts", lambda: InputOptions(texts=()), TfparityError, ["texts"]),
+    (
+        "InputOptions-negative-seed",
+        lambda: InputOptions(random=2, seed=-1),
+        TfparityError,
+        ["seed"],
+    ),
+    ("InputOptions-float-random", lambda: InputOptions(random=2.5), TypeError, ["random"]),
+    (
+        "InputOptions-padding",
+        lambda: InputOptions(padding_side="top"),
+        TfparityError,
+        ["padding_side"],
+    ),
+    (
+        "check_embeds-str-texts",
+        lambda: api.check_embeds("tiny:bert", texts="hello"),
+        TypeError,
+        ["texts"],
+    ),
+    (
+        "check_embeds-float-tolerance",
+        lambda: api.check_embeds("tiny:bert", tolerance=1e-3),
+        TypeError,
+        ["tolerance"],
+    ),
+    (
+        "check_embeds-embeds_fn-not-callable",
+        lambda: api.check_embeds("tiny:bert", embeds_fn=np.zeros(3)),
+        TypeError,
+        ["embeds_fn"],
+    ),
+    (
+        "check_embeds-no-batches",
+        lambda: api.check_embeds("tiny:bert", batches=[]),
+        NothingComparedError,
+        ["batches"],
+    ),
+    (
+        "check_embeds-batches-not-batch",
+        lambda: api.check_embeds("tiny:bert", batches=[{"x": 1}]),
+        TypeError,
+        ["batches[0]"],
+    ),
+    ("load_model-int", lambda: api.load_model(3), TypeError, ["model"]),
+    (
+        "crosscheck-inputs-dict",
+        lambda: api.crosscheck("tiny:bert", inputs={"random": 2}),
+        TypeError,
+        ["inputs"],
+    ),
+    (
+        "crosscheck-localise",
+        lambda: api.crosscheck("tiny:bert", localise="sometimes"),
+        ValueError,
+        ["localise"],
+    ),
+    (
+        "check_positions-permutations",
+        lambda: api.check_positions("tiny:bert", permutations=0),
+        ValueError,
+        ["permutations"],
+    ),
+    (
+        "diagnose-ids-2**32+5",
+        lambda: api.diagnose(
+            "tiny:bert", np.array([[5, 2**32 + 5]], np.int64), np.ones((1, 2, 32))
+        ),
+        TfparityError,
+        ["input_ids", "4294967301"],
+    ),
+    (
+        "diagnose-ids-float",
+        lambda: api.diagnose("tiny:bert", np.array([[5, 6.5]]), np.ones((1, 2, 32))),
+        TfparityError,
+        ["input_ids", "6.5"],
+    ),
+    (
+        "diagnose-embeds-int",
+        lambda: api.diagnose("tiny:bert", np.array([[5, 6]]), np.ones((1, 2, 32), np.int32)),
+        TfparityError,
+        ["inputs_embeds"],
+    ),
+    (
+        "diagnose-tolerance-float",
+        lambda: api.diagnose("tiny:bert", [[5, 6]], np.ones((1, 2, 32)), tolerance=0.1),
+        TypeError,
+        ["tolerance"],
+    ),
+    (
+        "assert_embeds_parity-atol-nan",
+        lambda: assertions.assert_embeds_parity("tiny:bert", atol=float("nan")),
+        ToleranceError,
+        ["atol"],
+    ),
+    (
+        "assert_embeds_parity-str-texts",
+        lambda: assertions.assert_embeds_parity("tiny:bert", texts="hi"),
+        TypeError,
+        ["texts"],
+    ),
+    (
+        "assert_crosscheck-rtol-neg",
+        lambda: assertions.assert_crosscheck("tiny:bert", rtol=-1.0),
+        ToleranceError,
+        ["rtol"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "call,error,fragments", [c[1:] for c in API_CASES], ids=[c[0] for c in API_CASES]
+)
+def test_api_refuses_bad_arguments(call, error, fragments):
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+# ----------------------------------------------------------------------------- behaviour
+
+
+@pytest.fixture(scope="module")
+def nan_row_model():
+    """tiny:bert with NaN in the last vocabulary row, which no input reaches."""
+    from tfparity.adapters.tf_model import TFModel
+
+    model = TFModel.load("tiny:bert")
+    table = model.word_embeddings()
+    values = table.numpy()
+    values[-1] = np.nan
+    table.assign(values)
+    return model
+
+
+def test_nan_in_an_unreached_weight_fails_embeds_crosscheck_and_embeddings(nan_row_model):
+    from tfparity.checks.tying import check_tying
+    from tfparity.report.text import render
+
+    batches = api.make_batches(nan_row_model, InputOptions(random=2, seq_len=8))
+    embeds = api.check_embeds(nan_row_model, batches=batches)
+    assert not embeds.passed
+    assert "word_embeddings" in render(embeds) and "NaN" in render(embeds)
+    assert embeds.first_divergence is None  # every output agreed: no layer is blamed
+    (cross,) = api.crosscheck(nan_row_model, batches=batches, reload=False)
+    assert not cross.passed and any(c.name.startswith("weights:TF:") for c in cross.comparisons)
+    tying = check_tying(nan_row_model, batches)
+    assert not tying.passed and any("NaN" in n for n in tying.notes)
+
+
+def test_embeds_fn_returning_none_or_a_wrong_shape_is_an_error(load_tf_model):
+    model = load_tf_model("tiny:bert")
+    batches = api.make_batches(model, InputOptions(random=2, seq_len=8))
+    with pytest.raises(TfparityError, match="embeds_fn returned None"):
+        api.check_embeds(model, batches=batches, embeds_fn=lambda b: None)
+    with pytest.raises(TfparityError, match=r"embeds_fn returned shape \[2, 8, 5\]"):
+        api.check_embeds(model, batches=batches, embeds_fn=lambda b: np.zeros((2, 8, 5), "f4"))
+    with pytest.raises(TfparityError, match="embeds_fn returned a list of <U6 values"):
+        api.check_embeds(model, batches=batches, embeds_fn=lambda b: "not a tensor".split())
+    with pytest.raises(TfparityError, match="embeds_fn returned dict, not a tensor"):
+        api.check_embeds(model, batches=batches, embeds_fn=lambda b: {"x": 1})
+    right = api.check_embeds(model, batches=batches, embeds_fn=lambda b: model.gather(b.input_ids))
+    assert right.passed
+
+
+def test_identical_tensors_pass_and_nothing_masked_fails():
+    api.assert_close(ONES, ONES, atol=0.0, rtol=0.0)
+    from tfparity.compare import compare_arrays
+
+    c = compare_arrays(ONES, ONES, mask=np.zeros((1, 4)))
+    assert not c.passed and c.problem.startswith("Nothing compared")
+
+
+@pytest.mark.parametrize("command", ["check", "positions", "embeddings"])
+def test_json_dash_writes_the_report_to_stdout(command, capsys):
+    extra = ["--no-pt"] if command == "check" else []
+    code, out, err = run_cli(
+        [command, "tiny:bert", "--random", "2", "--seq-len", "8", "--json", "-", *extra], capsys
+    )
+    assert code == 0, err
+    data = json.loads(out)  # stdout is the JSON alone; the text report went to stderr
+    assert data["model"] == "tiny:bert" and data["passed"] is True
+    assert "PASS" in err
+    assert not Path("-").exists()
+
+
+def test_golden_outputs_of_another_model_are_refused(tmp_path, capsys):
+    golden = str(tmp_path / "bert.npz")
+    common = ["--random", "2", "--seq-len", "8"]
+    assert run_cli(["check", "tiny:bert", "--save-outputs", golden, *common], capsys)[0] == 0
+    code, _, err = run_cli(["check", "tiny:distilbert", "--load-outputs", golden, *common], capsys)
+    assert code == 2, err
+    assert "bert" in err and "distilbert" in err and CATCH_ALL not in err
+
+
+def test_sweep_interrupted_exits_1_and_keeps_its_items(tmp_path, capsys, monkeypatch):
+    """The help says exit 1 when the run stopped early; Ctrl-C used to give 2."""
+    from tfparity.sweep import runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_sweep", interrupted)
+    monkeypatch.setattr("tfparity.sweep.run_sweep", interrupted)
+    code, _, err = run_cli(["sweep", "tiny:bert", "--out", str(tmp_path / "s")], capsys)
+    assert code == 1 and "--resume" in err
+
+
+def test_skipped_items_are_not_listed_as_failed():
+    from tfparity.commands.sweep import render_summary
+
+    skipped = {"index": 3, "id": "3", "text": "long", "passed": None, "max_abs_diff": {}}
+    failed = {"index": 4, "id": "4", "text": "bad", "passed": False, "max_abs_diff": {"e": 1.0}}
+    summary = {
+        "model": "m",
+        "corpus": {"path": "c", "items": 2},
+        "items": 2,
+        "passed": 0,
+        "failed": 1,
+        "skipped": 1,
+        "complete": True,
+        "per_check": {},
+        "run": {},
+        "worst_items": [failed, skipped],
+    }
+    text = render_summary(summary, "out")
+    listed = text.split("failed items (worst first):")[1].split("note:")[0]
+    assert "#4" in listed and "#3" not in listed
+
+
+def test_merge_of_valid_shards_still_works(files, tmp_path, capsys):
+    code, out, err = run_cli(
+        ["merge", files["sw_s0"].replace("sw_s0", "sw_ok"), "--out", str(tmp_path / "m")], capsys
+    )
+    assert code in (0, 1) and "error" not in err, err
+
+
+def test_plugin_json_file_is_a_usage_error_and_names_are_unique(pytester, tmp_path):
+    pytester.makepyfile(
+        test_names="""
+import pytest
+from tfparity import assert_embeds_parity
+
+@pytest.mark.parametrize("p", ["a/b", "a_b", "a b"])
+def test_p(p):
+    assert_embeds_parity("tiny:bert", texts=["hello world"])
+"""
+    )
+    a_file = tmp_path / "reports.json"
+    a_file.write_text("{}")
+    result = pytester.runpytest("--tfparity-json", str(a_file))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "is a file" in result.stderr.str()
+    out = tmp_path / "reports"
+    result = pytester.runpytest("--tfparity-json", str(out))
+    result.assert_outcomes(passed=3)
+    assert len(list(out.iterdir())) == 3  # one report per test id, none overwritten

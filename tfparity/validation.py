@@ -1,0 +1,231 @@
+"""Argument checks for the Python API and the assertion helpers (numpy only).
+
+A public function that is given the wrong kind of argument must say which argument
+and why, at once, instead of failing deep inside TensorFlow or, worse, passing: a
+``str`` given as ``texts`` is iterable and would be run character by character, and an
+``embeds_fn`` that returns None made the ``inputs_embeds`` path silently run the ids.
+Wrong types raise ``TypeError`` naming the parameter; wrong values raise a
+:class:`~tfparity.errors.TfparityError` (exit 2 on the CLI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .compare import Tolerance, check_tolerance_value, to_numpy
+from .errors import TfparityError
+
+
+class NothingComparedError(TfparityError, ValueError):
+    """A check found nothing to compare (every element masked, no items, no mode can
+    run): a parity tool that passes then would pass vacuously."""
+
+
+def texts(value: Any, name: str = "texts") -> tuple[str, ...] | None:
+    """``value`` as a tuple of non-empty, valid Unicode strings (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)):
+        raise TypeError(
+            f"{name} must be a sequence of strings, not one {type(value).__name__} "
+            f"(it would be run character by character); write {name}=[{value!r}]."
+        )
+    if not isinstance(value, Sequence) and not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of strings, not {type(value).__name__}.")
+    items = tuple(value)
+    if not items:
+        raise TfparityError(f"No texts given: {name} is empty; give at least one text.")
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise TypeError(f"{name}[{i}] must be a str, not {type(text).__name__}.")
+        unicode_text(text, f"{name}[{i}]")
+    return items
+
+
+def unicode_text(text: str, where: str) -> str:
+    """Refuse a string that is not valid Unicode (a lone surrogate such as the JSON
+    escape ``\\ud800``): tokenizers fail on it deep inside a run."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise TfparityError(
+            f"{where} is not valid Unicode: it holds {text[exc.start]!r} at character "
+            f"{exc.start} (a lone surrogate, e.g. a JSON '\\ud800' escape); fix the text."
+        ) from None
+    return text
+
+
+def tolerance(value: Any, name: str = "tolerance") -> Tolerance | None:
+    if value is not None and not isinstance(value, Tolerance):
+        raise TypeError(
+            f"{name} must be a tfparity.Tolerance or None, not {type(value).__name__}; "
+            "e.g. Tolerance(atol=1e-5, rtol=1e-6)."
+        )
+    return value
+
+
+def tolerance_values(**values: Any) -> None:
+    """``atol=..., rtol=...``: each None or a finite number >= 0."""
+    for name, value in values.items():
+        if value is not None:
+            check_tolerance_value(value, name)
+
+
+def optional_callable(value: Any, name: str) -> Callable | None:
+    if value is not None and not callable(value):
+        raise TypeError(
+            f"{name} must be callable (batch -> embeddings), not {type(value).__name__}."
+        )
+    return value
+
+
+def instance(value: Any, types: type | tuple[type, ...], name: str, what: str) -> Any:
+    if value is not None and not isinstance(value, types):
+        raise TypeError(f"{name} must be {what}, not {type(value).__name__}.")
+    return value
+
+
+def sequence_of(value: Any, cls: type, name: str) -> Any:
+    """A non-empty sequence of ``cls`` (e.g. ``batches``); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, cls) or not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(f"{name} must be a sequence of {cls.__name__}, not {type(value).__name__}.")
+    if not value:
+        raise NothingComparedError(f"{name} is empty: there would be nothing to compare.")
+    for i, item in enumerate(value):
+        if not isinstance(item, cls):
+            raise TypeError(f"{name}[{i}] must be a {cls.__name__}, not {type(item).__name__}.")
+    return value
+
+
+def model_spec(value: Any, name: str) -> Any:
+    """A MODEL spec, a loaded model, or a framework model object: not a number, a path
+    object is allowed as its string."""
+    if value is None or isinstance(value, (int, float, bool, bytes, list, tuple, dict)):
+        raise TypeError(
+            f"{name} must be a MODEL spec (str), a loaded model or a Hugging Face model, "
+            f"not {type(value).__name__}."
+        )
+    return value
+
+
+def embeds(value: Any, batch_shape: tuple[int, int], width: int, name: str = "embeds_fn") -> Any:
+    """What ``embeds_fn(batch)`` returned: a float tensor ``[batch, seq, width]``;
+    anything else is named as ``embeds_fn``'s error (None used to make the
+    ``inputs_embeds`` path run the ids, a vacuous PASS)."""
+    if value is None:
+        raise TfparityError(
+            f"{name} returned None; it must return the embeddings [batch, seq, hidden] "
+            "for the batch it is given."
+        )
+    if isinstance(value, (str, bytes, dict)) or not (
+        hasattr(value, "shape") or isinstance(value, (list, tuple))
+    ):
+        raise TfparityError(
+            f"{name} returned {type(value).__name__}, not a tensor; it must return the "
+            f"embeddings as a tf.Tensor or numpy array [batch, seq, hidden]."
+        )
+    array = to_numpy(value)
+    expected = (*batch_shape, width)
+    if array.dtype.kind != "f":
+        raise TfparityError(
+            f"{name} returned a {type(value).__name__} of {array.dtype} values; embeddings "
+            "are floats [batch, seq, hidden]."
+        )
+    if tuple(array.shape) != expected:
+        raise TfparityError(
+            f"{name} returned shape {list(array.shape)}; the batch needs {list(expected)} "
+            "([batch, seq, hidden])."
+        )
+    # NaN/Inf values are not refused here: they are what a user debugging a pipeline
+    # needs to see, as failed comparisons that name where they are.
+    return value
+
+
+# Config fields that two sides of a cross-check must share (absent ones are skipped).
+_SHAPE_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+
+
+def same_architecture(tf_model: Any, pt_model: Any) -> None:
+    """Refuse a cross-check of two different architectures (``--tf`` and ``--pt`` of
+    different model types, or golden outputs of another model), naming both; it used
+    to fail inside a TF layer with a shape error, or be reported as a parity failure."""
+
+    def facts(model: Any) -> dict[str, Any]:
+        config = getattr(model, "config", None)
+        if config is None:
+            return {}
+        data = config if isinstance(config, dict) else vars(config)
+        if hasattr(config, "to_dict"):
+            data = config.to_dict()
+        return {k: data.get(k) for k in ("model_type", *_SHAPE_FIELDS)}
+
+    tf, pt = facts(tf_model), facts(pt_model)
+    if not tf or not pt:
+        return
+    tf_name = getattr(tf_model, "name", "the TF model")
+    pt_name = getattr(pt_model, "name", "the PyTorch reference")
+    if tf["model_type"] and pt["model_type"] and tf["model_type"] != pt["model_type"]:
+        raise TfparityError(
+            f"The TF model {tf_name} is a {tf['model_type']} and the PyTorch reference "
+            f"{pt_name} is a {pt['model_type']}: a cross-check compares one architecture "
+            "in two frameworks. Give --tf and --pt (or --load-outputs) of the same model."
+        )
+    differ = [
+        f"{k} {tf[k]} vs {pt[k]}"
+        for k in _SHAPE_FIELDS
+        if tf[k] is not None and pt[k] is not None and tf[k] != pt[k]
+    ]
+    if differ:
+        raise TfparityError(
+            f"The TF model {tf_name} and the PyTorch reference {pt_name} are both "
+            f"{tf['model_type']} but of different sizes ({'; '.join(differ)}): they are not "
+            "the same model, so their outputs cannot be compared."
+        )
+
+
+def _named_weights(model: Any) -> list[tuple[str, Any]]:
+    """``(name, tensor)`` of a TFModel/PTModel's weights (TF variables or a torch
+    state_dict); empty when the object holds none (a stored golden reference)."""
+    inner = getattr(model, "model", None)
+    if inner is None:
+        return []
+    if hasattr(inner, "state_dict"):  # torch
+        return list(inner.state_dict().items())
+    weights = getattr(inner, "weights", None) or []
+    return [(getattr(w, "path", None) or w.name, w) for w in weights]
+
+
+def nonfinite_weights(model: Any, side: str = "") -> list:
+    """One failed :class:`~tfparity.compare.Comparison` per weight holding NaN or Inf.
+
+    Outputs alone miss them: a NaN in an unused vocabulary row, or in a position row
+    beyond the inputs, never reaches an output, so both paths agree and the check
+    passed a broken model without a word.
+    """
+    from .compare import failed_comparison
+
+    found = []
+    for name, weight in _named_weights(model):
+        array = to_numpy(weight)
+        if array.dtype.kind not in "fc" or np.isfinite(array).all():
+            continue
+        n_nan, n_inf = int(np.isnan(array).sum()), int(np.isinf(array).sum())
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        label = f"weights:{side + ':' if side else ''}{name}"
+        found.append(
+            failed_comparison(
+                label,
+                f"The weight {name}{f' ({side})' if side else ''} holds {n_nan} NaN and "
+                f"{n_inf} Inf values (first at index {where}), even if the inputs never "
+                "reach them: the checkpoint is broken. Find where they came from (a failed "
+                "conversion, an overflow in training, an uninitialised row).",
+                list(array.shape),
+                str(array.dtype),
+            )
+        )
+    return found
