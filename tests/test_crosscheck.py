@@ -269,6 +269,7 @@ FAMILY_SPECS = {
     "gpt2": "tiny:gpt2",
     "albert": "tiny:albert",
     "opt": "tiny:opt",
+    "mistral": "tiny:mistral",
 }
 LAYER_0 = ["layer_0.attention", "layer_0.intermediate", "layer_0.output"]
 FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer per call)
@@ -276,6 +277,7 @@ FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer 
     "gpt2": [*LAYER_0, "layer_1.attention"],
     "albert": ["embeddings", *LAYER_0, "layer_1.attention"],
     "opt": [*LAYER_0, "layer_1.attention"],
+    "mistral": [*LAYER_0, "layer_1.attention"],
 }
 
 
