@@ -270,6 +270,7 @@ FAMILY_SPECS = {
     "albert": "tiny:albert",
     "opt": "tiny:opt",
     "mistral": "tiny:mistral",
+    "mpnet": "tiny:mpnet",
 }
 LAYER_0 = ["layer_0.attention", "layer_0.intermediate", "layer_0.output"]
 FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer per call)
@@ -278,6 +279,7 @@ FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer 
     "albert": ["embeddings", *LAYER_0, "layer_1.attention"],
     "opt": [*LAYER_0, "layer_1.attention"],
     "mistral": [*LAYER_0, "layer_1.attention"],
+    "mpnet": ["embeddings", *LAYER_0, "layer_1.attention"],
 }
 
 
