@@ -271,6 +271,7 @@ FAMILY_SPECS = {
     "opt": "tiny:opt",
     "mistral": "tiny:mistral",
     "mpnet": "tiny:mpnet",
+    "deberta-v2": "tiny:deberta-v2",
 }
 LAYER_0 = ["layer_0.attention", "layer_0.intermediate", "layer_0.output"]
 FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer per call)
@@ -280,6 +281,7 @@ FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer 
     "opt": [*LAYER_0, "layer_1.attention"],
     "mistral": [*LAYER_0, "layer_1.attention"],
     "mpnet": ["embeddings", *LAYER_0, "layer_1.attention"],
+    "deberta-v2": ["embeddings", *LAYER_0, "layer_1.attention"],
 }
 
 
