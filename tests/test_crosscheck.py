@@ -272,6 +272,7 @@ FAMILY_SPECS = {
     "mistral": "tiny:mistral",
     "mpnet": "tiny:mpnet",
     "deberta-v2": "tiny:deberta-v2",
+    "mobilebert": "tiny:mobilebert",
 }
 LAYER_0 = ["layer_0.attention", "layer_0.intermediate", "layer_0.output"]
 FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer per call)
@@ -282,6 +283,7 @@ FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer 
     "mistral": [*LAYER_0, "layer_1.attention"],
     "mpnet": ["embeddings", *LAYER_0, "layer_1.attention"],
     "deberta-v2": ["embeddings", *LAYER_0, "layer_1.attention"],
+    "mobilebert": ["embeddings", *LAYER_0, "layer_1.attention"],
 }
 
 
