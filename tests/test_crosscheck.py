@@ -264,12 +264,26 @@ def test_in_precision_keeps_float32_weights_and_the_float64_referee(tiny_referen
 
 # ----------------------------------------------------------------------------- tap families
 
-FAMILY_SPECS = {"distilbert": "tiny:distilbert", "gpt2": "tiny:gpt2", "albert": "tiny:albert"}
+FAMILY_SPECS = {
+    "distilbert": "tiny:distilbert",
+    "gpt2": "tiny:gpt2",
+    "albert": "tiny:albert",
+    "opt": "tiny:opt",
+    "mistral": "tiny:mistral",
+    "mpnet": "tiny:mpnet",
+    "deberta-v2": "tiny:deberta-v2",
+    "mobilebert": "tiny:mobilebert",
+}
 LAYER_0 = ["layer_0.attention", "layer_0.intermediate", "layer_0.output"]
 FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer per call)
     "distilbert": ["embeddings", *LAYER_0, "layer_1.attention"],
     "gpt2": [*LAYER_0, "layer_1.attention"],
     "albert": ["embeddings", *LAYER_0, "layer_1.attention"],
+    "opt": [*LAYER_0, "layer_1.attention"],
+    "mistral": [*LAYER_0, "layer_1.attention"],
+    "mpnet": ["embeddings", *LAYER_0, "layer_1.attention"],
+    "deberta-v2": ["embeddings", *LAYER_0, "layer_1.attention"],
+    "mobilebert": ["embeddings", *LAYER_0, "layer_1.attention"],
 }
 
 

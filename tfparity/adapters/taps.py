@@ -136,13 +136,28 @@ def pt_taps(model: Any) -> Iterator[dict[str, np.ndarray]]:
     """Record PyTorch sub-module outputs with forward hooks while the block runs."""
     recorder = _Recorder()
     handles = []
+    leading: dict[int, tuple[int, ...]] = {}  # [batch, seq] of an ``unflatten`` module
+
+    def remember(module, args, kwargs):
+        first = args[0] if args else next(iter(kwargs.values()))
+        leading[id(module)] = tuple(first.shape[:2])
+
+    def as_numpy(t, tap):
+        value = t.detach().cpu().double().numpy()
+        if tap.unflatten is not None:
+            value = value.reshape(*leading[id(tap.unflatten)], *value.shape[1:])
+        return value
+
     for name, tap in family_of(model.config).pt_taps(model).items():
 
         def hook(_m, inputs, output, name=name, tap=tap):
             value = inputs if tap.side == "in" else output
-            recorder.store(name, tap, value, lambda t: t.detach().cpu().double().numpy())
+            recorder.store(name, tap, value, lambda t, tap=tap: as_numpy(t, tap))
 
         handles.append(tap.layer.register_forward_hook(hook))
+        if tap.unflatten is not None:
+            pre = tap.unflatten.register_forward_pre_hook(remember, with_kwargs=True)
+            handles.append(pre)
     try:
         yield recorder.recorded
     finally:

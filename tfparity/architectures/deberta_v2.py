@@ -1,12 +1,133 @@
 """DeBERTa-v2/v3: DeBERTa's disentangled attention with log-bucketed relative
 positions, a shared key projection and normalised relative embeddings (the v3
-settings)."""
+settings).
+
+``encoder.layer[i]`` is BERT's post-LayerNorm layout (TF names the FFN output layer
+``bert_output``). Attention also reads the encoder's relative positions
+(``get_rel_pos``), its relative embeddings (``rel_embeddings``, LayerNorm-ed by the
+encoder's ``LayerNorm`` under ``norm_rel_ebd="layer_norm"``) and a ``[b, 1, s, s]``
+0/1 mask (``get_attention_mask``): isolation asks the encoder for all three, as its
+own ``call`` does, and attention weight hints include the shared relative tables.
+The convolution some v2 checkpoints add after layer 0 (``conv_kernel_size > 0``) has
+no tap, so those configs are localised to the layer.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from .base import Architecture, EmbeddingTables, Positions
 from .bert import FFN_WEIGHT
 from .deberta import HINT_FIELDS, TINY_DEBERTA
+from .faults import Fault, in_place, roll_rows, scale, with_config, zero
+from .sublayers import FeedForward, Tap
+
+SHARED_ATTENTION = ("encoder.rel_embeddings.", "encoder.LayerNorm.")
+
+
+def _layer(main: Any, i: int) -> Any:
+    return main.encoder.layer[i]
+
+
+class DebertaV2Layout:
+    def applies(self, config: Any) -> bool:
+        return not getattr(config, "conv_kernel_size", 0)
+
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main, "bert_output")  # TF names the FFN output layer so
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model, "output")
+
+    @staticmethod
+    def _taps(main: Any, output: str) -> dict[str, Tap]:
+        taps = {"embeddings": Tap(main.embeddings)}
+        for i, layer in enumerate(main.encoder.layer):
+            taps[f"layer_{i}.attention"] = Tap(layer.attention)
+            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
+            taps[f"layer_{i}.output"] = Tap(getattr(layer, output))
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
+        encoder, layer = main.encoder, _layer(main, i)
+        attn = layer.attention(
+            input_tensor=x,
+            attention_mask=encoder.get_attention_mask(mask),
+            query_states=None,
+            relative_pos=encoder.get_rel_pos(x),
+            rel_embeddings=encoder.get_rel_embedding(),
+            output_attentions=False,
+            training=False,
+        )[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        inter = layer.intermediate(hidden_states=pt_attn)
+        out = layer.bert_output(
+            hidden_states=pt(f"layer_{i}.intermediate"), input_tensor=pt_attn, training=False
+        )
+        return {"attention": attn, "intermediate": inter, "output": out}
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return ["embeddings."] if component == "embeddings" else []
+        shared = list(SHARED_ATTENTION) if component == "attention" else []
+        return [f"encoder.layer.{layer}.{component}.", *shared]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        layer = _layer(main, i)
+        out = layer.bert_output
+        return FeedForward(layer.intermediate.dense, out.dense, out.LayerNorm, config.hidden_act)
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention query bias",
+        in_place(lambda m: zero(_layer(m, 1).attention.self.query_proj.bias)),
+        2,
+        1,
+        "attention",
+        "encoder.layer.1.attention.self.query_proj.bias is all zeros",
+    ),
+    Fault(
+        "shifted relative embeddings",
+        in_place(lambda m: roll_rows(m.encoder.rel_embeddings)),
+        1,
+        0,
+        "attention",
+        "encoder.rel_embeddings.weight",
+    ),
+    Fault(
+        "attention LayerNorm gamma off by 1%",
+        in_place(lambda m: scale(_layer(m, 0).attention.dense_output.LayerNorm.gamma, 1.01)),
+        1,
+        0,
+        "attention",
+        "encoder.layer.0.attention.output.LayerNorm.weight is PyTorch's scaled by 1.01",
+    ),
+    Fault(
+        "gelu_new instead of gelu",
+        with_config(hidden_act="gelu_new"),
+        1,
+        0,
+        "intermediate",
+        "gelu_new",
+    ),
+    Fault(
+        "dropped FFN down-projection bias",
+        in_place(lambda m: zero(_layer(m, 1).bert_output.dense.bias)),
+        2,
+        1,
+        "output",
+        "encoder.layer.1.output.dense.bias is all zeros",
+    ),
+    Fault(
+        "LayerNorm epsilon 1e-5 vs 1e-7",
+        with_config(layer_norm_eps=1e-5),
+        0,
+        "embeddings",
+        "embeddings",
+        "layer_norm_eps",
+    ),
+)
 
 ARCHITECTURES = (
     Architecture(
@@ -24,7 +145,9 @@ ARCHITECTURES = (
         },
         positions=Positions.RELATIVE,
         embeddings=EmbeddingTables(position=None, token_type=None),
+        sublayers=DebertaV2Layout(),
         hint_fields=(*HINT_FIELDS, "position_buckets", "norm_rel_ebd", "share_att_key"),
+        faults=FAULTS,
         ffn_weight=FFN_WEIGHT,
     ),
 )

@@ -1,10 +1,131 @@
 """Mistral: a causal, pre-RMSNorm decoder with rotary positions, grouped-query
 attention and a gated (SwiGLU) FFN. TF's ``get_input_embeddings()`` is broken for it
-(the main layer has no such method), so the word matrix is read as ``embed_tokens``."""
+(the main layer has no such method), so the word matrix is read as ``embed_tokens``.
+
+``layers[i]`` computes ``x + self_attn(input_layernorm(x))`` (the ``attention`` tap,
+``post_attention_layernorm``'s input), ``act(gate_proj(n)) * up_proj(n)`` on the normed
+sum (``intermediate``, read as ``mlp.down_proj``'s input) and the block's output
+(``output``). No norm follows the FFN and the activation is gated, so there are no
+numeric FFN hints; config hints name ``hidden_act`` and ``rms_norm_eps``. Nothing has a
+bias, so the faults scale weights.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from .base import Architecture, EmbeddingTables, Positions
+from .faults import Fault, in_place, scale, with_config
+from .sublayers import AlwaysApplies, FeedForward, Tap
+
+
+def _layer(main: Any, i: int) -> Any:
+    return main.layers[i]
+
+
+class MistralLayout(AlwaysApplies):
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main.layers)
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model.layers)
+
+    @staticmethod
+    def _taps(blocks: Any) -> dict[str, Tap]:
+        taps = {}
+        for i, block in enumerate(blocks):
+            taps[f"layer_{i}.attention"] = Tap(block.post_attention_layernorm, "in")
+            taps[f"layer_{i}.intermediate"] = Tap(block.mlp.down_proj, "in")
+            taps[f"layer_{i}.output"] = Tap(block)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
+        block = _layer(main, i)
+        # The causal + padding mask and the position ids exactly as TF's main layer
+        # makes them (no cache).
+        batch, seq = int(mask.shape[0]), int(mask.shape[1])
+        causal = main._prepare_decoder_attention_mask(mask, (batch, seq), x, 0)
+        positions = np.arange(seq, dtype=np.int64)[None, :]
+        a = block.self_attn(
+            hidden_states=block.input_layernorm(x),
+            attention_mask=causal,
+            position_ids=positions,
+            training=False,
+        )[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        mlp, h = block.mlp, block.post_attention_layernorm(pt_attn)
+        return {
+            "attention": x + a,
+            "intermediate": mlp.act_fn(mlp.gate_proj(h)) * mlp.up_proj(h),
+            "output": pt_attn + mlp.down_proj(pt(f"layer_{i}.intermediate")),
+        }
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return ["embed_tokens."] if component == "embeddings" else []
+        parts = {
+            "attention": ("input_layernorm.", "self_attn."),
+            "intermediate": ("post_attention_layernorm.", "mlp.gate_proj.", "mlp.up_proj."),
+            "output": ("mlp.down_proj.",),
+        }[component]
+        return [f"layers.{layer}.{part}" for part in parts]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        return None
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault(
+        "query projection off by 10%",
+        in_place(lambda m: scale(_layer(m, 1).self_attn.q_proj.kernel, 1.1)),
+        2,
+        1,
+        "attention",
+        "layers.1.self_attn.q_proj.weight is PyTorch's scaled by 1.1",
+    ),
+    Fault(
+        "attention output projection off by 10%",
+        in_place(lambda m: scale(_layer(m, 0).self_attn.o_proj.kernel, 1.1)),
+        1,
+        0,
+        "attention",
+        "layers.0.self_attn.o_proj.weight is PyTorch's scaled by 1.1",
+    ),
+    Fault(
+        "pre-attention RMSNorm weight off by 1%",
+        in_place(lambda m: scale(_layer(m, 0).input_layernorm.weight, 1.01)),
+        1,
+        0,
+        "attention",
+        "layers.0.input_layernorm.weight is PyTorch's scaled by 1.01",
+    ),
+    Fault(
+        "RMSNorm epsilon 1e-5 vs 1e-6",
+        with_config(rms_norm_eps=1e-5),
+        1,
+        0,
+        "attention",
+        "rms_norm_eps",
+    ),
+    Fault(
+        "gelu instead of silu",
+        with_config(hidden_act="gelu"),
+        1,
+        0,
+        "intermediate",
+        "hidden_act",
+    ),
+    Fault(
+        "FFN down-projection off by 10%",
+        in_place(lambda m: scale(_layer(m, 1).mlp.down_proj.kernel, 1.1)),
+        2,
+        1,
+        "output",
+        "layers.1.mlp.down_proj.weight is PyTorch's scaled by 1.1",
+    ),
+)
 
 ARCHITECTURES = (
     Architecture(
@@ -31,6 +152,7 @@ ARCHITECTURES = (
         embeddings=EmbeddingTables(
             word="embed_tokens", position=None, token_type=None, layer_norm=None
         ),
+        sublayers=MistralLayout(),
         hint_fields=(
             "hidden_act",
             "rms_norm_eps",
@@ -39,6 +161,7 @@ ARCHITECTURES = (
             "num_key_value_heads",
             "head_dim",
         ),
+        faults=FAULTS,
         ffn_weight="layers.{layer}.mlp.up_proj.weight",
     ),
 )

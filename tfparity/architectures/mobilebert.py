@@ -1,11 +1,130 @@
 """MobileBERT: narrow bottleneck blocks (``true_hidden_size``) inside a wide body, with
 stacked FFNs, ``no_norm`` (an elementwise affine) instead of LayerNorm, and a trigram
-embedding projection."""
+embedding projection.
+
+``encoder.layer[i]`` runs ``bottleneck`` (wide -> narrow inputs), ``attention`` (self-
+attention + dense + residual + norm, narrow: the ``attention`` tap), the stacked FFNs
+``ffn[j]``, ``intermediate`` (the last FFN's up-projection + activation) and the output
+(TF ``mobilebert_output``, PyTorch ``output``: down-projection + residual + norm, then
+the output bottleneck back to the wide body with the block input as residual: the
+``output`` tap). The stacked FFNs count as ``intermediate``: isolation runs them and
+the last up-projection on PyTorch's attention output. Numeric FFN hints need the
+activation's input to be the attention output (one FFN) and there is no norm right
+after the down-projection (the output bottleneck follows), so only the activation hint.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Architecture, Positions
 from .bert import TINY
+from .faults import Fault, in_place, scale, with_config, zero
+from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
+
+
+def _layer(main: Any, i: int) -> Any:
+    return main.encoder.layer[i]
+
+
+def _stacked(layer: Any, x: Any) -> Any:
+    for ffn in getattr(layer, "ffn", None) or ():
+        x = ffn(x)
+    return x
+
+
+class MobileBertLayout(AlwaysApplies):
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main, "mobilebert_output")  # TF names the output layer so
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model, "output")
+
+    @staticmethod
+    def _taps(main: Any, output: str) -> dict[str, Tap]:
+        taps = {"embeddings": Tap(main.embeddings)}
+        for i, layer in enumerate(main.encoder.layer):
+            taps[f"layer_{i}.attention"] = Tap(layer.attention)
+            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
+            taps[f"layer_{i}.output"] = Tap(getattr(layer, output))
+        if getattr(main, "pooler", None) is not None:
+            taps["pooler"] = Tap(main.pooler)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
+        layer = _layer(main, i)
+        if layer.use_bottleneck:
+            q, k, v, layer_input = layer.bottleneck(x)
+        else:
+            q = k = v = layer_input = x
+        attn = layer.attention(
+            q, k, v, layer_input, extended_mask(mask), None, False, training=False
+        )[0]
+        ffn_in = _stacked(layer, pt(f"layer_{i}.attention"))
+        inter = layer.intermediate(ffn_in)
+        out = layer.mobilebert_output(pt(f"layer_{i}.intermediate"), ffn_in, x, training=False)
+        return {"attention": attn, "intermediate": inter, "output": out}
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return [f"{component}."] if component in ("embeddings", "pooler") else []
+        parts = {
+            "attention": ("bottleneck.", "attention."),
+            "intermediate": ("ffn.", "intermediate."),
+            "output": ("output.",),
+        }[component]
+        return [f"encoder.layer.{layer}.{part}" for part in parts]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        if config.num_feedforward_networks != 1:  # the activation reads the FFN stack
+            return None
+        layer = _layer(main, i)
+        down = layer.mobilebert_output.dense
+        return FeedForward(layer.intermediate.dense, down, None, config.hidden_act)
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention value bias",
+        in_place(lambda m: zero(_layer(m, 1).attention.self.value.bias)),
+        2,
+        1,
+        "attention",
+        "encoder.layer.1.attention.self.value.bias is all zeros",
+    ),
+    Fault(
+        "input bottleneck NoNorm weight off by 1%",
+        in_place(lambda m: scale(_layer(m, 0).bottleneck.bottleneck_input.LayerNorm.weight, 1.01)),
+        1,
+        0,
+        "attention",
+        "encoder.layer.0.bottleneck.input.LayerNorm.weight is PyTorch's scaled by 1.01",
+    ),
+    Fault(
+        "dropped stacked FFN bias",
+        in_place(lambda m: zero(_layer(m, 0).ffn[0].intermediate.dense.bias)),
+        1,
+        0,
+        "intermediate",
+        "encoder.layer.0.ffn.0.intermediate.dense.bias is all zeros",
+    ),
+    Fault(
+        "gelu instead of relu",
+        with_config(hidden_act="gelu"),
+        1,
+        0,
+        "intermediate",
+        "hidden_act",
+    ),
+    Fault(
+        "dropped FFN down-projection bias",
+        in_place(lambda m: zero(_layer(m, 1).mobilebert_output.dense.bias)),
+        2,
+        1,
+        "output",
+        "encoder.layer.1.output.dense.bias is all zeros",
+    ),
+)
 
 ARCHITECTURES = (
     Architecture(
@@ -23,6 +142,7 @@ ARCHITECTURES = (
             "num_feedforward_networks": 2,
         },
         positions=Positions.ABSOLUTE,
+        sublayers=MobileBertLayout(),
         hint_fields=(
             "hidden_act",
             "normalization_type",
@@ -32,6 +152,7 @@ ARCHITECTURES = (
             "num_feedforward_networks",
             "trigram_input",
         ),
+        faults=FAULTS,
         ffn_weight="encoder.layer.{layer}.intermediate.dense.weight",
     ),
 )

@@ -1,11 +1,122 @@
 """MPNet: BERT-like layers with a relative position bias in attention on top of a
 padding-aware absolute table (positions from ``input_ids`` count from
-``padding_idx + 1``, as in RoBERTa)."""
+``padding_idx + 1``, as in RoBERTa).
+
+``encoder.layer[i]`` holds ``attention`` (self-attention + ``o`` + residual +
+LayerNorm), ``intermediate`` and the FFN output (TF names it ``out``, PyTorch
+``output``). The relative position bias is computed once by the encoder
+(``compute_position_bias``, a table shared by all layers) and fed to each layer, so
+isolation computes it the same way and attention weight hints include the table.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Architecture, EmbeddingTables, Positions
 from .bert import FFN_WEIGHT, TINY
+from .faults import Fault, in_place, scale, with_config, zero
+from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
+
+BIAS_TABLE = "encoder.relative_attention_bias."
+
+
+class MPNetLayout(AlwaysApplies):
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return self._taps(main, "out")  # TF names the FFN output layer so
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self._taps(model, "output")
+
+    @staticmethod
+    def _taps(main: Any, output: str) -> dict[str, Tap]:
+        taps = {"embeddings": Tap(main.embeddings)}
+        for i, layer in enumerate(main.encoder.layer):
+            taps[f"layer_{i}.attention"] = Tap(layer.attention)
+            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
+            taps[f"layer_{i}.output"] = Tap(getattr(layer, output))
+        if getattr(main, "pooler", None) is not None:
+            taps["pooler"] = Tap(main.pooler)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
+        layer = main.encoder.layer[i]
+        bias = main.encoder.compute_position_bias(x)  # as the encoder makes it
+        attn = layer.attention(
+            x, extended_mask(mask), None, False, position_bias=bias, training=False
+        )[0]
+        pt_attn = pt(f"layer_{i}.attention")
+        inter = layer.intermediate(pt_attn)
+        out = layer.out(pt(f"layer_{i}.intermediate"), pt_attn, training=False)
+        return {"attention": attn, "intermediate": inter, "output": out}
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return [f"{component}."] if component in ("embeddings", "pooler") else []
+        shared = [BIAS_TABLE] if component == "attention" else []
+        return [f"encoder.layer.{layer}.{component}.", *shared]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        layer = main.encoder.layer[i]
+        return FeedForward(
+            layer.intermediate.dense, layer.out.dense, layer.out.LayerNorm, config.hidden_act
+        )
+
+
+def _layer(main: Any, i: int) -> Any:
+    return main.encoder.layer[i]
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault(
+        "zeroed attention query bias",
+        in_place(lambda m: zero(_layer(m, 1).attention.attn.q.bias)),
+        2,
+        1,
+        "attention",
+        "encoder.layer.1.attention.attn.q.bias is all zeros",
+    ),
+    Fault(
+        "zeroed relative position bias table",
+        in_place(lambda m: zero(m.encoder.relative_attention_bias)),
+        1,
+        0,
+        "attention",
+        "encoder.relative_attention_bias.weight is all zeros",
+    ),
+    Fault(
+        "attention LayerNorm gamma off by 1%",
+        in_place(lambda m: scale(_layer(m, 0).attention.LayerNorm.gamma, 1.01)),
+        1,
+        0,
+        "attention",
+        "encoder.layer.0.attention.LayerNorm.weight is PyTorch's scaled by 1.01",
+    ),
+    Fault(
+        "gelu_new instead of gelu",
+        with_config(hidden_act="gelu_new"),
+        1,
+        0,
+        "intermediate",
+        "gelu_new",
+    ),
+    Fault(
+        "dropped FFN down-projection bias",
+        in_place(lambda m: zero(_layer(m, 1).out.dense.bias)),
+        2,
+        1,
+        "output",
+        "encoder.layer.1.output.dense.bias is all zeros",
+    ),
+    Fault(
+        "LayerNorm epsilon 1e-5 vs 1e-12",
+        with_config(layer_norm_eps=1e-5),
+        0,
+        "embeddings",
+        "embeddings",
+        "layer_norm_eps",
+    ),
+)
 
 ARCHITECTURES = (
     Architecture(
@@ -18,7 +129,9 @@ ARCHITECTURES = (
         tiny={**TINY, "max_position_embeddings": TINY["max_position_embeddings"] + 2},
         positions=Positions.PADDING_AWARE,
         embeddings=EmbeddingTables(token_type=None),
+        sublayers=MPNetLayout(),
         hint_fields=("hidden_act", "layer_norm_eps", "relative_attention_num_buckets"),
+        faults=FAULTS,
         ffn_weight=FFN_WEIGHT,
     ),
 )

@@ -22,11 +22,15 @@ COMPONENTS = ("attention", "intermediate", "output")
 class Tap:
     """``layer``'s output (``side="out"``) or first input (``side="in"``). A ``shared``
     layer runs once per model layer (ALBERT): its tap is named by the component alone
-    and each call is recorded as ``layer_{call}.{component}``."""
+    and each call is recorded as ``layer_{call}.{component}``. ``unflatten``: a module
+    whose first input has this value's leading ``[batch, seq]`` where the model flattens
+    them (PyTorch's OPT FFN runs on ``[batch * seq, ...]``): the value is recorded
+    unflattened, as the other framework has it."""
 
     layer: Any
     side: str = "out"
     shared: bool = False
+    unflatten: Any = None
 
 
 @dataclass(frozen=True)
