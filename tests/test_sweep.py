@@ -259,4 +259,3 @@ def test_cli_sweep_on_a_missing_gpu_exits_2(tmp_path, capsys):
     assert main(["sweep", "tiny:bert", "--out", str(tmp_path / "o"), "--device", "gpu"]) == 2
     assert "TensorFlow sees no GPU" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # refused before anything was written
-
