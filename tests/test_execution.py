@@ -225,3 +225,49 @@ def test_every_tiny_architecture_runs_traced_as_it_runs_eagerly(load_tf_model, a
             )
             assert all(c.passed for c in results), [c.name for c in results if not c.passed]
     assert graph.traces == 2
+
+
+# ----------------------------------------------------------------------------- one runner
+
+
+def test_gathered_path_matches_given_embeddings_eager_and_graph(load_tf_model):
+    """The sweep's embeds path (gather inside the run) gives what the checks' embeds
+    path (gather on the Keras side, then run) gives: exactly when eager, within fp32
+    tolerance when traced (graph optimisations round differently)."""
+    model = load_tf_model("tiny:bert")
+    (batch,) = make_batches(model, InputOptions(random=3, seq_len=10, batch_size=3))
+    expected = model.run(batch, model.gather(batch.input_ids))
+    from tfparity.compare import compare_outputs
+
+    eager = with_execution(model, ExecutionOptions()).run_gathered(batch)
+    assert list(eager) == list(expected)
+    for name in expected:  # eagerly: the same ops, the same numbers
+        np.testing.assert_array_equal(eager[name], expected[name])
+    runner = with_execution(model, ExecutionOptions(graph=True))
+    results = compare_outputs(dict(runner.run_gathered(batch)), dict(expected))
+    assert all(c.passed for c in results), [c.name for c in results if not c.passed]
+    assert runner.traces_by_path() == {"embeds": 1}
+
+
+def test_gathered_path_checks_ids_before_the_run(load_tf_model):
+    runner = with_execution(load_tf_model("tiny:bert"), ExecutionOptions(graph=True))
+    with pytest.raises(TfparityError, match="input_ids"):
+        runner.run_gathered(_batch(input_ids=np.array([[2, 10**6, 6, 3]], np.int32)))
+    assert runner.traces == 0
+
+
+def test_fixed_shapes_trace_once_per_shape_and_path(load_tf_model):
+    """The sweep's buckets: one trace per shape and path, none for a repeated shape;
+    explicit position ids count as the positions path."""
+    model = load_tf_model("tiny:bert")
+    runner = with_execution(model, ExecutionOptions(graph=True), fixed_shapes=True)
+    shapes = [(2, 8), (2, 16), (2, 8)]
+    for i, (rows, seq) in enumerate(shapes):
+        ids = np.random.default_rng(i).integers(5, 50, (rows, seq)).astype(np.int32)
+        fixed = Batch(ids, np.ones_like(ids), np.zeros_like(ids))
+        runner.run(fixed)
+        runner.run_gathered(fixed)
+        positions = np.tile(np.arange(seq, dtype=np.int32), (rows, 1))
+        runner.run(Batch(ids, np.ones_like(ids), np.zeros_like(ids), positions))
+    assert runner.traces_by_path() == {"ids": 2, "embeds": 2, "positions": 2}
+    assert runner.traces == 6

@@ -195,3 +195,67 @@ def test_progress_plain_lines():
     out = stream.getvalue().splitlines()
     assert out[0].startswith("sweep: 2/4 items (50%)") and "ETA" in out[0]
     assert out[-1].startswith("sweep: 4/4 items (100%)")
+
+
+# ----------------------------------------------------------------------------- execution
+
+
+def test_cli_sweep_graph_eager_and_summary_say_how_it_ran(corpus, tmp_path, capsys):
+    base = ["sweep", "tiny:bert", "--texts", str(corpus), "--checks", "embeds"]
+    base += ["--batch-size", "8", "--progress", "none"]
+    assert main([*base, "--out", str(tmp_path / "g"), "--graph", "--device", "cpu"]) == 0
+    assert "ran: graph on cpu:0, precision fp32" in capsys.readouterr().out
+    graph = json.loads((tmp_path / "g" / "summary.json").read_text())["run"]
+    assert (graph["execution"], graph["device"], graph["precision"]) == ("graph", "cpu:0", "fp32")
+    assert graph["traces"] >= 2
+    assert main([*base, "--out", str(tmp_path / "e"), "--eager"]) == 0
+    eager = json.loads((tmp_path / "e" / "summary.json").read_text())
+    assert eager["run"]["execution"] == "eager" and eager["run"]["traces"] == 0
+    assert eager["passed"] == N_ITEMS
+
+
+def test_sweep_in_bf16_passes_a_clean_model_and_fails_a_broken_one(corpus, tmp_path):
+    """The cross-check in bf16: PyTorch runs in bf16 too and its error to float64 sets
+    the bar, as in `crosscheck --precision bf16`."""
+    from tfparity.adapters.execution import ExecutionOptions
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.testing import by_name
+
+    options = SweepOptions(
+        checks=("embeds", "crosscheck"),
+        batch_size=16,
+        progress="none",
+        execution=ExecutionOptions(graph=True, precision="bf16"),
+    )
+    clean = run_sweep("tiny:bert", corpus, tmp_path / "clean", options)
+    assert clean.passed and clean.summary["run"]["precision"] == "bf16"
+    cross = clean.summary["per_check"]["crosscheck"]["max_abs_diff"]
+    assert 1e-4 < cross["max"] < 0.2  # bf16 rounding, judged against PyTorch bf16's
+    broken = by_name("dropped output bias").apply(TFModel.load("tiny:bert"))
+    failed = run_sweep(broken, corpus, tmp_path / "broken", options)
+    assert failed.summary["per_check"]["crosscheck"]["failed"] == N_ITEMS
+    assert failed.summary["per_check"]["embeds"]["passed"] == N_ITEMS
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--checks", "positions", "--precision", "fp16"], "positions check judges"),
+        (["--atol", "-1"], "atol must be a number >= 0"),
+    ],
+)
+def test_cli_sweep_execution_refusals_exit_2(tmp_path, capsys, extra, message):
+    out = tmp_path / "o"
+    assert main(["sweep", "tiny:bert", "--out", str(out), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (out / "results.jsonl").exists()
+
+
+def test_cli_sweep_on_a_missing_gpu_exits_2(tmp_path, capsys):
+    from tfparity.adapters.runtime import import_tf
+
+    if import_tf().config.list_physical_devices("GPU"):
+        pytest.skip("this machine has a GPU")
+    assert main(["sweep", "tiny:bert", "--out", str(tmp_path / "o"), "--device", "gpu"]) == 2
+    assert "TensorFlow sees no GPU" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # refused before anything was written

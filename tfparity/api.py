@@ -12,20 +12,26 @@ from typing import Any
 
 from .compare import Tolerance, to_numpy
 from .inputs import Batch, InputOptions
+from .orchestration import (
+    executed,
+    load_model,
+    reference_for,
+    save_and_reload,
+    tolerance_from,
+    wants_reload,
+)
 from .results import Report
 
-
-def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None):
-    """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model."""
-    from . import validation
-    from .adapters.tf_model import TFModel
-
-    validation.model_spec(model, "model")
-    if isinstance(model, TFModel):
-        return model
-    if isinstance(model, str):
-        return TFModel.load(model, allow_pickle=allow_pickle)
-    return TFModel.wrap(model, tokenizer=tokenizer)
+__all__ = [
+    "assert_close",
+    "check_embeds",
+    "check_positions",
+    "check_tying",
+    "crosscheck",
+    "diagnose",
+    "load_model",
+    "make_batches",
+]
 
 
 def make_batches(model: Any, inputs: InputOptions | None = None) -> list[Batch]:
@@ -48,11 +54,14 @@ def check_embeds(
     batches: Sequence[Batch] | None = None,
     tolerance: Tolerance | None = None,
     embeds_fn: Callable[[Batch], Any] | None = None,
+    execution: Any = None,
 ) -> Report:
     """Compare the ``inputs_embeds`` path with the ``input_ids`` path.
 
     ``embeds_fn(batch)`` supplies the embeddings under test; by default they are the
     model's word embeddings gathered by the batch's ids (which must match exactly).
+    ``execution`` (an :class:`~tfparity.adapters.execution.ExecutionOptions`) runs the
+    model on a device, eager/graph/XLA, in fp32/fp16/bf16; the report says which.
     """
     from . import validation
     from .checks.embeds import EmbedsOptions
@@ -65,7 +74,13 @@ def check_embeds(
         if texts is not None:
             inputs = InputOptions(texts=validation.texts(texts))
         batches = make_batches(tf_model, inputs)
-    return _check(tf_model, batches, EmbedsOptions(tolerance=tolerance, embeds_fn=embeds_fn))
+    if execution is not None:
+        tf_model = executed(tf_model, execution.settle(len(batches)))
+    report = _check(tf_model, batches, EmbedsOptions(tolerance=tolerance, embeds_fn=embeds_fn))
+    execution = getattr(tf_model, "execution", None)
+    if execution is not None:
+        report.details.update(execution.describe())
+    return report
 
 
 def assert_close(
@@ -78,9 +93,10 @@ def assert_close(
     equal_nan: bool = False,
 ) -> None:
     """Assert two nested outputs are close, leaf by leaf; raise AssertionError with the
-    comparison core's readable block otherwise."""
+    comparison core's readable block otherwise. A lone ``atol`` or ``rtol`` keeps the
+    other's default for ``expected``'s dtype (:func:`~tfparity.orchestration.tolerance_from`)."""
     from . import validation
-    from .compare import compare_outputs, default_tolerance, failure_message, flatten
+    from .compare import compare_outputs, failure_message, flatten
 
     validation.tolerance_values(atol=atol, rtol=rtol)
     validation.instance(equal_nan, bool, "equal_nan", "a bool")
@@ -90,14 +106,8 @@ def assert_close(
             "assert_close: actual and expected must each hold at least one tensor "
             f"(got {len(flatten(actual))} and {len(leaves)}); nothing was compared."
         )
-    tolerance = None
-    if atol is not None or rtol is not None or equal_nan:
-        base = default_tolerance(next(iter(leaves.values())).dtype)
-        tolerance = Tolerance(
-            atol=base.atol if atol is None else atol,
-            rtol=base.rtol if rtol is None else rtol,
-            equal_nan=equal_nan,
-        )
+    dtype = next(iter(leaves.values())).dtype
+    tolerance = tolerance_from(atol, rtol, dtype, equal_nan=equal_nan)
     results = compare_outputs(actual, expected, mask=attention_mask, tolerance=tolerance)
     nothing = [c for c in results if c.problem and c.problem.startswith("Nothing compared")]
     if nothing or (all(c.passed for c in results) and sum(c.total for c in results) == 0):
@@ -129,8 +139,10 @@ def crosscheck(
     With ``model`` alone, its weights go into both frameworks and, like
     ``transformers-cli pt-to-tf``, the TF model is checked twice: as cross-loaded and
     after ``save_pretrained`` and reload (``reload=False`` skips the second; so does
-    giving ``tf``). With ``tf`` and ``pt``, a TF port is checked against a PyTorch
-    reference (``pt`` is a MODEL spec or a :class:`PTModel`).
+    giving ``tf``, a separate port checked as given). ``pt`` is the PyTorch reference: a
+    MODEL spec, a :class:`PTModel` or a stored reference; by default it is loaded from
+    the spec of the TF model under test, never copied from it (see
+    :mod:`tfparity.orchestration`).
 
     ``localise="on_failure"`` runs the sub-layer taps and isolated runs only when a
     tensor fails (faster; the per-layer table then lacks those columns on a PASS).
@@ -139,21 +151,17 @@ def crosscheck(
     side on a device, eager/graph/XLA, in fp32/fp16/bf16 (default: as ``tf`` runs); in
     fp16/bf16 PyTorch runs in that precision too, and its error to float64 sets the bar.
     """
-    from .adapters.pt_model import PTModel, load_pt
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
     if localise not in ("always", "on_failure"):
         raise ValueError(f"localise must be 'always' or 'on_failure', not {localise!r}.")
-    tf_model = load_model(tf if tf is not None else model, allow_pickle=allow_pickle)
-    pt_spec = pt if pt is not None else model
-    if isinstance(pt_spec, PTModel):
-        pt_model = pt_spec
-    elif isinstance(pt_spec, str):
-        pt_model = load_pt(pt_spec, allow_pickle=allow_pickle)
-    else:
-        pt_model = PTModel.from_tf(tf_model.model)
+    under_test = tf if tf is not None else model
+    tf_model = load_model(under_test, allow_pickle=allow_pickle)
+    pt_model = reference_for(
+        under_test if isinstance(under_test, str) else tf_model, pt, allow_pickle=allow_pickle
+    )
     if batches is None:
         batches = make_batches(tf_model, inputs)
     execution = execution or getattr(tf_model, "execution", None)
@@ -161,37 +169,13 @@ def crosscheck(
         execution = execution.settle(len(batches))
         pt_model = pt_model.in_precision(execution.precision)
     options = CrosscheckOptions(tolerance=tolerance, localise=localise)
-    runner = _executed(tf_model, execution)
+    runner = executed(tf_model, execution)
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
-    if reload and tf is None:
-        reloaded = _executed(_save_and_reload(tf_model), execution)
+    if wants_reload(reload, separate_port=tf is not None):
+        reloaded = executed(save_and_reload(tf_model), execution)
         options = replace(options, label="crosscheck-reloaded")
         reports.append(_check(reloaded, pt_model, batches, options))
     return reports
-
-
-def _executed(tf_model: Any, execution: Any) -> Any:
-    """``tf_model`` running under ``execution`` (itself when it already does, or when
-    ``execution`` is None)."""
-    from .adapters.execution import with_execution
-
-    if execution is None or getattr(tf_model, "execution", None) == execution:
-        return tf_model
-    return with_execution(tf_model, execution)
-
-
-def _save_and_reload(tf_model: Any) -> Any:
-    """The TF model after ``save_pretrained`` and a fresh load (catches lost weights)."""
-    import tempfile
-
-    from .adapters.tf_model import TFModel
-
-    with tempfile.TemporaryDirectory(prefix="tfparity-") as tmp:
-        tf_model.model.save_pretrained(tmp)
-        reloaded = TFModel.load(tmp)
-    reloaded.tokenizer = tf_model.tokenizer
-    reloaded.name = f"{tf_model.name} (saved and reloaded)"
-    return reloaded
 
 
 def diagnose(

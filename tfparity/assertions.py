@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import validation
-from .compare import Tolerance
 from .errors import TfparityError
 from .inputs import Batch, InputOptions
+from .orchestration import tolerance_from
 from .results import Report
 
 
@@ -63,17 +63,22 @@ def assert_embeds_parity(
 
     ``model``: a MODEL spec, a TFModel, or a Hugging Face TF model. Inputs: ``batches``,
     else ``texts``, else ``inputs``, else the built-in sentences. ``atol``/``rtol``
-    replace the dtype defaults; ``embeds_fn(batch)`` supplies your own embeddings.
+    replace the dtype defaults (one alone: the other keeps its default, see
+    :func:`~tfparity.orchestration.tolerance_from`); ``embeds_fn(batch)`` supplies your
+    own embeddings.
     """
-    from .checks.embeds import EmbedsOptions, check_embeds
+    from .api import check_embeds
 
     _check_arguments(texts, inputs, batches, atol, rtol)
     validation.optional_callable(embeds_fn, "embeds_fn")
-    tf_model = _on_device(_tf_model(model), device)
-    batches = _batches(tf_model, texts, inputs, batches)
-    options = EmbedsOptions(tolerance=_tolerance(atol, rtol), embeds_fn=embeds_fn)
-    report = check_embeds(tf_model, batches, options)
-    _note_execution(report, tf_model)
+    tf_model = _tf_model(model)
+    report = check_embeds(
+        tf_model,
+        batches=_batches(tf_model, texts, inputs, batches),
+        tolerance=tolerance_from(atol, rtol),
+        embeds_fn=embeds_fn,
+        execution=_execution(device),
+    )
     _conclude([report])
     return report
 
@@ -93,27 +98,23 @@ def assert_crosscheck(
     """Assert that the TF model agrees with PyTorch (float64 referee, or ``atol``/``rtol``).
 
     ``pt_model``: a MODEL spec, a :class:`PTModel`, a Hugging Face PyTorch model, or
-    None: then a spec ``tf_model`` supplies both sides (as ``tfparity crosscheck
-    MODEL``), and a loaded one is compared with PyTorch running its own weights (which
-    tests the TF computation, not the weights). ``reload`` also checks the TF model
-    after ``save_pretrained`` and reload. Returns one Report per pass.
+    None: then the reference is loaded from ``tf_model``'s spec (the string given, or
+    the spec a TFModel was loaded from; never copied from the model under test, see
+    :mod:`tfparity.orchestration`). ``reload`` also checks the TF model after
+    ``save_pretrained`` and reload. Returns one Report per pass.
     """
-    from .api import _save_and_reload
-    from .checks.crosscheck import CrosscheckOptions, crosscheck
+    from .api import crosscheck
 
     _check_arguments(texts, inputs, batches, atol, rtol)
     tf = _tf_model(tf_model)
-    reference = _pt_model(pt_model, tf, tf_model)
-    batches = _batches(tf, texts, inputs, batches)
-    tolerance = _tolerance(atol, rtol)
-    placed = _on_device(tf, device)
-    reports = [crosscheck(placed, reference, batches, CrosscheckOptions(tolerance))]
-    _note_execution(reports[0], placed)
-    if reload:
-        options = CrosscheckOptions(tolerance, label="crosscheck-reloaded")
-        reloaded = _on_device(_save_and_reload(tf), device)
-        reports.append(crosscheck(reloaded, reference, batches, options))
-        _note_execution(reports[1], reloaded)
+    reports = crosscheck(
+        tf,
+        pt=pt_model,
+        batches=_batches(tf, texts, inputs, batches),
+        tolerance=tolerance_from(atol, rtol),
+        reload=reload,
+        execution=_execution(device),
+    )
     _conclude(reports)
     return reports
 
@@ -142,30 +143,14 @@ def _tf_model(model: Any) -> Any:
     return load_model(model)
 
 
-def _pt_model(pt_model: Any, tf: Any, tf_spec: Any) -> Any:
-    from .adapters.pt_model import PTModel, load_pt
-
-    if isinstance(pt_model, PTModel):
-        return pt_model
-    if isinstance(pt_model, str):
-        # Not tf_model=tf: a tiny:<model_type> reference must be the seeded model, not a copy
-        # of the (possibly broken) TF weights under test.
-        return load_pt(pt_model)
-    if pt_model is not None:  # a Hugging Face PyTorch model the caller holds
-        return PTModel(type(pt_model).__name__, pt_model.eval(), pt_model.config)
-    if isinstance(tf_spec, str):
-        return load_pt(tf_spec)
-    return PTModel.from_tf(tf.model)
-
-
-def _on_device(model: Any, device: str | None) -> Any:
-    """``model`` placed by ``device`` (or the plugin's --tfparity-device); unchanged
-    when neither is set."""
+def _execution(device: str | None) -> Any:
+    """Where the helpers run the TF model: ``device``, else the plugin's
+    --tfparity-device; ``None`` (as the model runs) when neither is set."""
     context = CONTEXT.get()
     device = device or (context.device if context is not None else None)
     if not device:
-        return model
-    from .adapters.execution import ExecutionOptions, expand_devices, with_execution
+        return None
+    from .adapters.execution import ExecutionOptions, expand_devices
 
     options = expand_devices(ExecutionOptions(), device)
     if len(options) != 1:
@@ -173,14 +158,7 @@ def _on_device(model: Any, device: str | None) -> Any:
             f"--tfparity-device {device} names {len(options)} devices; name one "
             "(cpu, gpu:0, ...) per test run."
         )
-    return with_execution(model, options[0])
-
-
-def _note_execution(report: Report, model: Any) -> None:
-    """Say in the report where a placed model ran (device, execution, precision)."""
-    execution = getattr(model, "execution", None)
-    if execution is not None:
-        report.details.update(execution.describe())
+    return options[0]
 
 
 def _batches(
@@ -204,10 +182,3 @@ def _check_arguments(texts: Any, inputs: Any, batches: Any, atol: Any, rtol: Any
     validation.instance(inputs, InputOptions, "inputs", "an InputOptions")
     validation.sequence_of(batches, Batch, "batches")
     validation.tolerance_values(atol=atol, rtol=rtol)
-
-
-def _tolerance(atol: float | None, rtol: float | None) -> Tolerance | None:
-    """Fixed tolerances when either is given (the other then 0), as on the CLI."""
-    if atol is None and rtol is None:
-        return None
-    return Tolerance(atol=atol or 0.0, rtol=rtol or 0.0)

@@ -6,7 +6,7 @@ Only numpy here; a tokenizer is any object with the Hugging Face call signature.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,9 +39,6 @@ class Batch:
     @property
     def shape(self) -> tuple[int, int]:
         return tuple(self.input_ids.shape)  # type: ignore[return-value]
-
-    def with_ids(self, input_ids: np.ndarray) -> Batch:
-        return replace(self, input_ids=np.asarray(input_ids, np.int32))
 
 
 @dataclass(frozen=True)

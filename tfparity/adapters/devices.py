@@ -15,7 +15,6 @@ from typing import Any
 from ..errors import TfparityError
 from .runtime import import_tf
 
-DEVICE_SPECS = ("cpu", "gpu", "all", "cpu:N", "gpu:N")
 # TF32 exists on NVIDIA GPUs of compute capability 8.0 (Ampere) and newer.
 TF32_MIN_CAPABILITY = (8, 0)
 

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..errors import TfparityError
-from ..inputs import Batch
+from ..inputs import Batch, check_limits
 from ..trace import Trace
 from .devices import resolve_devices, short_name
 from .runtime import import_tf
@@ -262,23 +262,51 @@ def _copy_weights(tf: Any, source: list[Any], target: list[Any]) -> None:
 
 @dataclass
 class ExecutedModel(TFModel):
-    """A :class:`TFModel` whose runs follow ``execution`` (see :func:`with_execution`).
+    """A :class:`TFModel` whose runs follow ``execution`` (see :func:`with_execution`):
+    tfparity's one runner, for the checks and the sweep alike.
+
+    Three paths, each compiled once (graph, XLA) into its own ``tf.function``:
+
+    - ``ids``: ``input_ids`` (``run(batch)``); with explicit ``position_ids`` in the batch
+      it is counted as the ``positions`` path;
+    - ``embeds``: given ``inputs_embeds`` (``run(batch, embeds)``), cast to the compute
+      dtype;
+    - ``gather``: the word embeddings gathered by the batch's ids *inside* the run and fed
+      as ``inputs_embeds`` (``run_gathered(batch)``): one call and no host round trip per
+      batch (the sweep's embeds path; counted as ``embeds``).
+
+    Shapes: by default a compiled path leaves batch and sequence sizes unknown, so
+    batches of any shape share one trace (checks: varying lengths, few batches). With
+    ``fixed_shapes`` (the sweep: a few fixed bucket shapes, many batches), and always
+    under XLA, a path is traced once per input shape, which lets TensorFlow specialise
+    each graph. Autograph is off: Hugging Face TF models branch only on static Python
+    values, and converting them made each trace about 3x slower (measured: 1.7 s vs
+    0.6 s per trace of tiny:bert).
 
     Ids are checked against the model's limits before every run, compiled or not: on
     a GPU, and under XLA, an out-of-range id would silently gather zeros.
     """
 
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
-    _functions: dict[bool, Callable[..., Any]] = field(default_factory=dict, repr=False)
+    fixed_shapes: bool = False
+    _functions: dict[tuple[str, tuple[str, ...]], Any] = field(default_factory=dict, repr=False)
 
     def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
         with placed(self.execution):
             return super().run(batch, inputs_embeds)
 
+    def run_gathered(self, batch: Batch) -> Trace:
+        """The ``inputs_embeds`` path, with the word embeddings gathered by the batch's
+        ids inside the run (inside the compiled function when compiled)."""
+        check_limits(batch, self.limits)
+        with placed(self.execution):
+            out = self._call("gather", batch.input_ids, self.call_kwargs(batch))
+        return Trace.from_output(out)
+
     def forward(self, input_ids: Any, inputs_embeds: Any, kwargs: dict[str, Any]) -> Any:
         if inputs_embeds is not None:
-            inputs_embeds = self._in_compute_dtype(inputs_embeds)
-        return self._function(inputs_embeds is not None)(input_ids, inputs_embeds, kwargs)
+            return self._call("embeds", self._in_compute_dtype(inputs_embeds), kwargs)
+        return self._call("ids", input_ids, kwargs)
 
     def _in_compute_dtype(self, inputs_embeds: Any) -> Any:
         """HF TF models add ``inputs_embeds`` to position embeddings without casting, so
@@ -302,75 +330,63 @@ class ExecutedModel(TFModel):
     @property
     def traces(self) -> int:
         """Traces made so far by the compiled paths (0 when eager)."""
-        return sum(_trace_count(fn) for fn in self._functions.values())
+        return sum(self.traces_by_path().values())
 
-    def _function(self, embeds: bool) -> Callable[..., Any]:
-        """The eager call, or a tf.function made once per path (ids / embeds) and model,
-        so a trace never leaks from one device or mode to another."""
-        if embeds not in self._functions:
-            self._functions[embeds] = self._make_function(embeds)
-        return self._functions[embeds]
+    def traces_by_path(self) -> dict[str, int]:
+        """Traces per path: ``ids``, ``embeds`` (given or gathered), ``positions``."""
+        counts: dict[str, int] = {}
+        for (kind, keys), fn in self._functions.items():
+            label = _path_label(kind, keys)
+            counts[label] = counts.get(label, 0) + int(fn.experimental_get_tracing_count())
+        return counts
 
-    def _make_function(self, embeds: bool) -> Callable[..., Any]:
-        def call(input_ids: Any, inputs_embeds: Any, kwargs: dict[str, Any]) -> Any:
-            return TFModel.forward(self, input_ids, inputs_embeds, kwargs)
-
+    def _call(self, kind: str, x: Any, kwargs: dict[str, Any]) -> Any:
+        """Run one path: eagerly, or through its tf.function (made once per path and set
+        of call arguments, and per model, so a trace never leaks from one device or mode
+        to another)."""
         if not self.execution.compiled:
-            return call
-        if self.execution.xla:  # XLA compiles per input shape whatever the signature
-            return import_tf().function(call, jit_compile=True)
-        return OneTrace(call, embeds)
-
-
-def _trace_count(fn: Any) -> int:
-    """Traces of a OneTrace, an XLA tf.function, or 0 for an eager call."""
-    if isinstance(fn, OneTrace):
-        return fn.traces
-    count = getattr(fn, "experimental_get_tracing_count", None)
-    return int(count()) if count else 0
-
-
-class OneTrace:
-    """``tf.function`` over one path (ids or embeds) whose batch and sequence sizes are
-    left unknown, so batches of any shape share a single trace.
-
-    A default ``tf.function`` retraces for every new shape, which costs more than it
-    saves on batches of varying length (measured on minilm: a trace takes ~1.3 s; an
-    eager batch of 8 ~0.2 s, the same batch traced ~0.05 s). Autograph is off, as in
-    :mod:`.compiled`: HF TF models branch only on static Python values.
-    """
-
-    def __init__(self, call: Callable[..., Any], embeds: bool) -> None:
-        self._call, self._embeds = call, embeds
-        self._fns: dict[tuple[str, ...], Any] = {}
-
-    @property
-    def traces(self) -> int:
-        return sum(int(fn.experimental_get_tracing_count()) for fn in self._fns.values())
-
-    def __call__(self, input_ids: Any, inputs_embeds: Any, kwargs: dict[str, Any]) -> Any:
+            return self._eager_call(kind, x, kwargs)
         tf = import_tf()
         keys = tuple(sorted(kwargs))
-        x = inputs_embeds if self._embeds else tf.cast(input_ids, tf.int32)
-        if keys not in self._fns:
-            self._fns[keys] = self._make(tf, keys, x.dtype)
-        return self._fns[keys](x, {k: tf.cast(kwargs[k], tf.int32) for k in keys})
+        if kind != "embeds":
+            x = tf.cast(x, tf.int32)
+        if (kind, keys) not in self._functions:
+            self._functions[(kind, keys)] = self._compile(tf, kind, keys, x.dtype)
+        return self._functions[(kind, keys)](x, {k: tf.cast(kwargs[k], tf.int32) for k in keys})
 
-    def _make(self, tf: Any, keys: tuple[str, ...], dtype: Any) -> Any:
-        rank = 3 if self._embeds else 2
-        x_spec = tf.TensorSpec([None] * rank, dtype)
-        kw_spec = {k: tf.TensorSpec([None, None], tf.int32) for k in keys}
+    def _eager_call(self, kind: str, x: Any, kwargs: dict[str, Any]) -> Any:
+        if kind == "ids":
+            return TFModel.forward(self, x, None, kwargs)
+        if kind == "gather":
+            x = self._in_compute_dtype(import_tf().gather(self.word_embeddings(), x))
+        return TFModel.forward(self, None, x, kwargs)
 
+    def _compile(self, tf: Any, kind: str, keys: tuple[str, ...], dtype: Any) -> Any:
         def forward(x: Any, kw: dict[str, Any]) -> Any:
-            out = self._call(None, x, kw) if self._embeds else self._call(x, None, kw)
-            return dict(out)
+            return dict(self._eager_call(kind, x, kw))
 
+        if self.fixed_shapes or self.execution.xla:  # XLA compiles per shape anyway
+            return tf.function(
+                forward, jit_compile=self.execution.xla, reduce_retracing=False, autograph=False
+            )
+        x_spec = tf.TensorSpec([None] * (3 if kind == "embeds" else 2), dtype)
+        kw_spec = {k: tf.TensorSpec([None, None], tf.int32) for k in keys}
         return tf.function(forward, input_signature=[x_spec, kw_spec], autograph=False)
 
 
-def with_execution(model: TFModel, options: ExecutionOptions) -> ExecutedModel:
+def _path_label(kind: str, keys: tuple[str, ...]) -> str:
+    label = "embeds" if kind == "gather" else kind
+    if "position_ids" in keys:
+        return "positions" if label == "ids" else f"{label}+positions"
+    return label
+
+
+def with_execution(
+    model: TFModel, options: ExecutionOptions, *, fixed_shapes: bool = False
+) -> ExecutedModel:
     """``model`` running under ``options``; reduced precision or another device than
-    the one holding its weights gives a clone (the original is left untouched)."""
+    the one holding its weights gives a clone (the original is left untouched).
+    ``fixed_shapes``: batches come in a few fixed shapes (see :class:`ExecutedModel`)."""
     base = model.model  # an ExecutedModel's clone holds float32 variables: cloning it works
     needs_clone = options.precision != "fp32" or not _lives_on(base, options.device)
     inner = clone_model(model, options) if needs_clone else base
@@ -382,6 +398,7 @@ def with_execution(model: TFModel, options: ExecutionOptions) -> ExecutedModel:
         source=model.source,
         notes=list(model.notes),
         execution=options,
+        fixed_shapes=fixed_shapes,
     )
 
 

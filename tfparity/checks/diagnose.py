@@ -24,14 +24,6 @@ from ..errors import TfparityError
 from ..inputs import Batch, check_limits, integer_ids
 from ..results import Divergence, Report
 
-VERDICTS = (
-    "word_embeddings",
-    "word_plus_position",
-    "word_plus_position_plus_type",
-    "post_layernorm",
-    "scaled_word_embeddings",
-    "unknown",
-)
 # A stage is "it" when the tensor is this close to it (relative L2): loose enough for a
 # float16 round trip (~5e-4), far below the gap between stages (order 0.1 to 1).
 MATCH_DISTANCE = 1e-2

@@ -90,12 +90,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)"
     )
-    parser.add_argument(
-        "--atol", type=tolerance_value, help="absolute tolerance (default: by dtype)"
-    )
-    parser.add_argument(
-        "--rtol", type=tolerance_value, help="relative tolerance (default: by dtype)"
-    )
+    add_tolerance_arguments(parser)
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="print every failing tensor's full message"
     )
@@ -121,33 +116,56 @@ def input_options(args: argparse.Namespace):
     )
 
 
+def add_tolerance_arguments(parser: argparse.ArgumentParser) -> None:
+    """--atol/--rtol; the rule for one alone is :func:`tfparity.orchestration.tolerance_from`."""
+    parser.add_argument(
+        "--atol",
+        type=tolerance_value,
+        help="fixed absolute tolerance (default: by dtype, or the cross-check's float64 "
+        "referee); given alone, rtol keeps its dtype default (float32: 1.3e-6)",
+    )
+    parser.add_argument(
+        "--rtol",
+        type=tolerance_value,
+        help="fixed relative tolerance; given alone, atol keeps its dtype default (float32: 1e-5)",
+    )
+
+
 def tolerance(args: argparse.Namespace):
-    if args.atol is None and args.rtol is None:
-        return None
-    from ..compare import Tolerance
+    """The fixed Tolerance that --atol/--rtol ask for (None: dtype defaults/referee),
+    for the dtype that --precision computes in."""
+    from ..orchestration import precision_dtype, tolerance_from
 
-    return Tolerance(atol=args.atol or 0.0, rtol=args.rtol or 0.0)
+    dtype = precision_dtype(getattr(args, "precision", "fp32"))
+    return tolerance_from(args.atol, args.rtol, dtype)
 
 
-def add_execution_arguments(parser: argparse.ArgumentParser) -> None:
+def add_execution_arguments(
+    parser: argparse.ArgumentParser, *, default: str = "auto", one_device: bool = False
+) -> None:
     """--device, --eager/--graph/--xla, --precision: how and where a check runs (any
-    check can take them). Without --eager/--graph/--xla the choice is automatic (see
-    ExecutionOptions.settle): eager for a few batches, graph when tracing pays off."""
+    check can take them). Without --eager/--graph/--xla the choice is ``default``:
+    ``auto`` (see ExecutionOptions.settle: eager for a few batches, graph when tracing
+    pays off) or ``graph`` (the sweep: many batches of a few bucket shapes).
+    ``one_device``: the command runs on one device (see :func:`one_execution`)."""
+    eager_default = (
+        "default: eager for fewer than 8 batches, a tf.function traced once per path from 8 on"
+        if default == "auto"
+        else "default: a tf.function traced once per bucket shape and path"
+    )
+    parser.set_defaults(execution_default=default)
     group = parser.add_argument_group("execution")
     group.add_argument(
         "--device",
         type=non_empty,
         metavar="DEVICE",
-        help="cpu, gpu:N, gpu (every GPU) or all (CPU and every GPU); one report per device "
+        help="cpu or gpu:N (default: TensorFlow's own placement)"
+        if one_device
+        else "cpu, gpu:N, gpu (every GPU) or all (CPU and every GPU); one report per device "
         "(default: TensorFlow's own placement)",
     )
     run = group.add_mutually_exclusive_group()
-    run.add_argument(
-        "--eager",
-        action="store_true",
-        help="run TF eagerly (default: eager for fewer than 8 "
-        "batches, a tf.function traced once per path from 8 on)",
-    )
+    run.add_argument("--eager", action="store_true", help=f"run TF eagerly ({eager_default})")
     run.add_argument("--graph", action="store_true", help="run TF as a tf.function (graph)")
     run.add_argument(
         "--xla", action="store_true", help="run compiled with tf.function(jit_compile=True)"
@@ -165,9 +183,26 @@ def execution_options(args: argparse.Namespace) -> list:
     device spec must be resolved)."""
     from ..adapters.execution import ExecutionOptions, expand_devices
 
-    auto = not (args.xla or args.graph or args.eager)
-    options = ExecutionOptions(xla=args.xla, graph=args.graph, precision=args.precision, auto=auto)
+    chosen = args.xla or args.graph or args.eager
+    default = getattr(args, "execution_default", "auto")
+    options = ExecutionOptions(
+        xla=args.xla,
+        graph=args.graph or (not chosen and default == "graph"),
+        precision=args.precision,
+        auto=not chosen and default == "auto",
+    )
     return expand_devices(options, args.device)
+
+
+def one_execution(args: argparse.Namespace, what: str):
+    """The single ExecutionOptions of a command that runs on one device (``what``)."""
+    executions = execution_options(args)
+    if len(executions) != 1:
+        raise TfparityError(
+            f"--device {args.device} names {len(executions)} devices; {what} runs on one: "
+            "name one (cpu, gpu:0, ...)."
+        )
+    return executions[0]
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -218,12 +253,10 @@ def golden_reference(args: argparse.Namespace, batches, pt_spec: str):
         return StoredReference.load(args.load_outputs, batches)
     if not args.save_outputs:
         return None
-    from ..adapters.pt_model import load_pt
-    from ..adapters.runtime import import_torch
     from ..golden import save_reference
+    from ..orchestration import reference_for
 
-    import_torch()
-    pt_model = load_pt(pt_spec, allow_pickle=args.allow_pickle)
+    pt_model = reference_for(pt_spec, allow_pickle=args.allow_pickle)
     reference = capture(pt_model, batches, model=pt_spec)
     save_reference(args.save_outputs, reference.golden)
     print(f"saved PyTorch's outputs for {len(batches)} batch(es) to {args.save_outputs}")

@@ -95,12 +95,14 @@ def _golden_passes(args: argparse.Namespace, execution) -> list:
 
     tf_model = load_model(args.tf or args.model, allow_pickle=args.allow_pickle)
     batches = make_batches(tf_model, input_options(args))
+    separate = args.tf is not None  # a port checked as given: no reload pass
     return crosscheck(
-        tf_model,
+        args.model if separate else tf_model,
+        tf=tf_model if separate else None,
         pt=golden_reference(args, batches, args.pt or args.model),
         batches=batches,
         tolerance=tolerance(args),
-        reload=not args.no_reload and args.tf is None,
+        reload=not args.no_reload,
         localise="on_failure",
         execution=execution,
     )

@@ -23,8 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..report.sweep import render_summary
     from ..sweep.merge import merge_dirs
-    from .sweep import render_summary
 
     summary = merge_dirs(args.dirs, args.out, worst=args.worst)
     print(render_summary(summary, args.out))

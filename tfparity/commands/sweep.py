@@ -8,10 +8,12 @@ import sys
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
+    add_execution_arguments,
     add_model_argument,
+    add_tolerance_arguments,
     non_negative_int,
+    one_execution,
     tolerance,
-    tolerance_value,
 )
 
 
@@ -60,12 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--overwrite", action="store_true", help="discard results already in OUT and start again"
     )
-    p.add_argument(
-        "--atol",
-        type=tolerance_value,
-        help="fixed absolute tolerance (default: by dtype / referee)",
-    )
-    p.add_argument("--rtol", type=tolerance_value, help="fixed relative tolerance")
+    add_tolerance_arguments(p)
     p.add_argument("--padding-side", choices=("right", "left"), help="default: the tokenizer's")
     p.add_argument(
         "--truncate", action="store_true", help="cut items longer than the model's maximum"
@@ -80,13 +77,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="auto",
         help="a bar on a terminal, periodic lines otherwise (auto)",
     )
-    p.add_argument("--xla", action="store_true", help="compile the TF passes with XLA")
+    add_execution_arguments(p, default="graph", one_device=True)
     p.add_argument("--max-items", type=int, help=argparse.SUPPRESS)  # a simulated kill
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import TfparityError
+    from ..report.sweep import render_summary
     from ..sweep import SweepOptions, parse_shard, run_sweep
 
     checks = tuple(c.strip() for c in args.checks.split(",") if c.strip()) if args.checks else None
@@ -94,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         raise TfparityError("--checks is empty; give e.g. --checks embeds,crosscheck.")
     if args.worst < 0:
         raise TfparityError(f"--worst must not be negative (got {args.worst}).")
+    execution = one_execution(args, "a sweep")
     options = SweepOptions(
         checks=checks,
         batch_size=args.batch_size,
@@ -107,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         progress=args.progress,
         max_items=args.max_items,
         worst=args.worst,
-        xla=args.xla,
+        execution=execution,
     )
     if args.resume and args.overwrite:
         raise TfparityError(
@@ -125,62 +124,3 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     print(render_summary(result.summary, str(result.out)))
     return EXIT_PASS if result.passed and result.summary["complete"] else EXIT_FAIL
-
-
-def render_summary(summary: dict, out: str) -> str:
-    """A few lines for the terminal; the full figures are in summary.json."""
-    run = summary.get("run", {})
-    lines = [
-        f"tfparity sweep · {summary['model']}",
-        f"  corpus: {summary['corpus']['path']} ({summary['corpus']['items']} items)",
-        f"  items: {summary['items']}  passed: {summary['passed']}  failed: {summary['failed']}"
-        f"  skipped: {summary['skipped']}  complete: {summary['complete']}",
-    ]
-    if "merged_from" in run:
-        lines.append(
-            f"  merged from {len(run['merged_from'])} shard outputs ({', '.join(run['shards'])}); "
-            f"their runs took {run['seconds']} s, traces {run['traces']}"
-        )
-    elif "seconds" in run:
-        lines.append(
-            f"  this run: {run.get('items_this_run', '-')} items in {run['seconds']} s "
-            f"({run.get('items_per_second')} items/s, tracing included; loading "
-            f"{run.get('load_seconds')} s), traces {run.get('traces')}"
-        )
-    lines.append("")
-    lines.append(
-        f"{'check':<11}{'passed':>8}{'failed':>8}{'n/a':>6}{'p50':>11}{'p99':>11}"
-        f"{'max':>11}{'top-1':>9}"
-    )
-    for name, c in summary["per_check"].items():
-        d = c["max_abs_diff"]
-        top1 = "n/a" if c["top1_agreement"] is None else f"{100 * c['top1_agreement']:.1f}%"
-        lines.append(
-            f"{name:<11}{c['passed']:>8}{c['failed']:>8}{c['not_applicable']:>6}"
-            f"{_g(d['p50']):>11}{_g(d['p99']):>11}{_g(d['max']):>11}{top1:>9}"
-        )
-    notes = {c["top1_note"] for c in summary["per_check"].values() if c["top1_note"]}
-    lines += [f"note: top-1: {n}" for n in sorted(notes)]
-    # passed is None for a skipped item (too long): it is counted as skipped, not failed
-    bad = [w for w in summary["worst_items"] if w["passed"] is False][:5]
-    if bad:
-        lines.append("")
-        lines.append("failed items (worst first):")
-        for w in bad:
-            diffs = ", ".join(f"{k} {_g(v)}" for k, v in w["max_abs_diff"].items())
-            lines.append(f"  #{w['index']} [{w['id']}] {diffs}: {w['text'][:70]}")
-    if summary["skipped"]:
-        lines.append(
-            f"note: {summary['skipped']} items skipped as too long for the model "
-            "(see 'skipped' in results.jsonl; --truncate cuts them)"
-        )
-    verdict = "PASS" if summary["failed"] == 0 and summary["complete"] else "FAIL"
-    lines.append("")
-    lines.append(
-        f"{verdict} sweep: {summary['passed']}/{summary['items']} items passed; see {out}/"
-    )
-    return "\n".join(lines)
-
-
-def _g(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3g}"

@@ -41,9 +41,9 @@ class BatchContext:
 
 @dataclass
 class SweepChecks:
-    """The runners (compiled TF, PyTorch) and settings behind the per-row checks."""
+    """The runners (TF, PyTorch) and settings behind the per-row checks."""
 
-    compiled: Any  # adapters.compiled.CompiledTF
+    runner_model: Any  # adapters.execution.ExecutedModel
     tf_model: Any
     pt_model: Any = None
     head: Callable[[np.ndarray], np.ndarray] | None = None
@@ -64,7 +64,8 @@ class SweepChecks:
         ]
 
     def _embeds(self, ctx: BatchContext) -> list[RowResult]:
-        actual = self.compiled.run_embeds(ctx.padded.batch)
+        batch = ctx.padded.batch
+        actual = self.runner_model.run_gathered(replace(batch, position_ids=None))
         results = [
             judged(row_comparisons(actual, ctx.tf_ids, ctx.mask, r, tolerance=self.tolerance))
             for r in ctx.rows
@@ -109,9 +110,9 @@ class SweepChecks:
             return [RowResult(None, 0.0, None, note=note) for _ in ctx.rows]
         batch = ctx.padded.batch
         base = replace(batch, position_ids=default_position_ids(self.tf_model, batch.input_ids))
-        s1 = self.compiled.run_positions(base)
+        s1 = self.runner_model.run(base)
         perms = self._permutations(ctx)
-        s4 = self.compiled.run_positions(_permute(base, perms))
+        s4 = self.runner_model.run(_permute(base, perms))
         inverse = np.argsort(perms, axis=1)
         s4_back = Trace({"s4_vs_s1:last_hidden_state": _take(s4["last_hidden_state"], inverse)})
         s1_named = Trace({"s4_vs_s1:last_hidden_state": s1["last_hidden_state"]})

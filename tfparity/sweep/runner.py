@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,9 @@ class SweepOptions:
     progress: str = "auto"  # auto, bar, lines, none
     max_items: int | None = None
     worst: int = WORST
-    xla: bool = False
+    # An adapters.execution.ExecutionOptions: device, eager/graph/XLA, precision.
+    # None: graph (each bucket shape traced once), float32, TensorFlow's own placement.
+    execution: Any = None
 
 
 @dataclass
@@ -84,20 +86,22 @@ def run_sweep(
     """Sweep ``model`` (a MODEL spec or a :class:`TFModel`) over the corpus ``texts``.
 
     ``pt``: the PyTorch reference for the cross-check (a spec or PTModel); by default
-    the model's own spec, so a broken TFModel is checked against correct weights.
+    loaded from the model's own spec, so a broken TFModel is checked against correct
+    weights (:func:`tfparity.orchestration.reference_for`).
     """
     checks = resolve_checks(options.checks)
     if options.batch_size < 1:
         raise TfparityError(f"--batch-size must be at least 1 (got {options.batch_size}).")
     info = scan(texts or DEFAULT_CORPUS)
     check_shard(options.shard, info)
+    execution = _execution(options, checks, info.items)
     out = Path(out)
     name = model if isinstance(model, str) else model.name
     manifest = _manifest(name, checks, info, options)
     _prepare_out(out, manifest, options)
 
     loading = time.perf_counter()
-    setup = _Setup.load(model, checks, pt, options)
+    setup = _Setup.load(model, checks, pt, options, execution)
     start = time.perf_counter()
     manifest["top1_note"] = {
         c: "not measured by the positions check" if c == "positions" else setup.top1_note
@@ -138,12 +142,29 @@ def run_sweep(
         "load_seconds": round(start - loading, 3),
         "seconds": round(seconds, 3),
         "items_per_second": round(written / seconds, 2) if seconds > 0 else None,
-        "traces": setup.compiled.traces,
-        "traces_by_path": setup.compiled.traces_by_path(),
+        "traces": setup.runner_model.traces,
+        "traces_by_path": setup.runner_model.traces_by_path(),
+        **setup.runner_model.execution.describe(),
         "buckets": bucket_lengths(setup.limit),
     }
     res.write_json(out / res.SUMMARY, summary)
     return SweepResult(summary, out)
+
+
+def _execution(options: SweepOptions, checks: tuple[str, ...], items: int) -> Any:
+    """The sweep's ExecutionOptions (default: graph, float32), refused (exit 2) where a
+    check cannot judge its precision."""
+    from ..adapters.execution import ExecutionOptions
+
+    execution = options.execution or ExecutionOptions(graph=True)
+    execution = execution.settle(-(-items // options.batch_size))
+    if execution.precision != "fp32" and "positions" in checks:
+        raise TfparityError(
+            f"The positions check judges equivariance with a fixed float32 tolerance "
+            f"(1e-4), which --precision {execution.precision} cannot meet: sweep it "
+            "with --precision fp32, or leave positions out of --checks."
+        )
+    return execution
 
 
 def _manifest(name: str, checks: tuple[str, ...], info: CorpusInfo, options: SweepOptions) -> dict:
@@ -160,6 +181,7 @@ def _manifest(name: str, checks: tuple[str, ...], info: CorpusInfo, options: Swe
             "padding_side": options.padding_side,
             "truncate": options.truncate,
             "seed": options.seed,
+            "precision": getattr(options.execution, "precision", "fp32"),
         },
     }
 
@@ -201,11 +223,12 @@ def _prepare_out(out: Path, manifest: dict, options: SweepOptions) -> None:
 
 @dataclass
 class _Setup:
-    """Everything loaded once per process: the TF model and its compiled runs, one
-    PyTorch model (and its float64 copy), the LM head, the bucketer settings."""
+    """Everything loaded once per process: the TF model and its runner (compiled per
+    bucket shape), one PyTorch model (and its float64 copy), the LM head, the bucketer
+    settings."""
 
     tf_model: Any
-    compiled: Any
+    runner_model: Any  # adapters.execution.ExecutedModel
     checks: tuple[str, ...]
     runner: SweepChecks
     limit: int | None
@@ -214,19 +237,22 @@ class _Setup:
     _padding_side: str = field(default="right")
 
     @classmethod
-    def load(cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions) -> _Setup:
-        from ..adapters.compiled import CompiledTF
-        from ..api import load_model
+    def load(
+        cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
+    ) -> _Setup:
+        from ..orchestration import executed, load_model, reference_for
 
         tf_model = load_model(model)
-        pt_model = _load_pt(tf_model, model, pt) if "crosscheck" in checks else None
+        pt_model = None
+        if "crosscheck" in checks:
+            pt_model = reference_for(model, pt).in_precision(execution.precision)
         head, note = _load_head(tf_model)
-        compiled = CompiledTF(tf_model, jit_compile=options.xla)
+        runner_model = executed(tf_model, execution, fixed_shapes=True)
         runner = SweepChecks(
-            compiled, tf_model, pt_model, head, tolerance=options.tolerance, seed=options.seed
+            runner_model, tf_model, pt_model, head, tolerance=options.tolerance, seed=options.seed
         )
         side = options.padding_side or getattr(tf_model.tokenizer, "padding_side", "right")
-        return cls(tf_model, compiled, checks, runner, _limit(tf_model), options, note, side)
+        return cls(tf_model, runner_model, checks, runner, _limit(tf_model), options, note, side)
 
     def records(self, items: Iterator[Item]) -> Iterator[list[dict]]:
         """One list of result records per batch (or per item too long to run)."""
@@ -249,7 +275,7 @@ class _Setup:
             yield self._run(padded)
 
     def _run(self, padded: PaddedBatch) -> list[dict]:
-        ctx = BatchContext(padded, self.compiled.run_ids(padded.batch))
+        ctx = BatchContext(padded, self.runner_model.run(_without_positions(padded.batch)))
         per_check = {name: self.runner.run(name, ctx) for name in self.checks}
         records = []
         for r, item in enumerate(padded.items):
@@ -286,25 +312,8 @@ def _limit(tf_model: Any) -> int | None:
     return min(found) if found else None
 
 
-def _load_pt(tf_model: Any, model: Any, pt: Any) -> Any:
-    from ..adapters.pt_model import PTModel, load_pt
-    from ..adapters.runtime import import_torch
-    from ..adapters.specs import parse_spec
-
-    import_torch()
-    if isinstance(pt, PTModel):
-        return pt
-    if isinstance(pt, str):
-        return load_pt(pt)
-    if isinstance(model, str):
-        return load_pt(model)
-    try:
-        parse_spec(tf_model.name)
-    except TfparityError as exc:
-        raise TfparityError(
-            f"The cross-check needs a PyTorch reference for '{tf_model.name}': pass pt=..."
-        ) from exc
-    return load_pt(tf_model.name)  # fresh weights from the spec, not the model in memory
+def _without_positions(batch: Any) -> Any:
+    return batch if batch.position_ids is None else replace(batch, position_ids=None)
 
 
 def _load_head(tf_model: Any) -> tuple[Any, str | None]:

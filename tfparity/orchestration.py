@@ -1,0 +1,161 @@
+"""The one orchestration path that the API, the assertion helpers, the sweep and the
+CLI share: which model runs, against which PyTorch reference, under which tolerance,
+and whether the save/reload pass runs. Each rule lives here once.
+
+**Reference** (:func:`reference_for`): the PyTorch reference is always loaded afresh
+from a MODEL spec, never copied from the TF model under test (a broken port would
+then be checked against its own broken weights and pass). The spec is the one given
+for the reference (``pt=``, ``--pt``), else the spec the model under test was loaded
+from (``tiny:bert`` for ``TFModel.load("tiny:bert")``, faults applied or not). A model
+held in memory with no spec (``TFModel.wrap``, a Hugging Face object) has no reference
+to load: that is refused, asking for ``pt=``. A reference passed as an object (a
+``PTModel``, a stored golden reference, a Hugging Face PyTorch model) is used as given:
+that is the caller's explicit choice (``pt=PTModel.from_tf(tf_model.model)`` tests the
+TF computation alone, on the same weights).
+
+**Tolerance** (:func:`tolerance_from`): neither ``atol`` nor ``rtol``: ``None`` (the
+dtype defaults, or the cross-check's float64 referee). Both: exactly those. One alone:
+the other keeps its default for the dtype compared (float32: atol 1e-5, rtol 1.3e-6;
+fp16/bf16 with ``--precision``), as ``numpy.isclose`` keeps its other default. Zero for
+the missing one would make a lone ``--rtol`` fail every element whose expected value
+is near 0 on rounding alone; the default keeps the bar the user did not mention where
+it was.
+
+**Reload** (:func:`wants_reload`): like ``transformers-cli pt-to-tf``, MODEL's own TF
+side is checked a second time after ``save_pretrained`` and a fresh load (catching
+weights lost on save), unless ``reload`` is off. A separate TF port under test
+(``tf=``, ``--tf``, the check command's single cross-check pass) is checked once, as
+given.
+
+This module imports neither TensorFlow nor torch at import time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .compare import Tolerance, default_tolerance
+from .errors import TfparityError
+
+_PRECISION_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+# ----------------------------------------------------------------------------- models
+
+
+def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None):
+    """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model."""
+    from . import validation
+    from .adapters.tf_model import TFModel
+
+    validation.model_spec(model, "model")
+    if isinstance(model, TFModel):
+        return model
+    if isinstance(model, str):
+        return TFModel.load(model, allow_pickle=allow_pickle)
+    return TFModel.wrap(model, tokenizer=tokenizer)
+
+
+def executed(tf_model: Any, execution: Any, *, fixed_shapes: bool = False) -> Any:
+    """``tf_model`` running under ``execution`` (an ExecutionOptions): itself when it
+    already does, or when ``execution`` is None."""
+    if execution is None:
+        return tf_model
+    current = getattr(tf_model, "execution", None)
+    if current == execution and getattr(tf_model, "fixed_shapes", False) == fixed_shapes:
+        return tf_model
+    from .adapters.execution import with_execution
+
+    return with_execution(tf_model, execution, fixed_shapes=fixed_shapes)
+
+
+def save_and_reload(tf_model: Any) -> Any:
+    """The TF model after ``save_pretrained`` and a fresh load (catches lost weights)."""
+    import tempfile
+
+    from .adapters.tf_model import TFModel
+
+    with tempfile.TemporaryDirectory(prefix="tfparity-") as tmp:
+        tf_model.model.save_pretrained(tmp)
+        reloaded = TFModel.load(tmp)
+    reloaded.tokenizer = tf_model.tokenizer
+    reloaded.name = f"{tf_model.name} (saved and reloaded)"
+    return reloaded
+
+
+def wants_reload(reload: bool, *, separate_port: bool) -> bool:
+    """Whether the save/reload pass runs (see the module's docstring)."""
+    return reload and not separate_port
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def reference_for(model: Any, pt: Any = None, *, allow_pickle: bool = False) -> Any:
+    """The PyTorch reference for the TF model ``model`` (a MODEL spec or a loaded model):
+    ``pt`` as given when it is an object, else loaded from the spec ``pt`` or, without
+    one, from ``model``'s own spec (see the module's docstring)."""
+    from .adapters.pt_model import PTModel, load_pt
+    from .adapters.runtime import import_torch
+
+    if pt is not None and not isinstance(pt, str):
+        if isinstance(pt, PTModel) or hasattr(pt, "recorded"):  # PTModel, StoredReference
+            return pt
+        if hasattr(pt, "config") and hasattr(pt, "eval"):  # a Hugging Face PyTorch model
+            return PTModel(type(pt).__name__, pt.eval(), pt.config)
+        raise TfparityError(
+            f"pt={type(pt).__name__} is not a PyTorch reference: give a MODEL spec, a "
+            "PTModel or a Hugging Face PyTorch model."
+        )
+    spec = pt if isinstance(pt, str) else spec_of(model)
+    import_torch()  # a clear exit 2 when PyTorch is missing
+    return load_pt(spec, allow_pickle=allow_pickle)
+
+
+def spec_of(model: Any) -> str:
+    """The MODEL spec that ``model`` was loaded from; refused for a model with none."""
+    from .adapters.specs import parse_spec
+
+    if isinstance(model, str):
+        return model
+    name = getattr(model, "name", None)
+    if isinstance(name, str) and getattr(model, "source", "in memory") != "in memory":
+        try:
+            parse_spec(name)
+            return name
+        except TfparityError:
+            pass
+    label = name if isinstance(name, str) else type(model).__name__
+    raise TfparityError(
+        f"The cross-check needs a PyTorch reference for '{label}', which was not loaded "
+        "from a MODEL spec, and tfparity never copies the reference from the model under "
+        "test. Pass pt=<MODEL spec> (or pt=PTModel.from_tf(model.model) to test the TF "
+        "computation alone, on the model's own weights)."
+    )
+
+
+# ----------------------------------------------------------------------------- tolerance
+
+
+def precision_dtype(precision: str | None) -> str:
+    """The dtype a run in ``precision`` (fp32, fp16, bf16) outputs."""
+    return _PRECISION_DTYPES.get(precision or "fp32", "float32")
+
+
+def tolerance_from(
+    atol: float | None,
+    rtol: float | None,
+    dtype: Any = "float32",
+    *,
+    equal_nan: bool = False,
+) -> Tolerance | None:
+    """A fixed tolerance from ``atol``/``rtol``; a missing one takes ``dtype``'s default
+    (see the module's docstring). ``None`` when neither is given (nor ``equal_nan``)."""
+    if atol is None and rtol is None and not equal_nan:
+        return None
+    base = default_tolerance(dtype)  # Tolerance itself refuses negative, NaN or inf values
+    return Tolerance(
+        atol=base.atol if atol is None else float(atol),
+        rtol=base.rtol if rtol is None else float(rtol),
+        equal_nan=equal_nan,
+    )

@@ -1,0 +1,68 @@
+"""The terminal summary of a sweep (or of merged shards): a few lines from
+``summary.json``'s figures; the full figures stay in the file. Plain dicts only."""
+
+from __future__ import annotations
+
+
+def render_summary(summary: dict, out: str) -> str:
+    """A few lines for the terminal; the full figures are in summary.json."""
+    run = summary.get("run", {})
+    lines = [
+        f"tfparity sweep · {summary['model']}",
+        f"  corpus: {summary['corpus']['path']} ({summary['corpus']['items']} items)",
+        f"  items: {summary['items']}  passed: {summary['passed']}  failed: {summary['failed']}"
+        f"  skipped: {summary['skipped']}  complete: {summary['complete']}",
+    ]
+    if "merged_from" in run:
+        lines.append(
+            f"  merged from {len(run['merged_from'])} shard outputs ({', '.join(run['shards'])}); "
+            f"their runs took {run['seconds']} s, traces {run['traces']}"
+        )
+    elif "seconds" in run:
+        lines.append(
+            f"  this run: {run.get('items_this_run', '-')} items in {run['seconds']} s "
+            f"({run.get('items_per_second')} items/s, tracing included; loading "
+            f"{run.get('load_seconds')} s), traces {run.get('traces')}"
+        )
+    if "execution" in run:
+        lines.append(
+            f"  ran: {run['execution']} on {run.get('device', 'default')}, "
+            f"precision {run.get('precision', 'fp32')}"
+        )
+    lines.append("")
+    lines.append(
+        f"{'check':<11}{'passed':>8}{'failed':>8}{'n/a':>6}{'p50':>11}{'p99':>11}"
+        f"{'max':>11}{'top-1':>9}"
+    )
+    for name, c in summary["per_check"].items():
+        d = c["max_abs_diff"]
+        top1 = "n/a" if c["top1_agreement"] is None else f"{100 * c['top1_agreement']:.1f}%"
+        lines.append(
+            f"{name:<11}{c['passed']:>8}{c['failed']:>8}{c['not_applicable']:>6}"
+            f"{_g(d['p50']):>11}{_g(d['p99']):>11}{_g(d['max']):>11}{top1:>9}"
+        )
+    notes = {c["top1_note"] for c in summary["per_check"].values() if c["top1_note"]}
+    lines += [f"note: top-1: {n}" for n in sorted(notes)]
+    # passed is None for a skipped item (too long): it is counted as skipped, not failed
+    bad = [w for w in summary["worst_items"] if w["passed"] is False][:5]
+    if bad:
+        lines.append("")
+        lines.append("failed items (worst first):")
+        for w in bad:
+            diffs = ", ".join(f"{k} {_g(v)}" for k, v in w["max_abs_diff"].items())
+            lines.append(f"  #{w['index']} [{w['id']}] {diffs}: {w['text'][:70]}")
+    if summary["skipped"]:
+        lines.append(
+            f"note: {summary['skipped']} items skipped as too long for the model "
+            "(see 'skipped' in results.jsonl; --truncate cuts them)"
+        )
+    verdict = "PASS" if summary["failed"] == 0 and summary["complete"] else "FAIL"
+    lines.append("")
+    lines.append(
+        f"{verdict} sweep: {summary['passed']}/{summary['items']} items passed; see {out}/"
+    )
+    return "\n".join(lines)
+
+
+def _g(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
