@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .compare import Tolerance, to_numpy
+from .compare import Tolerance
 from .inputs import Batch, InputOptions
 from .orchestration import (
     executed,
@@ -192,37 +192,17 @@ def diagnose(
     embedding LayerNorm (``hidden_states[0]``), scaled, or unknown; with the ids they
     encode and the fix (``report.details``: verdict, candidates, recovered_ids_match, fix).
     """
-    import numpy as np
-
     from . import validation
-    from .checks.diagnose import DiagnoseInputs, DiagnoseOptions, check_diagnose
-    from .inputs import integer_ids
+    from .checks.diagnose import DiagnoseOptions, check_diagnose, diagnose_inputs
 
     validation.tolerance(tolerance)
-    ids = integer_ids(input_ids, "input_ids")  # range-checked before any cast
-    if ids.ndim == 1:
-        ids = ids[None]
-    mask = (
-        np.ones_like(ids)
-        if attention_mask is None
-        else integer_ids(attention_mask, "attention_mask")
+    inputs = diagnose_inputs(
+        input_ids,
+        inputs_embeds,
+        attention_mask=attention_mask,
+        token_type_ids=token_type_ids,
+        position_ids=position_ids,
     )
-
-    def as_int(x: Any, name: str) -> Any:
-        return None if x is None else integer_ids(x, name)
-
-    batch = Batch(
-        ids, mask, as_int(token_type_ids, "token_type_ids"), as_int(position_ids, "position_ids")
-    )
-    embeds = to_numpy(inputs_embeds)
-    if embeds.ndim == 2:
-        embeds = embeds[None]
-    if embeds.dtype.kind != "f" or embeds.shape[:2] != ids.shape:
-        raise validation.TfparityError(
-            f"inputs_embeds must be floats [batch, seq, hidden] matching input_ids "
-            f"{list(ids.shape)}; got {embeds.dtype} {list(embeds.shape)}."
-        )
-    inputs = DiagnoseInputs(batch=batch, embeds=embeds)
     return check_diagnose(load_model(model), inputs, DiagnoseOptions(tolerance=tolerance))
 
 

@@ -98,6 +98,10 @@ class TFModel:
 
         return embedding_layer(self.model)
 
+    def word_matrix(self) -> np.ndarray:
+        """The word-embedding matrix's values, as numpy (checks never touch variables)."""
+        return np.asarray(self.word_embeddings().numpy())
+
     def word_embeddings(self) -> Any:
         """The word-embedding matrix ``[vocab, width]`` (a tf.Variable), found through the
         model's own ``get_input_embeddings()``."""

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..adapters.embedding_parts import EmbeddingParts, default_position_ids, embedding_parts
 from ..adapters.tf_model import TFModel
-from ..compare import Tolerance, compare_output_batches
+from ..compare import Tolerance, compare_output_batches, to_numpy
 from ..errors import TfparityError
 from ..inputs import Batch, check_limits, integer_ids
 from ..results import Divergence, Report
@@ -43,46 +42,59 @@ class DiagnoseOptions:
     tolerance: Tolerance | None = None
 
 
-def read_inputs(
-    ids: str | Path,
-    embeds: str | Path,
-    *,
-    attention_mask: str | Path | None = None,
-    token_type_ids: str | Path | None = None,
-    position_ids: str | Path | None = None,
-) -> DiagnoseInputs:
-    """Read the ``.npy`` files and check their shapes against each other (exit 2 if bad).
+@dataclass(frozen=True)
+class InputNames:
+    """What each input is called in messages: the API's parameter names, or the CLI's
+    flags with their files (``--embeds emb.npy``)."""
 
-    1-D ids with 2-D embeddings are taken as one sequence.
-    """
-    id_array = _integer(_read_npy(ids, "--ids"), "--ids")
-    emb = _read_npy(embeds, "--embeds")
+    ids: str = "input_ids"
+    embeds: str = "inputs_embeds"
+    attention_mask: str = "attention_mask"
+    token_type_ids: str = "token_type_ids"
+    position_ids: str = "position_ids"
+
+
+def diagnose_inputs(
+    ids: Any,
+    embeds: Any,
+    *,
+    attention_mask: Any = None,
+    token_type_ids: Any = None,
+    position_ids: Any = None,
+    names: InputNames = InputNames(),
+) -> DiagnoseInputs:
+    """Check the arrays against each other (exit 2 if bad): ids range-checked in the
+    dtype they arrive in, embeddings floating and finite, shapes matching. 1-D ids with
+    2-D embeddings are taken as one sequence."""
+    id_array = integer_ids(ids, names.ids)
+    emb = to_numpy(embeds)
     if not np.issubdtype(emb.dtype, np.floating):
-        raise TfparityError(f"--embeds {embeds} holds {emb.dtype}, not floating-point numbers.")
-    _finite(emb, f"--embeds {embeds}")
+        raise TfparityError(f"{names.embeds} holds {emb.dtype}, not floating-point numbers.")
+    _finite(emb, names.embeds)
     if id_array.ndim == 1 and emb.ndim == 2:
         id_array, emb = id_array[None], emb[None]
     if id_array.ndim != 2 or emb.ndim != 3:
         raise TfparityError(
-            f"--ids must be [batch, seq] and --embeds [batch, seq, hidden]; got "
+            f"{names.ids} must be [batch, seq] and {names.embeds} [batch, seq, hidden]; got "
             f"{list(id_array.shape)} and {list(emb.shape)}."
         )
     if emb.shape[:2] != id_array.shape:
         raise TfparityError(
-            f"--ids {list(id_array.shape)} and --embeds {list(emb.shape)} do not match: the "
-            "embeddings must hold one vector per id ([batch, seq, hidden] for [batch, seq])."
+            f"{names.ids} {list(id_array.shape)} and {names.embeds} {list(emb.shape)} do not "
+            "match: the embeddings must hold one vector per id ([batch, seq, hidden] for "
+            "[batch, seq])."
         )
     extra = {
-        "attention_mask": (attention_mask, "--attention-mask"),
-        "token_type_ids": (token_type_ids, "--token-type-ids"),
-        "position_ids": (position_ids, "--position-ids"),
+        "attention_mask": (attention_mask, names.attention_mask),
+        "token_type_ids": (token_type_ids, names.token_type_ids),
+        "position_ids": (position_ids, names.position_ids),
     }
     arrays: dict[str, np.ndarray | None] = {}
-    for key, (path, flag) in extra.items():
-        arrays[key] = None if path is None else _integer(_read_npy(path, flag), flag)
+    for key, (value, name) in extra.items():
+        arrays[key] = None if value is None else integer_ids(value, name)
         if arrays[key] is not None and arrays[key].shape != id_array.shape:
             raise TfparityError(
-                f"{flag} has shape {list(arrays[key].shape)}, but --ids has "
+                f"{name} has shape {list(arrays[key].shape)}, but {names.ids} has "
                 f"{list(id_array.shape)}; they must match."
             )
     mask = arrays["attention_mask"]
@@ -93,28 +105,6 @@ def read_inputs(
         position_ids=arrays["position_ids"],
     )
     return DiagnoseInputs(batch, emb)
-
-
-def _read_npy(path: str | Path, flag: str) -> np.ndarray:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except FileNotFoundError as exc:
-        raise TfparityError(f"{flag}: no such file: {path}.") from exc
-    except (OSError, ValueError, EOFError) as exc:
-        raise TfparityError(
-            f"{flag}: {path} is not a readable .npy array (corrupt, truncated, or an "
-            f"object array, which is not loaded for safety): {exc}"
-        ) from exc
-    if not isinstance(array, np.ndarray):  # np.load returns an NpzFile for .npz archives
-        names = ", ".join(array.files)
-        array.close()
-        raise TfparityError(
-            f"{flag}: {path} is an .npz archive (arrays: {names}), not one .npy array; save "
-            "the array with np.save, or extract it: np.save('x.npy', np.load(path)['name'])."
-        )
-    if array.size == 0:
-        raise TfparityError(f"{flag}: {path} holds an empty array {list(array.shape)}.")
-    return array
 
 
 def _finite(embeds: np.ndarray, what: str) -> None:
@@ -129,10 +119,6 @@ def _finite(embeds: np.ndarray, what: str) -> None:
             "model sees them. Check how they were computed (overflow in float16? a division "
             "by zero? uninitialised memory?)."
         )
-
-
-def _integer(array: np.ndarray, flag: str) -> np.ndarray:
-    return integer_ids(array, flag)
 
 
 # ---------------------------------------------------------------------- the check

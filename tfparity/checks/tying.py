@@ -42,7 +42,7 @@ def check_tying(
     model: TFModel, batches: Sequence[Batch], options: TyingOptions = TyingOptions()
 ) -> Report:
     head = find_head(model)
-    word = np.asarray(model.word_embeddings().numpy(), dtype=np.float64)
+    word = model.word_matrix().astype(np.float64)
     ids = np.concatenate([b.input_ids[b.attention_mask.astype(bool)] for b in batches])
     embeds = word[ids]
     output = word if head is None else head.output_matrix.astype(np.float64)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from ..errors import TfparityError
 from .common import EXIT_FAIL, EXIT_PASS, add_model_argument, add_report_arguments, tolerance
 
 TOP_LEVEL = ("verdict", "candidates", "recovered_ids_match", "fix")
@@ -32,20 +34,48 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run_diagnose(args: argparse.Namespace) -> int:
     from ..api import load_model
-    from ..checks.diagnose import DiagnoseOptions, check_diagnose, read_inputs
+    from ..checks.diagnose import DiagnoseOptions, InputNames, check_diagnose, diagnose_inputs
     from ..report.jsonio import write_json
     from ..report.sections import render_diagnose
 
-    inputs = read_inputs(  # bad files fail before the model loads
-        args.ids,
-        args.embeds,
-        attention_mask=args.attention_mask,
-        token_type_ids=args.token_type_ids,
-        position_ids=args.position_ids,
-    )
+    files = {
+        "ids": ("--ids", args.ids),
+        "embeds": ("--embeds", args.embeds),
+        "attention_mask": ("--attention-mask", args.attention_mask),
+        "token_type_ids": ("--token-type-ids", args.token_type_ids),
+        "position_ids": ("--position-ids", args.position_ids),
+    }
+    arrays = {k: None if f is None else _read_npy(f, flag) for k, (flag, f) in files.items()}
+    names = InputNames(**{k: f"{flag} {f}" for k, (flag, f) in files.items()})
+    inputs = diagnose_inputs(**arrays, names=names)  # bad files fail before the model loads
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     report = check_diagnose(model, inputs, DiagnoseOptions(tolerance=tolerance(args)))
     print(render_diagnose(report))
     if args.json:
         write_json([report], args.json, top_level=TOP_LEVEL)
     return EXIT_PASS if report.passed else EXIT_FAIL
+
+
+def _read_npy(path: str, flag: str) -> Any:
+    """One ``.npy`` array (no pickles), or exit 2 naming the flag and the file."""
+    import numpy as np
+
+    try:
+        array = np.load(path, allow_pickle=False)
+    except FileNotFoundError as exc:
+        raise TfparityError(f"{flag}: no such file: {path}.") from exc
+    except (OSError, ValueError, EOFError) as exc:
+        raise TfparityError(
+            f"{flag}: {path} is not a readable .npy array (corrupt, truncated, or an "
+            f"object array, which is not loaded for safety): {exc}"
+        ) from exc
+    if not isinstance(array, np.ndarray):  # np.load returns an NpzFile for .npz archives
+        names = ", ".join(array.files)
+        array.close()
+        raise TfparityError(
+            f"{flag}: {path} is an .npz archive (arrays: {names}), not one .npy array; save "
+            "the array with np.save, or extract it: np.save('x.npy', np.load(path)['name'])."
+        )
+    if array.size == 0:
+        raise TfparityError(f"{flag}: {path} holds an empty array {list(array.shape)}.")
+    return array
