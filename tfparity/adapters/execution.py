@@ -371,6 +371,8 @@ class OneTrace:
 def with_execution(model: TFModel, options: ExecutionOptions) -> ExecutedModel:
     """``model`` running under ``options``; reduced precision or another device than
     the one holding its weights gives a clone (the original is left untouched)."""
+    if hasattr(model, "executed"):  # a keras-hub model says what it supports itself
+        return model.executed(options)
     base = model.model  # an ExecutedModel's clone holds float32 variables: cloning it works
     needs_clone = options.precision != "fp32" or not _lives_on(base, options.device)
     inner = clone_model(model, options) if needs_clone else base

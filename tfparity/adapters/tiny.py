@@ -77,3 +77,85 @@ def _scope_free_name(name: str) -> str:
 def _is_norm_scale(name: str) -> bool:
     lowered = name.lower()
     return "gamma" in lowered or ("norm" in lowered and lowered.endswith("weight:0"))
+
+
+def seed_torch_parameters(model: Any, seed: str) -> None:
+    """:func:`seed_weights` for a PyTorch model, by parameter name: how the tiny models
+    of architectures without a TF class (Llama, Qwen, Gemma) are seeded. Norm scales get
+    ``1 + N(0, 0.1)``, everything else ``N(0, 0.05)``, each from a generator seeded by
+    ``seed`` and the parameter's name."""
+    from .runtime import import_torch
+
+    torch = import_torch()
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            rng = np.random.default_rng(zlib.crc32(f"{seed}/{name}".encode()))
+            shape = tuple(param.shape)
+            lowered = name.lower()
+            if "norm" in lowered and lowered.endswith("weight"):
+                value = 1.0 + 0.1 * rng.standard_normal(shape)
+            else:
+                value = 0.05 * rng.standard_normal(shape)
+            param.copy_(torch.from_numpy(value.astype(np.float32)))
+
+
+def checkpoint_dir(model_type: str) -> Path:
+    """A Hugging Face directory (config.json + model.safetensors) holding the PyTorch
+    weights of ``tiny:<model_type>``, written once to the cache (a temporary folder when
+    the cache is off). Other frameworks' converters (keras-hub) read it.
+
+    Types with a TF class take the seeded TF model's weights (exactly the weights the
+    PyTorch reference of ``tiny:<type>`` gets); the others are seeded in PyTorch.
+    """
+    import hashlib
+    import json
+    import tempfile
+
+    from .._version import __version__
+    from ..architectures import registry
+    from .weight_cache import cache_root
+
+    arch = registry()[model_type]
+    key = json.dumps([model_type, dict(arch.tiny or {}), __version__], sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    root = cache_root()
+    base = root if root is not None else Path(tempfile.mkdtemp(prefix="tfparity-tiny-"))
+    directory = base / "tiny-checkpoints" / f"{model_type}-{digest}"
+    if (directory / "model.safetensors").is_file():
+        return directory
+    model = tiny_torch_model(model_type)
+    staging = Path(tempfile.mkdtemp(prefix=f".{model_type}-", dir=_parent(directory)))
+    model.save_pretrained(str(staging), safe_serialization=True)
+    try:
+        staging.rename(directory)  # atomic: a concurrent writer's copy is as good
+    except OSError:
+        import shutil
+
+        shutil.rmtree(staging, ignore_errors=True)
+    return directory
+
+
+def _parent(directory: Path) -> Path:
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    return directory.parent
+
+
+def tiny_torch_model(model_type: str) -> Any:
+    """The PyTorch base model of ``tiny:<model_type>`` with its seeded weights."""
+    from ..architectures import registry
+
+    arch = registry()[model_type]
+    if arch.tf_class is not None:
+        from .loading import load_tf
+        from .pt_model import PTModel
+        from .specs import ModelSpec
+
+        tf_model = load_tf(ModelSpec(f"tiny:{model_type}", "tiny", model_type)).model
+        return PTModel.from_tf(tf_model).model
+    from .runtime import import_transformers
+
+    config = tiny_config(model_type)
+    cls = getattr(import_transformers(), arch.pt_class)
+    model = cls._from_config(config, attn_implementation="eager")
+    seed_torch_parameters(model, seed=f"tiny:{model_type}")
+    return model.eval()

@@ -5,6 +5,7 @@ attention and a gated (SwiGLU) FFN. TF's ``get_input_embeddings()`` is broken fo
 from __future__ import annotations
 
 from .base import Architecture, EmbeddingTables, Positions
+from .keras_hub_layouts import KerasHubLayout, decoder_config
 
 ARCHITECTURES = (
     Architecture(
@@ -40,5 +41,12 @@ ARCHITECTURES = (
             "head_dim",
         ),
         ffn_weight="layers.{layer}.mlp.up_proj.weight",
+        # keras-hub's Mistral is localised to the layer: the HF TF side has no sub-layer
+        # layout for Mistral, and the registry keeps one layout per model type.
+        keras_hub=KerasHubLayout(
+            backbone="MistralBackbone",
+            final_norm="sequence_output_layernorm",
+            effective_config=decoder_config,
+        ),
     ),
 )

@@ -14,6 +14,12 @@ from dataclasses import replace
 
 from .base import Architecture, LMHead, Positions
 from .bert import FFN_WEIGHT, HINT_FIELDS, LAYOUT, TINY
+from .keras_hub_layouts import (
+    KerasHubLayout,
+    encoder_config,
+    encoder_feed_forward,
+    post_norm_encoder_taps,
+)
 
 TINY_ROBERTA = {
     **TINY,
@@ -40,6 +46,13 @@ ROBERTA = Architecture(
     sublayers=LAYOUT,
     hint_fields=HINT_FIELDS,
     ffn_weight=FFN_WEIGHT,
+    keras_hub=KerasHubLayout(
+        backbone="RobertaBackbone",
+        block_taps=post_norm_encoder_taps,
+        embeddings="embeddings_layer_norm",
+        feed_forward=encoder_feed_forward,
+        effective_config=encoder_config,
+    ),
 )
 
 ARCHITECTURES = (
@@ -51,10 +64,12 @@ ARCHITECTURES = (
         pt_class="XLMRobertaModel",
         tf_head_class="TFXLMRobertaForMaskedLM",
         pt_head_class="XLMRobertaForMaskedLM",
+        keras_hub=replace(ROBERTA.keras_hub, backbone="XLMRobertaBackbone"),
     ),
     replace(
         ROBERTA,
         model_type="camembert",
+        keras_hub=None,  # keras-hub has no converter for it
         tf_class="TFCamembertModel",
         pt_class="CamembertModel",
         tf_head_class="TFCamembertForMaskedLM",
@@ -65,6 +80,7 @@ ARCHITECTURES = (
     replace(
         ROBERTA,
         model_type="roberta-prelayernorm",
+        keras_hub=None,  # keras-hub has no converter for it
         tf_class="TFRobertaPreLayerNormModel",
         pt_class="RobertaPreLayerNormModel",
         tf_head_class="TFRobertaPreLayerNormForMaskedLM",
