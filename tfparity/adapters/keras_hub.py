@@ -74,18 +74,22 @@ class Ported:
     hf_key: str
     hook: Any
 
-    def pt_layout(self, pt_shape: tuple[int, ...]) -> tuple[np.ndarray, str | None]:
+    def pt_layout(self, pt_value: np.ndarray) -> tuple[np.ndarray, str | None]:
         """The Keras value in PyTorch's layout (the hook's permutation undone), and the
-        dtype the hook casts to where it casts (a lossy conversion), else None."""
+        dtype the hook casts to where it casts (a lossy conversion), else None. Entries
+        the hook drops (RoBERTa's two padding rows of the position table) are PyTorch's."""
+        pt_shape = tuple(pt_value.shape)
         value = np.asarray(self.variable.numpy())
         if self.hook is None:
+            if value.size != pt_value.size:
+                return value, None  # described as a shape difference
             return value.reshape(pt_shape), None
         probe = self.hook(np.zeros(pt_shape, np.float32), list(value.shape))
         cast = None if np.asarray(probe).dtype == np.float32 else str(np.asarray(probe).dtype)
         index = np.arange(int(np.prod(pt_shape)), dtype=np.float64).reshape(pt_shape)
         if cast is None:
             perm = np.asarray(self.hook(index, list(value.shape))).astype(np.int64).ravel()
-            out = np.empty(perm.size, value.dtype)
+            out = np.asarray(pt_value, value.dtype).ravel().copy()
             out[perm] = value.ravel()
             return out.reshape(pt_shape), None
         if value.shape == tuple(pt_shape):  # a cast only (or a transpose of a square)
@@ -267,8 +271,20 @@ class KerasHubModel:
             position_table=table,
         )
 
+    def _lookup(self) -> Any:
+        """The layer that embeds token ids: ``token_embedding``, or a token-and-position
+        layer (RoBERTa's, GPT-2's ``embeddings``) whose ``token_embedding`` does."""
+        with contextlib.suppress(ValueError):
+            return self.backbone.get_layer("token_embedding")
+        for layer in self.backbone.layers:
+            if getattr(layer, "token_embedding", None) is not None:
+                return layer
+        raise TfparityError(f"{type(self.backbone).__name__} has no token embedding layer.")
+
     def word_embeddings(self) -> Any:
-        return self.backbone.get_layer("token_embedding").embeddings
+        layer = self._lookup()
+        inner = getattr(layer, "token_embedding", None)
+        return (inner if inner is not None else layer).embeddings
 
     def gather(self, input_ids: np.ndarray) -> Any:
         """Word embeddings for the ids, gathered from the backbone's token embedding."""
@@ -289,8 +305,9 @@ class KerasHubModel:
     def how_embeds_run(self) -> str:
         return (
             "keras-hub: the inputs_embeds path runs the backbone's own functional graph cut "
-            "at token_embedding's output (keras.Function), fed the embeddings gathered from "
-            "token_embedding.embeddings; hidden_states[0] is the first block's input, the "
+            "after the token lookup (keras.Function), fed the embeddings gathered from the "
+            "token embedding matrix (a token-and-position layer adds its positions with its "
+            "own position_embedding); hidden_states[0] is the first block's input, the "
             "last hidden state the backbone's sequence_output."
         )
 
@@ -330,6 +347,8 @@ class KerasHubModel:
             else:
                 out = self._embeds_function()(self._embeds_feed(feed, inputs_embeds))
         arrays = {f"hidden_states[{k}]": v for k, v in enumerate(rec.hidden_states())}
+        if not isinstance(out, dict):  # GPT-2's backbone returns the sequence alone
+            out = {"sequence_output": out}
         seq = to_numpy(out["sequence_output"])
         if arrays:
             arrays[f"hidden_states[{len(arrays) - 1}]"] = seq
@@ -343,7 +362,7 @@ class KerasHubModel:
             import keras
 
             bb = self.backbone
-            cut = bb.get_layer("token_embedding").output
+            cut = self._lookup().output
             others = [bb.input[k] for k in bb.input if k != "token_ids"]
             self._embeds_fn = (
                 keras.Function([cut, *others], bb.output),
@@ -353,6 +372,12 @@ class KerasHubModel:
 
     def _embeds_feed(self, feed: dict[str, Any], embeds: Any) -> list[Any]:
         self._embeds_function()
+        layer = self._lookup()
+        positions = getattr(layer, "position_embedding", None)
+        if getattr(layer, "token_embedding", None) is not None and positions is not None:
+            # A token-and-position layer: the graph is cut after it, so its position
+            # half runs here, with its own sub-layer, as its call does.
+            embeds = embeds + positions(embeds)
         return [embeds, *[feed[k] for k in self._embeds_fn[1]]]
 
     def output_names(self, reference: Any) -> set[str]:
@@ -360,7 +385,8 @@ class KerasHubModel:
         backbone has no pooler where HF's RoBERTa has one)."""
         names = {k for k in reference if k.startswith("hidden_states[")}
         names.add("last_hidden_state")
-        if "pooled_output" in self.backbone.output:
+        outputs = self.backbone.output
+        if isinstance(outputs, dict) and "pooled_output" in outputs:
             names.add("pooler_output")
         return names
 
@@ -397,11 +423,27 @@ class KerasHubModel:
             name = _pt_name(port.hf_key, pt_weights)
             if name is None:
                 continue
-            value, cast = port.pt_layout(tuple(pt_weights[name].shape))
+            value, cast = port.pt_layout(pt_weights[name])
             found[name] = value
             if cast is not None:
                 self.casts[name] = cast
         return found
+
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[str]:
+        """PyTorch weights under ``prefix`` that the converter never ported (read with
+        port_weight), named: the backbone runs without them."""
+        if not self.ports:
+            return []
+        ported = {_pt_name(p.hf_key, pt_weights) for p in self.ports}
+        return [
+            f"weight {name} is not ported by keras-hub's converter (the backbone runs without it)"
+            for name in pt_weights
+            if name.startswith(prefix)
+            and contains in name
+            and name not in ported
+            and np.any(pt_weights[name])
+            and not name.endswith("position_ids")
+        ]
 
     def weight_note(self, name: str) -> str | None:
         cast = getattr(self, "casts", {}).get(name)

@@ -244,8 +244,7 @@ def load_pt(spec: str, *, allow_pickle: bool = False) -> PTModel:
         if for_config_type(parsed.location).tf_class is None:  # seeded in PyTorch
             from .tiny import tiny_torch_model
 
-            model = tiny_torch_model(parsed.location)
-            return cls_from_model(model, f"PyTorch {spec}")
+            return cls_from_model(tiny_torch_model(parsed.location), f"PyTorch {spec}")
         return PTModel.from_tf(load_tf(parsed).model, name=f"PyTorch {spec}")
     directory = Path(parsed.location) if parsed.kind != "hub" else _hub_snapshot(parsed.location)
     files = {p.name for p in directory.iterdir()}

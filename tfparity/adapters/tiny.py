@@ -123,9 +123,10 @@ def checkpoint_dir(model_type: str) -> Path:
     directory = base / "tiny-checkpoints" / f"{model_type}-{digest}"
     if (directory / "model.safetensors").is_file():
         return directory
-    model = tiny_torch_model(model_type)
+    model = _tiny_head_model(model_type)
     staging = Path(tempfile.mkdtemp(prefix=f".{model_type}-", dir=_parent(directory)))
     model.save_pretrained(str(staging), safe_serialization=True)
+    _add_body(model, staging)
     try:
         staging.rename(directory)  # atomic: a concurrent writer's copy is as good
     except OSError:
@@ -144,18 +145,59 @@ def tiny_torch_model(model_type: str) -> Any:
     """The PyTorch base model of ``tiny:<model_type>`` with its seeded weights."""
     from ..architectures import registry
 
-    arch = registry()[model_type]
-    if arch.tf_class is not None:
+    if registry()[model_type].tf_class is not None:
         from .loading import load_tf
         from .pt_model import PTModel
         from .specs import ModelSpec
 
         tf_model = load_tf(ModelSpec(f"tiny:{model_type}", "tiny", model_type)).model
         return PTModel.from_tf(tf_model).model
+    from .pt_model import PTModel
+
+    return PTModel.from_dir(checkpoint_dir(model_type)).model
+
+
+def _tiny_head_model(model_type: str) -> Any:
+    """The PyTorch model with its head (how hub checkpoints are saved: ``roberta.``,
+    ``model.`` prefixes and an ``lm_head``), every parameter seeded by name; types with
+    a TF class then get the seeded TF model's body weights, as their PyTorch reference
+    does."""
+    from ..architectures import registry
     from .runtime import import_transformers
 
+    arch = registry()[model_type]
     config = tiny_config(model_type)
-    cls = getattr(import_transformers(), arch.pt_class)
+    t = import_transformers()
+    cls = getattr(t, arch.pt_head_class or arch.pt_class)
     model = cls._from_config(config, attn_implementation="eager")
     seed_torch_parameters(model, seed=f"tiny:{model_type}")
+    if arch.tf_class is not None:
+        from .loading import load_tf
+        from .pt_model import PTModel
+        from .specs import ModelSpec
+
+        tf_model = load_tf(ModelSpec(f"tiny:{model_type}", "tiny", model_type)).model
+        body = PTModel.from_tf(tf_model).model.state_dict()
+        model.base_model.load_state_dict(body, strict=False)
+        model._tfparity_body = body  # a pooler the head class drops (ALBERT) is saved too
     return model.eval()
+
+
+def _add_body(model: Any, directory: Path) -> None:
+    """Write base-model weights the head class leaves out (ALBERT's pooler) into the
+    saved checkpoint, under the base prefix, as hub checkpoints hold them."""
+    body = getattr(model, "_tfparity_body", None)
+    if not body:
+        return
+    from safetensors.numpy import load_file, save_file
+
+    path = directory / "model.safetensors"
+    state = load_file(str(path))
+    prefix = model.base_model_prefix + "."
+    missing = {
+        prefix + k: v.detach().cpu().numpy()
+        for k, v in body.items()
+        if prefix + k not in state and k not in state and not k.endswith("position_ids")
+    }
+    if missing:
+        save_file({**state, **missing}, str(path), metadata={"format": "pt"})

@@ -268,6 +268,8 @@ def _hint(
     for prefix, contains in scope if pt_weights else []:
         found = hints.weight_differences(tf_weights, pt_weights, prefix, contains)
         parts += [_with_weight_note(tf_model, p) for p in found]
+        unported = getattr(tf_model, "unported", None)  # a converter's own weight map
+        parts += unported(pt_weights, prefix, contains) if unported is not None else []
     if isinstance(layer, int) and runs.pt_taps and tf_model.localisable():
         parts += _numeric_signature(tf_model, pt_model, layer, component, runs)
     if not parts and scope and not pt_weights:  # a stored reference: no weights to compare
