@@ -67,6 +67,8 @@ def _crosscheck(arch: Architecture) -> str:
 def render() -> str:
     rows = []
     for model_type, arch in sorted(registry().items()):
+        if arch.tf_class is None:  # keras-hub only: docs/keras-hub.md
+            continue
         cells = (
             f"`tiny:{model_type}`",
             arch.family,

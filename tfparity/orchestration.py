@@ -44,13 +44,17 @@ _PRECISION_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None):
-    """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model."""
+    """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model
+    (a ``keras-hub:<SPEC>`` gives a :class:`~tfparity.adapters.keras_hub.KerasHubModel`)."""
     from . import validation
+    from .adapters.keras_hub import KerasHubModel, is_keras_hub_spec, load_keras_hub
     from .adapters.tf_model import TFModel
 
     validation.model_spec(model, "model")
-    if isinstance(model, TFModel):
+    if isinstance(model, (TFModel, KerasHubModel)):
         return model
+    if is_keras_hub_spec(model):
+        return load_keras_hub(model)
     if isinstance(model, str):
         return TFModel.load(model, allow_pickle=allow_pickle)
     return TFModel.wrap(model, tokenizer=tokenizer)
@@ -70,8 +74,12 @@ def executed(tf_model: Any, execution: Any, *, fixed_shapes: bool = False) -> An
 
 
 def save_and_reload(tf_model: Any) -> Any:
-    """The TF model after ``save_pretrained`` and a fresh load (catches lost weights)."""
+    """The TF model after ``save_pretrained`` and a fresh load (catches lost weights);
+    a keras-hub model after ``save_to_preset`` and ``from_preset``."""
     import tempfile
+
+    if hasattr(tf_model, "reloaded"):
+        return tf_model.reloaded()
 
     from .adapters.tf_model import TFModel
 

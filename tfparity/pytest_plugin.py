@@ -42,9 +42,9 @@ class _Session:
 
     def load(self, spec: str) -> Any:
         if spec not in self.models:
-            from .adapters.tf_model import TFModel
+            from .api import load_model  # keras-hub:<SPEC> gives a KerasHubModel
 
-            self.models[spec] = TFModel.load(spec)
+            self.models[spec] = load_model(spec)
         return self.models[spec]
 
 

@@ -387,6 +387,8 @@ def with_execution(
     """``model`` running under ``options``; reduced precision or another device than
     the one holding its weights gives a clone (the original is left untouched).
     ``fixed_shapes``: batches come in a few fixed shapes (see :class:`ExecutedModel`)."""
+    if hasattr(model, "executed"):  # a keras-hub model says what it supports itself
+        return model.executed(options)
     base = model.model  # an ExecutedModel's clone holds float32 variables: cloning it works
     needs_clone = options.precision != "fp32" or not _lives_on(base, options.device)
     inner = clone_model(model, options) if needs_clone else base

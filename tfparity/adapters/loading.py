@@ -36,8 +36,17 @@ class Loaded:
 
 
 def tf_model_class(config: Any) -> Any:
-    """The TF class for the base model of ``config``, as its architecture names it."""
-    return getattr(import_transformers(), for_config(config).tf_class)
+    """The TF class for the base model of ``config``, as its architecture names it; a
+    clear refusal (exit 2) where transformers has none (Llama, Qwen, Gemma)."""
+    name = for_config(config).tf_class
+    if name is None:
+        raise TfparityError(
+            f"transformers has no TensorFlow model for '{config.model_type}', so it cannot "
+            "run as a Hugging Face TF model. Its TF/Keras port is keras-hub's: check it with "
+            f"the spec keras-hub:<MODEL> (e.g. keras-hub:tiny:{config.model_type}; "
+            "pip install 'tfparity[keras-hub]')."
+        )
+    return getattr(import_transformers(), name)
 
 
 def tf_lm_head_class(config: Any) -> Any:
@@ -68,6 +77,11 @@ def rebuilt_with_config(model: Any, changes: dict[str, Any]) -> Any:
 
 def load_tf(spec: ModelSpec, *, allow_pickle: bool = False, head: bool = False) -> Loaded:
     """Load and build the TF model that ``spec`` names (``head``: with its LM head)."""
+    if spec.kind == "keras-hub":
+        raise TfparityError(
+            f"'{spec.text}' is a keras-hub (Keras 3) model, not a Hugging Face TF model; "
+            "this command or API takes Hugging Face TF models only."
+        )
     if spec.kind == "tiny":
         return _load_tiny(spec.location, head=head)
     directory = Path(spec.location) if spec.kind != "hub" else _hub_snapshot(spec.location)

@@ -179,6 +179,17 @@ def _default_dtype(dtype: Any) -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
+def for_config_type(model_type: str) -> Any:
+    from ..architectures import lookup
+
+    return lookup(model_type)
+
+
+def cls_from_model(model: Any, name: str) -> PTModel:
+    """A PTModel around a PyTorch model already built and loaded."""
+    return PTModel(name, _eval(model), model.config)
+
+
 def _pt_class(config: Any) -> Any:
     """The PyTorch base class that ``config``'s architecture names (T5: the encoder)."""
     return getattr(import_transformers(), for_config(config).pt_class)
@@ -226,7 +237,19 @@ def load_pt(spec: str, *, allow_pickle: bool = False) -> PTModel:
     from .specs import parse_spec
 
     parsed = parse_spec(spec)
+    if parsed.kind == "keras-hub":  # the checkpoint keras-hub converts, in PyTorch
+        if parsed.inner is None:
+            raise TfparityError(
+                f"'{spec}' is a keras-hub preset: it holds no PyTorch reference; give one "
+                "with --pt (the Hugging Face checkpoint it was converted from)."
+            )
+        parsed = parsed.inner
+        spec = parsed.text
     if parsed.kind == "tiny":
+        if for_config_type(parsed.location).tf_class is None:  # seeded in PyTorch
+            from .tiny import tiny_torch_model
+
+            return cls_from_model(tiny_torch_model(parsed.location), f"PyTorch {spec}")
         return PTModel.from_tf(load_tf(parsed).model, name=f"PyTorch {spec}")
     directory = Path(parsed.location) if parsed.kind != "hub" else _hub_snapshot(parsed.location)
     files = {p.name for p in directory.iterdir()}

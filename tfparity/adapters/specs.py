@@ -11,13 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..architectures import tiny_types
+from ..architectures import tiny_types, torch_only_tiny_types
 from ..errors import TfparityError
 
 DEFAULT_MODEL = "minilm"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
-Kind = Literal["dir", "hub", "minilm", "tiny"]
+Kind = Literal["dir", "hub", "minilm", "tiny", "keras-hub"]
+KERAS_HUB = "keras-hub:"
+KERAS_HUB_EXTRA = "pip install 'tfparity[keras-hub]'"
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class ModelSpec:
     text: str
     kind: Kind
     location: str  # a directory, a hub id, or a tiny architecture name
+    inner: ModelSpec | None = None  # keras-hub: the checkpoint it converts (else None)
 
 
 def parse_spec(text: str) -> ModelSpec:
@@ -37,11 +40,13 @@ def parse_spec(text: str) -> ModelSpec:
             "The MODEL spec is empty. Give a directory, a cached Hugging Face "
             "id, 'minilm', or 'tiny:<model_type>'."
         )
+    if text.startswith(KERAS_HUB):
+        return _keras_hub_spec(text)
     if text == "minilm":
         return ModelSpec(text, "minilm", str(minilm_dir()))
     if text.startswith("tiny:"):
         arch = text.split(":", 1)[1]
-        known = tiny_types()
+        known = tiny_types() + torch_only_tiny_types()
         if arch not in known:
             raise TfparityError(
                 f"Unknown tiny architecture '{arch}' in '{text}'. tiny:<model_type> takes a "
@@ -63,6 +68,28 @@ def parse_spec(text: str) -> ModelSpec:
             "hub id, 'minilm', or 'tiny:<model_type>' (e.g. tiny:bert)."
         )
     return ModelSpec(text, "hub", text)
+
+
+def _keras_hub_spec(text: str) -> ModelSpec:
+    """``keras-hub:<SPEC>``: the checkpoint ``<SPEC>`` names (or a keras-hub preset
+    directory), converted by keras-hub. Without keras-hub installed: exit 2."""
+    rest = text[len(KERAS_HUB) :].strip()
+    if not rest or rest.startswith(KERAS_HUB):
+        raise TfparityError(
+            f"'{text}' names no checkpoint: keras-hub:<SPEC> takes any other MODEL spec "
+            "(keras-hub:minilm, keras-hub:tiny:bert, a directory, a cached hub id) or a "
+            "keras-hub preset directory."
+        )
+    if importlib.util.find_spec("keras_hub") is None:
+        raise TfparityError(
+            f"'{text}' loads the model through keras-hub (Keras 3), which is not "
+            f"installed: {KERAS_HUB_EXTRA}"
+        )
+    path = Path(rest).expanduser()
+    if path.is_dir() and (path / "metadata.json").is_file():  # written by save_to_preset
+        return ModelSpec(text, "keras-hub", str(path.resolve()))
+    inner = parse_spec(rest)
+    return ModelSpec(text, "keras-hub", inner.location, inner=inner)
 
 
 def minilm_dir() -> Path:

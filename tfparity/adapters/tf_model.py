@@ -150,3 +150,41 @@ class TFModel:
         from .gather import WordEmbeddingGather
 
         return WordEmbeddingGather.from_model(self.model)(np.asarray(input_ids))
+
+    # ------------------------------------------------------------------ localisation
+    # What the cross-check asks of a TF side (the keras-hub adapter answers the same).
+
+    def localisable(self) -> bool:
+        """Whether sub-layer taps and isolated runs exist for this model."""
+        from . import taps
+
+        return taps.supported(self.config)
+
+    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        """An eager ``input_ids`` run and its sub-layer outputs."""
+        from . import taps
+
+        eager = self.eager()
+        with taps.tf_taps(eager.model) as recorded:
+            trace = eager.run(batch)
+        return trace, recorded
+
+    def isolated(
+        self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
+    ) -> dict[str, np.ndarray]:
+        """Each sub-layer run on the PyTorch sub-layer's own input."""
+        from . import taps
+
+        return taps.isolate(self.model, pt_taps, pt_hidden, batch)
+
+    def feed_forward(self, layer: int) -> Any:
+        """The dense layers and norm around layer ``layer``'s activation, or None."""
+        from . import taps
+
+        return taps.feed_forward(self.model, layer)
+
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """TF values in PyTorch's layout, by the PyTorch names ``pt_weights`` use."""
+        from .weight_names import tf_weights_for
+
+        return tf_weights_for(self.model, pt_weights)

@@ -43,11 +43,13 @@ __all__ = [
     "for_config",
     "lookup",
     "registry",
+    "keras_hub_types",
     "tiny_types",
+    "torch_only_tiny_types",
 ]
 
 # Modules of this package that hold machinery, not a family.
-_MACHINERY = frozenset({"base", "faults", "sublayers", "generic"})
+_MACHINERY = frozenset({"base", "faults", "sublayers", "generic", "keras_hub_layouts"})
 
 
 @functools.cache
@@ -81,5 +83,22 @@ def for_config(config: Any) -> Architecture:
 
 
 def tiny_types() -> tuple[str, ...]:
-    """The model types that have a ``tiny:<model_type>`` spec, sorted."""
-    return tuple(sorted(t for t, a in registry().items() if a.tiny is not None))
+    """The model types whose ``tiny:<model_type>`` spec loads as a Hugging Face TF model,
+    sorted (see :func:`torch_only_tiny_types` for the others)."""
+    return tuple(
+        sorted(t for t, a in registry().items() if a.tiny is not None and a.tf_class is not None)
+    )
+
+
+def torch_only_tiny_types() -> tuple[str, ...]:
+    """The model types with a ``tiny:`` spec but no transformers TF class (Llama, Qwen,
+    Gemma): their tiny checkpoints are seeded in PyTorch and run on the TF side through
+    keras-hub (``keras-hub:tiny:<model_type>``)."""
+    return tuple(
+        sorted(t for t, a in registry().items() if a.tiny is not None and a.tf_class is None)
+    )
+
+
+def keras_hub_types() -> tuple[str, ...]:
+    """The model types whose keras-hub backbone tfparity maps onto Hugging Face's."""
+    return tuple(sorted(t for t, a in registry().items() if a.keras_hub is not None))

@@ -14,6 +14,12 @@ from typing import Any
 from .base import Architecture, LMHead, Positions
 from .bert import HINT_FIELDS, TINY
 from .faults import Fault, in_place, scale, with_config, zero
+from .keras_hub_layouts import (
+    KerasHubLayout,
+    encoder_config,
+    encoder_feed_forward,
+    post_norm_encoder_taps,
+)
 from .sublayers import FeedForward, Tap, extended_mask
 
 
@@ -149,5 +155,13 @@ ARCHITECTURES = (
         faults=FAULTS,
         ffn_weight="encoder.albert_layer_groups.0.albert_layers.0.ffn.weight",
         shared_layers=True,
+        keras_hub=KerasHubLayout(
+            backbone="AlbertBackbone",
+            block_taps=post_norm_encoder_taps,
+            embeddings="embeddings_layer_norm",
+            pooler="pooled_dense",
+            feed_forward=encoder_feed_forward,
+            effective_config=encoder_config,
+        ),
     ),
 )

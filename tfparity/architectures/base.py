@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from .faults import Fault
+from .keras_hub_layouts import KerasHubLayout
 from .sublayers import SubLayers
 
 
@@ -97,7 +98,7 @@ class ArchitectureFacts(Protocol):
 
     model_type: str
     family: str
-    tf_class: str
+    tf_class: str | None
     pt_class: str
     tiny: Mapping[str, Any] | None
     positions: Positions
@@ -109,6 +110,7 @@ class ArchitectureFacts(Protocol):
     hint_fields: tuple[str, ...]
     faults: tuple[Fault, ...]
     ffn_weight: str | None
+    keras_hub: KerasHubLayout | None
 
     def sublayers_for(self, config: Any) -> SubLayers | None: ...
 
@@ -125,12 +127,14 @@ class Architecture:
     beside the common ones. ``shared_layers``: one layer's weights serve every layer
     (ALBERT), so a weight fault shows from layer 0 on. ``head_in_checkpoint``: a
     ``tiny:`` model of this type has a seeded LM head (T5: tfparity runs the encoder
-    only).
+    only). ``tf_class`` None: transformers has no TF class (Llama, Qwen, Gemma); such a
+    model runs on the TF side only through keras-hub. ``keras_hub``: how keras-hub's
+    backbone for this type maps onto the Hugging Face model (None: not covered).
     """
 
     model_type: str
     family: str
-    tf_class: str
+    tf_class: str | None
     pt_class: str
     tf_head_class: str | None = None
     pt_head_class: str | None = None
@@ -148,6 +152,7 @@ class Architecture:
     shared_layers: bool = False
     known_difference: KnownDifference | None = None
     generic: bool = False
+    keras_hub: KerasHubLayout | None = None
 
     def sublayers_for(self, config: Any) -> SubLayers | None:
         """The sub-layer layout, where this config's layout is the one described."""

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, LMHead, Positions
+from .base import Architecture, KnownDifference, LMHead, Positions
 from .faults import Fault, in_place, reverse_rows, roll_rows, scale, transpose, with_config, zero
+from .keras_hub_layouts import (
+    KerasHubLayout,
+    encoder_config,
+    encoder_faults,
+    encoder_feed_forward,
+    post_norm_encoder_taps,
+)
 from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
 
 HINT_FIELDS = ("hidden_act", "layer_norm_eps", "type_vocab_size", "position_embedding_type")
@@ -187,6 +194,29 @@ MLM_HEAD = LMHead(
     lambda m, tf: m.mlm.predictions,
 )
 
+# keras-hub's BertBackbone builds its blocks with the tanh GELU whatever config.json
+# says (hidden_act is not passed by convert_bert.py), and BERT checkpoints use the exact
+# one: keras-hub:tiny:bert and keras-hub:minilm fail at layer 0, intermediate.
+GELU_FINDING = KnownDifference(
+    hidden_state=1,
+    layer=0,
+    component="intermediate",
+    hint="config hidden_act: 'gelu_approximate' (TF) vs 'gelu' (PyTorch)",
+    finding="keras-hub's BertBackbone hard-codes the tanh GELU (gelu_approximate); "
+    "BERT checkpoints (config hidden_act='gelu') use the exact erf GELU, and "
+    "convert_bert.py does not read hidden_act",
+)
+KERAS_HUB = KerasHubLayout(
+    backbone="BertBackbone",
+    block_taps=post_norm_encoder_taps,
+    embeddings="embeddings_layer_norm",
+    pooler="pooled_dense",
+    feed_forward=encoder_feed_forward,
+    effective_config=encoder_config,
+    faults=encoder_faults(),
+    known_difference=GELU_FINDING,
+)
+
 ARCHITECTURES = (
     Architecture(
         model_type="bert",
@@ -202,5 +232,6 @@ ARCHITECTURES = (
         hint_fields=HINT_FIELDS,
         faults=FAULTS,
         ffn_weight=FFN_WEIGHT,
+        keras_hub=KERAS_HUB,
     ),
 )

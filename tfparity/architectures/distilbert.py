@@ -8,6 +8,12 @@ from typing import Any
 
 from .base import Architecture, EmbeddingTables, LMHead, Positions
 from .faults import Fault, in_place, roll_rows, scale, transpose, with_config, zero
+from .keras_hub_layouts import (
+    KerasHubLayout,
+    block_config,
+    encoder_feed_forward,
+    post_norm_encoder_taps,
+)
 from .sublayers import AlwaysApplies, FeedForward, Tap
 
 
@@ -143,5 +149,12 @@ ARCHITECTURES = (
         hint_fields=("activation", "dim", "hidden_dim", "n_heads", "sinusoidal_pos_embds"),
         faults=FAULTS,
         ffn_weight="transformer.layer.{layer}.ffn.lin1.weight",
+        keras_hub=KerasHubLayout(
+            backbone="DistilBertBackbone",
+            block_taps=post_norm_encoder_taps,
+            embeddings="embeddings_layer_norm",
+            feed_forward=encoder_feed_forward,
+            effective_config=block_config("activation", None),
+        ),
     ),
 )

@@ -14,6 +14,7 @@ from typing import Any
 
 from .base import Architecture, EmbeddingTables, LMHead, Positions
 from .faults import Fault, in_place, roll_rows, scale, with_config, zero
+from .keras_hub_layouts import KerasHubLayout, block_config, pre_norm_decoder_taps
 from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
 
 TINY = dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=2)
@@ -135,6 +136,12 @@ GPT2 = Architecture(
     hint_fields=("activation_function", "layer_norm_epsilon", "n_inner", "scale_attn_weights"),
     faults=FAULTS,
     ffn_weight="h.{layer}.mlp.c_fc.weight",
+    keras_hub=KerasHubLayout(
+        backbone="GPT2Backbone",
+        block_taps=pre_norm_decoder_taps,
+        final_norm="layer_norm",
+        effective_config=block_config("activation_function", None),
+    ),
 )
 
-ARCHITECTURES = (GPT2, replace(GPT2, model_type="gpt-sw3", faults=()))
+ARCHITECTURES = (GPT2, replace(GPT2, model_type="gpt-sw3", faults=(), keras_hub=None))

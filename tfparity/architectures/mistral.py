@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, KnownDifference, Positions
 from .faults import Fault, in_place, scale, with_config
+from .keras_hub_layouts import KerasHubLayout, decoder_config, gated_decoder_taps
 from .sublayers import AlwaysApplies, FeedForward, Tap
 
 
@@ -163,5 +164,20 @@ ARCHITECTURES = (
         ),
         faults=FAULTS,
         ffn_weight="layers.{layer}.mlp.up_proj.weight",
+        keras_hub=KerasHubLayout(
+            backbone="MistralBackbone",
+            block_taps=gated_decoder_taps,
+            final_norm="sequence_output_layernorm",
+            effective_config=decoder_config,
+            known_difference=KnownDifference(
+                hidden_state=0,
+                layer="embeddings",
+                component="embeddings",
+                hint="casts embed_tokens.weight to float16",
+                finding="convert_mistral.py casts the token embedding (and lm_head) to "
+                "float16 before assigning them to float32 variables: a lossy conversion "
+                "(embeddings off by up to ~6e-5 on the tiny model)",
+            ),
+        ),
     ),
 )

@@ -12,8 +12,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .base import Architecture, LMHead, Positions
+from .base import Architecture, KnownDifference, LMHead, Positions
 from .bert import FFN_WEIGHT, HINT_FIELDS, LAYOUT, TINY
+from .keras_hub_layouts import (
+    KerasHubLayout,
+    encoder_config,
+    encoder_feed_forward,
+    post_norm_encoder_taps,
+)
 
 TINY_ROBERTA = {
     **TINY,
@@ -40,6 +46,24 @@ ROBERTA = Architecture(
     sublayers=LAYOUT,
     hint_fields=HINT_FIELDS,
     ffn_weight=FFN_WEIGHT,
+    keras_hub=KerasHubLayout(
+        backbone="RobertaBackbone",
+        block_taps=post_norm_encoder_taps,
+        embeddings="embeddings_layer_norm",
+        feed_forward=encoder_feed_forward,
+        effective_config=encoder_config,
+        known_difference=KnownDifference(
+            hidden_state=0,
+            layer="embeddings",
+            component="embeddings",
+            hint="token_type_embeddings.weight is not ported by keras-hub's converter",
+            finding="convert_roberta.py never ports embeddings.token_type_embeddings.weight "
+            "(RobertaBackbone has no segment embedding), so HF's type-0 row, added to every "
+            "token, is lost; convert_xlm_roberta.py folds it into the position table. Also "
+            "RobertaBackbone hard-codes LayerNorm epsilon 1e-5 (right for roberta-base, "
+            "config.json's layer_norm_eps is not read)",
+        ),
+    ),
 )
 
 ARCHITECTURES = (
@@ -51,10 +75,24 @@ ARCHITECTURES = (
         pt_class="XLMRobertaModel",
         tf_head_class="TFXLMRobertaForMaskedLM",
         pt_head_class="XLMRobertaForMaskedLM",
+        keras_hub=replace(
+            ROBERTA.keras_hub,
+            backbone="XLMRobertaBackbone",
+            known_difference=KnownDifference(
+                hidden_state=0,
+                layer="embeddings",
+                component="embeddings",
+                hint="config layer_norm_eps: 1e-05 (TF) vs 1e-12 (PyTorch)",
+                finding="XLMRobertaBackbone hard-codes LayerNorm epsilon 1e-5 and the "
+                "converter does not read layer_norm_eps (the tiny config's is 1e-12; real "
+                "XLM-R checkpoints use 1e-5, where they agree)",
+            ),
+        ),
     ),
     replace(
         ROBERTA,
         model_type="camembert",
+        keras_hub=None,  # keras-hub has no converter for it
         tf_class="TFCamembertModel",
         pt_class="CamembertModel",
         tf_head_class="TFCamembertForMaskedLM",
@@ -65,6 +103,7 @@ ARCHITECTURES = (
     replace(
         ROBERTA,
         model_type="roberta-prelayernorm",
+        keras_hub=None,  # keras-hub has no converter for it
         tf_class="TFRobertaPreLayerNormModel",
         pt_class="RobertaPreLayerNormModel",
         tf_head_class="TFRobertaPreLayerNormForMaskedLM",

@@ -17,7 +17,6 @@ from typing import Any
 from ..adapters import taps
 from ..adapters.pt_model import PTModel
 from ..adapters.tf_model import TFModel
-from ..adapters.weight_names import tf_weights_for
 from ..compare import (
     Comparison,
     Referee,
@@ -69,7 +68,7 @@ def crosscheck(
     """``tf_traces``: the TF model's ``input_ids`` runs of ``batches`` when the caller
     already has them (``tfparity check`` shares the embeds check's)."""
     same_architecture(tf_model, pt_model)
-    tapped = taps.supported(tf_model.config) and taps.supported(pt_model.config)
+    tapped = tf_model.localisable() and taps.supported(pt_model.config)
     runs = _run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
     masks = [b.attention_mask for b in batches]
     comparisons = compare_output_batches(
@@ -134,9 +133,8 @@ def _run_all(
     runs = _Runs()
     for i, batch in enumerate(batches):
         if tapped:  # taps record Python-side layer calls: the run must be eager
-            eager = tf_model.eager()
-            with taps.tf_taps(eager.model) as tf_rec:
-                runs.tf.append(eager.run(batch))
+            tf_trace, tf_rec = tf_model.tapped_run(batch)
+            runs.tf.append(tf_trace)
             pt, pt_rec = pt_model.recorded(batch, tapped=True)
             pt64, pt64_rec = pt_model.recorded(batch, float64=True, tapped=True)
             runs.pt.append(pt)
@@ -144,15 +142,24 @@ def _run_all(
             runs.tf_taps.append(tf_rec)
             runs.pt_taps.append(pt_rec)
             runs.pt64_taps.append(pt64_rec)
-            runs.isolated.append(
-                taps.isolate(tf_model.model, pt_rec, runs.pt[-1].hidden_states, batch)
-            )
+            runs.isolated.append(tf_model.isolated(pt_rec, runs.pt[-1].hidden_states, batch))
         else:
             runs.tf.append(tf_traces[i] if tf_traces is not None else tf_model.run(batch))
             runs.pt.append(pt_model.run(batch))
             runs.pt64.append(pt_model.run(batch, float64=True))
         ensure_finite(runs.pt[-1], "the PyTorch reference")
+        runs.pt[-1] = _outputs_of(tf_model, runs.pt[-1])
+        runs.pt64[-1] = _outputs_of(tf_model, runs.pt64[-1])
     return runs
+
+
+def _outputs_of(tf_model: TFModel, trace: Trace) -> Trace:
+    """The reference's tensors that the TF side produces at all: a keras-hub backbone
+    has no counterpart of some HF outputs (RoBERTa's pooler); HF TF models compare all."""
+    names = getattr(tf_model, "output_names", None)
+    if names is None:
+        return trace
+    return Trace({k: v for k, v in trace.items() if k in names(trace)})
 
 
 def _referee(name: str, runs: _Runs, masks: list, referee: Referee) -> RefereeResult | None:
@@ -260,10 +267,13 @@ def _hint(
     parts = hints.config_differences(tf_model.config, pt_model.config)
     scope = taps.weight_scope(pt_model.config, layer, component)
     pt_weights = pt_model.weights() if scope else {}
-    tf_weights = tf_weights_for(tf_model.model, pt_weights) if pt_weights else {}
+    tf_weights = tf_model.weights_for(pt_weights) if pt_weights else {}
     for prefix, contains in scope if pt_weights else []:
-        parts += hints.weight_differences(tf_weights, pt_weights, prefix, contains)
-    if isinstance(layer, int) and runs.pt_taps and taps.supported(tf_model.config):
+        found = hints.weight_differences(tf_weights, pt_weights, prefix, contains)
+        parts += [_with_weight_note(tf_model, p) for p in found]
+        unported = getattr(tf_model, "unported", None)  # a converter's own weight map
+        parts += unported(pt_weights, prefix, contains) if unported is not None else []
+    if isinstance(layer, int) and runs.pt_taps and tf_model.localisable():
         parts += _numeric_signature(tf_model, pt_model, layer, component, runs)
     if not parts and scope and not pt_weights:  # a stored reference: no weights to compare
         parts.append(
@@ -280,12 +290,20 @@ def _hint(
     return "; ".join(parts)
 
 
+def _with_weight_note(tf_model: TFModel, hint: str) -> str:
+    """A weight hint, with what the TF side knows of how that weight was converted."""
+    note = getattr(tf_model, "weight_note", None)
+    name = hint.split()[1] if hint.startswith("weight ") else ""
+    extra = note(name) if note is not None and name else None
+    return f"{hint} ({extra})" if extra else hint
+
+
 def _numeric_signature(
     tf_model: TFModel, pt_model: PTModel, layer: int, component: str | None, runs: _Runs
 ) -> list[str]:
     """Which activation (intermediate) or LayerNorm epsilon (output) reproduces each side,
     computed from PyTorch's inputs to the component and the TF weights."""
-    ffn = taps.feed_forward(tf_model.model, layer)
+    ffn = tf_model.feed_forward(layer)
     if ffn is None:
         return []
     pt_rec, tf_iso = runs.pt_taps[0], runs.isolated[0]

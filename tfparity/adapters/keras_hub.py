@@ -1,0 +1,609 @@
+"""The keras-hub side: a Hugging Face checkpoint converted by keras-hub's own converter
+into a Keras 3 backbone (TensorFlow backend), run and tapped like an HF TF model.
+
+:class:`KerasHubModel` offers what the checks use from
+:class:`~tfparity.adapters.tf_model.TFModel` (``run``, ``gather``, ``limits``,
+``tokenizer``, ``config``, ``word_embeddings``, taps and isolated runs), so the embeds
+check and the cross-check run on it unchanged.
+
+How the two paths run (faithful to the backbone's own graph, not a re-implementation):
+the ``input_ids`` path calls the backbone; the ``inputs_embeds`` path runs the same
+functional graph cut at the token embedding's output (a ``keras.Function`` from that
+tensor and the other inputs to the backbone's outputs), so everything after the lookup
+(Gemma's sqrt(d) scale, position and segment embeddings, norms, blocks) is the
+backbone's own. Hidden states are recorded per block call during the run (see
+:mod:`tfparity.architectures.keras_hub_layouts`).
+
+Weights: the converter's ``loader.port_weight(keras_variable, hf_weight_key, hook_fn)``
+calls are recorded while it converts, so each Keras variable is known by the HF weight
+it came from and the hook (transpose, reshape, dtype cast) that shaped it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..architectures import Architecture, Positions, Tap, for_config
+from ..architectures.keras_hub_layouts import KerasHubLayout
+from ..architectures.keras_hub_layouts import block as nth_block
+from ..compare import to_numpy
+from ..errors import TfparityError
+from ..inputs import Batch, Limits, check_limits
+from ..trace import Trace
+from .runtime import import_tf
+from .specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
+
+
+def import_keras_hub() -> Any:
+    """``keras_hub`` on Keras 3 with the TensorFlow backend (set before Keras is first
+    imported; a different backend chosen explicitly is refused: exit 2)."""
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import_tf()
+    try:
+        import keras
+        import keras_hub
+    except ImportError as exc:
+        raise TfparityError(
+            f"keras-hub specs need keras>=3 and keras-hub ({exc}): {KERAS_HUB_EXTRA}"
+        ) from exc
+    if keras.backend.backend() != "tensorflow":
+        raise TfparityError(
+            f"keras-hub models run here on the TensorFlow backend, but Keras uses "
+            f"'{keras.backend.backend()}' (KERAS_BACKEND). Unset it or set "
+            "KERAS_BACKEND=tensorflow."
+        )
+    return keras_hub
+
+
+def is_keras_hub_spec(spec: Any) -> bool:
+    return isinstance(spec, str) and spec.strip().startswith(KERAS_HUB)
+
+
+@dataclass(frozen=True)
+class Ported:
+    """One ``port_weight`` call: the Keras variable, the HF weight key, the hook."""
+
+    variable: Any
+    hf_key: str
+    hook: Any
+
+    def pt_layout(self, pt_value: np.ndarray) -> tuple[np.ndarray, str | None]:
+        """The Keras value in PyTorch's layout (the hook's permutation undone), and the
+        dtype the hook casts to where it casts (a lossy conversion), else None. Entries
+        the hook drops (RoBERTa's two padding rows of the position table) are PyTorch's."""
+        pt_shape = tuple(pt_value.shape)
+        value = np.asarray(self.variable.numpy())
+        if self.hook is None:
+            if value.size != pt_value.size:
+                return value, None  # described as a shape difference
+            return value.reshape(pt_shape), None
+        probe = self.hook(np.zeros(pt_shape, np.float32), list(value.shape))
+        cast = None if np.asarray(probe).dtype == np.float32 else str(np.asarray(probe).dtype)
+        index = np.arange(int(np.prod(pt_shape)), dtype=np.float64).reshape(pt_shape)
+        if cast is None:
+            perm = np.asarray(self.hook(index, list(value.shape))).astype(np.int64).ravel()
+            out = np.asarray(pt_value, value.dtype).ravel().copy()
+            out[perm] = value.ravel()
+            return out.reshape(pt_shape), None
+        if value.shape == tuple(pt_shape):  # a cast only (or a transpose of a square)
+            return value, cast
+        return value.reshape(pt_shape[::-1]).T, cast  # cast + transpose (Mistral's head)
+
+
+@contextlib.contextmanager
+def recording_ports() -> Iterator[list[Ported]]:
+    """Record every ``SafetensorLoader.port_weight`` call made in the body."""
+    from keras_hub.src.utils.transformers import safetensor_utils
+
+    loader = safetensor_utils.SafetensorLoader
+    original = loader.port_weight
+    records: list[Ported] = []
+
+    def port_weight(self: Any, keras_variable: Any, hf_weight_key: str, hook_fn: Any = None):
+        records.append(Ported(keras_variable, hf_weight_key, hook_fn))
+        return original(self, keras_variable, hf_weight_key, hook_fn)
+
+    loader.port_weight = port_weight
+    try:
+        yield records
+    finally:
+        loader.port_weight = original
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def checkpoint_of(spec: ModelSpec) -> tuple[Path, bool]:
+    """The directory keras-hub converts for a parsed ``keras-hub:`` spec, and whether it
+    is a keras-hub preset (``save_to_preset``) rather than a Hugging Face checkpoint."""
+    from . import tiny
+    from .loading import _hub_snapshot
+
+    inner = spec.inner
+    if inner is None:
+        return Path(spec.location), True
+    if inner.kind == "tiny":
+        return tiny.checkpoint_dir(inner.location), False
+    if inner.kind == "hub":
+        return _hub_snapshot(inner.location), False
+    return Path(inner.location), False
+
+
+def load_keras_hub(text: str) -> KerasHubModel:
+    """Convert the checkpoint a ``keras-hub:<SPEC>`` names with keras-hub's converter."""
+    spec = parse_spec(text)
+    if spec.kind != "keras-hub":
+        raise TfparityError(f"'{text}' is not a keras-hub spec (keras-hub:<SPEC>).")
+    keras_hub = import_keras_hub()
+    directory, preset = checkpoint_of(spec)
+    notes: list[str] = []
+    try:
+        with recording_ports() as ports:
+            backbone = keras_hub.models.Backbone.from_preset(str(directory))
+    except TfparityError:
+        raise
+    except Exception as exc:
+        raise TfparityError(
+            f"keras-hub could not convert {directory}: {' '.join(str(exc).split())[:300]}"
+        ) from exc
+    hf_config = _hf_config(directory, backbone, preset)
+    arch = for_config(hf_config)
+    layout = arch.keras_hub
+    if layout is None:
+        notes.append(
+            f"tfparity has no keras-hub layout for {hf_config.model_type}: hidden states "
+            "are compared, the divergence is localised to a layer."
+        )
+    if preset:
+        notes.append(
+            "A keras-hub preset directory: no converter ran, so weight hints are not "
+            "available (the weights are not traced back to Hugging Face names)."
+        )
+    tokenizer = _tokenizer(spec, directory)
+    model = KerasHubModel(
+        name=text,
+        backbone=backbone,
+        tokenizer=tokenizer,
+        hf_config=hf_config,
+        layout=layout,
+        ports=ports,
+        source=f"keras-hub {keras_hub.__version__} {type(backbone).__name__} from {directory}",
+        notes=notes,
+    )
+    model.notes.append(model.how_embeds_run())
+    return model
+
+
+def _hf_config(directory: Path, backbone: Any, preset: bool) -> Any:
+    from .runtime import import_transformers
+
+    t = import_transformers()
+    if (directory / "config.json").is_file() and not preset:
+        return t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+    raise TfparityError(
+        f"{directory} is a keras-hub preset: tfparity needs the Hugging Face config to map "
+        "it onto transformers; give the Hugging Face checkpoint (keras-hub:<HF dir>) instead."
+    )
+
+
+def _tokenizer(spec: ModelSpec, directory: Path) -> Any:
+    from . import tiny
+    from .loading import _tokenizer as hf_tokenizer
+    from .runtime import import_transformers
+
+    if spec.inner is not None and spec.inner.kind == "tiny":
+        return tiny.tiny_tokenizer()
+    return hf_tokenizer(import_transformers(), directory)
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+@dataclass
+class KerasHubModel:
+    """A keras-hub backbone with the Hugging Face config and tokenizer of its checkpoint.
+
+    ``config`` is the HF config with the fields the backbone really uses put in
+    (:attr:`KerasHubLayout.effective_config`), so config hints compare what runs.
+    """
+
+    name: str
+    backbone: Any
+    tokenizer: Any | None
+    hf_config: Any
+    layout: KerasHubLayout | None
+    ports: list[Ported] = field(default_factory=list)
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+    _embeds_fn: Any = None
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def model(self) -> Any:
+        return self.backbone
+
+    @property
+    def config(self) -> Any:
+        changes = self.layout.effective_config(self.backbone) if self.layout else {}
+        base = self.hf_config
+        return base.__class__.from_dict({**base.to_dict(), **changes})
+
+    @property
+    def model_type(self) -> str:
+        return self.hf_config.model_type
+
+    @property
+    def architecture(self) -> Architecture:
+        return for_config(self.hf_config)
+
+    @property
+    def padding_aware_positions(self) -> bool:
+        return self.architecture.positions is Positions.PADDING_AWARE
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return getattr(self.hf_config, "pad_token_id", None)
+
+    @property
+    def ids_only_change(self) -> None:
+        return None  # the embeds path is the backbone's graph after the lookup
+
+    @property
+    def limits(self) -> Limits:
+        c = self.hf_config
+        positions = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None)
+        table = positions if positions and positions > 0 else None
+        if self.padding_aware_positions and positions:
+            positions = positions - c.pad_token_id - 1
+        types = getattr(self.backbone, "num_segments", None)
+        return Limits(
+            vocab_size=int(self.word_embeddings().shape[0]),
+            max_positions=positions,
+            type_vocab_size=types,
+            position_table=table,
+        )
+
+    def _lookup(self) -> Any:
+        """The layer that embeds token ids: ``token_embedding``, or a token-and-position
+        layer (RoBERTa's, GPT-2's ``embeddings``) whose ``token_embedding`` does."""
+        with contextlib.suppress(ValueError):
+            return self.backbone.get_layer("token_embedding")
+        for layer in self.backbone.layers:
+            if getattr(layer, "token_embedding", None) is not None:
+                return layer
+        raise TfparityError(f"{type(self.backbone).__name__} has no token embedding layer.")
+
+    def word_embeddings(self) -> Any:
+        layer = self._lookup()
+        inner = getattr(layer, "token_embedding", None)
+        return (inner if inner is not None else layer).embeddings
+
+    def gather(self, input_ids: np.ndarray) -> Any:
+        """Word embeddings for the ids, gathered from the backbone's token embedding."""
+        tf = import_tf()
+        ids = np.asarray(input_ids)
+        vocab = int(self.word_embeddings().shape[0])
+        if ids.size and (ids.min() < 0 or ids.max() >= vocab):
+            raise TfparityError(f"input_ids hold ids outside the vocabulary (0..{vocab - 1}).")
+        return tf.gather(tf.convert_to_tensor(self.word_embeddings()), ids)
+
+    def eager(self) -> KerasHubModel:
+        return self
+
+    def forget_compiled(self) -> None:
+        """Drop the traced embeds function (after a fault changed the backbone)."""
+        self._embeds_fn = None
+
+    def how_embeds_run(self) -> str:
+        return (
+            "keras-hub: the inputs_embeds path runs the backbone's own functional graph cut "
+            "after the token lookup (keras.Function), fed the embeddings gathered from the "
+            "token embedding matrix (a token-and-position layer adds its positions with its "
+            "own position_embedding); hidden_states[0] is the first block's input, the "
+            "last hidden state the backbone's sequence_output."
+        )
+
+    # ------------------------------------------------------------------ runs
+
+    def inputs(self, batch: Batch) -> dict[str, Any]:
+        """The backbone's inputs for a batch: token_ids, padding_mask, segment_ids."""
+        names = set(self.backbone.input)
+        feed = {"token_ids": np.asarray(batch.input_ids, np.int32)}
+        feed["padding_mask"] = np.asarray(batch.attention_mask, np.int32)
+        if "segment_ids" in names:
+            types = batch.token_type_ids
+            feed["segment_ids"] = (
+                np.zeros_like(feed["token_ids"]) if types is None else np.asarray(types, np.int32)
+            )
+        if batch.position_ids is not None:
+            raise TfparityError("keras-hub backbones take no position ids; leave them out.")
+        return {k: v for k, v in feed.items() if k in names}
+
+    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+        check_limits(batch, self.limits)
+        trace, _ = self._run(batch, inputs_embeds, taps=False)
+        return trace
+
+    def _run(
+        self,
+        batch: Batch,
+        inputs_embeds: Any = None,
+        taps: bool = False,
+        substitute: dict[str, np.ndarray] | None = None,
+        block_inputs: list[np.ndarray] | None = None,
+    ) -> tuple[Trace, dict[str, np.ndarray]]:
+        feed = self.inputs(batch)
+        with _Recording(self, taps, substitute, block_inputs) as rec:
+            if inputs_embeds is None:
+                out = self.backbone(feed, training=False)
+            else:
+                out = self._embeds_function()(self._embeds_feed(feed, inputs_embeds))
+        arrays = {f"hidden_states[{k}]": v for k, v in enumerate(rec.hidden_states())}
+        if not isinstance(out, dict):  # GPT-2's backbone returns the sequence alone
+            out = {"sequence_output": out}
+        seq = to_numpy(out["sequence_output"])
+        if arrays:
+            arrays[f"hidden_states[{len(arrays) - 1}]"] = seq
+        arrays["last_hidden_state"] = seq
+        if "pooled_output" in out:
+            arrays["pooler_output"] = to_numpy(out["pooled_output"])
+        return Trace(arrays), rec.taps
+
+    def _embeds_function(self) -> Any:
+        if self._embeds_fn is None:
+            import keras
+
+            bb = self.backbone
+            cut = self._lookup().output
+            others = [bb.input[k] for k in bb.input if k != "token_ids"]
+            self._embeds_fn = (
+                keras.Function([cut, *others], bb.output),
+                [k for k in bb.input if k != "token_ids"],
+            )
+        return lambda feed: self._embeds_fn[0](feed)
+
+    def _embeds_feed(self, feed: dict[str, Any], embeds: Any) -> list[Any]:
+        self._embeds_function()
+        layer = self._lookup()
+        positions = getattr(layer, "position_embedding", None)
+        if getattr(layer, "token_embedding", None) is not None and positions is not None:
+            # A token-and-position layer: the graph is cut after it, so its position
+            # half runs here, with its own sub-layer, as its call does.
+            embeds = embeds + positions(embeds)
+        return [embeds, *[feed[k] for k in self._embeds_fn[1]]]
+
+    def output_names(self, reference: Any) -> set[str]:
+        """The reference's tensors this backbone has a counterpart of (a keras-hub
+        backbone has no pooler where HF's RoBERTa has one)."""
+        names = {k for k in reference if k.startswith("hidden_states[")}
+        names.add("last_hidden_state")
+        outputs = self.backbone.output
+        if isinstance(outputs, dict) and "pooled_output" in outputs:
+            names.add("pooler_output")
+        return names
+
+    # ------------------------------------------------------------------ localisation
+
+    def localisable(self) -> bool:
+        return self.layout is not None and self.layout.block_taps is not None
+
+    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        check_limits(batch, self.limits)
+        return self._run(batch, taps=True)
+
+    def isolated(
+        self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
+    ) -> dict[str, np.ndarray]:
+        """Each component run on PyTorch's own input: every block is fed PyTorch's
+        hidden state, and each tapped value is recorded, then replaced by PyTorch's, so
+        the next component gets PyTorch's input too (nobuco's approach, in one run).
+        Llama-style blocks add the attention residual from their own sum, so there the
+        output component carries the attention's own (small) error."""
+        _, recorded = self._run(batch, taps=True, substitute=pt_taps, block_inputs=pt_hidden)
+        return recorded
+
+    def feed_forward(self, layer: int) -> Any:
+        if self.layout is None or self.layout.feed_forward is None:
+            return None
+        return self.layout.feed_forward(nth_block(self.backbone, layer))
+
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Keras values in PyTorch's layout by PyTorch name, through the converter's
+        own mapping (the recorded port_weight calls)."""
+        found, self.casts = {}, {}
+        for port in self.ports:
+            name = _pt_name(port.hf_key, pt_weights)
+            if name is None:
+                continue
+            value, cast = port.pt_layout(pt_weights[name])
+            found[name] = value
+            if cast is not None:
+                self.casts[name] = cast
+        return found
+
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[str]:
+        """PyTorch weights under ``prefix`` that the converter never ported (read with
+        port_weight), named: the backbone runs without them."""
+        if not self.ports:
+            return []
+        ported = {_pt_name(p.hf_key, pt_weights) for p in self.ports}
+        return [
+            f"weight {name} is not ported by keras-hub's converter (the backbone runs without it)"
+            for name in pt_weights
+            if name.startswith(prefix)
+            and contains in name
+            and name not in ported
+            and np.any(pt_weights[name])
+            and not name.endswith("position_ids")
+        ]
+
+    def weight_note(self, name: str) -> str | None:
+        cast = getattr(self, "casts", {}).get(name)
+        if cast is None:
+            return None
+        return f"keras-hub's converter casts {name} to {cast} (a lossy dtype conversion)"
+
+    def reloaded(self) -> KerasHubModel:
+        """The backbone after keras-hub's own ``save_to_preset`` and ``from_preset``
+        (the keras-hub counterpart of save_pretrained + reload)."""
+        import tempfile
+
+        keras_hub = import_keras_hub()
+        with tempfile.TemporaryDirectory(prefix="tfparity-preset-") as tmp:
+            self.backbone.save_to_preset(tmp)
+            backbone = keras_hub.models.Backbone.from_preset(tmp)
+        by_path = {v.path: v for v in backbone.weights}
+        ports = [
+            Ported(by_path[p.variable.path], p.hf_key, p.hook)
+            for p in self.ports
+            if p.variable.path in by_path
+        ]
+        return KerasHubModel(
+            name=f"{self.name} (save_to_preset and reloaded)",
+            backbone=backbone,
+            tokenizer=self.tokenizer,
+            hf_config=self.hf_config,
+            layout=self.layout,
+            ports=ports,
+            source=f"{self.source}, saved with save_to_preset and reloaded",
+            notes=list(self.notes),
+        )
+
+    def executed(self, options: Any) -> KerasHubModel:
+        """This model under an ExecutionOptions: eager float32 only (exit 2 otherwise)."""
+        if options.precision != "fp32" or options.xla:
+            raise TfparityError(
+                "keras-hub models run eagerly in float32 here; --precision fp16/bf16 and "
+                "--xla are for Hugging Face TF models."
+            )
+        return self
+
+
+def _pt_name(hf_key: str, pt_weights: dict[str, np.ndarray]) -> str | None:
+    if hf_key in pt_weights:
+        return hf_key
+    for name in pt_weights:  # the converter's keys may carry the model prefix, or not
+        if hf_key.endswith("." + name) or name.endswith("." + hf_key):
+            return name
+    return None
+
+
+# ----------------------------------------------------------------------------- taps
+
+
+class _Recording:
+    """Wraps the backbone's blocks (hidden states, per call) and, with ``taps``, the
+    layout's sub-layer taps while one run lasts. ``substitute``: PyTorch's tap values,
+    put in place of each tapped value after it is recorded; ``block_inputs``: PyTorch's
+    hidden states, fed to each block call instead of TF's."""
+
+    def __init__(self, model: KerasHubModel, taps: bool, substitute: Any, block_inputs: Any):
+        self.model, self.want_taps = model, taps
+        self.substitute, self.block_inputs = substitute, block_inputs
+        self.inputs: list[np.ndarray] = []
+        self.outputs: list[np.ndarray] = []
+        self.taps: dict[str, np.ndarray] = {}
+        self._restore: list[tuple[Any, Any]] = []
+        self._call = -1
+
+    def hidden_states(self) -> list[np.ndarray]:
+        if not self.inputs:
+            return []
+        return [self.inputs[0], *self.outputs]
+
+    def __enter__(self) -> _Recording:
+        bb = self.model.backbone
+        blocks = _unique_blocks(bb)
+        tap_layers: dict[int, list[tuple[str, Tap]]] = {}
+        layout = self.model.layout
+        if self.want_taps and layout is not None:
+            for blk in blocks:
+                for comp, tap in (layout.block_taps(blk) if layout.block_taps else {}).items():
+                    tap_layers.setdefault(id(tap.layer), []).append((comp, tap))
+            for name, attr in (("embeddings", layout.embeddings), ("pooler", layout.pooler)):
+                if attr:
+                    layer = bb.get_layer(attr)
+                    tap_layers.setdefault(id(layer), []).append((f"@{name}", Tap(layer)))
+        seen: dict[int, Any] = {}
+        for blk in blocks:
+            seen[id(blk)] = blk
+        for layer_id, entries in tap_layers.items():
+            if layer_id in seen:
+                continue
+            layer = entries[0][1].layer
+            self._wrap(layer, self._tap_wrapper(layer.call, entries))
+        for blk in blocks:
+            self._wrap(blk, self._block_wrapper(blk.call, tap_layers.get(id(blk), [])))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for layer, call in reversed(self._restore):
+            layer.call = call
+        self._restore.clear()
+
+    def _wrap(self, layer: Any, wrapper: Any) -> None:
+        self._restore.append((layer, layer.call))
+        layer.call = wrapper
+
+    def _name(self, comp: str) -> str:
+        return comp[1:] if comp.startswith("@") else f"layer_{self._call}.{comp}"
+
+    def _swap(self, name: str, value: Any) -> Any:
+        if self.substitute is None or name not in self.substitute:
+            return value
+        tf = import_tf()
+        return tf.cast(tf.constant(np.asarray(self.substitute[name], np.float32)), value.dtype)
+
+    def _tap_wrapper(self, call: Any, entries: list[tuple[str, Tap]]) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            args = list(args)
+            for comp, tap in entries:
+                if tap.side == "in":
+                    name = self._name(comp)
+                    self.taps[name] = to_numpy(args[0])
+                    args[0] = self._swap(name, args[0])
+            out = call(*args, **kwargs)
+            for comp, tap in entries:
+                if tap.side == "out":
+                    name = self._name(comp)
+                    self.taps[name] = to_numpy(out)
+                    out = self._swap(name, out)
+            return out
+
+        return wrapper
+
+    def _block_wrapper(self, call: Any, entries: list[tuple[str, Tap]]) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self._call += 1
+            args = list(args)
+            if self.block_inputs is not None and self._call < len(self.block_inputs):
+                tf = import_tf()
+                fed = np.asarray(self.block_inputs[self._call], np.float32)
+                args[0] = tf.cast(tf.constant(fed), args[0].dtype)
+            self.inputs.append(to_numpy(args[0]))
+            out = call(*args, **kwargs)
+            value = out[0] if isinstance(out, (tuple, list)) else out
+            self.outputs.append(to_numpy(value))
+            for comp, _tap in entries:
+                self.taps[self._name(comp)] = to_numpy(value)
+            return out
+
+        return wrapper
+
+
+def _unique_blocks(backbone: Any) -> list[Any]:
+    found, ids = [], set()
+    for b in backbone.transformer_layers:
+        for blk in b if isinstance(b, (list, tuple)) else [b]:
+            if id(blk) not in ids:
+                ids.add(id(blk))
+                found.append(blk)
+    return found

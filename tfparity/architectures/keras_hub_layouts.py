@@ -1,0 +1,287 @@
+"""keras-hub (Keras 3) as a second TF-side framework in the registry: how a family's
+keras-hub backbone lines up with its Hugging Face PyTorch model.
+
+A family module sets ``Architecture.keras_hub`` to a :class:`KerasHubLayout`. The
+keras-hub adapter (:mod:`tfparity.adapters.keras_hub`) does the rest generically:
+
+- ``hidden_states[0]`` is the first transformer block's input, ``hidden_states[k]`` the
+  output of block call ``k-1``, and the last hidden state is the backbone's
+  ``sequence_output``: after the final norm where the family has one (GPT-2's
+  ``layer_norm``, Llama's ``sequence_output_layernorm``), as Hugging Face's last
+  ``hidden_states`` entry is. Shared blocks (ALBERT) are counted per call.
+- Sub-layer taps use the same names as the HF layouts (``layer_{i}.attention``,
+  ``.intermediate``, ``.output``, ``embeddings``, ``pooler``); ``block_taps`` gives them
+  for one keras-hub block. Nothing here imports Keras: the functions navigate the
+  objects handed to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .faults import Fault
+from .sublayers import FeedForward, Tap
+
+if TYPE_CHECKING:
+    from .base import KnownDifference
+
+
+@dataclass(frozen=True)
+class KerasHubLayout:
+    """How keras-hub's backbone for a model type maps onto the Hugging Face model.
+
+    ``backbone``: the keras-hub class its transformers converter builds (documentation
+    and a sanity check). ``block_taps(block)``: component -> :class:`Tap` inside one
+    transformer block (None: localised to the layer). ``embeddings``/``pooler``: layers
+    whose outputs are HF's embedding output and pooler output. ``final_norm``: the layer
+    after the last block (the last hidden state is after it). ``feed_forward(block)``:
+    the dense layers and norm around the activation, for numeric hints.
+    ``effective_config(backbone)``: Hugging Face config fields as the backbone really
+    uses them (epsilon, activation, RoPE theta, sliding window), so hints compare what
+    runs, not what config.json says. ``faults``: breakages injected into the backbone,
+    with where the cross-check must localise them. ``known_difference``: where the
+    converter really differs from transformers on ``tiny:<model_type>``.
+    """
+
+    backbone: str
+    block_taps: Callable[[Any], dict[str, Tap]] | None = None
+    embeddings: str | None = None
+    pooler: str | None = None
+    final_norm: str | None = None
+    feed_forward: Callable[[Any], FeedForward | None] | None = None
+    effective_config: Callable[[Any], dict[str, Any]] = lambda backbone: {}
+    faults: tuple[Fault, ...] = ()
+    known_difference: KnownDifference | None = None
+
+
+# ----------------------------------------------------------------------------- taps
+
+
+def post_norm_encoder_taps(block: Any) -> dict[str, Tap]:
+    """keras-hub's ``TransformerEncoder`` (post-LayerNorm: BERT, RoBERTa, DistilBERT,
+    ALBERT): attention + residual + LayerNorm, the activated up-projection, and the
+    down-projection + residual + LayerNorm (the block's output)."""
+    return {
+        "attention": Tap(block._self_attention_layer_norm),
+        "intermediate": Tap(block._feedforward_intermediate_dense),
+        "output": Tap(block._feedforward_layer_norm),
+    }
+
+
+def encoder_feed_forward(block: Any) -> FeedForward:
+    act = getattr(block._feedforward_intermediate_dense.activation, "__name__", "?")
+    return FeedForward(
+        block._feedforward_intermediate_dense,
+        block._feedforward_output_dense,
+        block._feedforward_layer_norm,
+        act,
+    )
+
+
+def pre_norm_decoder_taps(block: Any) -> dict[str, Tap]:
+    """keras-hub's ``TransformerDecoder`` with ``normalize_first`` (GPT-2): the first
+    residual sum (the FFN norm's input), the activated up-projection, the block output."""
+    return {
+        "attention": Tap(block._feedforward_layer_norm, "in"),
+        "intermediate": Tap(block._feedforward_intermediate_dense),
+        "output": Tap(block),
+    }
+
+
+def gated_decoder_taps(block: Any) -> dict[str, Tap]:
+    """Llama-style decoders (Llama, Mistral, Qwen, Qwen3): the residual sum after
+    attention (the FFN RMSNorm's input), the gated product (the down-projection's input),
+    the block output."""
+    return {
+        "attention": Tap(block._feedforward_layernorm, "in"),
+        "intermediate": Tap(block._feedforward_output_dense, "in"),
+        "output": Tap(block),
+    }
+
+
+def gemma_taps(block: Any) -> dict[str, Tap]:
+    """Gemma's ``GemmaDecoderBlock``: as :func:`gated_decoder_taps` under its names."""
+    return {
+        "attention": Tap(block.pre_ffw_norm, "in"),
+        "intermediate": Tap(block.ffw_linear, "in"),
+        "output": Tap(block),
+    }
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def block_config(
+    act_field: str = "hidden_act", eps_field: str | None = "layer_norm_eps"
+) -> Callable[[Any], dict[str, Any]]:
+    """The activation and LayerNorm epsilon keras-hub's blocks really use, under the HF
+    config fields of the family (``hidden_act``/``layer_norm_eps`` for BERT)."""
+
+    def read(backbone: Any) -> dict[str, Any]:
+        block = _first_block(backbone)
+        act = getattr(block._feedforward_intermediate_dense.activation, "__name__", None)
+        found: dict[str, Any] = {act_field: act}
+        if eps_field is not None:
+            found[eps_field] = float(block._feedforward_layer_norm.epsilon)
+        return found
+
+    return read
+
+
+encoder_config = block_config()
+
+
+def decoder_config(backbone: Any) -> dict[str, Any]:
+    """RMSNorm epsilon, RoPE theta and sliding window of a Llama-style backbone."""
+    found: dict[str, Any] = {}
+    for field, attrs in (
+        ("rms_norm_eps", ("layer_norm_epsilon",)),
+        ("rope_theta", ("rope_max_wavelength",)),
+        ("sliding_window", ("sliding_window", "sliding_window_size")),
+    ):
+        for attr in attrs:
+            if hasattr(backbone, attr):
+                found[field] = getattr(backbone, attr)
+                break
+    if getattr(backbone, "use_sliding_window_attention", True) is False:
+        found["sliding_window"] = None
+    return found
+
+
+def _first_block(backbone: Any) -> Any:
+    blocks = backbone.transformer_layers
+    first = blocks[0]
+    return first[0] if isinstance(first, (list, tuple)) else first
+
+
+def block(backbone: Any, i: int) -> Any:
+    """Transformer block ``i`` of a backbone (ALBERT's groups flattened)."""
+    flat = []
+    for b in backbone.transformer_layers:
+        flat.extend(b if isinstance(b, (list, tuple)) else [b])
+    return flat[i % len(flat)]
+
+
+# ----------------------------------------------------------------------------- faults
+
+
+def on_backbone(change: Callable[[Any], None]) -> Callable[[Any], Any]:
+    """A fault that edits the keras-hub backbone of a keras-hub model in place."""
+
+    def apply(model: Any) -> Any:
+        change(model.backbone)
+        model.forget_compiled()
+        return model
+
+    return apply
+
+
+def k_zero(var: Any) -> None:
+    var.assign(np.zeros(tuple(var.shape), "float32"))
+
+
+def k_transpose(var: Any) -> None:
+    """A square kernel transposed (a 3-D attention kernel as its 2-D matrix)."""
+    value = np.asarray(var.numpy())
+    side = int(round(value.size**0.5))
+    var.assign(value.reshape(side, side).T.reshape(value.shape))
+
+
+def k_scale(var: Any, factor: float) -> None:
+    var.assign(np.asarray(var.numpy()) * factor)
+
+
+def k_roll_rows(var: Any) -> None:
+    var.assign(np.roll(np.asarray(var.numpy()), 1, axis=0))
+
+
+def set_epsilon(layer: Any, epsilon: float) -> None:
+    layer.epsilon = epsilon
+
+
+def exact_gelu(dense: Any) -> None:
+    """The up-projection's activation swapped for the other GELU (tanh <-> exact)."""
+    import keras
+
+    tanh = getattr(dense.activation, "__name__", "") == "gelu_approximate"
+
+    def gelu_exact(x: Any) -> Any:
+        return keras.activations.gelu(x, approximate=False)
+
+    def gelu_approximate(x: Any) -> Any:
+        return keras.activations.gelu(x, approximate=True)
+
+    dense.activation = gelu_exact if tanh else gelu_approximate
+
+
+def encoder_faults(embeddings_position: str = "position_embedding") -> tuple[Fault, ...]:
+    """The fault catalogue on a post-LayerNorm keras-hub encoder (BERT-like), expected
+    where a 2-layer model's cross-check must localise them."""
+
+    def attn(b: Any, i: int) -> Any:
+        return block(b, i)._self_attention_layer
+
+    return (
+        Fault(
+            "zeroed attention query bias",
+            on_backbone(lambda b: k_zero(attn(b, 1).query_dense.bias)),
+            2,
+            1,
+            "attention",
+            "all zeros",
+        ),
+        Fault(
+            "transposed attention output kernel",
+            on_backbone(lambda b: k_transpose(attn(b, 0).output_dense.kernel)),
+            1,
+            0,
+            "attention",
+            "transposed",
+        ),
+        Fault(
+            "scaled query kernel",
+            on_backbone(lambda b: k_scale(attn(b, 1).query_dense.kernel, 1.1)),
+            2,
+            1,
+            "attention",
+            "scaled by 1.1",
+        ),
+        Fault(
+            "dropped intermediate bias",
+            on_backbone(lambda b: k_zero(block(b, 0)._feedforward_intermediate_dense.bias)),
+            1,
+            0,
+            "intermediate",
+            "all zeros",
+        ),
+        Fault(
+            "GELU variant (tanh <-> exact)",
+            on_backbone(lambda b: exact_gelu(block(b, 0)._feedforward_intermediate_dense)),
+            1,
+            0,
+            "intermediate",
+            "activation: PyTorch's intermediate output matches",
+        ),
+        Fault(
+            "LayerNorm epsilon 1e-3",
+            on_backbone(lambda b: set_epsilon(block(b, 0)._feedforward_layer_norm, 1e-3)),
+            1,
+            0,
+            "output",
+            "PyTorch's output matches eps=1e-12, TF uses 0.001",
+        ),
+        Fault(
+            "shifted position table",
+            on_backbone(
+                lambda b: k_roll_rows(b.get_layer(embeddings_position).position_embeddings)
+            ),
+            0,
+            "embeddings",
+            "embeddings",
+            "shifted",
+        ),
+    )

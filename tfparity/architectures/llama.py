@@ -1,0 +1,166 @@
+"""Llama: a causal, pre-RMSNorm decoder with rotary positions, grouped-query attention
+and a gated (SwiGLU) FFN. transformers has no TF class for it: its TF/Keras port is
+keras-hub's ``Llama3Backbone`` (``keras-hub:tiny:llama``), and ``tiny:llama`` is seeded
+in PyTorch. Qwen, Qwen3 and Mistral's keras-hub ports share this layout.
+
+The PyTorch layout (:class:`GatedDecoderLayout`) taps ``layers[i]``: the residual sum
+after attention (``post_attention_layernorm``'s input), the gated product
+(``mlp.down_proj``'s input) and the layer's output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import TfparityError
+from .base import Architecture, EmbeddingTables, KnownDifference, Positions
+from .faults import Fault
+from .keras_hub_layouts import (
+    KerasHubLayout,
+    block,
+    decoder_config,
+    gated_decoder_taps,
+    k_scale,
+    k_transpose,
+    k_zero,
+    on_backbone,
+    set_epsilon,
+)
+from .sublayers import AlwaysApplies, FeedForward, Tap
+
+HINT_FIELDS = (
+    "hidden_act",
+    "rms_norm_eps",
+    "rope_theta",
+    "sliding_window",
+    "num_key_value_heads",
+    "head_dim",
+)
+TINY = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=8,
+    intermediate_size=64,
+    max_position_embeddings=64,
+    bos_token_id=0,
+    eos_token_id=2,
+    tie_word_embeddings=False,
+)
+DECODER_TABLES = EmbeddingTables(
+    word="embed_tokens", position=None, token_type=None, layer_norm=None
+)
+
+
+class GatedDecoderLayout(AlwaysApplies):
+    """PyTorch ``layers[i]`` of a Llama-style model; there is no HF TF side."""
+
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        raise TfparityError("transformers has no TensorFlow model for this architecture.")
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        taps = {}
+        for i, layer in enumerate(model.layers):
+            taps[f"layer_{i}.attention"] = Tap(layer.post_attention_layernorm, "in")
+            taps[f"layer_{i}.intermediate"] = Tap(layer.mlp.down_proj, "in")
+            taps[f"layer_{i}.output"] = Tap(layer)
+        return taps
+
+    def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
+        raise TfparityError("transformers has no TensorFlow model for this architecture.")
+
+    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
+        if not isinstance(layer, int):
+            return ["embed_tokens."] if component == "embeddings" else []
+        parts = {
+            "attention": ("input_layernorm.", "self_attn."),
+            "intermediate": ("post_attention_layernorm.", "mlp.gate_proj.", "mlp.up_proj."),
+            "output": ("mlp.down_proj.",),
+        }[component]
+        return [f"layers.{layer}.{part}" for part in parts]
+
+    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
+        return None
+
+
+LAYOUT = GatedDecoderLayout()
+FFN_WEIGHT = "layers.{layer}.mlp.up_proj.weight"
+
+
+def _attn(backbone: Any, i: int) -> Any:
+    return block(backbone, i)._self_attention_layer
+
+
+def decoder_faults(attn: Any = _attn) -> tuple[Fault, ...]:
+    """Faults in a Llama-style keras-hub backbone (``attn(backbone, i)``: block i's
+    attention layer)."""
+    return (
+        Fault(
+            "scaled query kernel",
+            on_backbone(lambda b: k_scale(attn(b, 1)._query_dense.kernel, 1.1)),
+            2,
+            1,
+            "attention",
+            "scaled by 1.1",
+        ),
+        Fault(
+            "transposed attention output kernel",
+            on_backbone(lambda b: k_transpose(attn(b, 0)._output_dense.kernel)),
+            1,
+            0,
+            "attention",
+            "transposed",
+        ),
+        Fault(
+            "zeroed up-projection kernel",
+            on_backbone(lambda b: k_zero(block(b, 1)._feedforward_intermediate_dense.kernel)),
+            2,
+            1,
+            "intermediate",
+            "all zeros",
+        ),
+        Fault(
+            "RMSNorm epsilon 1e-2",
+            on_backbone(lambda b: set_epsilon(block(b, 0)._self_attention_layernorm, 1e-2)),
+            1,
+            0,
+            "attention",
+            "computation",
+        ),
+    )
+
+
+LLAMA_EPS = KnownDifference(
+    hidden_state=1,
+    layer=0,
+    component="attention",
+    hint="config rms_norm_eps: 1e-06 (TF) vs 1e-05 (PyTorch)",
+    finding="keras-hub's Llama converter (convert_llama3.py) does not pass rms_norm_eps "
+    "to Llama3Backbone, which then uses its default 1e-6; Llama 2/3 checkpoints use 1e-5",
+)
+
+ARCHITECTURES = (
+    Architecture(
+        model_type="llama",
+        family="llama",
+        tf_class=None,
+        pt_class="LlamaModel",
+        pt_head_class="LlamaForCausalLM",
+        tiny={**TINY, "rms_norm_eps": 1e-5},  # Llama 2 and 3 checkpoints use 1e-5
+        positions=Positions.ROTARY,
+        causal=True,
+        embeddings=DECODER_TABLES,
+        sublayers=LAYOUT,
+        hint_fields=HINT_FIELDS,
+        ffn_weight=FFN_WEIGHT,
+        keras_hub=KerasHubLayout(
+            backbone="Llama3Backbone",
+            block_taps=gated_decoder_taps,
+            final_norm="sequence_output_layernorm",
+            effective_config=decoder_config,
+            faults=decoder_faults(),
+            known_difference=LLAMA_EPS,
+        ),
+    ),
+)
