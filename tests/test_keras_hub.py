@@ -160,3 +160,9 @@ def test_faults_injected_into_keras_hub_backbones_are_localised(inner, fix):
             fault.component,
         ), (fault.name, d)
         assert fault.hint in d.hint, (fault.name, d.hint)
+
+
+@pytest.mark.parametrize("flag", [["--graph"], ["--xla"], ["--precision", "bf16"]])
+def test_execution_flags_keras_hub_cannot_honour_are_refused(flag):
+    """Never silently ignored: a keras-hub model runs eagerly in float32."""
+    assert cli.main(["check", "keras-hub:tiny:bert", "--no-pt", *flag]) == 2

@@ -478,11 +478,18 @@ class KerasHubModel:
         )
 
     def executed(self, options: Any) -> KerasHubModel:
-        """This model under an ExecutionOptions: eager float32 only (exit 2 otherwise)."""
-        if options.precision != "fp32" or options.xla:
+        """This model under an ExecutionOptions: eager float32 on TensorFlow's default
+        placement only; anything else asked for explicitly is exit 2, never ignored."""
+        explicit_graph = options.graph and not options.auto
+        if options.precision != "fp32" or options.xla or explicit_graph:
             raise TfparityError(
-                "keras-hub models run eagerly in float32 here; --precision fp16/bf16 and "
-                "--xla are for Hugging Face TF models."
+                "keras-hub models run eagerly in float32 here; --precision fp16/bf16, "
+                "--graph and --xla are for Hugging Face TF models."
+            )
+        if options.device and "CPU" not in options.device.upper():
+            raise TfparityError(
+                f"keras-hub models run on TensorFlow's default placement here; --device "
+                f"{options.device} is for Hugging Face TF models."
             )
         return self
 
