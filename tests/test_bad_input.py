@@ -648,7 +648,7 @@ def test_sweep_interrupted_exits_1_and_keeps_its_items(tmp_path, capsys, monkeyp
 
 
 def test_skipped_items_are_not_listed_as_failed():
-    from tfparity.commands.sweep import render_summary
+    from tfparity.report.sweep import render_summary
 
     skipped = {"index": 3, "id": "3", "text": "long", "passed": None, "max_abs_diff": {}}
     failed = {"index": 4, "id": "4", "text": "bad", "passed": False, "max_abs_diff": {"e": 1.0}}
