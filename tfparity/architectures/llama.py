@@ -54,14 +54,21 @@ DECODER_TABLES = EmbeddingTables(
 
 
 class GatedDecoderLayout(AlwaysApplies):
-    """PyTorch ``layers[i]`` of a Llama-style model; there is no HF TF side."""
+    """``layers[i]`` of a Llama-style model (Llama, Qwen, Gemma: PyTorch only; Mistral
+    adds its HF TF side): ``attention`` is ``post_attention_layernorm``'s input (the
+    first residual sum), ``intermediate`` ``mlp.down_proj``'s input (``act(gate) *
+    up``), ``output`` the block's output."""
 
     def tf_taps(self, main: Any) -> dict[str, Tap]:
         raise TfparityError("transformers has no TensorFlow model for this architecture.")
 
     def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return self.layer_taps(model.layers)
+
+    @staticmethod
+    def layer_taps(layers: Any) -> dict[str, Tap]:
         taps = {}
-        for i, layer in enumerate(model.layers):
+        for i, layer in enumerate(layers):
             taps[f"layer_{i}.attention"] = Tap(layer.post_attention_layernorm, "in")
             taps[f"layer_{i}.intermediate"] = Tap(layer.mlp.down_proj, "in")
             taps[f"layer_{i}.output"] = Tap(layer)

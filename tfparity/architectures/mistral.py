@@ -19,28 +19,19 @@ import numpy as np
 from .base import Architecture, EmbeddingTables, KnownDifference, Positions
 from .faults import Fault, in_place, scale, with_config
 from .keras_hub_layouts import KerasHubLayout, decoder_config, gated_decoder_taps
-from .sublayers import AlwaysApplies, FeedForward, Tap
+from .llama import GatedDecoderLayout
+from .sublayers import Tap
 
 
 def _layer(main: Any, i: int) -> Any:
     return main.layers[i]
 
 
-class MistralLayout(AlwaysApplies):
+class MistralLayout(GatedDecoderLayout):
+    """Llama's layer layout, with the HF TF side: the same taps in ``main.layers``."""
+
     def tf_taps(self, main: Any) -> dict[str, Tap]:
-        return self._taps(main.layers)
-
-    def pt_taps(self, model: Any) -> dict[str, Tap]:
-        return self._taps(model.layers)
-
-    @staticmethod
-    def _taps(blocks: Any) -> dict[str, Tap]:
-        taps = {}
-        for i, block in enumerate(blocks):
-            taps[f"layer_{i}.attention"] = Tap(block.post_attention_layernorm, "in")
-            taps[f"layer_{i}.intermediate"] = Tap(block.mlp.down_proj, "in")
-            taps[f"layer_{i}.output"] = Tap(block)
-        return taps
+        return self.layer_taps(main.layers)
 
     def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
         block = _layer(main, i)
@@ -62,19 +53,6 @@ class MistralLayout(AlwaysApplies):
             "intermediate": mlp.act_fn(mlp.gate_proj(h)) * mlp.up_proj(h),
             "output": pt_attn + mlp.down_proj(pt(f"layer_{i}.intermediate")),
         }
-
-    def pt_prefixes(self, layer: int | str, component: str) -> list[str]:
-        if not isinstance(layer, int):
-            return ["embed_tokens."] if component == "embeddings" else []
-        parts = {
-            "attention": ("input_layernorm.", "self_attn."),
-            "intermediate": ("post_attention_layernorm.", "mlp.gate_proj.", "mlp.up_proj."),
-            "output": ("mlp.down_proj.",),
-        }[component]
-        return [f"layers.{layer}.{part}" for part in parts]
-
-    def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
-        return None
 
 
 FAULTS: tuple[Fault, ...] = (
