@@ -34,10 +34,13 @@ TINY = dict(
 class BertLayout(AlwaysApplies):
     """``encoder.layer[i]``: ``attention`` (self-attention + dense + residual +
     LayerNorm), ``intermediate`` (dense + activation), ``output`` (dense + residual +
-    LayerNorm); ``embeddings`` and ``pooler`` on the main layer."""
+    LayerNorm); ``embeddings`` and ``pooler`` on the main layer. Encoders of the same
+    shape (MPNet, DeBERTa-v2, MobileBERT) subclass it, naming TF's FFN output layer."""
+
+    TF_OUTPUT = "bert_output"  # what TF names the FFN output layer
 
     def tf_taps(self, main: Any) -> dict[str, Tap]:
-        return self._taps(main, "bert_output")  # TF names the FFN output layer so
+        return self._taps(main, self.TF_OUTPUT)
 
     def pt_taps(self, model: Any) -> dict[str, Tap]:
         return self._taps(model, "output")

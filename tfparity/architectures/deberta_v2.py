@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Architecture, EmbeddingTables, Positions
-from .bert import FFN_WEIGHT
+from .bert import FFN_WEIGHT, BertLayout
 from .deberta import HINT_FIELDS, TINY_DEBERTA
 from .faults import Fault, in_place, roll_rows, scale, with_config, zero
-from .sublayers import FeedForward, Tap
+from .sublayers import FeedForward
 
 SHARED_ATTENTION = ("encoder.rel_embeddings.", "encoder.LayerNorm.")
 
@@ -29,24 +29,9 @@ def _layer(main: Any, i: int) -> Any:
     return main.encoder.layer[i]
 
 
-class DebertaV2Layout:
+class DebertaV2Layout(BertLayout):
     def applies(self, config: Any) -> bool:
         return not getattr(config, "conv_kernel_size", 0)
-
-    def tf_taps(self, main: Any) -> dict[str, Tap]:
-        return self._taps(main, "bert_output")  # TF names the FFN output layer so
-
-    def pt_taps(self, model: Any) -> dict[str, Tap]:
-        return self._taps(model, "output")
-
-    @staticmethod
-    def _taps(main: Any, output: str) -> dict[str, Tap]:
-        taps = {"embeddings": Tap(main.embeddings)}
-        for i, layer in enumerate(main.encoder.layer):
-            taps[f"layer_{i}.attention"] = Tap(layer.attention)
-            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
-            taps[f"layer_{i}.output"] = Tap(getattr(layer, output))
-        return taps
 
     def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
         encoder, layer = main.encoder, _layer(main, i)

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Architecture, Positions
-from .bert import TINY
+from .bert import TINY, BertLayout
 from .faults import Fault, in_place, scale, with_config, zero
-from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
+from .sublayers import FeedForward, extended_mask
 
 
 def _layer(main: Any, i: int) -> Any:
@@ -33,23 +33,8 @@ def _stacked(layer: Any, x: Any) -> Any:
     return x
 
 
-class MobileBertLayout(AlwaysApplies):
-    def tf_taps(self, main: Any) -> dict[str, Tap]:
-        return self._taps(main, "mobilebert_output")  # TF names the output layer so
-
-    def pt_taps(self, model: Any) -> dict[str, Tap]:
-        return self._taps(model, "output")
-
-    @staticmethod
-    def _taps(main: Any, output: str) -> dict[str, Tap]:
-        taps = {"embeddings": Tap(main.embeddings)}
-        for i, layer in enumerate(main.encoder.layer):
-            taps[f"layer_{i}.attention"] = Tap(layer.attention)
-            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
-            taps[f"layer_{i}.output"] = Tap(getattr(layer, output))
-        if getattr(main, "pooler", None) is not None:
-            taps["pooler"] = Tap(main.pooler)
-        return taps
+class MobileBertLayout(BertLayout):
+    TF_OUTPUT = "mobilebert_output"
 
     def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
         layer = _layer(main, i)

@@ -14,30 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Architecture, EmbeddingTables, Positions
-from .bert import FFN_WEIGHT, TINY
+from .bert import FFN_WEIGHT, TINY, BertLayout
 from .faults import Fault, in_place, scale, with_config, zero
-from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
+from .sublayers import FeedForward, extended_mask
 
 BIAS_TABLE = "encoder.relative_attention_bias."
 
 
-class MPNetLayout(AlwaysApplies):
-    def tf_taps(self, main: Any) -> dict[str, Tap]:
-        return self._taps(main, "out")  # TF names the FFN output layer so
-
-    def pt_taps(self, model: Any) -> dict[str, Tap]:
-        return self._taps(model, "output")
-
-    @staticmethod
-    def _taps(main: Any, output: str) -> dict[str, Tap]:
-        taps = {"embeddings": Tap(main.embeddings)}
-        for i, layer in enumerate(main.encoder.layer):
-            taps[f"layer_{i}.attention"] = Tap(layer.attention)
-            taps[f"layer_{i}.intermediate"] = Tap(layer.intermediate)
-            taps[f"layer_{i}.output"] = Tap(getattr(layer, output))
-        if getattr(main, "pooler", None) is not None:
-            taps["pooler"] = Tap(main.pooler)
-        return taps
+class MPNetLayout(BertLayout):
+    TF_OUTPUT = "out"
 
     def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
         layer = main.encoder.layer[i]
