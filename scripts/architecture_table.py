@@ -41,7 +41,7 @@ by 1.1, which must fail at that layer with the scale named
   that layer that differ.
 
 A model type with a TF class in transformers but no module here is served by the
-generic family at layer depth (for example TAPAS).
+generic family at layer depth (for example DPR's encoders).
 
 | model type | family | positions | causal | embeds check | cross-check | localisation |
 |---|---|---|---|---|---|---|

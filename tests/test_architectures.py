@@ -80,12 +80,13 @@ def test_tiny_model_passes_and_a_perturbed_port_is_localised(model_type):
 
 
 def test_an_unregistered_model_type_is_served_by_the_generic_family():
-    """TAPAS has no module: layer-level localisation, weight hints by layer number."""
+    """DPR's question encoder has no module: layer-level localisation, and weight hints
+    by the layer number in PyTorch's parameter names."""
     import transformers
 
     from tfparity.adapters.loading import build
 
-    config = transformers.TapasConfig(
+    config = transformers.DPRConfig(
         vocab_size=100,
         hidden_size=32,
         num_hidden_layers=2,
@@ -94,15 +95,16 @@ def test_an_unregistered_model_type_is_served_by_the_generic_family():
         max_position_embeddings=64,
         pad_token_id=1,
     )
-    arch = lookup("tapas")
-    assert arch.generic and arch.tf_class == "TFTapasModel" and arch.sublayers is None
-    model = transformers.TFTapasModel(config)
+    arch = lookup("dpr")
+    assert arch.generic and arch.tf_class == "TFDPRQuestionEncoder" and arch.sublayers is None
+    model = transformers.TFDPRQuestionEncoder(config)
     build(model)
-    tf_model = TFModel.wrap(model, name="tapas")
+    tokenizer = TFModel.load("tiny:bert").tokenizer
+    tf_model = TFModel.wrap(model, tokenizer=tokenizer, name="dpr")
     pt_model = PTModel.from_tf(model)
-    ids = InputOptions(random=4, seq_len=10, batch_size=2, seed=2)
-    batches = make_batches(TFModel.wrap(model, tokenizer=TFModel.load("tiny:bert").tokenizer), ids)
-    assert crosscheck(tf_model, pt_model, batches).passed
+    batches = make_batches(tf_model, InputOptions(random=4, seq_len=10, batch_size=2, seed=2))
+    clean = crosscheck(tf_model, pt_model, batches)
+    assert clean.passed and sum(c.name.startswith("hidden_states[") for c in clean.comparisons) == 3
     kernel = next(v for v in model.weights if "layer_._1/intermediate/dense/kernel" in v.name)
     kernel.assign(kernel.numpy() * 1.1)
     report = crosscheck(tf_model, pt_model, batches)
