@@ -146,3 +146,23 @@ def test_the_architecture_page_is_generated_from_the_registry():
     assert page == script.render(), "stale: run python scripts/architecture_table.py"
     for model_type in tiny_types():
         assert f"`tiny:{model_type}`" in page
+
+
+PADDING_AWARE = [t for t in tiny_types() if lookup(t).positions is Positions.PADDING_AWARE]
+
+
+@pytest.mark.parametrize("model_type", PADDING_AWARE)
+def test_left_padding_on_padding_aware_positions_is_explained_never_silent(model_type):
+    """Position ids made from input_ids skip padding; from inputs_embeds they cannot.
+    With left padding the two paths may legitimately differ: the check must then say
+    why (at the embeddings), and with right padding it must pass."""
+    tf_model = TFModel.load(f"tiny:{model_type}")
+    options = dict(random=4, seq_len=12, batch_size=4, seed=5)
+    right = make_batches(tf_model, InputOptions(**options, padding_side="right"))
+    assert check_embeds(tf_model, batches=right).passed
+    left = make_batches(tf_model, InputOptions(**options, padding_side="left"))
+    assert any((b.attention_mask[:, 0] == 0).any() for b in left)  # really left-padded
+    report = check_embeds(tf_model, batches=left)
+    if not report.passed:
+        d = report.first_divergence
+        assert "padding-aware position ids" in d.hint, d.hint
