@@ -77,6 +77,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="auto",
         help="a bar on a terminal, periodic lines otherwise (auto)",
     )
+    p.add_argument(
+        "--referee",
+        choices=("lazy", "full"),
+        default="lazy",
+        help="the cross-check's float64 PyTorch pass: lazy (default) runs it only for the "
+        "items whose verdict it can change (the first batch, one sentinel row per batch, and "
+        "items near the referee's line), full for every item; the verdicts are the same",
+    )
     add_execution_arguments(p, default="graph", one_device=True)
     p.add_argument("--max-items", type=int, help=argparse.SUPPRESS)  # a simulated kill
     p.set_defaults(func=run)
@@ -107,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         max_items=args.max_items,
         worst=args.worst,
         execution=execution,
+        referee=args.referee,
     )
     if args.resume and args.overwrite:
         raise TfparityError(

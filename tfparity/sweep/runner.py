@@ -46,6 +46,10 @@ class SweepOptions:
     # An adapters.execution.ExecutionOptions: device, eager/graph/XLA, precision.
     # None: graph (each bucket shape traced once), float32, TensorFlow's own placement.
     execution: Any = None
+    # The cross-check's float64 referee: "lazy" runs float64 only for the items whose
+    # verdict it can change (see compare.LazyReferee); "full" for every item. The
+    # verdicts are the same, so a resume or a merge may mix them.
+    referee: str = "lazy"
 
 
 @dataclass
@@ -92,6 +96,8 @@ def run_sweep(
     checks = resolve_checks(options.checks)
     if options.batch_size < 1:
         raise TfparityError(f"--batch-size must be at least 1 (got {options.batch_size}).")
+    if options.referee not in ("lazy", "full"):
+        raise TfparityError(f"--referee must be lazy or full (got {options.referee!r}).")
     info = scan(texts or DEFAULT_CORPUS)
     check_shard(options.shard, info)
     execution = _execution(options, checks, info.items)
@@ -146,6 +152,7 @@ def run_sweep(
         "traces_by_path": setup.runner_model.traces_by_path(),
         **setup.runner_model.execution.describe(),
         "buckets": bucket_lengths(setup.limit),
+        "referee": setup.runner.referee_stats(),
     }
     res.write_json(out / res.SUMMARY, summary)
     return SweepResult(summary, out)
@@ -249,7 +256,13 @@ class _Setup:
         head, note = _load_head(tf_model)
         runner_model = executed(tf_model, execution, fixed_shapes=True)
         runner = SweepChecks(
-            runner_model, tf_model, pt_model, head, tolerance=options.tolerance, seed=options.seed
+            runner_model,
+            tf_model,
+            pt_model,
+            head,
+            tolerance=options.tolerance,
+            seed=options.seed,
+            referee_mode=options.referee,
         )
         side = options.padding_side or getattr(tf_model.tokenizer, "padding_side", "right")
         return cls(tf_model, runner_model, checks, runner, _limit(tf_model), options, note, side)
