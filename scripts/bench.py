@@ -329,10 +329,6 @@ def child_peak_rss(cmd: list[str]) -> tuple[int, float]:
     return int(rss), float(seconds)
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 # ----------------------------------------------------------------------------- (e)
 
 
@@ -431,3 +427,7 @@ def _json(line: str) -> dict:
     import json
 
     return json.loads(line)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
