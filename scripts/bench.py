@@ -11,7 +11,12 @@
     naive per-sentence eager loop (tokenize one sentence, run ids and embeds, compare);
 (c) startup: `tfparity --help` against `python -c "import tensorflow"`;
 (d) peak memory (max RSS of a child process) of a sweep over a small and a 10x
-    larger corpus: it should stay flat.
+    larger corpus: it should stay flat;
+(e) scale: the machine's sgemm rate (numpy float32 matmul, measured here); the sweep
+    with embeds and cross-check under --referee lazy and full (items/s, float64 items,
+    its useful FLOP rate as a share of sgemm); `tfparity crosscheck --no-reload` (taps
+    on failure only) against the bare forward passes it needs (TF ids traced, PyTorch
+    fp32 and fp64); the Ray engine on 1 vs 2 local workers, one CPU thread each.
 
     python scripts/bench.py            # default sizes: a few minutes on 2 CPU cores
     python scripts/bench.py --quick    # smaller sizes, about a minute or two
@@ -51,14 +56,16 @@ def main() -> int:
     p.add_argument("--sweep-items", type=int, help="(b) corpus size (default 1000; quick 245)")
     p.add_argument("--naive-items", type=int, help="(b) naive loop items (default 120; quick 40)")
     p.add_argument("--mem-items", type=int, help="(d) small corpus (default 1000; quick 300)")
-    p.add_argument("--only", help="comma-separated subset of a,b,c,d")
+    p.add_argument("--cross-sentences", type=int, help="(e) crosscheck sentences (default 256)")
+    p.add_argument("--ray-items", type=int, help="(e) Ray corpus size (default 490; quick 245)")
+    p.add_argument("--only", help="comma-separated subset of a,b,c,d,e")
     args = p.parse_args()
     q = args.quick
     batches = args.batches or (8 if q else 31)
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d").split(","))
+    only = set((args.only or "a,b,c,d,e").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -77,6 +84,8 @@ def main() -> int:
             throughput(model, texts, sweep_items, naive_items)
     if "d" in only:
         memory(args.mem_model, texts, mem_items)
+    if "e" in only:
+        scale(args.model, texts, args.cross_sentences or 256, args.ray_items or (245 if q else 490))
     return 0
 
 
@@ -318,6 +327,106 @@ def child_peak_rss(cmd: list[str]) -> tuple[int, float]:
     if rc not in ("0", "1"):
         raise SystemExit(f"sweep failed (exit {rc}): {' '.join(cmd)}\n{out.stderr}")
     return int(rss), float(seconds)
+
+
+# ----------------------------------------------------------------------------- (e)
+
+
+def sgemm_rate(n: int = 1024, repeats: int = 5) -> float:
+    """GFLOP/s of a float32 n x n matmul (numpy's BLAS, all its threads), best of runs."""
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    b = a.T.copy()
+    a @ b
+    best = min(timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * n**3 / best / 1e9
+
+
+def scale(spec: str, texts: list[str], n_cross: int, n_ray: int) -> None:
+    from tfparity.adapters.execution import ExecutionOptions, with_execution
+    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.runtime import import_torch
+    from tfparity.api import crosscheck, load_model, make_batches
+    from tfparity.inputs import InputOptions
+    from tfparity.sweep import DEFAULT_CORPUS, SweepOptions, run_sweep
+
+    torch = import_torch()
+    print(f"\n(e) scale, {spec}")
+    rate = sgemm_rate()
+    print(f"    sgemm (numpy float32 1024^3, best of 5): {rate:.1f} GFLOP/s")
+    model = load_model(spec)
+    pt = load_pt(spec)
+    params = sum(p.numel() for n, p in pt.model.named_parameters() if "embeddings" not in n)
+    with tempfile.TemporaryDirectory(prefix="tfparity-bench-") as tmp:
+        rates = {}
+        for mode in ("full", "lazy", "full", "lazy"):  # alternated: the machine drifts
+            options = SweepOptions(
+                checks=("embeds", "crosscheck"), progress="none", overwrite=True, referee=mode
+            )
+            result = run_sweep(spec, DEFAULT_CORPUS, Path(tmp) / mode, options)
+            run = result.summary["run"]
+            rates.setdefault(mode, []).append(run["items_per_second"])
+            tokens = sum(
+                json_line["tokens"]
+                for json_line in map(_json, (Path(tmp) / mode / "results.jsonl").open())
+            )
+            fp64_items = run["referee"]["items_fp64"]
+            # useful work: 2 x non-embedding parameters x real tokens per pass; TF ids,
+            # TF embeds, PyTorch fp32 (+ float64 on its share of the items)
+            share64 = fp64_items / max(run["items_this_run"], 1)
+            flops = 2 * params * tokens * (3 + share64)
+            print(
+                f"    sweep --referee {mode}: {run['items_per_second']} items/s, float64 for "
+                f"{fp64_items}/{run['items_this_run']} items, {flops / run['seconds'] / 1e9:.1f} "
+                f"GFLOP/s useful = {flops / run['seconds'] / 1e9 / rate:.0%} of sgemm"
+            )
+        full, lazy = statistics.median(rates["full"]), statistics.median(rates["lazy"])
+        print(f"    lazy / full items/s: {lazy / full:.2f}x (medians of 2)")
+
+    sentences = [texts[i % len(texts)] for i in range(n_cross)]
+    batches = make_batches(model, InputOptions(texts=tuple(sentences), batch_size=8))
+    graph = with_execution(model, ExecutionOptions(auto=True).settle(len(batches)))
+
+    def bare():
+        for b in batches:
+            graph.run(b)
+        with torch.no_grad():
+            for m in (pt.model, pt.fp64()):
+                for b in batches:
+                    m(**pt.torch_inputs(b), output_hidden_states=True)
+
+    def ours():
+        crosscheck(spec, pt=pt, batches=batches, reload=False, localise="on_failure")
+
+    t_bare, t_ours = timed(bare, 2), timed(ours, 2)
+    print(
+        f"    crosscheck --no-reload, {n_cross} sentences: {t_ours:.2f} s vs bare TF ids + PT "
+        f"fp32 + PT fp64 {t_bare:.2f} s: {t_ours / t_bare:.2f}x  (goal <= 1.10x)"
+    )
+
+    from tfparity.sweep.ray_engine import RayOptions
+
+    with tempfile.TemporaryDirectory(prefix="tfparity-bench-") as tmp:
+        corpus = corpus_file(texts, n_ray, Path(tmp))
+        ray_rates = {}
+        for workers in (1, 2):
+            options = SweepOptions(
+                checks=("embeds", "crosscheck"),
+                progress="none",
+                engine=RayOptions(workers=workers, cpus_per_worker=1),
+            )
+            run = run_sweep(spec, corpus, Path(tmp) / f"w{workers}", options).summary["run"]
+            ray_rates[workers] = run["items_per_second"]
+            print(
+                f"    Ray engine, {workers} local worker(s), 1 CPU thread each: "
+                f"{run['items_per_second']} items/s ({n_ray} items, loading excluded)"
+            )
+        print(f"    2 workers / 1 worker: {ray_rates[2] / ray_rates[1]:.2f}x  (goal >= 1.6x)")
+
+
+def _json(line: str) -> dict:
+    import json
+
+    return json.loads(line)
 
 
 if __name__ == "__main__":

@@ -335,3 +335,31 @@ def test_albert_with_several_layer_groups_is_not_tapped():
     assert family_of(config) is not None
     grouped = config.__class__.from_dict({**config.to_dict(), "num_hidden_groups": 2})
     assert family_of(grouped) is None
+
+
+def test_crosscheck_command_localises_on_failure_by_default(tmp_path, monkeypatch, capsys):
+    """`tfparity crosscheck` runs no taps on a clean model (--localise on_failure, the
+    default) and still localises a broken port to the same layer and component as
+    --localise always; the JSON and the text say which ran."""
+    import json
+
+    from tfparity import cli
+
+    monkeypatch.chdir(tmp_path)
+    base = ["crosscheck", "--random", "3", "--seq-len", "8", "--no-reload"]
+    assert cli.main([*base, TINY, "--json", "clean.json"]) == 0
+    clean = json.loads((tmp_path / "clean.json").read_text())
+    assert clean["details"]["localise"] == "on_failure"
+    assert clean["details"]["taps"].startswith("skipped") and clean["details"]["components"] == []
+    assert "taps: skipped" in capsys.readouterr().out
+    broken = by_name("dropped intermediate bias").apply(TFModel.load(TINY))
+    broken.model.save_pretrained(tmp_path / "broken")
+    seen = {}
+    for mode in ("on_failure", "always"):
+        args = [*base, "--tf", str(tmp_path / "broken"), "--pt", TINY, "--localise", mode]
+        assert cli.main([*args, "--json", f"{mode}.json"]) == 1
+        report = json.loads((tmp_path / f"{mode}.json").read_text())
+        assert report["details"]["localise"] == mode and report["details"]["taps"] == "ran"
+        seen[mode] = report["first_divergence"]
+    assert seen["on_failure"] == seen["always"]
+    assert (seen["always"]["layer"], seen["always"]["component"]) == (0, "intermediate")

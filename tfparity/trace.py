@@ -29,7 +29,10 @@ class Trace(Mapping):
 
     @classmethod
     def from_output(cls, output: Mapping[str, Any]) -> Trace:
-        flat = {k: v for k, v in flatten(dict(output)).items() if not k.startswith(_CACHES)}
+        # Caches are dropped before conversion: a DynamicCache of bf16 tensors has no
+        # numpy form (numpy has no bfloat16), and caches are never compared.
+        kept = {k: v for k, v in dict(output).items() if not str(k).startswith(_CACHES)}
+        flat = {k: v for k, v in flatten(kept).items() if not k.startswith(_CACHES)}
         hidden = sorted((k for k in flat if _HIDDEN.match(k)), key=hidden_state_index)
         rest = [k for k in flat if k not in hidden]
         return cls({k: flat[k] for k in hidden + rest})

@@ -87,7 +87,7 @@ def crosscheck(
     if tapped and not components:
         notes.append(
             "Every tensor passed, so the sub-layer taps and isolated runs were skipped "
-            "(`tfparity crosscheck` always runs them)."
+            "(`--localise always` runs them on every run)."
         )
     if not tapped:
         notes.append(
@@ -110,11 +110,20 @@ def crosscheck(
             "reference": pt_model.name,
             "batches": len(batches),
             "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
+            "localise": options.localise,
+            "taps": _taps_state(tapped, components),
             **_execution_facts(tf_model),
             "layers": _layer_rows(comparisons, referees, components),
             "components": [_component_row(c) for c in components],
         },
     )
+
+
+def _taps_state(tapped: bool, components: list) -> str:
+    """Whether the sub-layer taps and isolated runs ran (for the JSON and the text)."""
+    if not tapped:
+        return "not available (localised to the layer)"
+    return "ran" if components else "skipped (every tensor passed)"
 
 
 def _execution_facts(tf_model: TFModel) -> dict[str, Any]:

@@ -39,6 +39,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="skip the second pass on the TF model after save_pretrained + reload",
     )
+    p.add_argument(
+        "--localise",
+        choices=("on_failure", "always"),
+        default="on_failure",
+        help="run the sub-layer taps and isolated runs only when a tensor fails "
+        "(on_failure, the default: they cost about as much as the forward passes), or on "
+        "every run (always: the per-layer table then has their columns on a PASS too)",
+    )
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -76,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
             tolerance=tolerance(args),
             reload=not args.no_reload,
             allow_pickle=args.allow_pickle,
+            localise=args.localise,
             execution=execution,
         )
     for report in reports:
@@ -103,6 +112,6 @@ def _golden_passes(args: argparse.Namespace, execution) -> list:
         batches=batches,
         tolerance=tolerance(args),
         reload=not args.no_reload,
-        localise="on_failure",
+        localise=args.localise,
         execution=execution,
     )

@@ -77,6 +77,42 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="auto",
         help="a bar on a terminal, periodic lines otherwise (auto)",
     )
+    p.add_argument(
+        "--referee",
+        choices=("lazy", "full"),
+        default="lazy",
+        help="the cross-check's float64 PyTorch pass: lazy (default) runs it only for the "
+        "items whose verdict it can change (the first batch, one sentinel row per batch, and "
+        "items near the referee's line), full for every item; the verdicts are the same",
+    )
+    ray = p.add_argument_group("running on Ray (the 'ray' extra)")
+    ray.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process (default); ray: one Ray actor per worker, items dealt in "
+        "chunks as workers free up, a lost worker's chunk rerun on another",
+    )
+    ray.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="join this Ray cluster (e.g. auto, or ray://head:10001); default: start a local one",
+    )
+    ray.add_argument("--workers", type=int, default=2, help="Ray actors (default 2)")
+    ray.add_argument(
+        "--gpus-per-worker",
+        type=float,
+        default=0.0,
+        metavar="G",
+        help="GPUs each actor holds through Ray's scheduling (default 0)",
+    )
+    ray.add_argument(
+        "--cpus-per-worker",
+        type=int,
+        default=1,
+        metavar="C",
+        help="CPUs each actor holds, and its TF/PyTorch thread count (default 1)",
+    )
     add_execution_arguments(p, default="graph", one_device=True)
     p.add_argument("--max-items", type=int, help=argparse.SUPPRESS)  # a simulated kill
     p.set_defaults(func=run)
@@ -93,6 +129,20 @@ def run(args: argparse.Namespace) -> int:
     if args.worst < 0:
         raise TfparityError(f"--worst must not be negative (got {args.worst}).")
     execution = one_execution(args, "a sweep")
+    engine = None
+    if args.engine == "ray":
+        from ..sweep.ray_engine import RayOptions, import_ray
+
+        import_ray()  # exit 2 naming the extra before anything loads
+        engine = RayOptions(
+            address=args.address,
+            workers=args.workers,
+            gpus_per_worker=args.gpus_per_worker,
+            cpus_per_worker=args.cpus_per_worker,
+        )
+        engine.check()
+    elif args.address is not None:
+        raise TfparityError("--address joins a Ray cluster: give --engine ray too.")
     options = SweepOptions(
         checks=checks,
         batch_size=args.batch_size,
@@ -107,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         max_items=args.max_items,
         worst=args.worst,
         execution=execution,
+        referee=args.referee,
+        engine=engine,
     )
     if args.resume and args.overwrite:
         raise TfparityError(

@@ -29,6 +29,18 @@ def render_summary(summary: dict, out: str) -> str:
             f"  ran: {run['execution']} on {run.get('device', 'default')}, "
             f"precision {run.get('precision', 'fp32')}"
         )
+    referee = run.get("referee")
+    if referee:
+        lines.append(
+            f"  referee: {referee['referee']}, float64 pass for {referee['items_fp64']} of "
+            f"{referee['items']} items"
+            + (
+                f" (assumption violations {referee['assumption_violations']}, "
+                f"disagreements {referee['disagreements']})"
+                if referee["referee"] == "lazy"
+                else ""
+            )
+        )
     lines.append("")
     lines.append(
         f"{'check':<11}{'passed':>8}{'failed':>8}{'n/a':>6}{'p50':>11}{'p99':>11}"

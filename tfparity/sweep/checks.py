@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..checks.positions import EQUIVARIANCE_TOLERANCE
-from ..compare import Referee, Tolerance
+from ..compare import LazyReferee, Referee, Tolerance, row_rms
 from ..trace import Trace
 from .bucketing import PaddedBatch
 from .itemcheck import RowResult, judged, referee_verdicts, row_comparisons, top1_counts
@@ -50,6 +50,24 @@ class SweepChecks:
     tolerance: Tolerance | None = None
     referee: Referee = Referee()
     seed: int = 0
+    # "lazy": float64 only for the rows whose verdict it can change (LazyReferee);
+    # "full": a float64 pass for every row.
+    referee_mode: str = "lazy"
+    lazy: LazyReferee | None = None
+
+    def __post_init__(self) -> None:
+        if self.lazy is None:
+            self.lazy = LazyReferee(referee=self.referee)
+
+    def referee_stats(self) -> dict | None:
+        """How many items the float64 pass ran for (None: judged by a tolerance)."""
+        if self.tolerance is not None or self.pt_model is None:
+            return None
+        if self.referee_mode == "full":
+            return {"referee": "full", "items": self._full_items, "items_fp64": self._full_items}
+        return self.lazy.stats()
+
+    _full_items: int = 0
 
     def run(self, name: str, ctx: BatchContext) -> list[RowResult]:
         return getattr(self, f"_{name}")(ctx)
@@ -73,29 +91,91 @@ class SweepChecks:
         return self._with_top1(results, actual, ctx)
 
     def _crosscheck(self, ctx: BatchContext) -> list[RowResult]:
-        batch = ctx.padded.batch
-        pt, pt64 = self.pt_model.run(batch), None
-        if self.tolerance is None:
+        real = list(ctx.rows)
+        batch = _rows(ctx.padded.batch, real)  # PyTorch runs any shape: no dummy rows
+        tf = _trace_rows(ctx.tf_ids, real)
+        mask = batch.attention_mask
+        pt = self.pt_model.run(batch)
+        names = [n for n in pt if n in tf]
+        verdicts: list[dict[str, bool] | None] = [None] * len(real)
+        fp64_rows: list[int] = []
+        if self.tolerance is None and self.referee_mode == "full":
             pt64 = self.pt_model.run(batch, float64=True)
+            verdicts = [referee_verdicts(tf, pt, pt64, mask, r, self.referee) for r in real]
+            fp64_rows = real
+            self._full_items += len(real)
+        elif self.tolerance is None:
+            verdicts, fp64_rows = self._lazy_verdicts(batch, tf, pt, names)
         results = []
-        for r in ctx.rows:
-            comparisons = row_comparisons(
-                ctx.tf_ids, pt, ctx.mask, r, tolerance=self.tolerance, names=_shared(pt, ctx)
-            )
-            verdicts = (
-                None
-                if pt64 is None
-                else referee_verdicts(ctx.tf_ids, pt, pt64, ctx.mask, r, self.referee)
-            )
-            results.append(judged(comparisons, verdicts))
+        for r in real:
+            comparisons = row_comparisons(tf, pt, mask, r, tolerance=self.tolerance, names=names)
+            result = judged(comparisons, verdicts[r])
+            if self.tolerance is None:
+                result = replace(result, fp64=r in fp64_rows)
+            results.append(result)
         if self.head is None:
             return results
         # Top-1 of the same (TF) head applied to each side's last hidden state.
-        agree, tokens = top1_counts(self.head, ctx.tf_ids, pt, ctx.mask)
+        agree, tokens = top1_counts(self.head, tf, pt, mask)
         return [
             replace(res, top1_agree=int(agree[i]), top1_tokens=int(tokens[i]))
             for i, res in enumerate(results)
         ]
+
+    def _lazy_verdicts(
+        self, batch: Any, tf: Trace, pt: Trace, names: list[str]
+    ) -> tuple[list[dict[str, bool] | None], list[int]]:
+        """Per row: the referee's verdicts per leaf, from float32 where the margin decides
+        (see :class:`tfparity.compare.LazyReferee`), else from a float64 pass over just
+        the undecided rows (plus the calibration batch and one sentinel row)."""
+        lazy, mask = self.lazy, batch.attention_mask
+        rows = range(batch.input_ids.shape[0])
+        decided: list[dict[str, bool]] = [{} for _ in rows]
+        undecided: set[int] = set()
+        room = [1.0 for _ in rows]
+        s_r = {n: row_rms(pt[n], mask) for n in names}
+        for n in names:
+            d = row_rms(tf[n].astype(np.float64) - pt[n], mask)
+            a_ok = np.isfinite(row_rms(tf[n], mask))
+            for r in rows:
+                verdict, margin = lazy.decide(n, float(d[r]), float(s_r[n][r]), bool(a_ok[r]))
+                if verdict is None:
+                    undecided.add(r)
+                else:
+                    decided[r][n] = verdict
+                    if verdict:
+                        room[r] = min(room[r], margin)
+        calibrating = not lazy.calibrated
+        need = set(rows) if calibrating else set(undecided)
+        sure_passes = [r for r in rows if r not in undecided and all(decided[r].values())]
+        sentinel = min(sure_passes, key=lambda r: room[r]) if sure_passes else None
+        if sentinel is not None and not calibrating:
+            need.add(sentinel)
+        need_rows = sorted(need)
+        verdicts: list[dict[str, bool] | None] = list(decided)
+        if need_rows:
+            sub = _rows(batch, need_rows)
+            pt64 = self.pt_model.run(sub, float64=True)
+            tf_s, pt_s = _trace_rows(tf, need_rows), _trace_rows(pt, need_rows)
+            for j, r in enumerate(need_rows):
+                full = referee_verdicts(tf_s, pt_s, pt64, sub.attention_mask, j, self.referee)
+                held = True
+                for n in names:
+                    if n not in pt64:
+                        continue
+                    e_r = float(
+                        row_rms(
+                            pt_s[n][j : j + 1] - pt64[n][j : j + 1], sub.attention_mask[j : j + 1]
+                        )[0]
+                    )
+                    held = lazy.learn(n, e_r, float(s_r[n][r])) and held
+                if r == sentinel and not calibrating:
+                    lazy.violations += not held
+                    lazy.disagreements += any(full.get(n) != v for n, v in decided[r].items())
+                verdicts[r] = full
+        lazy.items += len(rows)
+        lazy.items_fp64 += len(need_rows)
+        return verdicts, need_rows
 
     def _positions(self, ctx: BatchContext) -> list[RowResult]:
         from ..adapters.embedding_parts import default_position_ids, position_facts
@@ -133,8 +213,27 @@ class SweepChecks:
         return perms
 
 
-def _shared(pt: Trace, ctx: BatchContext) -> list[str]:
-    return [n for n in pt if n in ctx.tf_ids]
+def _rows(batch: Any, rows: list[int]) -> Any:
+    """The batch's rows ``rows`` (all of them: the batch itself)."""
+    if rows == list(range(batch.input_ids.shape[0])):
+        return batch
+
+    def take(x):
+        return None if x is None else x[rows]
+
+    return replace(
+        batch,
+        input_ids=batch.input_ids[rows],
+        attention_mask=batch.attention_mask[rows],
+        token_type_ids=take(batch.token_type_ids),
+        position_ids=take(batch.position_ids),
+        texts=None,
+    )
+
+
+def _trace_rows(trace: Trace, rows: list[int]) -> Trace:
+    """Every leaf's rows ``rows`` (leaves are [batch, ...])."""
+    return Trace({name: trace[name][rows] for name in trace})
 
 
 def _take(x: np.ndarray, index: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ class RowResult:
     top1_agree: int | None = None
     top1_tokens: int | None = None
     note: str | None = None
+    fp64: bool | None = None  # the referee's float64 pass ran for this item (None: no referee)
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -41,6 +42,8 @@ class RowResult:
             out["top1"] = {"agree": self.top1_agree, "tokens": self.top1_tokens}
         if self.note:
             out["note"] = self.note
+        if self.fp64 is not None:
+            out["referee"] = "fp64" if self.fp64 else "fp32+margin"
         return out
 
 

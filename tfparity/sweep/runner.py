@@ -46,6 +46,12 @@ class SweepOptions:
     # An adapters.execution.ExecutionOptions: device, eager/graph/XLA, precision.
     # None: graph (each bucket shape traced once), float32, TensorFlow's own placement.
     execution: Any = None
+    # The cross-check's float64 referee: "lazy" runs float64 only for the items whose
+    # verdict it can change (see compare.LazyReferee); "full" for every item. The
+    # verdicts are the same, so a resume or a merge may mix them.
+    referee: str = "lazy"
+    # A sweep.ray_engine.RayOptions: run on Ray actors (None: in this process).
+    engine: Any = None
 
 
 @dataclass
@@ -92,6 +98,8 @@ def run_sweep(
     checks = resolve_checks(options.checks)
     if options.batch_size < 1:
         raise TfparityError(f"--batch-size must be at least 1 (got {options.batch_size}).")
+    if options.referee not in ("lazy", "full"):
+        raise TfparityError(f"--referee must be lazy or full (got {options.referee!r}).")
     info = scan(texts or DEFAULT_CORPUS)
     check_shard(options.shard, info)
     execution = _execution(options, checks, info.items)
@@ -101,32 +109,41 @@ def run_sweep(
     _prepare_out(out, manifest, options)
 
     loading = time.perf_counter()
-    setup = _Setup.load(model, checks, pt, options, execution)
-    start = time.perf_counter()
-    manifest["top1_note"] = {
-        c: "not measured by the positions check" if c == "positions" else setup.top1_note
-        for c in checks
-    }
-    res.write_json(out / res.MANIFEST, manifest)
-    done, already = res.read_done(out / res.RESULTS, info.items)
-    todo = options.shard.size(info.items) - already
-    progress = Progress(total=todo, mode=options.progress)
-    writer = res.ResultsWriter.open(out / res.RESULTS)
-    written, batches = 0, 0
+    if options.engine is None:
+        source: Any = _Setup.load(model, checks, pt, options, execution)
+    else:
+        from .ray_engine import RayEngine
+
+        source = RayEngine.start(model, checks, pt, options, execution)
     try:
-        items = (i for i in iter_items(info, options.shard) if not done[i.index])
-        for records in setup.records(items):
-            for record in records:
-                writer.write(record)
-            written += len(records)
-            batches += 1
-            progress.update(len(records))
-            if options.max_items is not None and written >= options.max_items:
-                break
+        start = time.perf_counter()
+        manifest["top1_note"] = {
+            c: "not measured by the positions check" if c == "positions" else source.top1_note
+            for c in checks
+        }
+        res.write_json(out / res.MANIFEST, manifest)
+        done, already = res.read_done(out / res.RESULTS, info.items)
+        todo = options.shard.size(info.items) - already
+        progress = Progress(total=todo, mode=options.progress)
+        writer = res.ResultsWriter.open(out / res.RESULTS)
+        written, batches = 0, 0
+        try:
+            items = (i for i in iter_items(info, options.shard) if not done[i.index])
+            for records in source.records(items):
+                for record in records:
+                    writer.write(record)
+                written += len(records)
+                batches += 1
+                progress.update(len(records))
+                if options.max_items is not None and written >= options.max_items:
+                    break
+        finally:
+            writer.close()
+            progress.close()
+        seconds = time.perf_counter() - start  # tracing included, loading not
+        facts = source.run_facts()
     finally:
-        writer.close()
-        progress.close()
-    seconds = time.perf_counter() - start  # tracing included, loading not
+        source.close()
     summary = summarise(
         res.iter_results(out / res.RESULTS),
         manifest,
@@ -142,10 +159,7 @@ def run_sweep(
         "load_seconds": round(start - loading, 3),
         "seconds": round(seconds, 3),
         "items_per_second": round(written / seconds, 2) if seconds > 0 else None,
-        "traces": setup.runner_model.traces,
-        "traces_by_path": setup.runner_model.traces_by_path(),
-        **setup.runner_model.execution.describe(),
-        "buckets": bucket_lengths(setup.limit),
+        **facts,
     }
     res.write_json(out / res.SUMMARY, summary)
     return SweepResult(summary, out)
@@ -249,30 +263,44 @@ class _Setup:
         head, note = _load_head(tf_model)
         runner_model = executed(tf_model, execution, fixed_shapes=True)
         runner = SweepChecks(
-            runner_model, tf_model, pt_model, head, tolerance=options.tolerance, seed=options.seed
+            runner_model,
+            tf_model,
+            pt_model,
+            head,
+            tolerance=options.tolerance,
+            seed=options.seed,
+            referee_mode=options.referee,
         )
         side = options.padding_side or getattr(tf_model.tokenizer, "padding_side", "right")
         return cls(tf_model, runner_model, checks, runner, _limit(tf_model), options, note, side)
 
     def records(self, items: Iterator[Item]) -> Iterator[list[dict]]:
         """One list of result records per batch (or per item too long to run)."""
-        bucketer = Bucketer(
-            self.options.batch_size,
-            self.limit,
-            self.tf_model.pad_token_id or 0,
-            self._padding_side,
+        for unit in padded_stream(self.encoding(), items, self.options):
+            yield unit if isinstance(unit, list) else self._run(unit)
+
+    def encoding(self) -> Encoding:
+        """What the driver needs to tokenize and bucket items as this process does."""
+        return Encoding(
+            tokenizer=self.tf_model.tokenizer,
+            limit=self.limit,
+            pad_id=self.tf_model.pad_token_id or 0,
+            padding_side=self._padding_side,
             with_types=bool(getattr(self.tf_model.config, "type_vocab_size", 0)),
         )
-        for e in encode(
-            self.tf_model.tokenizer, items, limit=self.limit, truncate=self.options.truncate
-        ):
-            if isinstance(e, TooLong):
-                yield [_skipped_record(e)]
-                continue
-            for padded in bucketer.add(e):
-                yield self._run(padded)
-        for padded in bucketer.flush():
-            yield self._run(padded)
+
+    def run_facts(self) -> dict:
+        """The run facts of summary.json's ``run`` that this process knows."""
+        return {
+            "traces": self.runner_model.traces,
+            "traces_by_path": self.runner_model.traces_by_path(),
+            **self.runner_model.execution.describe(),
+            "buckets": bucket_lengths(self.limit),
+            "referee": self.runner.referee_stats(),
+        }
+
+    def close(self) -> None:
+        pass
 
     def _run(self, padded: PaddedBatch) -> list[dict]:
         ctx = BatchContext(padded, self.runner_model.run(_without_positions(padded.batch)))
@@ -292,6 +320,34 @@ class _Setup:
                 }
             )
         return records
+
+
+@dataclass
+class Encoding:
+    """The tokenizer and bucketing settings of a loaded model (picklable, for a driver
+    that deals batches to workers)."""
+
+    tokenizer: Any
+    limit: int | None
+    pad_id: int
+    padding_side: str
+    with_types: bool
+
+
+def padded_stream(
+    enc: Encoding, items: Iterator[Item], options: SweepOptions
+) -> Iterator[PaddedBatch | list[dict]]:
+    """Items -> fixed-shape batches (full ones as they fill, then the rest), with the
+    records of items too long to run, in the order a single process makes them."""
+    bucketer = Bucketer(
+        options.batch_size, enc.limit, enc.pad_id, enc.padding_side, with_types=enc.with_types
+    )
+    for e in encode(enc.tokenizer, items, limit=enc.limit, truncate=options.truncate):
+        if isinstance(e, TooLong):
+            yield [_skipped_record(e)]
+            continue
+        yield from bucketer.add(e)
+    yield from bucketer.flush()
 
 
 def _skipped_record(e: TooLong) -> dict:

@@ -1,0 +1,91 @@
+"""The lazy float64 referee (sweep --referee lazy): the same verdicts as the full
+referee, leaf by leaf, on the repo corpus, on every fault of several families'
+catalogues, and on clean models in fp16 and bf16, with fewer float64 rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfparity.adapters.tf_model import TFModel
+from tfparity.compare import LazyReferee, Referee, row_rms
+from tfparity.orchestration import reference_for
+from tfparity.sweep import DEFAULT_CORPUS
+from tfparity.sweep.bucketing import Bucketer
+from tfparity.sweep.checks import BatchContext, SweepChecks
+from tfparity.sweep.corpus import iter_items, scan
+from tfparity.sweep.encode import encode
+from tfparity.testing import catalogue_for
+
+
+def padded_batches(tf_model, items: int, batch_size: int):
+    info = scan(DEFAULT_CORPUS)
+    chosen = [i for i in iter_items(info) if i.index < items]
+    bucketer = Bucketer(batch_size, 64, tf_model.pad_token_id or 0, "right", with_types=True)
+    encoded = encode(tf_model.tokenizer, iter(chosen), limit=None, truncate=True)
+    return list(bucketer.batches(encoded))
+
+
+def verdicts(tf_model, pt_model, batches, mode: str, runner=None):
+    """Per item: (passed, failing leaves); and the referee's stats."""
+    checks = SweepChecks(runner or tf_model, tf_model, pt_model, referee_mode=mode)
+    out = {}
+    for padded in batches:
+        ctx = BatchContext(padded, (runner or tf_model).run(padded.batch))
+        for item, result in zip(padded.items, checks.run("crosscheck", ctx), strict=True):
+            out[item.index] = (result.passed, result.failing)
+    return out, checks.referee_stats()
+
+
+def same_verdicts(tf_model, pt_model, batches, runner=None) -> dict:
+    full, _ = verdicts(tf_model, pt_model, batches, "full", runner)
+    lazy, stats = verdicts(tf_model, pt_model, batches, "lazy", runner)
+    assert lazy == full
+    assert stats["disagreements"] == 0 and stats["items"] == len(full)
+    return stats
+
+
+def test_the_rule_decides_only_outside_the_band():
+    lazy = LazyReferee(Referee(factor=3.0, floor=0.0), margin=1.0, upper_margin=1.0)
+    assert lazy.decide("x", 1.0, 1.0, True) == (None, 0.0)  # not calibrated: float64
+    lazy.learn("x", 1e-6, 1.0)  # PyTorch's own relative error 1e-6
+    assert lazy.decide("x", 1.9e-6, 1.0, True)[0] is True  # d <= (F-1) e_r: sure pass
+    assert lazy.decide("x", 3e-6, 1.0, True)[0] is None  # (F-1, F+1]: float64 decides
+    assert lazy.decide("x", 4.1e-6, 1.0, True)[0] is False  # d > (F+1) e_r: sure fail
+    assert lazy.decide("x", 0.0, 1.0, False)[0] is False  # TF not finite: fails anyway
+    assert lazy.decide("x", float("nan"), 1.0, True)[0] is None  # PyTorch not finite
+    assert lazy.learn("x", 0.5e-6, 1.0) is False  # below low/margin: a violation, and widened
+    assert lazy.low["x"] == 0.5e-6 and lazy.high["x"] == 1e-6
+    rms = row_rms(np.ones((2, 3, 4)), np.array([[1, 1, 0], [0, 0, 0]]))
+    assert rms.tolist() == [1.0, 0.0]
+
+
+def test_lazy_matches_full_on_the_repo_corpus_with_fewer_float64_rows(minilm):
+    pt_model = reference_for("minilm")
+    batches = padded_batches(minilm, items=64, batch_size=16)
+    stats = same_verdicts(minilm, pt_model, batches)
+    assert stats["items_fp64"] < stats["items"] / 2, stats
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2", "opt"])
+def test_lazy_matches_full_on_every_fault_of_the_catalogue(family):
+    spec = f"tiny:{family}"
+    pt_model = reference_for(spec)
+    clean = TFModel.load(spec)
+    batches = padded_batches(clean, items=24, batch_size=8)
+    same_verdicts(clean, pt_model, batches)
+    for fault in catalogue_for(family):
+        same_verdicts(fault.apply(TFModel.load(spec)), pt_model, batches)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_lazy_matches_full_on_clean_models_in_reduced_precision(precision):
+    from tfparity.adapters.execution import ExecutionOptions, with_execution
+
+    for spec in ("tiny:bert", "tiny:gpt2"):
+        tf_model = TFModel.load(spec)
+        runner = with_execution(tf_model, ExecutionOptions(precision=precision))
+        pt_model = reference_for(spec).in_precision(precision)
+        batches = padded_batches(tf_model, items=40, batch_size=8)
+        stats = same_verdicts(tf_model, pt_model, batches, runner)
+        assert stats["items_fp64"] < stats["items"], stats

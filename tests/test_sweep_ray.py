@@ -1,0 +1,55 @@
+"""tfparity sweep --engine ray: a local Ray cluster with 2 workers gives the serial
+run's summary, and a worker killed mid-run loses and duplicates nothing."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tfparity.cli import main
+from tfparity.sweep import DEFAULT_CORPUS, SweepOptions, run_sweep
+
+N_ITEMS = 40
+
+
+def without_run(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k != "run"}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "corpus40.txt"
+    texts = DEFAULT_CORPUS.read_text(encoding="utf-8").splitlines()[:N_ITEMS]
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    return path
+
+
+def test_ray_sweep_with_a_killed_worker_equals_the_serial_run(corpus, tmp_path):
+    pytest.importorskip("ray")
+    from tfparity.sweep.ray_engine import RayOptions
+
+    base = dict(checks=("embeds", "crosscheck"), batch_size=4, progress="none")
+    serial = run_sweep("tiny:bert", corpus, tmp_path / "serial", SweepOptions(**base))
+    # 2 local workers (1 CPU each); one is ray.kill-ed while it holds unfinished chunks.
+    engine = RayOptions(workers=2, kill_after=3)
+    ray_run = run_sweep("tiny:bert", corpus, tmp_path / "ray", SweepOptions(**base, engine=engine))
+    assert without_run(ray_run.summary) == without_run(serial.summary)
+    assert ray_run.summary["complete"] and ray_run.passed
+    indices = [json.loads(x)["index"] for x in (tmp_path / "ray" / "results.jsonl").open()]
+    assert sorted(indices) == list(range(N_ITEMS))  # every item exactly once
+    facts = ray_run.summary["run"]["engine"]
+    assert facts["name"] == "ray" and facts["workers"] == 2
+    assert facts["workers_lost"] == 1 and facts["chunks_rerun"] >= 1
+    # the finished output resumes and merges like a serial one
+    assert main(["merge", str(tmp_path / "ray"), "--out", str(tmp_path / "merged")]) == 0
+
+
+def test_engine_ray_without_ray_exits_2_naming_the_extra(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    code = main(["sweep", "tiny:bert", "--engine", "ray", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "tfparity[ray]" in err and "extra" in err
+    code = main(["sweep", "tiny:bert", "--address", "auto", "--out", str(tmp_path / "o")])
+    assert code == 2 and "--engine ray" in capsys.readouterr().err
