@@ -263,3 +263,13 @@ def test_cli_sweep_on_a_missing_gpu_exits_2(tmp_path, capsys):
     assert main(["sweep", "tiny:bert", "--out", str(tmp_path / "o"), "--device", "gpu"]) == 2
     assert "TensorFlow sees no GPU" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # refused before anything was written
+
+
+def test_the_builtin_corpus_is_named_without_a_machine_path():
+    """summary.json names the built-in corpus by its place in the package, not by the
+    site-packages directory it is installed in; a user's corpus keeps the given path."""
+    from tfparity.sweep import DEFAULT_CORPUS
+    from tfparity.sweep.corpus import scan
+
+    assert scan(DEFAULT_CORPUS).to_dict()["path"] == "tfparity/data/corpus.txt (built in)"
+    assert scan("tfparity/data/corpus.txt").to_dict()["path"].startswith("tfparity/data/")

@@ -71,8 +71,11 @@ class CorpusInfo:
     sha256: str
 
     def to_dict(self) -> dict:
+        """For reports: the path as the user gave it; the built-in corpus by its name in
+        the package, not by where the package is installed."""
+        builtin = Path(self.path).resolve() == DEFAULT_CORPUS
         return {
-            "path": self.path,
+            "path": "tfparity/data/corpus.txt (built in)" if builtin else self.path,
             "format": self.format,
             "items": self.items,
             "sha256": self.sha256,
