@@ -394,8 +394,15 @@ def scale(spec: str, texts: list[str], n_cross: int, n_ray: int) -> None:
                 for b in batches:
                     m(**pt.torch_inputs(b), output_hidden_states=True)
 
-    def ours():
-        crosscheck(spec, pt=pt, batches=batches, reload=False, localise="on_failure")
+    def ours():  # as `tfparity crosscheck --no-reload` runs it: auto execution, tracing included
+        crosscheck(
+            model,
+            pt=pt,
+            batches=batches,
+            reload=False,
+            localise="on_failure",
+            execution=ExecutionOptions(auto=True),
+        )
 
     t_bare, t_ours = timed(bare, 2), timed(ours, 2)
     print(
