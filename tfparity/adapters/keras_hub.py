@@ -231,6 +231,12 @@ class KerasHubModel:
         return self.backbone
 
     @property
+    def known_difference(self) -> Any:
+        """Where keras-hub's converter for this model type really differs from
+        transformers (the registry's record), or None."""
+        return self.layout.known_difference if self.layout else None
+
+    @property
     def config(self) -> Any:
         changes = self.layout.effective_config(self.backbone) if self.layout else {}
         base = self.hf_config

@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from ..architectures import Architecture, IdsOnlyTransform, Positions, for_config
+from ..architectures import (
+    Architecture,
+    IdsOnlyTransform,
+    KnownDifference,
+    Positions,
+    for_config,
+)
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
 from .loading import Loaded, load_tf
@@ -75,6 +81,12 @@ class TFModel:
             type_vocab_size=getattr(self.config, "type_vocab_size", None),
             position_table=table,
         )
+
+    @property
+    def known_difference(self) -> KnownDifference | None:
+        """Where transformers' own TF port of this architecture really differs from its
+        PyTorch model (the registry's record), or None."""
+        return self.architecture.known_difference
 
     @property
     def ids_only_change(self) -> IdsOnlyTransform | None:

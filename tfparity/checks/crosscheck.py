@@ -246,15 +246,26 @@ def localise(
         return Divergence(None, where, where, hint)
     k = hidden[0]
     if k == 0:
-        return Divergence(
-            0,
-            "embeddings",
-            "embeddings",
-            _hint(tf_model, pt_model, "embeddings", "embeddings", runs),
-        )
+        hint = _hint(tf_model, pt_model, "embeddings", "embeddings", runs)
+        hint = _known(tf_model, 0, "embeddings", "embeddings", hint)
+        return Divergence(0, "embeddings", "embeddings", hint)
     layer = k - 1
     component = _component_of(layer, components)
-    return Divergence(k, layer, component, _hint(tf_model, pt_model, layer, component, runs))
+    hint = _hint(tf_model, pt_model, layer, component, runs)
+    return Divergence(k, layer, component, _known(tf_model, k, layer, component, hint))
+
+
+def _known(tf_model: TFModel, hidden_state: int, layer: Any, component: Any, hint: str) -> str:
+    """The hint, with the registry's finding where the divergence is the known
+    difference of this port (e.g. transformers' TF OpenAI GPT's exact GELU)."""
+    known = getattr(tf_model, "known_difference", None)
+    if known is None or (known.hidden_state, known.layer, known.component) != (
+        hidden_state,
+        layer,
+        component,
+    ):
+        return hint
+    return f"{hint}; a known difference of this port: {known.finding}"
 
 
 def _component_of(layer: int, components: list[Component]) -> str | None:
