@@ -122,6 +122,22 @@ def test_the_bert_finding_is_the_gelu_swapping_it_makes_the_port_pass():
     assert fixed.passed, [(c.name, c.max_abs_diff) for c in fixed.failures]
 
 
+def test_the_qwen3_finding_is_the_qk_norm_epsilon_setting_it_makes_the_port_pass():
+    """keras-hub's Qwen3 decoder builds its attention without layer_norm_epsilon, so
+    q_norm/k_norm use 1e-5 whatever rms_norm_eps says (1e-6 here)."""
+    model = load_keras_hub("keras-hub:tiny:qwen3")
+    batches = make_batches(model, INPUTS)
+    pt = load_pt("tiny:qwen3")
+    assert not crosscheck(model, pt, batches).passed
+    for i in range(2):
+        attention = keras_hub_layouts.block(model.backbone, i)._self_attention_layer
+        assert attention._query_dense_layer_norm.epsilon == 1e-5  # not the config's 1e-6
+        attention._query_dense_layer_norm.epsilon = pt.config.rms_norm_eps
+        attention._key_dense_layer_norm.epsilon = pt.config.rms_norm_eps
+    fixed = crosscheck(model, pt, batches)
+    assert fixed.passed, [(c.name, c.max_abs_diff) for c in fixed.failures]
+
+
 def _exact_gelu_everywhere(model):
     for i in range(2):
         keras_hub_layouts.exact_gelu(

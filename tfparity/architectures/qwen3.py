@@ -32,9 +32,9 @@ ARCHITECTURES = (
                 layer=0,
                 component="attention",
                 hint="computation itself differs",
-                finding="Qwen3's attention differs from layer 0 on while every ported weight "
-                "and config field agrees: a computation difference inside keras-hub's "
-                "Qwen3 attention (not yet pinned down further)",
+                finding="keras-hub's Qwen3TransformerDecoder builds Qwen3Attention without "
+                "layer_norm_epsilon, so q_norm/k_norm use 1e-5 whatever rms_norm_eps says "
+                "(Qwen3 checkpoints: 1e-6)",
             ),
         ),
     ),
