@@ -147,27 +147,54 @@ LLAMA_EPS = KnownDifference(
     "to Llama3Backbone, which then uses its default 1e-6; Llama 2/3 checkpoints use 1e-5",
 )
 
-ARCHITECTURES = (
-    Architecture(
-        model_type="llama",
-        family="llama",
+
+def keras_hub_decoder(backbone: str, **fields: Any) -> KerasHubLayout:
+    """keras-hub's port of a Llama-style decoder: gated blocks, a final RMSNorm, the
+    config as the backbone runs it; ``fields`` override (taps, faults, findings)."""
+    defaults = dict(
+        block_taps=gated_decoder_taps,
+        final_norm="sequence_output_layernorm",
+        effective_config=decoder_config,
+    )
+    return KerasHubLayout(backbone=backbone, **{**defaults, **fields})
+
+
+def pytorch_only_decoder(
+    model_type: str,
+    pt_class: str,
+    pt_head_class: str,
+    *,
+    tiny: dict[str, Any],
+    keras_hub: KerasHubLayout,
+    hint_fields: tuple[str, ...] = HINT_FIELDS,
+) -> Architecture:
+    """A Llama-style decoder with no transformers TF class (Llama, Qwen, Qwen3, Gemma):
+    seeded in PyTorch, its TF side is keras-hub's port."""
+    return Architecture(
+        model_type=model_type,
+        family=model_type,
         tf_class=None,
-        pt_class="LlamaModel",
-        pt_head_class="LlamaForCausalLM",
-        tiny={**TINY, "rms_norm_eps": 1e-5},  # Llama 2 and 3 checkpoints use 1e-5
+        pt_class=pt_class,
+        pt_head_class=pt_head_class,
+        tiny={**TINY, **tiny},
         positions=Positions.ROTARY,
         causal=True,
         embeddings=DECODER_TABLES,
         sublayers=LAYOUT,
-        hint_fields=HINT_FIELDS,
+        hint_fields=hint_fields,
         ffn_weight=FFN_WEIGHT,
-        keras_hub=KerasHubLayout(
-            backbone="Llama3Backbone",
-            block_taps=gated_decoder_taps,
-            final_norm="sequence_output_layernorm",
-            effective_config=decoder_config,
-            faults=decoder_faults(),
-            known_difference=LLAMA_EPS,
+        keras_hub=keras_hub,
+    )
+
+
+ARCHITECTURES = (
+    pytorch_only_decoder(
+        "llama",
+        "LlamaModel",
+        "LlamaForCausalLM",
+        tiny={"rms_norm_eps": 1e-5},  # Llama 2 and 3 checkpoints use 1e-5
+        keras_hub=keras_hub_decoder(
+            "Llama3Backbone", faults=decoder_faults(), known_difference=LLAMA_EPS
         ),
     ),
 )

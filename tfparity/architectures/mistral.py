@@ -18,8 +18,7 @@ import numpy as np
 
 from .base import Architecture, EmbeddingTables, KnownDifference, Positions
 from .faults import Fault, in_place, scale, with_config
-from .keras_hub_layouts import KerasHubLayout, decoder_config, gated_decoder_taps
-from .llama import GatedDecoderLayout
+from .llama import GatedDecoderLayout, keras_hub_decoder
 from .sublayers import Tap
 
 
@@ -142,11 +141,8 @@ ARCHITECTURES = (
         ),
         faults=FAULTS,
         ffn_weight="layers.{layer}.mlp.up_proj.weight",
-        keras_hub=KerasHubLayout(
-            backbone="MistralBackbone",
-            block_taps=gated_decoder_taps,
-            final_norm="sequence_output_layernorm",
-            effective_config=decoder_config,
+        keras_hub=keras_hub_decoder(
+            "MistralBackbone",
             known_difference=KnownDifference(
                 hidden_state=0,
                 layer="embeddings",
