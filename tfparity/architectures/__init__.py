@@ -43,7 +43,6 @@ __all__ = [
     "for_config",
     "lookup",
     "registry",
-    "keras_hub_types",
     "tiny_types",
     "torch_only_tiny_types",
 ]
@@ -97,8 +96,3 @@ def torch_only_tiny_types() -> tuple[str, ...]:
     return tuple(
         sorted(t for t, a in registry().items() if a.tiny is not None and a.tf_class is None)
     )
-
-
-def keras_hub_types() -> tuple[str, ...]:
-    """The model types whose keras-hub backbone tfparity maps onto Hugging Face's."""
-    return tuple(sorted(t for t, a in registry().items() if a.keras_hub is not None))

@@ -56,7 +56,6 @@ class EmbeddingTables:
     ``position`` and ``token_type`` are looked up on the embedding layer
     (``get_input_embeddings()``) first and then on the main layer; None: no such table.
     ``layer_norm`` is the embedding LayerNorm's attribute on the embedding layer.
-    ``token_types_in_word_matrix``: token types are embedded with the word matrix (GPT-2).
     ``word``: the word-embedding layer's attribute on the main layer, for models whose
     ``get_input_embeddings()`` does not work in TF (Mistral); None: use that method.
     """
@@ -65,7 +64,6 @@ class EmbeddingTables:
     position: str | None = "position_embeddings"
     token_type: str | None = "token_type_embeddings"
     layer_norm: str | None = "LayerNorm"
-    token_types_in_word_matrix: bool = False
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,7 @@ ARCHITECTURES = (
         tiny=dict(n_embd=32, n_layer=2, n_head=4, dff=64, n_positions=64),
         positions=Positions.ABSOLUTE,
         causal=True,
-        embeddings=EmbeddingTables(
-            position=None, token_type=None, layer_norm=None, token_types_in_word_matrix=True
-        ),
+        embeddings=EmbeddingTables(position=None, token_type=None, layer_norm=None),
         hint_fields=("layer_norm_epsilon", "dff"),
         ffn_weight="h.{layer}.ffn.0.weight",
     ),

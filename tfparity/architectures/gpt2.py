@@ -125,9 +125,7 @@ GPT2 = Architecture(
     tiny=TINY,
     positions=Positions.ABSOLUTE,
     causal=True,
-    embeddings=EmbeddingTables(
-        position="wpe", token_type=None, layer_norm=None, token_types_in_word_matrix=True
-    ),
+    embeddings=EmbeddingTables(position="wpe", token_type=None, layer_norm=None),
     lm_head=LMHead(
         "no transform, no bias: x @ wte.T (the final LayerNorm ln_f is in the body)",
         lambda m, tf: lambda h: tf.matmul(h, m.get_input_embeddings().embeddings, transpose_b=True),

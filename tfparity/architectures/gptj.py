@@ -16,9 +16,7 @@ ARCHITECTURES = (
         tiny=dict(n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=64, n_inner=64),
         positions=Positions.ROTARY,
         causal=True,
-        embeddings=EmbeddingTables(
-            position=None, token_type=None, layer_norm=None, token_types_in_word_matrix=True
-        ),
+        embeddings=EmbeddingTables(position=None, token_type=None, layer_norm=None),
         hint_fields=("activation_function", "layer_norm_epsilon", "rotary_dim"),
         ffn_weight="h.{layer}.mlp.fc_in.weight",
     ),

@@ -75,7 +75,6 @@ ARCHITECTURES = (
             position="positions_embed",
             token_type=None,
             layer_norm=None,
-            token_types_in_word_matrix=True,
         ),
         sublayers=OpenAIGPTLayout(),
         hint_fields=("afn", "layer_norm_epsilon"),
