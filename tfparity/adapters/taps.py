@@ -36,8 +36,11 @@ def supported(config: Any) -> bool:
 
 
 def tapped_types() -> tuple[str, ...]:
-    """The model types localised to the sub-layer (for messages and docs)."""
-    return tuple(t for t, arch in registry().items() if arch.sublayers is not None)
+    """The HF TF model types localised to the sub-layer (for messages; PyTorch-only
+    families, whose TF side is keras-hub's, are not HF TF models)."""
+    return tuple(
+        t for t, arch in registry().items() if arch.sublayers is not None and arch.tf_class
+    )
 
 
 def numpy_weights(dense: Any) -> tuple[np.ndarray, np.ndarray]:
