@@ -1,10 +1,12 @@
-"""Length bucketing: batches of a fixed size whose sequence length is a bucket.
+"""Length bucketing: items of similar length share a batch, which cuts padding.
 
-Every batch is ``batch_size`` rows by a bucket length (8, 16, 32, ... capped at the
-model's maximum), so a compiled forward pass sees few distinct shapes and is traced
-once per bucket, not once per batch; items of similar length share a batch, which
-cuts padding. The last batch of a bucket is filled with dummy rows (one real token,
-masked everywhere else) that are dropped from the results.
+Items are grouped by bucket (8, 16, 32, ... tokens, capped at the model's maximum).
+With ``fixed_shapes`` (XLA, which compiles once per input shape), every batch is
+``batch_size`` rows by its bucket length, so XLA sees few distinct shapes; the last
+batch of a bucket is filled with dummy rows (one real token, masked everywhere else)
+that are dropped from the results. Without it (eager, and graph mode, whose one trace
+takes any shape), a batch holds only its real rows and is as long as its longest
+item: no compute is spent on dummy rows or on padding up to the bucket length.
 
 Streaming: at most ``batch_size - 1`` items wait per bucket, so memory does not grow
 with the corpus. Which batch an item lands in depends on the order items arrive, but
@@ -54,8 +56,8 @@ class Encoded:
 
 @dataclass(frozen=True)
 class PaddedBatch:
-    """A fixed-shape batch and the items of its first ``len(items)`` rows (the rest are
-    dummy rows)."""
+    """A batch and the items of its first ``len(items)`` rows (any further rows are
+    dummy rows of a fixed-shape batch)."""
 
     batch: Batch
     items: list[Item]
@@ -68,14 +70,15 @@ class PaddedBatch:
 
 @dataclass
 class Bucketer:
-    """Collects encoded items per bucket and hands out full (then, at the end, padded)
-    batches."""
+    """Collects encoded items per bucket and hands out full (then, at the end, partly
+    filled) batches; ``fixed_shapes``: every batch ``batch_size`` x bucket length."""
 
     batch_size: int
     limit: int | None
     pad_id: int
     padding_side: str = "right"
     with_types: bool = True
+    fixed_shapes: bool = False
     _pending: dict[int, list[Encoded]] = field(default_factory=dict)
 
     def add(self, encoded: Encoded) -> Iterator[PaddedBatch]:
@@ -97,18 +100,22 @@ class Bucketer:
         yield from self.flush()
 
     def _pad(self, bucket: int, rows: list[Encoded]) -> PaddedBatch:
-        ids = np.full((self.batch_size, bucket), self.pad_id, np.int32)
-        mask = np.zeros((self.batch_size, bucket), np.int32)
-        types = np.zeros((self.batch_size, bucket), np.int32)
+        if self.fixed_shapes:
+            height, length = self.batch_size, bucket
+        else:
+            height, length = len(rows), max(len(e.ids) for e in rows)
+        ids = np.full((height, length), self.pad_id, np.int32)
+        mask = np.zeros((height, length), np.int32)
+        types = np.zeros((height, length), np.int32)
         for r, e in enumerate(rows):
             n = len(e.ids)
-            cols = slice(bucket - n, bucket) if self.padding_side == "left" else slice(0, n)
+            cols = slice(length - n, length) if self.padding_side == "left" else slice(0, n)
             ids[r, cols] = e.ids
             mask[r, cols] = 1
             if e.type_ids is not None:
                 types[r, cols] = e.type_ids
         # Dummy rows: one real token each, so no row is fully masked.
-        dummy_col = bucket - 1 if self.padding_side == "left" else 0
+        dummy_col = length - 1 if self.padding_side == "left" else 0
         mask[len(rows) :, dummy_col] = 1
         batch = Batch(ids, mask, types if self.with_types else None)
         return PaddedBatch(batch, [e.item for e in rows], bucket)

@@ -1,4 +1,4 @@
-"""The checks a sweep runs on each fixed-shape batch, one RowResult per real row.
+"""The checks a sweep runs on each bucketed batch, one RowResult per real row.
 
 Each check reuses the TF ``input_ids`` run (computed once per batch) and adds what it
 needs: the embeds check the ``inputs_embeds`` run; the cross-check PyTorch fp32 and the
@@ -18,7 +18,7 @@ from ..checks.positions import EQUIVARIANCE_TOLERANCE
 from ..compare import LazyReferee, Referee, Tolerance, row_rms
 from ..trace import Trace
 from .bucketing import PaddedBatch
-from .itemcheck import RowResult, judged, referee_verdicts, row_comparisons, top1_counts
+from .itemcheck import RowResult, compared_rows, judged, referee_verdicts, top1_counts
 
 CHECKS = ("embeds", "crosscheck", "positions")
 
@@ -84,10 +84,8 @@ class SweepChecks:
     def _embeds(self, ctx: BatchContext) -> list[RowResult]:
         batch = ctx.padded.batch
         actual = self.runner_model.run_gathered(replace(batch, position_ids=None))
-        results = [
-            judged(row_comparisons(actual, ctx.tf_ids, ctx.mask, r, tolerance=self.tolerance))
-            for r in ctx.rows
-        ]
+        leaves = compared_rows(actual, ctx.tf_ids, ctx.mask, tolerance=self.tolerance)
+        results = [judged(leaves, r) for r in ctx.rows]
         return self._with_top1(results, actual, ctx)
 
     def _crosscheck(self, ctx: BatchContext) -> list[RowResult]:
@@ -101,15 +99,15 @@ class SweepChecks:
         fp64_rows: list[int] = []
         if self.tolerance is None and self.referee_mode == "full":
             pt64 = self.pt_model.run(batch, float64=True)
-            verdicts = [referee_verdicts(tf, pt, pt64, mask, r, self.referee) for r in real]
+            verdicts = referee_verdicts(tf, pt, pt64, mask, self.referee)
             fp64_rows = real
             self._full_items += len(real)
         elif self.tolerance is None:
             verdicts, fp64_rows = self._lazy_verdicts(batch, tf, pt, names)
+        leaves = compared_rows(tf, pt, mask, tolerance=self.tolerance, names=names)
         results = []
         for r in real:
-            comparisons = row_comparisons(tf, pt, mask, r, tolerance=self.tolerance, names=names)
-            result = judged(comparisons, verdicts[r])
+            result = judged(leaves, r, verdicts[r])
             if self.tolerance is None:
                 result = replace(result, fp64=r in fp64_rows)
             results.append(result)
@@ -157,18 +155,17 @@ class SweepChecks:
             sub = _rows(batch, need_rows)
             pt64 = self.pt_model.run(sub, float64=True)
             tf_s, pt_s = _trace_rows(tf, need_rows), _trace_rows(pt, need_rows)
+            fulls = referee_verdicts(tf_s, pt_s, pt64, sub.attention_mask, self.referee)
+            e_r = {
+                n: row_rms(pt_s[n].astype(np.float64) - pt64[n], sub.attention_mask)
+                for n in names
+                if n in pt64
+            }
             for j, r in enumerate(need_rows):
-                full = referee_verdicts(tf_s, pt_s, pt64, sub.attention_mask, j, self.referee)
+                full = fulls[j]
                 held = True
-                for n in names:
-                    if n not in pt64:
-                        continue
-                    e_r = float(
-                        row_rms(
-                            pt_s[n][j : j + 1] - pt64[n][j : j + 1], sub.attention_mask[j : j + 1]
-                        )[0]
-                    )
-                    held = lazy.learn(n, e_r, float(s_r[n][r])) and held
+                for n, errors in e_r.items():
+                    held = lazy.learn(n, float(errors[j]), float(s_r[n][r])) and held
                 if r == sentinel and not calibrating:
                     lazy.violations += not held
                     lazy.disagreements += any(full.get(n) != v for n, v in decided[r].items())
@@ -196,14 +193,12 @@ class SweepChecks:
         inverse = np.argsort(perms, axis=1)
         s4_back = Trace({"s4_vs_s1:last_hidden_state": _take(s4["last_hidden_state"], inverse)})
         s1_named = Trace({"s4_vs_s1:last_hidden_state": s1["last_hidden_state"]})
-        results = []
-        for r in ctx.rows:
-            explicit = row_comparisons(s1, ctx.tf_ids, ctx.mask, r)
-            for c in explicit:
-                c.name = f"explicit_position_ids:{c.name}"
-            equi = row_comparisons(s4_back, s1_named, ctx.mask, r, tolerance=EQUIVARIANCE_TOLERANCE)
-            results.append(judged(explicit + equi))
-        return results
+        explicit = [
+            replace(leaf, name=f"explicit_position_ids:{leaf.name}")
+            for leaf in compared_rows(s1, ctx.tf_ids, ctx.mask)
+        ]
+        equi = compared_rows(s4_back, s1_named, ctx.mask, tolerance=EQUIVARIANCE_TOLERANCE)
+        return [judged(explicit + equi, r) for r in ctx.rows]
 
     def _permutations(self, ctx: BatchContext) -> np.ndarray:
         rows, length = ctx.padded.batch.input_ids.shape

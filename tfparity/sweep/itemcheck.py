@@ -1,8 +1,9 @@
 """Per-item verdicts from batched runs (numpy only).
 
-A batch's traces are sliced row by row and each row is compared on its own valid
-tokens (``compare_arrays`` with that row's mask), so an item's verdict and max abs diff
-depend on the item alone, not on which batch, bucket or shard it landed in.
+Each leaf of a batch is compared row by row in one vectorised pass, every row on its
+own valid tokens (the rule of ``compare_arrays`` with that row's mask), so an item's
+verdict and max abs diff depend on the item alone, not on which batch, bucket or shard
+it landed in (up to the float rounding of the batched runs themselves).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..compare import Comparison, Referee, Tolerance, compare_arrays, referee_batches
+from ..compare import Referee, Tolerance, default_tolerance, row_rms, valid_positions
 from ..trace import Trace
 
 
@@ -47,61 +48,93 @@ class RowResult:
         return out
 
 
-def row_comparisons(
+@dataclass(frozen=True)
+class LeafRows:
+    """One leaf compared row by row: per row, whether every valid element is within
+    the tolerance and the largest finite abs diff over its valid elements."""
+
+    name: str
+    passed: np.ndarray  # [rows] bool
+    max_abs_diff: np.ndarray  # [rows] float64
+
+
+def leaf_rows(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    mask: np.ndarray,
+    name: str,
+    tolerance: Tolerance | None = None,
+) -> LeafRows:
+    """``compare_arrays``'s verdict and max abs diff for every row at once (vectorised:
+    the sweep compares every leaf of every item, and per-row calls dominated its time).
+    As there, padding is excluded, a non-finite value passes only where the other side
+    holds the same one, and a row with nothing to compare fails."""
+    a, b = np.asarray(actual), np.asarray(expected)
+    rows = a.shape[0]
+    if a.shape != b.shape:
+        return LeafRows(name, np.zeros(rows, bool), np.zeros(rows))
+    tol = tolerance or default_tolerance(a.dtype, b.dtype)
+    a64, b64 = a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)
+    valid = valid_positions(a.shape, mask) if a.ndim >= 3 else None
+    valid = np.ones(a.shape, bool) if valid is None else valid
+    finite = np.isfinite(a64) & np.isfinite(b64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite, np.abs(a64 - b64), 0.0)
+        close = diff <= tol.atol + tol.rtol * np.where(finite, np.abs(b64), 0.0)
+    if not finite.all():
+        same = (a64 == b64) | (tol.equal_nan & np.isnan(a64) & np.isnan(b64))
+        close = np.where(finite, close, same)
+    axes = tuple(range(1, a.ndim))
+    passed = (close | ~valid).all(axis=axes) & valid.any(axis=axes)
+    worst = np.where(valid, diff, 0.0).max(axis=axes) if a.size else np.zeros(rows)
+    return LeafRows(name, passed, worst)
+
+
+def compared_rows(
     actual: Trace,
     expected: Trace,
     mask: np.ndarray,
-    row: int,
     *,
     tolerance: Tolerance | None = None,
     names: list[str] | None = None,
-) -> list[Comparison]:
-    """Every shared leaf (or ``names``) of row ``row``, padding excluded."""
-    m = mask[row : row + 1]
-    out = []
-    for name in names or [n for n in expected if n in actual]:
-        a, b = actual[name][row : row + 1], expected[name][row : row + 1]
-        # The mask applies to [batch, seq, ...] leaves only; a pooled [1, hidden] leaf
-        # could otherwise be mistaken for [1, seq] when hidden == seq.
-        leaf_mask = m if a.ndim >= 3 else None
-        out.append(
-            compare_arrays(a, b, name=name, mask=leaf_mask, tolerance=tolerance, check_dtype=False)
-        )
-    return out
+) -> list[LeafRows]:
+    """Every shared leaf (or ``names``), each compared row by row, padding excluded."""
+    names = names or [n for n in expected if n in actual]
+    return [leaf_rows(actual[n], expected[n], mask, n, tolerance) for n in names]
 
 
-def judged(comparisons: list[Comparison], verdicts: dict[str, bool] | None = None) -> RowResult:
-    """Fold one row's comparisons into a RowResult (``verdicts`` override per leaf)."""
-    passed = {c.name: (verdicts or {}).get(c.name, c.passed) for c in comparisons}
-    worst = max(comparisons, key=lambda c: c.max_abs_diff, default=None)
+def judged(leaves: list[LeafRows], row: int, verdicts: dict[str, bool] | None = None) -> RowResult:
+    """Fold one row of the compared leaves into a RowResult (``verdicts`` override
+    the tolerance's verdict per leaf)."""
+    passed = {leaf.name: (verdicts or {}).get(leaf.name, bool(leaf.passed[row])) for leaf in leaves}
+    worst = max(leaves, key=lambda leaf: leaf.max_abs_diff[row], default=None)
     failing = tuple(name for name, ok in passed.items() if not ok)
     return RowResult(
         passed=not failing,
-        max_abs_diff=float(worst.max_abs_diff) if worst else 0.0,
+        max_abs_diff=float(worst.max_abs_diff[row]) if worst else 0.0,
         worst=worst.name if worst else None,
         failing=failing,
     )
 
 
 def referee_verdicts(
-    tf: Trace, pt: Trace, pt64: Trace, mask: np.ndarray, row: int, referee: Referee
-) -> dict[str, bool]:
-    """Per leaf: TF's RMSE to PyTorch fp64 within ``factor`` x PyTorch fp32's (this row)."""
-    m = mask[row : row + 1]
-    verdicts = {}
+    tf: Trace, pt: Trace, pt64: Trace, mask: np.ndarray, referee: Referee
+) -> list[dict[str, bool]]:
+    """Per row and leaf: TF's RMSE to PyTorch fp64 within ``factor`` x PyTorch fp32's
+    plus ``floor`` x fp64's RMS (the :class:`Referee`'s rule, every row at once)."""
+    rows = next(iter(pt64.values())).shape[0] if len(pt64) else 0
+    verdicts: list[dict[str, bool]] = [{} for _ in range(rows)]
     for name in pt:
         if name not in tf or name not in pt64:
             continue
-        leaf_mask = m if tf[name].ndim >= 3 else None
-        r = referee_batches(
-            name,
-            [tf[name][row : row + 1]],
-            [pt[name][row : row + 1]],
-            [pt64[name][row : row + 1]],
-            masks=[leaf_mask],
-            referee=referee,
-        )
-        verdicts[name] = r.passed
+        t = np.asarray(pt64[name], np.float64)
+        actual = row_rms(np.asarray(tf[name], np.float64) - t, mask)
+        reference = row_rms(np.asarray(pt[name], np.float64) - t, mask)
+        allowed = referee.factor * reference + referee.floor * row_rms(t, mask)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(actual) & (actual <= allowed)
+        for r in range(rows):
+            verdicts[r][name] = bool(ok[r])
     return verdicts
 
 

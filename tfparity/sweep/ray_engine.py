@@ -3,7 +3,7 @@
 One Ray actor per worker loads the model once (TF, PyTorch, LM head), exactly as a
 single-process sweep does. The driver reads and tokenizes the corpus and buckets it
 with the same code as a single process (:func:`~tfparity.sweep.runner.padded_stream`),
-so every worker gets the same fixed-shape batches a serial run would make, and deals
+so every worker gets the same batches a serial run would make, and deals
 them out a chunk at a time: each actor holds at most ``in_flight`` chunks, and a new
 one goes to whichever actor finishes first (dynamic balancing, not a fixed modulo).
 Records come back as chunks finish and the driver alone writes ``results.jsonl``

@@ -44,7 +44,7 @@ class SweepOptions:
     max_items: int | None = None
     worst: int = WORST
     # An adapters.execution.ExecutionOptions: device, eager/graph/XLA, precision.
-    # None: graph (each bucket shape traced once), float32, TensorFlow's own placement.
+    # None: graph (one trace per path, any shape), float32, TensorFlow's own placement.
     execution: Any = None
     # The cross-check's float64 referee: "lazy" runs float64 only for the items whose
     # verdict it can change (see compare.LazyReferee); "full" for every item. The
@@ -237,9 +237,9 @@ def _prepare_out(out: Path, manifest: dict, options: SweepOptions) -> None:
 
 @dataclass
 class _Setup:
-    """Everything loaded once per process: the TF model and its runner (compiled per
-    bucket shape), one PyTorch model (and its float64 copy), the LM head, the bucketer
-    settings."""
+    """Everything loaded once per process: the TF model and its runner (compiled once
+    per path; per bucket shape under XLA), one PyTorch model (and its float64 copy),
+    the LM head, the bucketer settings."""
 
     tf_model: Any
     runner_model: Any  # adapters.execution.ExecutedModel
@@ -261,7 +261,9 @@ class _Setup:
         if "crosscheck" in checks:
             pt_model = reference_for(model, pt).in_precision(execution.precision)
         head, note = _load_head(tf_model)
-        runner_model = executed(tf_model, execution, fixed_shapes=True)
+        # One trace per path takes any shape in graph mode; XLA compiles per shape, so
+        # there the batches come in a few fixed shapes (see sweep.bucketing).
+        runner_model = executed(tf_model, execution, fixed_shapes=execution.xla)
         runner = SweepChecks(
             runner_model,
             tf_model,
@@ -287,6 +289,7 @@ class _Setup:
             pad_id=self.tf_model.pad_token_id or 0,
             padding_side=self._padding_side,
             with_types=bool(getattr(self.tf_model.config, "type_vocab_size", 0)),
+            fixed_shapes=bool(getattr(self.runner_model, "fixed_shapes", False)),
         )
 
     def run_facts(self) -> dict:
@@ -332,15 +335,21 @@ class Encoding:
     pad_id: int
     padding_side: str
     with_types: bool
+    fixed_shapes: bool = False
 
 
 def padded_stream(
     enc: Encoding, items: Iterator[Item], options: SweepOptions
 ) -> Iterator[PaddedBatch | list[dict]]:
-    """Items -> fixed-shape batches (full ones as they fill, then the rest), with the
+    """Items -> bucketed batches (full ones as they fill, then the rest), with the
     records of items too long to run, in the order a single process makes them."""
     bucketer = Bucketer(
-        options.batch_size, enc.limit, enc.pad_id, enc.padding_side, with_types=enc.with_types
+        options.batch_size,
+        enc.limit,
+        enc.pad_id,
+        enc.padding_side,
+        with_types=enc.with_types,
+        fixed_shapes=enc.fixed_shapes,
     )
     for e in encode(enc.tokenizer, items, limit=enc.limit, truncate=options.truncate):
         if isinstance(e, TooLong):
