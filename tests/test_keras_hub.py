@@ -69,20 +69,34 @@ def test_the_embeds_path_matches_the_ids_path_on_keras_3(inner):
 
 
 def test_cli_check_and_crosscheck_accept_keras_hub_specs(tmp_path, capsys):
+    """`check` on a keras-hub port is the embeds check alone (saying where the PyTorch
+    comparison is); `crosscheck` compares with PyTorch."""
     out = tmp_path / "r.json"
     assert cli.main(["check", "keras-hub:tiny:qwen2", "--json", str(out)]) == 0
     reports = json.loads(out.read_text())
     reports = reports if isinstance(reports, list) else reports.get("reports", [reports])
-    assert [r["check"] for r in reports] == ["embeds", "crosscheck"]
+    assert [r["check"] for r in reports] == ["embeds"]
+    assert any("tfparity crosscheck keras-hub:tiny:qwen2" in n for n in reports[0]["notes"])
     html = tmp_path / "r.html"
     args = ["crosscheck", "--tf", "keras-hub:tiny:llama", "--pt", "tiny:llama"]
     assert cli.main([*args, "--html", str(html)]) == 1  # the rms_norm_eps finding
     assert "rms_norm_eps" in capsys.readouterr().out and html.is_file()
-    corpus = tmp_path / "c.txt"
-    corpus.write_text("hello world\nthe cat sat\n")
-    sweep = ["sweep", "keras-hub:tiny:bert", "--texts", str(corpus), "--out", str(tmp_path / "s")]
-    assert cli.main(sweep) == 2  # sweep runs compiled HF TF models only: refused clearly
-    assert "keras-hub (Keras 3) model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--save-outputs", "--load-outputs"])
+def test_check_refuses_golden_outputs_for_keras_hub_pointing_at_crosscheck(flag, capsys):
+    assert cli.main(["check", "keras-hub:tiny:bert", flag, "x.npz"]) == 2
+    err = capsys.readouterr().err
+    assert "tfparity crosscheck keras-hub:tiny:bert" in err and "Traceback" not in err
+
+
+def test_check_on_minilm_is_the_embeds_check_and_passes(capsys):
+    """The issue's done-when: `check keras-hub:minilm` passes (the tanh-GELU finding is
+    crosscheck's to report, see test_the_bert_finding_...)."""
+    assert cli.main(["check", "keras-hub:minilm"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS embeds" in out and "tfparity crosscheck ·" not in out
+    assert "Hugging Face PyTorch is `tfparity crosscheck keras-hub:minilm`" in out
 
 
 def test_the_pytest_fixture_loads_keras_hub_specs():
