@@ -99,6 +99,37 @@ def test_check_on_minilm_is_the_embeds_check_and_passes(capsys):
     assert "Hugging Face PyTorch is `tfparity crosscheck keras-hub:minilm`" in out
 
 
+@pytest.mark.parametrize(
+    "inner,passed", [("tiny:qwen2", True), ("tiny:llama", False)], ids=["qwen2", "llama"]
+)
+def test_sweep_runs_keras_hub_specs_eagerly_with_right_verdicts(inner, passed, tmp_path):
+    """A right converter (Qwen) passes every item; Llama's rms_norm_eps finding fails
+    every item's cross-check and nothing else. No LM head: top-1 says why."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\nthe cat sat on the mat\n")
+    out = tmp_path / "s"
+    args = ["sweep", f"keras-hub:{inner}", "--texts", str(corpus), "--out", str(out)]
+    assert cli.main([*args, "--checks", "embeds,crosscheck,positions"]) == (0 if passed else 1)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    for r in records:
+        assert r["checks"]["embeds"]["passed"] is True
+        assert r["checks"]["crosscheck"]["passed"] is passed
+        assert r["checks"]["positions"]["passed"] is None  # rotary: does not apply
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"]["execution"] == "eager" and summary["failed"] == (0 if passed else 2)
+    manifest = json.loads((out / "run.json").read_text())
+    assert "no LM head" in manifest["top1_note"]["crosscheck"]
+
+
+def test_sweep_refuses_compiled_runs_of_keras_hub_specs(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\n")
+    args = ["sweep", "keras-hub:tiny:bert", "--texts", str(corpus), "--out", str(tmp_path)]
+    assert cli.main([*args, "--graph"]) == 2
+    assert "run eagerly in float32" in capsys.readouterr().err
+
+
 def test_the_pytest_fixture_loads_keras_hub_specs():
     from tfparity.pytest_plugin import _Session
 

@@ -73,6 +73,15 @@ def executed(tf_model: Any, execution: Any, *, fixed_shapes: bool = False) -> An
     return with_execution(tf_model, execution, fixed_shapes=fixed_shapes)
 
 
+def compiles(model: Any) -> bool:
+    """Whether ``model`` (a spec or a loaded model) can run compiled: a keras-hub model
+    runs eagerly only (:meth:`KerasHubModel.executed`), so a command whose default is a
+    compiled run (the sweep) runs it eagerly rather than refuse it."""
+    from .adapters.keras_hub import KerasHubModel, is_keras_hub_spec
+
+    return not (is_keras_hub_spec(model) or isinstance(model, KerasHubModel))
+
+
 def save_and_reload(tf_model: Any) -> Any:
     """The TF model after ``save_pretrained`` and a fresh load (catches lost weights);
     a keras-hub model after ``save_to_preset`` and ``from_preset``."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from ..compare import to_numpy
 from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
+from .execution import ExecutionOptions
 from .runtime import import_tf
 from .specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
 
@@ -222,6 +223,8 @@ class KerasHubModel:
     ports: list[Ported] = field(default_factory=list)
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    # What it runs under (always eager float32; see :meth:`executed`).
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
     _embeds_fn: Any = None
 
     # ------------------------------------------------------------------ facts
@@ -257,6 +260,14 @@ class KerasHubModel:
     @property
     def pad_token_id(self) -> int | None:
         return getattr(self.hf_config, "pad_token_id", None)
+
+    @property
+    def headless_reason(self) -> str:
+        """Why top-1 token agreement is not measured: a backbone has no LM head."""
+        return (
+            f"{self.name} is a keras-hub backbone ({type(self.backbone).__name__}) with no "
+            "LM head, so top-1 token agreement cannot be measured"
+        )
 
     @property
     def ids_only_change(self) -> None:
@@ -337,6 +348,19 @@ class KerasHubModel:
         check_limits(batch, self.limits)
         trace, _ = self._run(batch, inputs_embeds, taps=False)
         return trace
+
+    def run_gathered(self, batch: Batch) -> Trace:
+        """The inputs_embeds path fed the word embeddings gathered by the batch's ids
+        (the sweep's embeds path; eager, so there is no compiled gather to fuse)."""
+        return self.run(batch, self.gather(batch.input_ids))
+
+    @property
+    def traces(self) -> int:
+        """Compiled traces made so far: none, a keras-hub model runs eagerly."""
+        return 0
+
+    def traces_by_path(self) -> dict[str, int]:
+        return {}
 
     def _run(
         self,
@@ -483,7 +507,7 @@ class KerasHubModel:
             notes=list(self.notes),
         )
 
-    def executed(self, options: Any) -> KerasHubModel:
+    def executed(self, options: ExecutionOptions) -> KerasHubModel:
         """This model under an ExecutionOptions: eager float32 on TensorFlow's default
         placement only; anything else asked for explicitly is exit 2, never ignored."""
         explicit_graph = options.graph and not options.auto
@@ -497,7 +521,8 @@ class KerasHubModel:
                 f"keras-hub models run on TensorFlow's default placement here; --device "
                 f"{options.device} is for Hugging Face TF models."
             )
-        return self
+        runs = replace(options, graph=False)  # auto settles on eager: what really runs
+        return self if runs == self.execution else replace(self, execution=runs)
 
 
 def _pt_name(hf_key: str, pt_weights: dict[str, np.ndarray]) -> str | None:
