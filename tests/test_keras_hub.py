@@ -137,6 +137,91 @@ def test_the_pytest_fixture_loads_keras_hub_specs():
     assert type(model.backbone).__name__ == "GPT2Backbone"
 
 
+# ----------------------------------------------------------------------------- presets
+
+
+def _preset(tmp_path, inner, change=None):
+    """``keras-hub:<inner>`` written by keras-hub's own save_to_preset (after ``change``
+    edits its backbone), as a keras-hub:<dir> spec."""
+    model = load_keras_hub(f"keras-hub:{inner}")
+    if change is not None:
+        change(model.backbone)
+    directory = tmp_path / inner.replace(":", "-")
+    model.backbone.save_to_preset(str(directory))
+    return f"keras-hub:{directory}"
+
+
+def test_a_bert_preset_passes_the_embeds_check_and_has_no_tokenizer(tmp_path, capsys):
+    spec = _preset(tmp_path, "tiny:bert")
+    model = load_keras_hub(spec)
+    assert model.config.model_type == "bert" and model.config.hidden_size == 32
+    assert model.tokenizer is None and not model.ports
+    assert cli.main(["check", spec, "--random", "2", "--seq-len", "8"]) == 0
+    assert cli.main(["check", spec, "--text", "hello"]) == 2
+    assert "has no tokenizer" in capsys.readouterr().err
+
+
+def test_a_decoder_preset_cross_checks_against_its_checkpoint_with_weight_hints(tmp_path):
+    """A right port (Qwen) saved as a preset passes against the checkpoint it came from;
+    one FFN kernel of layer 1 scaled before saving fails there, and the converter's
+    mapping, recovered from --pt, names the weight."""
+    spec = _preset(tmp_path, "tiny:qwen2")
+    assert cli.main(["check", spec, "--random", "2", "--seq-len", "8"]) == 0
+    assert cli.main(["crosscheck", "--tf", spec, "--pt", "tiny:qwen2"]) == 0
+
+    def scale(backbone):
+        keras_hub_layouts.k_scale(
+            keras_hub_layouts.block(backbone, 1)._feedforward_intermediate_dense.kernel, 1.1
+        )
+
+    broken = _preset(tmp_path / "broken", "tiny:qwen2", scale)
+    out = tmp_path / "r.json"
+    args = ["crosscheck", "--tf", broken, "--pt", "tiny:qwen2", "--json", str(out)]
+    assert cli.main(args) == 1
+    report = json.loads(out.read_text())
+    report = report[0] if isinstance(report, list) else report.get("reports", [report])[0]
+    d = report["first_divergence"]
+    assert (d["hidden_state"], d["layer"], d["component"]) == (2, 1, "intermediate")
+    assert (
+        d["hint"]
+        == "weight layers.1.mlp.up_proj.weight is PyTorch's scaled by 1.1 (a uniform scale)"
+    )
+    assert any("converter run on tiny:qwen2" in n for n in report["notes"])
+
+
+def test_a_preset_of_a_backbone_tfparity_cannot_map_exits_2(tmp_path, capsys):
+    directory = tmp_path / "p"
+    directory.mkdir()
+    (directory / "metadata.json").write_text("{}")
+    (directory / "config.json").write_text(json.dumps({"class_name": "WhisperBackbone"}))
+    assert cli.main(["check", f"keras-hub:{directory}"]) == 2
+    err = capsys.readouterr().err
+    assert "WhisperBackbone" in err and "BertBackbone" in err and "Traceback" not in err
+
+
+def test_a_preset_without_pt_has_no_reference_to_cross_check(tmp_path, capsys):
+    spec = _preset(tmp_path, "tiny:gpt2")
+    assert cli.main(["crosscheck", spec]) == 2
+    assert "give one with --pt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "inner", ["tiny:roberta", "tiny:distilbert", "tiny:gpt2", "tiny:albert", "tiny:gemma"]
+)
+def test_each_family_reads_a_preset_config_as_its_checkpoint_config(inner):
+    """The structure a preset states, mapped back through the family's layout, is the
+    Hugging Face config keras-hub converted (RoBERTa's +2 position rows, Gemma's halved
+    FFN, DistilBERT's and GPT-2's own names)."""
+    model = load_keras_hub(f"keras-hub:{inner}")
+    stated = model.layout.preset_config(model.backbone.get_config())
+    hf = model.hf_config
+    rebuilt = type(hf)(**stated)
+    for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads"):
+        assert getattr(rebuilt, key) == getattr(hf, key), key
+    for key, value in stated.items():  # None: transformers' default (GPT-2's n_inner)
+        assert getattr(hf, key) in (value, None), (key, getattr(hf, key), value)
+
+
 # ----------------------------------------------------------------------------- converters
 
 

@@ -129,6 +129,14 @@ def reference_for(model: Any, pt: Any = None, *, allow_pickle: bool = False) -> 
     return load_pt(spec, allow_pickle=allow_pickle)
 
 
+def bound_to_reference(tf_model: Any, pt: Any) -> Any:
+    """``tf_model`` with what its PyTorch reference's checkpoint adds: a keras-hub preset
+    (no tokenizer, no converter record) takes that checkpoint's tokenizer and weight
+    mapping (:meth:`KerasHubModel.with_reference`); any other model is itself."""
+    bind = getattr(tf_model, "with_reference", None)
+    return bind(pt) if bind is not None and isinstance(pt, str) else tf_model
+
+
 def spec_of(model: Any) -> str:
     """The MODEL spec that ``model`` was loaded from; refused for a model with none."""
     from .adapters.specs import parse_spec
