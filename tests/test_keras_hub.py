@@ -189,6 +189,18 @@ def test_a_decoder_preset_cross_checks_against_its_checkpoint_with_weight_hints(
     assert any("converter run on tiny:qwen2" in n for n in report["notes"])
 
 
+def test_a_preset_sweeps_against_the_reference_it_is_given(tmp_path):
+    """run_sweep(pt=...) binds a preset to that checkpoint (tokenizer, weight mapping)."""
+    from tfparity.sweep import SweepOptions, run_sweep
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\nthe cat sat\n")
+    options = SweepOptions(checks=("embeds", "crosscheck"), progress="none")
+    spec = _preset(tmp_path, "tiny:qwen2")
+    result = run_sweep(spec, corpus, tmp_path / "s", options, pt="tiny:qwen2")
+    assert result.passed and result.summary["items"] == 2
+
+
 def test_a_preset_of_a_backbone_tfparity_cannot_map_exits_2(tmp_path, capsys):
     directory = tmp_path / "p"
     directory.mkdir()

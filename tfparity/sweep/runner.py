@@ -256,9 +256,9 @@ class _Setup:
     def load(
         cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
     ) -> _Setup:
-        from ..orchestration import executed, load_model, reference_for
+        from ..orchestration import bound_to_reference, executed, load_model, reference_for
 
-        tf_model = load_model(model)
+        tf_model = bound_to_reference(load_model(model), pt)  # a keras-hub preset: --pt's
         pt_model = None
         if "crosscheck" in checks:
             pt_model = reference_for(model, pt).in_precision(execution.precision)
