@@ -566,15 +566,19 @@ class KerasHubModel:
         (token ids, a rotary model's maximum length), and the converter's mapping
         recovered by converting it into a throwaway backbone while recording
         ``port_weight`` calls, each re-bound to this backbone's variable of the same path
-        (as :meth:`reloaded` does). Where the paths do not match (another architecture),
-        the preset stays without hints. Not a preset, or already bound: itself."""
+        (as :meth:`reloaded` does). Where keras-hub cannot convert it, or the paths do
+        not match (another architecture), there are no weight hints (the preset's note
+        says so). Not a preset, or already bound: itself."""
         spec = parse_spec(pt_spec)
         spec = spec.inner if spec.kind == "keras-hub" else spec
         if self.stated is None or self.ports or spec is None:
             return self
         directory = _checkpoint_dir(spec)
-        with recording_ports() as ports:
-            import_keras_hub().models.Backbone.from_preset(str(directory))
+        try:
+            with recording_ports() as ports:
+                import_keras_hub().models.Backbone.from_preset(str(directory))
+        except Exception:  # keras-hub cannot convert it: no weight hints
+            ports = []
         by_path = {v.path: v for v in self.backbone.weights}
         rebound = [
             Ported(by_path[p.variable.path], p.hf_key, p.hook)
