@@ -13,6 +13,7 @@ from typing import Any
 from .compare import Tolerance
 from .inputs import Batch, InputOptions
 from .orchestration import (
+    bound_to_reference,
     executed,
     load_model,
     reference_for,
@@ -162,6 +163,7 @@ def crosscheck(
     pt_model = reference_for(
         under_test if isinstance(under_test, str) else tf_model, pt, allow_pickle=allow_pickle
     )
+    tf_model = bound_to_reference(tf_model, pt)
     if batches is None:
         batches = make_batches(tf_model, inputs)
     execution = execution or getattr(tf_model, "execution", None)

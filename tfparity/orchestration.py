@@ -73,6 +73,15 @@ def executed(tf_model: Any, execution: Any, *, fixed_shapes: bool = False) -> An
     return with_execution(tf_model, execution, fixed_shapes=fixed_shapes)
 
 
+def compiles(model: Any) -> bool:
+    """Whether ``model`` (a spec or a loaded model) can run compiled: a keras-hub model
+    runs eagerly only (:meth:`KerasHubModel.executed`), so a command whose default is a
+    compiled run (the sweep) runs it eagerly rather than refuse it."""
+    from .adapters.keras_hub import KerasHubModel, is_keras_hub_spec
+
+    return not (is_keras_hub_spec(model) or isinstance(model, KerasHubModel))
+
+
 def save_and_reload(tf_model: Any) -> Any:
     """The TF model after ``save_pretrained`` and a fresh load (catches lost weights);
     a keras-hub model after ``save_to_preset`` and ``from_preset``."""
@@ -118,6 +127,14 @@ def reference_for(model: Any, pt: Any = None, *, allow_pickle: bool = False) -> 
     spec = pt if isinstance(pt, str) else spec_of(model)
     import_torch()  # a clear exit 2 when PyTorch is missing
     return load_pt(spec, allow_pickle=allow_pickle)
+
+
+def bound_to_reference(tf_model: Any, pt: Any) -> Any:
+    """``tf_model`` with what its PyTorch reference's checkpoint adds: a keras-hub preset
+    (no tokenizer, no converter record) takes that checkpoint's tokenizer and weight
+    mapping (:meth:`KerasHubModel.with_reference`); any other model is itself."""
+    bind = getattr(tf_model, "with_reference", None)
+    return bind(pt) if bind is not None and isinstance(pt, str) else tf_model
 
 
 def spec_of(model: Any) -> str:

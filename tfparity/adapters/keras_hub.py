@@ -22,9 +22,10 @@ it came from and the hook (transpose, reshape, dtype cast) that shaped it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..compare import to_numpy
 from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
+from .execution import ExecutionOptions
 from .runtime import import_tf
 from .specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
 
@@ -123,27 +125,32 @@ def recording_ports() -> Iterator[list[Ported]]:
 def checkpoint_of(spec: ModelSpec) -> tuple[Path, bool]:
     """The directory keras-hub converts for a parsed ``keras-hub:`` spec, and whether it
     is a keras-hub preset (``save_to_preset``) rather than a Hugging Face checkpoint."""
+    if spec.inner is None:
+        return Path(spec.location), True
+    return _checkpoint_dir(spec.inner), False
+
+
+def _checkpoint_dir(spec: ModelSpec) -> Path:
+    """The Hugging Face checkpoint directory a plain MODEL spec names."""
     from . import tiny
     from .loading import _hub_snapshot
 
-    inner = spec.inner
-    if inner is None:
-        return Path(spec.location), True
-    if inner.kind == "tiny":
-        return tiny.checkpoint_dir(inner.location), False
-    if inner.kind == "hub":
-        return _hub_snapshot(inner.location), False
-    return Path(inner.location), False
+    if spec.kind == "tiny":
+        return tiny.checkpoint_dir(spec.location)
+    if spec.kind == "hub":
+        return _hub_snapshot(spec.location)
+    return Path(spec.location)
 
 
 def load_keras_hub(text: str) -> KerasHubModel:
-    """Convert the checkpoint a ``keras-hub:<SPEC>`` names with keras-hub's converter."""
+    """Convert the checkpoint a ``keras-hub:<SPEC>`` names with keras-hub's converter,
+    or load the keras-hub preset directory it names."""
     spec = parse_spec(text)
     if spec.kind != "keras-hub":
         raise TfparityError(f"'{text}' is not a keras-hub spec (keras-hub:<SPEC>).")
     keras_hub = import_keras_hub()
     directory, preset = checkpoint_of(spec)
-    notes: list[str] = []
+    saved = _preset_backbone(directory) if preset else None  # exit 2 before loading
     try:
         with recording_ports() as ports:
             backbone = keras_hub.models.Backbone.from_preset(str(directory))
@@ -153,52 +160,96 @@ def load_keras_hub(text: str) -> KerasHubModel:
         raise TfparityError(
             f"keras-hub could not convert {directory}: {' '.join(str(exc).split())[:300]}"
         ) from exc
-    hf_config = _hf_config(directory, backbone, preset)
-    arch = for_config(hf_config)
-    layout = arch.keras_hub
+    stated = None if saved is None else _preset_fields(saved, backbone)
+    hf_config = _hf_config(directory) if saved is None else _preset_config(saved, stated)
+    layout = for_config(hf_config).keras_hub
+    notes: list[str] = []
     if layout is None:
         notes.append(
             f"tfparity has no keras-hub layout for {hf_config.model_type}: hidden states "
             "are compared, the divergence is localised to a layer."
         )
     if preset:
-        notes.append(
-            "A keras-hub preset directory: no converter ran, so weight hints are not "
-            "available (the weights are not traced back to Hugging Face names)."
-        )
-    tokenizer = _tokenizer(spec, directory)
+        notes.append(PRESET_NOTE)
     model = KerasHubModel(
         name=text,
         backbone=backbone,
-        tokenizer=tokenizer,
+        tokenizer=None if preset else _tokenizer(spec.inner, directory),
         hf_config=hf_config,
         layout=layout,
         ports=ports,
         source=f"keras-hub {keras_hub.__version__} {type(backbone).__name__} from {directory}",
         notes=notes,
+        stated=stated,
     )
     model.notes.append(model.how_embeds_run())
     return model
 
 
-def _hf_config(directory: Path, backbone: Any, preset: bool) -> Any:
+PRESET_NOTE = (
+    "A keras-hub preset directory: no converter ran, so its weights are not traced back "
+    "to Hugging Face names (weight hints need crosscheck --pt <the checkpoint it came "
+    "from>), and it has no transformers tokenizer (give --random N --seq-len L, or --pt)."
+)
+
+
+def _hf_config(directory: Path) -> Any:
     from .runtime import import_transformers
 
     t = import_transformers()
-    if (directory / "config.json").is_file() and not preset:
-        return t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
-    raise TfparityError(
-        f"{directory} is a keras-hub preset: tfparity needs the Hugging Face config to map "
-        "it onto transformers; give the Hugging Face checkpoint (keras-hub:<HF dir>) instead."
-    )
+    return t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+
+
+def _preset_backbone(directory: Path) -> dict[str, Any]:
+    """The backbone record (``class_name``, ``config``) of a preset's config.json, whose
+    class must be one tfparity maps onto transformers (else exit 2, naming both)."""
+    from ..architectures import keras_hub_backbones
+
+    try:
+        saved = json.loads((directory / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise TfparityError(
+            f"{directory} has no readable keras-hub config.json ({exc}); is it a preset "
+            "written by save_to_preset?"
+        ) from exc
+    name = saved.get("class_name") if isinstance(saved, dict) else None
+    if name not in keras_hub_backbones():
+        raise TfparityError(
+            f"The keras-hub preset {directory} holds a {name or 'unnamed'} backbone, which "
+            f"tfparity cannot map onto a transformers model; supported backbones: "
+            f"{', '.join(sorted(keras_hub_backbones()))}."
+        )
+    return saved
+
+
+def _preset_fields(saved: dict[str, Any], backbone: Any) -> dict[str, Any]:
+    """The Hugging Face config fields a preset states: its saved structure mapped by the
+    family's layout (:attr:`KerasHubLayout.preset_config`), plus the fields the loaded
+    backbone really uses (:attr:`KerasHubLayout.effective_config`)."""
+    from ..architectures import keras_hub_backbones
+
+    layout = keras_hub_backbones()[saved["class_name"]].keras_hub
+    structure = layout.preset_config(saved.get("config") or {})
+    return {**structure, **layout.effective_config(backbone)}
+
+
+def _preset_config(saved: dict[str, Any], stated: dict[str, Any]) -> Any:
+    """The transformers config of the preset's family holding what it states (the rest,
+    such as token ids, at transformers' defaults until a reference supplies them)."""
+    from ..architectures import keras_hub_backbones
+    from .runtime import import_transformers
+
+    model_type = keras_hub_backbones()[saved["class_name"]].model_type
+    return import_transformers().AutoConfig.for_model(model_type, **stated)
 
 
 def _tokenizer(spec: ModelSpec, directory: Path) -> Any:
+    """The transformers tokenizer of the checkpoint a plain MODEL spec names."""
     from . import tiny
     from .loading import _tokenizer as hf_tokenizer
     from .runtime import import_transformers
 
-    if spec.inner is not None and spec.inner.kind == "tiny":
+    if spec.kind == "tiny":
         return tiny.tiny_tokenizer()
     return hf_tokenizer(import_transformers(), directory)
 
@@ -222,6 +273,10 @@ class KerasHubModel:
     ports: list[Ported] = field(default_factory=list)
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    # A keras-hub preset (no converter ran): the HF config fields it states, else None.
+    stated: dict[str, Any] | None = None
+    # What it runs under (always eager float32; see :meth:`executed`).
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
     _embeds_fn: Any = None
 
     # ------------------------------------------------------------------ facts
@@ -257,6 +312,14 @@ class KerasHubModel:
     @property
     def pad_token_id(self) -> int | None:
         return getattr(self.hf_config, "pad_token_id", None)
+
+    @property
+    def headless_reason(self) -> str:
+        """Why top-1 token agreement is not measured: a backbone has no LM head."""
+        return (
+            f"{self.name} is a keras-hub backbone ({type(self.backbone).__name__}) with no "
+            "LM head, so top-1 token agreement cannot be measured"
+        )
 
     @property
     def ids_only_change(self) -> None:
@@ -337,6 +400,19 @@ class KerasHubModel:
         check_limits(batch, self.limits)
         trace, _ = self._run(batch, inputs_embeds, taps=False)
         return trace
+
+    def run_gathered(self, batch: Batch) -> Trace:
+        """The inputs_embeds path fed the word embeddings gathered by the batch's ids
+        (the sweep's embeds path; eager, so there is no compiled gather to fuse)."""
+        return self.run(batch, self.gather(batch.input_ids))
+
+    @property
+    def traces(self) -> int:
+        """Compiled traces made so far: none, a keras-hub model runs eagerly."""
+        return 0
+
+    def traces_by_path(self) -> dict[str, int]:
+        return {}
 
     def _run(
         self,
@@ -481,9 +557,56 @@ class KerasHubModel:
             ports=ports,
             source=f"{self.source}, saved with save_to_preset and reloaded",
             notes=list(self.notes),
+            stated=self.stated,
         )
 
-    def executed(self, options: Any) -> KerasHubModel:
+    def with_reference(self, pt_spec: str) -> KerasHubModel:
+        """A preset bound to the checkpoint its PyTorch reference names (``--pt``): that
+        checkpoint's tokenizer, its config for the fields the preset does not state
+        (token ids, a rotary model's maximum length), and the converter's mapping
+        recovered by converting it into a throwaway backbone while recording
+        ``port_weight`` calls, each re-bound to this backbone's variable of the same path
+        (as :meth:`reloaded` does). Where keras-hub cannot convert it, or the paths do
+        not match (another architecture), there are no weight hints (the preset's note
+        says so). Not a preset, or already bound: itself."""
+        spec = parse_spec(pt_spec)
+        spec = spec.inner if spec.kind == "keras-hub" else spec
+        if self.stated is None or self.ports or spec is None:
+            return self
+        directory = _checkpoint_dir(spec)
+        try:
+            with recording_ports() as ports:
+                import_keras_hub().models.Backbone.from_preset(str(directory))
+        except Exception:  # keras-hub cannot convert it: no weight hints
+            ports = []
+        by_path = {v.path: v for v in self.backbone.weights}
+        rebound = [
+            Ported(by_path[p.variable.path], p.hf_key, p.hook)
+            for p in ports
+            if p.variable.path in by_path
+            and tuple(p.variable.shape) == tuple(by_path[p.variable.path].shape)
+        ]
+        notes = list(self.notes)
+        if rebound:
+            notes[notes.index(PRESET_NOTE)] = (
+                f"A keras-hub preset directory: weight hints follow keras-hub's converter "
+                f"run on {pt_spec} ({len(rebound)} of {len(ports)} ported variables matched "
+                "this backbone's by path); the tokenizer, and the config fields the preset "
+                "does not state, are that checkpoint's."
+            )
+        hf_config = self.hf_config
+        reference = _hf_config(directory)
+        if type(reference) is type(hf_config):  # the checkpoint of the same family
+            hf_config = reference.__class__.from_dict({**reference.to_dict(), **self.stated})
+        return replace(
+            self,
+            tokenizer=self.tokenizer or _tokenizer(spec, directory),
+            hf_config=hf_config,
+            ports=rebound,
+            notes=notes,
+        )
+
+    def executed(self, options: ExecutionOptions) -> KerasHubModel:
         """This model under an ExecutionOptions: eager float32 on TensorFlow's default
         placement only; anything else asked for explicitly is exit 2, never ignored."""
         explicit_graph = options.graph and not options.auto
@@ -497,7 +620,8 @@ class KerasHubModel:
                 f"keras-hub models run on TensorFlow's default placement here; --device "
                 f"{options.device} is for Hugging Face TF models."
             )
-        return self
+        runs = replace(options, graph=False)  # auto settles on eager: what really runs
+        return self if runs == self.execution else replace(self, execution=runs)
 
 
 def _pt_name(hf_key: str, pt_weights: dict[str, np.ndarray]) -> str | None:

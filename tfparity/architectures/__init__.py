@@ -41,6 +41,7 @@ __all__ = [
     "SubLayers",
     "Tap",
     "for_config",
+    "keras_hub_backbones",
     "lookup",
     "registry",
     "tiny_types",
@@ -79,6 +80,17 @@ def lookup(model_type: str) -> Architecture:
 def for_config(config: Any) -> Architecture:
     """The architecture of a transformers config (by its ``model_type``)."""
     return lookup(getattr(config, "model_type", ""))
+
+
+@functools.cache
+def keras_hub_backbones() -> Mapping[str, Architecture]:
+    """Registered architectures by the keras-hub backbone class of their port (what a
+    keras-hub preset's config.json names); read-only."""
+    found: dict[str, Architecture] = {}
+    for arch in registry().values():
+        if arch.keras_hub is not None:
+            found.setdefault(arch.keras_hub.backbone, arch)
+    return MappingProxyType(found)
 
 
 def tiny_types() -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from .keras_hub_layouts import (
     encoder_config,
     encoder_feed_forward,
     post_norm_encoder_taps,
+    preset_fields,
 )
 from .sublayers import FeedForward, Tap, extended_mask
 
@@ -162,6 +163,13 @@ ARCHITECTURES = (
             pooler="pooled_dense",
             feed_forward=encoder_feed_forward,
             effective_config=encoder_config,
+            preset_config=preset_fields(
+                {
+                    "embedding_dim": "embedding_size",
+                    "num_groups": "num_hidden_groups",
+                    "num_inner_repetitions": "inner_group_num",
+                }
+            ),
         ),
     ),
 )

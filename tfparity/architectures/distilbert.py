@@ -13,6 +13,7 @@ from .keras_hub_layouts import (
     block_config,
     encoder_feed_forward,
     post_norm_encoder_taps,
+    preset_fields,
 )
 from .sublayers import AlwaysApplies, FeedForward, Tap
 
@@ -155,6 +156,14 @@ ARCHITECTURES = (
             embeddings="embeddings_layer_norm",
             feed_forward=encoder_feed_forward,
             effective_config=block_config("activation", None),
+            preset_config=preset_fields(
+                {
+                    "hidden_dim": "dim",
+                    "intermediate_dim": "hidden_dim",
+                    "num_layers": "n_layers",
+                    "num_heads": "n_heads",
+                }
+            ),
         ),
     ),
 )

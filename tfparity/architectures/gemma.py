@@ -5,7 +5,7 @@ Keras port is keras-hub's ``GemmaBackbone``, whose blocks are ``GemmaDecoderBloc
 
 from __future__ import annotations
 
-from .keras_hub_layouts import gemma_taps
+from .keras_hub_layouts import gemma_taps, preset_fields
 from .llama import HINT_FIELDS, keras_hub_decoder, pytorch_only_decoder
 
 ARCHITECTURES = (
@@ -16,7 +16,11 @@ ARCHITECTURES = (
         tiny={"rms_norm_eps": 1e-6, "tie_word_embeddings": True},
         hint_fields=(*HINT_FIELDS, "hidden_activation"),
         keras_hub=keras_hub_decoder(
-            "GemmaBackbone", block_taps=gemma_taps, final_norm="final_normalization"
+            "GemmaBackbone",
+            block_taps=gemma_taps,
+            final_norm="final_normalization",
+            # convert_gemma.py doubles intermediate_size (keras-hub counts gate and up).
+            preset_config=preset_fields(intermediate_size=lambda n: n // 2),
         ),
     ),
 )

@@ -14,7 +14,12 @@ from typing import Any
 
 from .base import Architecture, EmbeddingTables, LMHead, Positions
 from .faults import Fault, in_place, roll_rows, scale, with_config, zero
-from .keras_hub_layouts import KerasHubLayout, block_config, pre_norm_decoder_taps
+from .keras_hub_layouts import (
+    KerasHubLayout,
+    block_config,
+    pre_norm_decoder_taps,
+    preset_fields,
+)
 from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
 
 TINY = dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=2)
@@ -139,6 +144,15 @@ GPT2 = Architecture(
         block_taps=pre_norm_decoder_taps,
         final_norm="layer_norm",
         effective_config=block_config("activation_function", None),
+        preset_config=preset_fields(
+            {
+                "hidden_dim": "n_embd",
+                "intermediate_dim": "n_inner",
+                "num_layers": "n_layer",
+                "num_heads": "n_head",
+                "max_sequence_length": "n_positions",
+            }
+        ),
     ),
 )
 

@@ -17,8 +17,9 @@ keras-hub adapter (:mod:`tfparity.adapters.keras_hub`) does the rest generically
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +29,45 @@ from .sublayers import FeedForward, Tap
 
 if TYPE_CHECKING:
     from .base import KnownDifference
+
+
+# keras-hub backbone config names -> transformers config names, as keras-hub's
+# converters (convert_<arch>.py) map them the other way; families rename some.
+PRESET_FIELDS: Mapping[str, str] = MappingProxyType(
+    {
+        "vocabulary_size": "vocab_size",
+        "num_layers": "num_hidden_layers",
+        "num_heads": "num_attention_heads",
+        "num_query_heads": "num_attention_heads",
+        "num_key_value_heads": "num_key_value_heads",
+        "hidden_dim": "hidden_size",
+        "intermediate_dim": "intermediate_size",
+        "max_sequence_length": "max_position_embeddings",
+        "num_segments": "type_vocab_size",
+        "head_dim": "head_dim",
+        "tie_word_embeddings": "tie_word_embeddings",
+    }
+)
+
+
+def preset_fields(
+    renames: Mapping[str, str] | None = None, **adjust: Callable[[Any], Any]
+) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """Read a saved keras-hub backbone config as Hugging Face config fields:
+    :data:`PRESET_FIELDS` with the family's ``renames`` (DistilBERT's ``dim``, GPT-2's
+    ``n_embd``), then ``adjust`` (HF field -> function) undoes a converter's arithmetic
+    (RoBERTa's position table is ``max_sequence_length + 2``; Gemma's
+    ``intermediate_dim`` is twice HF's ``intermediate_size``)."""
+    names = {**PRESET_FIELDS, **(renames or {})}
+
+    def read(saved: Mapping[str, Any]) -> dict[str, Any]:
+        found = {names[k]: v for k, v in saved.items() if k in names and v is not None}
+        for hf_field, change in adjust.items():
+            if hf_field in found:
+                found[hf_field] = change(found[hf_field])
+        return found
+
+    return read
 
 
 @dataclass(frozen=True)
@@ -45,6 +85,9 @@ class KerasHubLayout:
     runs, not what config.json says. ``faults``: breakages injected into the backbone,
     with where the cross-check must localise them. ``known_difference``: where the
     converter really differs from transformers on ``tiny:<model_type>``.
+    ``preset_config(saved)``: the Hugging Face config fields of the structure a keras-hub
+    preset's saved backbone config describes (:func:`preset_fields`); the fields
+    ``effective_config`` reads from the loaded backbone are not repeated there.
     """
 
     backbone: str
@@ -56,6 +99,7 @@ class KerasHubLayout:
     effective_config: Callable[[Any], dict[str, Any]] = lambda backbone: {}
     faults: tuple[Fault, ...] = ()
     known_difference: KnownDifference | None = None
+    preset_config: Callable[[Mapping[str, Any]], dict[str, Any]] = preset_fields()
 
 
 # ----------------------------------------------------------------------------- taps

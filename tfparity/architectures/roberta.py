@@ -19,6 +19,7 @@ from .keras_hub_layouts import (
     encoder_config,
     encoder_feed_forward,
     post_norm_encoder_taps,
+    preset_fields,
 )
 
 TINY_ROBERTA = {
@@ -52,6 +53,8 @@ ROBERTA = Architecture(
         embeddings="embeddings_layer_norm",
         feed_forward=encoder_feed_forward,
         effective_config=encoder_config,
+        # HF's position table holds 2 rows before the first position (the pad offset).
+        preset_config=preset_fields(max_position_embeddings=lambda n: n + 2),
         known_difference=KnownDifference(
             hidden_state=0,
             layer="embeddings",

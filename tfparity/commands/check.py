@@ -29,7 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run the TF model with input_ids and with word embeddings gathered on "
         "the Keras side as inputs_embeds; compare every output and hidden state. When "
         "PyTorch is installed, also cross-check TF against PyTorch on the same weights "
-        "(one pass of `tfparity crosscheck`; --no-pt turns it off).",
+        "(one pass of `tfparity crosscheck`; --no-pt turns it off). A keras-hub:<SPEC> "
+        "model gets the embeds check alone: its comparison with PyTorch is `tfparity "
+        "crosscheck keras-hub:<SPEC>`.",
     )
     add_model_argument(p)
     add_input_arguments(p)
@@ -55,6 +57,7 @@ def _run_check(args: argparse.Namespace) -> int:
     inputs = input_options(args)  # bad inputs and a bad --device fail before loading
     executions = execution_options(args)
     check_output_arguments(args)
+    keras_hub = _keras_hub_only_embeds(args)
     _check_golden_arguments(args)
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     batches = make_batches(model, inputs)
@@ -68,14 +71,42 @@ def _run_check(args: argparse.Namespace) -> int:
         report = check_embeds(executed, batches, options)
         report.details.update(execution.describe())
         report.details["seconds"] = round(time.perf_counter() - start, 2)
+        if keras_hub:
+            report.notes.append(keras_hub)
         print(render(report, verbose=args.verbose))
         reports.append(report)
-    if _wants_crosscheck(args):
+    if not keras_hub and _wants_crosscheck(args):
         reports.append(_crosscheck(args, *shared, batches))
     if args.json:
         write_json(reports, args.json)
     write_outputs(args, reports)
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
+
+
+def _keras_hub_only_embeds(args: argparse.Namespace) -> str | None:
+    """For a keras-hub model, the note saying that ``check`` is the embeds check on
+    Keras 3 alone (else None). A keras-hub port is a separate implementation, so its
+    comparison with PyTorch is a finding about the port, which ``crosscheck`` reports;
+    ``check`` judges the inputs_embeds pipeline. Golden outputs belong to that
+    comparison: with a keras-hub model they are refused here (exit 2)."""
+    from ..adapters.keras_hub import is_keras_hub_spec
+    from ..errors import TfparityError
+
+    if not is_keras_hub_spec(args.model):
+        return None
+    spec = args.model.strip()
+    given = "--save-outputs" if args.save_outputs else "--load-outputs" if args.load_outputs else ""
+    if given:
+        raise TfparityError(
+            f"{given} stores or replaces PyTorch's outputs for the cross-check, which "
+            f"`check` does not run on a keras-hub model: use `tfparity crosscheck {spec} "
+            f"{given} PATH.npz`."
+        )
+    return (
+        f"{spec} is a keras-hub port: `check` compares its inputs_embeds and input_ids "
+        f"paths on Keras 3; its comparison with Hugging Face PyTorch is "
+        f"`tfparity crosscheck {spec}`."
+    )
 
 
 def _wants_crosscheck(args: argparse.Namespace) -> bool:

@@ -120,6 +120,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import TfparityError
+    from ..orchestration import compiles
     from ..report.sweep import render_summary
     from ..sweep import SweepOptions, parse_shard, run_sweep
 
@@ -128,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         raise TfparityError("--checks is empty; give e.g. --checks embeds,crosscheck.")
     if args.worst < 0:
         raise TfparityError(f"--worst must not be negative (got {args.worst}).")
+    if not compiles(args.model):  # keras-hub: eager by default, --graph/--xla refused
+        args.execution_default = "eager"
     execution = one_execution(args, "a sweep")
     engine = None
     if args.engine == "ray":

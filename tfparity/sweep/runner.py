@@ -102,7 +102,7 @@ def run_sweep(
         raise TfparityError(f"--referee must be lazy or full (got {options.referee!r}).")
     info = scan(texts or DEFAULT_CORPUS)
     check_shard(options.shard, info)
-    execution = _execution(options, checks, info.items)
+    execution = _execution(options, checks, info.items, model)
     out = Path(out)
     name = model if isinstance(model, str) else model.name
     manifest = _manifest(name, checks, info, options)
@@ -165,12 +165,14 @@ def run_sweep(
     return SweepResult(summary, out)
 
 
-def _execution(options: SweepOptions, checks: tuple[str, ...], items: int) -> Any:
-    """The sweep's ExecutionOptions (default: graph, float32), refused (exit 2) where a
-    check cannot judge its precision."""
+def _execution(options: SweepOptions, checks: tuple[str, ...], items: int, model: Any) -> Any:
+    """The sweep's ExecutionOptions (default: graph, float32; eager for a model that
+    runs eagerly only, see :func:`~tfparity.orchestration.compiles`), refused (exit 2)
+    where a check cannot judge its precision."""
     from ..adapters.execution import ExecutionOptions
+    from ..orchestration import compiles
 
-    execution = options.execution or ExecutionOptions(graph=True)
+    execution = options.execution or ExecutionOptions(graph=compiles(model))
     execution = execution.settle(-(-items // options.batch_size))
     if execution.precision != "fp32" and "positions" in checks:
         raise TfparityError(
@@ -254,9 +256,9 @@ class _Setup:
     def load(
         cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
     ) -> _Setup:
-        from ..orchestration import executed, load_model, reference_for
+        from ..orchestration import bound_to_reference, executed, load_model, reference_for
 
-        tf_model = load_model(model)
+        tf_model = bound_to_reference(load_model(model), pt)  # a keras-hub preset: --pt's
         pt_model = None
         if "crosscheck" in checks:
             pt_model = reference_for(model, pt).in_precision(execution.precision)
@@ -386,6 +388,9 @@ def _load_head(tf_model: Any) -> tuple[Any, str | None]:
     from ..adapters.lm_head import checkpoint_has_head, find_head
     from ..adapters.tf_model import TFModel
 
+    headless = getattr(tf_model, "headless_reason", None)  # a keras-hub backbone
+    if headless:
+        return None, headless
     try:
         has = checkpoint_has_head(tf_model, tf_model.name)
     except Exception:  # a model held in memory with an unusual config
