@@ -973,3 +973,31 @@ def test_property_unusable_tolerances_are_refused(bad, which):
     kwargs = {"atol": 0.0, "rtol": 0.0, which: bad}
     with pytest.raises(ToleranceError, match=which):
         _Tol(**kwargs)
+
+
+@_SETTINGS
+@given(
+    data=st.data(),
+    atol=st.floats(0, 10, allow_nan=False),
+    rtol=st.floats(0, 1, allow_nan=False),
+)
+def test_property_the_finite_fast_path_equals_the_general_path(data, atol, rtol):
+    """The all-finite fast path (buffers reused) gives the general path's values."""
+    from tfparity.compare import _finite_stats, _gather_valid, _general_stats
+
+    a, b = data.draw(_pair())
+    mask = data.draw(_mask_for(a.shape))
+    valid = _gather_valid([a], [b], [mask])
+    tol = _Tol(atol=atol, rtol=rtol)
+    assert _finite_stats(valid, tol) == _general_stats(valid, tol)
+
+
+@_SETTINGS
+@given(hnp.arrays(np.float64, st.integers(1, 300), elements=st.floats(0, 1e3)))
+def test_property_median_and_p99_are_numpys_percentiles(d):
+    from tfparity.compare import _median_p99
+
+    assert _median_p99(d) == tuple(float(x) for x in np.percentile(d, [50, 99]))
+    scratch = np.empty_like(d)
+    before = d.copy()
+    assert _median_p99(d, scratch) == _median_p99(d) and np.array_equal(d, before)

@@ -289,3 +289,37 @@ def test_the_builtin_corpus_is_named_without_a_machine_path():
 
     assert scan(DEFAULT_CORPUS).to_dict()["path"] == "tfparity/data/corpus.txt (built in)"
     assert scan("tfparity/data/corpus.txt").to_dict()["path"].startswith("tfparity/data/")
+
+
+# ----------------------------------------------------------------------------- row verdicts
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.data(),
+    shape=st.sampled_from([(3, 4, 2), (2, 5), (4, 3, 2, 2), (1, 1, 3)]),
+    atol=st.floats(0, 1, allow_nan=False),
+    rtol=st.floats(0, 0.5, allow_nan=False),
+)
+def test_property_batched_row_verdicts_equal_compare_arrays_row_by_row(data, shape, atol, rtol):
+    """The sweep's vectorised per-row verdicts are compare_arrays' on each row alone."""
+    import numpy as np
+
+    from tfparity.compare import Tolerance, compare_arrays
+    from tfparity.sweep.itemcheck import leaf_rows
+
+    elements = st.floats(-10, 10, width=32) | st.sampled_from([np.nan, np.inf, -np.inf])
+    a = data.draw(hnp.arrays(np.float32, shape, elements=elements))
+    b = data.draw(hnp.arrays(np.float32, shape, elements=elements))
+    mask = data.draw(hnp.arrays(np.int32, shape[:2], elements=st.integers(0, 1)))
+    tol = Tolerance(atol=atol, rtol=rtol, equal_nan=data.draw(st.booleans()))
+    rows = leaf_rows(a, b, mask, "x", tol)
+    for r in range(shape[0]):
+        leaf_mask = mask[r : r + 1] if a.ndim >= 3 else None
+        c = compare_arrays(a[r : r + 1], b[r : r + 1], mask=leaf_mask, tolerance=tol)
+        assert bool(rows.passed[r]) == c.passed
+        assert float(rows.max_abs_diff[r]) == c.max_abs_diff
