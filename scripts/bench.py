@@ -422,8 +422,9 @@ def sweep_against(spec: str, ref: str) -> None:
             for label in ("ref", "now", "ref", "now"):
                 out = Path(tmp) / label
                 env = {**os.environ, "PYTHONPATH": str(trees[label])}
-                line = subprocess.run(
+                line = subprocess.run(  # cwd: not this tree, which `-c` would put first
                     [PY, "-c", SWEEP_SCRIPT, spec, str(out)],
+                    cwd=tmp,
                     env=env,
                     capture_output=True,
                     text=True,
@@ -502,21 +503,21 @@ def crosscheck_overhead(spec: str, texts: list[str], n_cross: int) -> None:
 
 
 def ray_scaling(spec: str, texts: list[str], n_ray: int) -> None:
-    """The Ray engine on 1 and 2 local workers of one CPU thread each, alternated."""
-    from tfparity.sweep import SweepOptions, run_sweep
-    from tfparity.sweep.ray_engine import RayOptions
+    """`tfparity sweep --engine ray` on 1 and 2 local workers of one CPU thread each,
+    alternated, each a fresh command as a user runs it (a driver inside this process,
+    which holds the other sections' models, measured 1.45x where fresh ones gave 1.63x)."""
+    import json
 
     with tempfile.TemporaryDirectory(prefix="tfparity-bench-") as tmp:
         corpus = corpus_file(texts, n_ray, Path(tmp))
         rates: dict[int, list[float]] = {}
         for workers in (1, 2, 1, 2):
-            options = SweepOptions(
-                checks=("embeds", "crosscheck"),
-                progress="none",
-                overwrite=True,
-                engine=RayOptions(workers=workers, cpus_per_worker=1),
-            )
-            run = run_sweep(spec, corpus, Path(tmp) / f"w{workers}", options).summary["run"]
+            out = Path(tmp) / f"w{workers}"
+            command = [*TFPARITY, "sweep", spec, "--texts", str(corpus), "--out", str(out)]
+            command += ["--checks", "embeds,crosscheck", "--progress", "none", "--overwrite"]
+            command += ["--engine", "ray", "--workers", str(workers), "--cpus-per-worker", "1"]
+            subprocess.run(command, cwd=tmp, capture_output=True, check=True)
+            run = json.loads((out / "summary.json").read_text())["run"]
             rates.setdefault(workers, []).append(run["items_per_second"])
             print(
                 f"    Ray engine, {workers} local worker(s), 1 CPU thread each: "
