@@ -87,7 +87,7 @@ def test_graph_mode_traces_each_path_once_whatever_the_buckets(baseline):
     assert run["traces_by_path"] == {"ids": 1, "embeds": 1, "positions": 1}  # ... one trace
 
 
-def test_bucketer_without_fixed_shapes_holds_real_rows_as_long_as_the_longest(corpus):
+def test_bucketer_without_fixed_shapes_holds_real_rows_only(corpus):
     import numpy as np
 
     from tfparity.sweep.bucketing import Encoded
@@ -99,7 +99,7 @@ def test_bucketer_without_fixed_shapes_holds_real_rows_as_long_as_the_longest(co
     ]
     full = [pb for e in rows for pb in b.add(e)]
     rest = list(b.flush())
-    assert [pb.batch.input_ids.shape for pb in full] == [(4, 6)]  # bucket 8, longest 6
+    assert [pb.batch.input_ids.shape for pb in full] == [(4, 8)]  # the bucket's length
     assert [pb.batch.input_ids.shape for pb in rest] == [(2, 8)]  # no dummy rows
     assert rest[0].bucket == 8 and rest[0].batch.attention_mask.sum(axis=1).tolist() == [7, 8]
 

@@ -1,16 +1,14 @@
 """Length bucketing: items of similar length share a batch, which cuts padding.
 
-Items are grouped by bucket (8, 16, 32, ... tokens, capped at the model's maximum).
-With ``fixed_shapes`` (XLA, which compiles once per input shape), every batch is
-``batch_size`` rows by its bucket length, so XLA sees few distinct shapes; the last
-batch of a bucket is filled with dummy rows (one real token, masked everywhere else)
-that are dropped from the results. Without it (eager, and graph mode, whose one trace
-takes any shape), a batch holds only its real rows and is as long as its longest
-item: no compute is spent on dummy rows or on padding up to the bucket length.
-
-Streaming: at most ``batch_size - 1`` items wait per bucket, so memory does not grow
-with the corpus. Which batch an item lands in depends on the order items arrive, but
-verdicts are computed per row, so an item's verdict does not.
+Items are grouped by bucket (8, 16, 32, ... tokens, capped at the model's maximum) and
+every batch is as long as its bucket, so an item always runs at the same length: its
+numbers depend neither on which items share its batch nor on the batch size (a shard
+run with another batch size merges into exactly the unsharded summary; the padded
+length, unlike the batch dimension, changes a row's rounding). Without ``fixed_shapes``
+(eager, and graph mode, whose one trace takes any shape) a batch holds only its real
+rows. With it (XLA, which compiles once per input shape) every batch is also
+``batch_size`` rows, the last batch of a bucket filled with dummy rows (one real
+token, masked everywhere else) that are dropped from the results.
 """
 
 from __future__ import annotations
@@ -100,10 +98,7 @@ class Bucketer:
         yield from self.flush()
 
     def _pad(self, bucket: int, rows: list[Encoded]) -> PaddedBatch:
-        if self.fixed_shapes:
-            height, length = self.batch_size, bucket
-        else:
-            height, length = len(rows), max(len(e.ids) for e in rows)
+        height, length = (self.batch_size if self.fixed_shapes else len(rows)), bucket
         ids = np.full((height, length), self.pad_id, np.int32)
         mask = np.zeros((height, length), np.int32)
         types = np.zeros((height, length), np.int32)
