@@ -10,7 +10,7 @@ evidence.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +22,9 @@ from ..compare import (
     Referee,
     RefereeResult,
     Tolerance,
+    compare_batches,
     compare_output_batches,
-    map_leaves,
+    compare_refereed,
     referee_batches,
 )
 from ..inputs import Batch
@@ -72,12 +73,16 @@ def crosscheck(
     tapped = tf_model.localisable() and taps.supported(pt_model.config)
     runs = _run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
     masks = [b.attention_mask for b in batches]
+    refereed: dict[str, RefereeResult] = {}
     comparisons = compare_output_batches(
-        runs.tf, runs.pt, masks=masks, tolerance=options.tolerance, check_dtype=False
+        runs.tf,
+        runs.pt,
+        masks=masks,
+        tolerance=options.tolerance,
+        check_dtype=False,
+        compare=_refereeing(runs, options.referee, refereed),
     )
-    size = max((c.total for c in comparisons), default=0)
-    names = [c.name for c in comparisons]
-    referees = map_leaves(lambda n: _referee(n, runs, masks, options.referee), names, size)
+    referees = [refereed.get(c.name) for c in comparisons]
     if options.tolerance is None:
         comparisons = [_judged(c, r) for c, r in zip(comparisons, referees, strict=True)]
     passed = all(c.passed for c in comparisons)
@@ -176,17 +181,20 @@ def _outputs_of(tf_model: TFModel, trace: Trace) -> Trace:
     return Trace({k: v for k, v in trace.items() if k in names(trace)})
 
 
-def _referee(name: str, runs: _Runs, masks: list, referee: Referee) -> RefereeResult | None:
-    if not all(name in t for t in runs.tf) or not all(name in t for t in runs.pt64):
-        return None
-    return referee_batches(
-        name,
-        [t[name] for t in runs.tf],
-        [t[name] for t in runs.pt],
-        [t[name] for t in runs.pt64],
-        masks=masks,
-        referee=referee,
-    )
+def _refereeing(runs: _Runs, referee: Referee, refereed: dict[str, RefereeResult]) -> Callable:
+    """A leaf comparison that also referees the leaf against PyTorch float64 (into
+    ``refereed``, by name) where the float64 runs hold it."""
+
+    def compare(actual: list, expected: list, *, name: str, **kwargs: Any) -> Comparison:
+        if not all(name in t for t in runs.pt64):
+            return compare_batches(actual, expected, name=name, **kwargs)
+        truth = [t[name] for t in runs.pt64]
+        comparison, refereed[name] = compare_refereed(
+            name, actual, expected, truth, referee=referee, **kwargs
+        )
+        return comparison
+
+    return compare
 
 
 def _judged(c: Comparison, r: RefereeResult | None) -> Comparison:
