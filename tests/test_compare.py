@@ -1001,3 +1001,13 @@ def test_property_median_and_p99_are_numpys_percentiles(d):
     scratch = np.empty_like(d)
     before = d.copy()
     assert _median_p99(d, scratch) == _median_p99(d) and np.array_equal(d, before)
+
+
+def test_all_finite_is_exact_where_a_sum_overflows_or_a_part_is_infinite():
+    from tfparity.compare import all_finite
+
+    assert all_finite(np.full(10**5, 60000, np.float16))  # a float16 sum would overflow
+    assert all_finite(np.array([1e308, 1e308]))  # so does a float64 one: still finite
+    assert not all_finite(np.array([1.0, np.nan], np.float32))
+    assert not all_finite(np.array([np.inf, -np.inf]))  # the sum is NaN, not Inf
+    assert not all_finite(np.array([1 + 1j, complex(0, np.inf)], np.complex64))

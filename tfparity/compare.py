@@ -433,7 +433,7 @@ _TINY, _HUGE = np.finfo(np.float64).tiny, float(np.finfo(np.float64).max)
 def _summarise(base: dict, v: _Valid, tol: Tolerance) -> Comparison:
     """The statistics of one comparison: the usual all-finite case on a fast path (no
     masks, temporaries reused), the rest on the general one; both give equal values."""
-    finite = _all_finite(v.a) and _all_finite(v.b)
+    finite = all_finite(v.a) and all_finite(v.b)
     stats = _finite_stats(v, tol) if finite else _general_stats(v, tol)
     masked = v.masked_diff[np.isfinite(v.masked_diff)]
     worst = stats.pop("worst")
@@ -450,11 +450,14 @@ def _summarise(base: dict, v: _Valid, tol: Tolerance) -> Comparison:
     )
 
 
-def _all_finite(x: np.ndarray) -> bool:
-    """No NaN or Inf in ``x``, from one reduction (NaN and Inf propagate through a sum;
-    a sum that overflows only sends finite data down the general path)."""
+def all_finite(x: np.ndarray) -> bool:
+    """No NaN or Inf in ``x`` (a float or complex array). Usually one float64 sum, with no
+    temporary array (NaN and Inf propagate through a sum); the elementwise test runs only
+    when that sum is not finite (a real NaN/Inf, or finite values whose sum overflows)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return bool(np.isfinite(np.sum(x)))
+        if np.isfinite(np.sum(x, dtype=np.result_type(x.dtype, np.float64))):
+            return True
+    return bool(np.isfinite(x).all())
 
 
 def _finite_stats(v: _Valid, tol: Tolerance) -> dict[str, Any]:

@@ -207,12 +207,12 @@ def nonfinite_weights(model: Any, side: str = "") -> list:
     beyond the inputs, never reaches an output, so both paths agree and the check
     passed a broken model without a word.
     """
-    from .compare import failed_comparison
+    from .compare import all_finite, failed_comparison
 
     found = []
     for name, weight in _named_weights(model):
         array = to_numpy(weight)
-        if array.dtype.kind not in "fc" or np.isfinite(array).all():
+        if array.dtype.kind not in "fc" or all_finite(array):
             continue
         n_nan, n_inf = int(np.isnan(array).sum()), int(np.isinf(array).sum())
         where = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
