@@ -256,11 +256,11 @@ def test_gathered_path_checks_ids_before_the_run(load_tf_model):
     assert runner.traces == 0
 
 
-def test_fixed_shapes_trace_once_per_shape_and_path(load_tf_model):
-    """The sweep's buckets: one trace per shape and path, none for a repeated shape;
-    explicit position ids count as the positions path."""
+def test_xla_compiles_once_per_shape_and_path(load_tf_model):
+    """The sweep's buckets under XLA: one compile per shape and path, none for a repeated
+    shape; explicit position ids count as the positions path."""
     model = load_tf_model("tiny:bert")
-    runner = with_execution(model, ExecutionOptions(graph=True), fixed_shapes=True)
+    runner = with_execution(model, ExecutionOptions(xla=True))
     shapes = [(2, 8), (2, 16), (2, 8)]
     for i, (rows, seq) in enumerate(shapes):
         ids = np.random.default_rng(i).integers(5, 50, (rows, seq)).astype(np.int32)

@@ -60,17 +60,17 @@ def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: 
     return TFModel.wrap(model, tokenizer=tokenizer)
 
 
-def executed(tf_model: Any, execution: Any, *, fixed_shapes: bool = False) -> Any:
+def executed(tf_model: Any, execution: Any) -> Any:
     """``tf_model`` running under ``execution`` (an ExecutionOptions): itself when it
     already does, or when ``execution`` is None."""
     if execution is None:
         return tf_model
     current = getattr(tf_model, "execution", None)
-    if current == execution and getattr(tf_model, "fixed_shapes", False) == fixed_shapes:
+    if current == execution:
         return tf_model
     from .adapters.execution import with_execution
 
-    return with_execution(tf_model, execution, fixed_shapes=fixed_shapes)
+    return with_execution(tf_model, execution)
 
 
 def compiles(model: Any) -> bool:

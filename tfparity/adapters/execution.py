@@ -275,20 +275,18 @@ class ExecutedModel(TFModel):
       as ``inputs_embeds`` (``run_gathered(batch)``): one call and no host round trip per
       batch (the sweep's embeds path; counted as ``embeds``).
 
-    Shapes: by default a compiled path leaves batch and sequence sizes unknown, so
-    batches of any shape share one trace (checks: varying lengths, few batches). With
-    ``fixed_shapes`` (the sweep: a few fixed bucket shapes, many batches), and always
-    under XLA, a path is traced once per input shape, which lets TensorFlow specialise
-    each graph. Autograph is off: Hugging Face TF models branch only on static Python
-    values, and converting them made each trace about 3x slower (measured: 1.7 s vs
-    0.6 s per trace of tiny:bert).
+    Shapes: in graph mode a path leaves batch and sequence sizes unknown, so batches of
+    any shape share one trace (measured on minilm: per-call time as with a trace per
+    shape, and one ~1 s trace instead of one per shape). XLA compiles once per input
+    shape, so the sweep gives it batches of a few fixed bucket shapes. Autograph is off:
+    Hugging Face TF models branch only on static Python values, and converting them made
+    each trace about 3x slower (measured: 1.7 s vs 0.6 s per trace of tiny:bert).
 
     Ids are checked against the model's limits before every run, compiled or not: on
     a GPU, and under XLA, an out-of-range id would silently gather zeros.
     """
 
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
-    fixed_shapes: bool = False
     _functions: dict[tuple[str, tuple[str, ...]], Any] = field(default_factory=dict, repr=False)
 
     def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
@@ -365,7 +363,7 @@ class ExecutedModel(TFModel):
         def forward(x: Any, kw: dict[str, Any]) -> Any:
             return dict(self._eager_call(kind, x, kw))
 
-        if self.fixed_shapes or self.execution.xla:  # XLA compiles per shape anyway
+        if self.execution.xla:  # XLA compiles per input shape
             return tf.function(
                 forward, jit_compile=self.execution.xla, reduce_retracing=False, autograph=False
             )
@@ -381,12 +379,9 @@ def _path_label(kind: str, keys: tuple[str, ...]) -> str:
     return label
 
 
-def with_execution(
-    model: TFModel, options: ExecutionOptions, *, fixed_shapes: bool = False
-) -> ExecutedModel:
+def with_execution(model: TFModel, options: ExecutionOptions) -> ExecutedModel:
     """``model`` running under ``options``; reduced precision or another device than
-    the one holding its weights gives a clone (the original is left untouched).
-    ``fixed_shapes``: batches come in a few fixed shapes (see :class:`ExecutedModel`)."""
+    the one holding its weights gives a clone (the original is left untouched)."""
     if hasattr(model, "executed"):  # a keras-hub model says what it supports itself
         return model.executed(options)
     base = model.model  # an ExecutedModel's clone holds float32 variables: cloning it works
@@ -400,7 +395,6 @@ def with_execution(
         source=model.source,
         notes=list(model.notes),
         execution=options,
-        fixed_shapes=fixed_shapes,
     )
 
 

@@ -263,9 +263,7 @@ class _Setup:
         if "crosscheck" in checks:
             pt_model = reference_for(model, pt).in_precision(execution.precision)
         head, note = _load_head(tf_model)
-        # One trace per path takes any shape in graph mode; XLA compiles per shape, so
-        # there the batches come in a few fixed shapes (see sweep.bucketing).
-        runner_model = executed(tf_model, execution, fixed_shapes=execution.xla)
+        runner_model = executed(tf_model, execution)
         runner = SweepChecks(
             runner_model,
             tf_model,
@@ -291,7 +289,8 @@ class _Setup:
             pad_id=self.tf_model.pad_token_id or 0,
             padding_side=self._padding_side,
             with_types=bool(getattr(self.tf_model.config, "type_vocab_size", 0)),
-            fixed_shapes=bool(getattr(self.runner_model, "fixed_shapes", False)),
+            # XLA compiles once per input shape: give it a few fixed bucket shapes.
+            fixed_shapes=self.runner_model.execution.xla,
         )
 
     def run_facts(self) -> dict:
