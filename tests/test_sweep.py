@@ -87,6 +87,19 @@ def test_graph_mode_traces_each_path_once_whatever_the_buckets(baseline):
     assert run["traces_by_path"] == {"ids": 1, "embeds": 1, "positions": 1}  # ... one trace
 
 
+def test_xla_sweep_compiles_once_per_bucket_and_path_with_dummy_rows_dropped(corpus, tmp_path):
+    from tfparity.adapters.execution import ExecutionOptions
+
+    options = SweepOptions(
+        checks=("embeds",), batch_size=8, progress="none", execution=ExecutionOptions(xla=True)
+    )
+    result = run_sweep("tiny:bert", corpus, tmp_path / "xla", options)
+    records = lines(tmp_path / "xla" / "results.jsonl")
+    used = {r["bucket"] for r in records}
+    assert result.passed and sorted(r["index"] for r in records) == list(range(N_ITEMS))
+    assert result.summary["run"]["traces_by_path"] == {"ids": len(used), "embeds": len(used)}
+
+
 def test_bucketer_without_fixed_shapes_holds_real_rows_only(corpus):
     import numpy as np
 
