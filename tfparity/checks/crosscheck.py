@@ -148,28 +148,34 @@ def _run_all(
     tf_traces: Sequence[Trace] | None = None,
 ) -> _Runs:
     runs = _Runs()
-    if not tapped:
+    if tapped:  # taps record Python-side layer calls: the runs are eager
+        for batch in batches:
+            _add_tapped_run(runs, tf_model, pt_model, batch)
+    else:
         # One framework at a time: switching between TensorFlow's and PyTorch's thread
         # pools batch by batch cost up to 15% on 2 cores (each spins after its work).
         runs.tf = list(tf_traces) if tf_traces is not None else [tf_model.run(b) for b in batches]
         runs.pt = [pt_model.run(b) for b in batches]
         runs.pt64 = [pt_model.run(b, float64=True) for b in batches]
-    for batch in batches if tapped else ():  # taps record Python-side layer calls: eager
-        tf_trace, tf_rec = tf_model.tapped_run(batch)
-        runs.tf.append(tf_trace)
-        pt, pt_rec = pt_model.recorded(batch, tapped=True)
-        pt64, pt64_rec = pt_model.recorded(batch, float64=True, tapped=True)
-        runs.pt.append(pt)
-        runs.pt64.append(pt64)
-        runs.tf_taps.append(tf_rec)
-        runs.pt_taps.append(pt_rec)
-        runs.pt64_taps.append(pt64_rec)
-        runs.isolated.append(tf_model.isolated(pt_rec, pt.hidden_states, batch))
     for i in range(len(runs.pt)):
         ensure_finite(runs.pt[i], "the PyTorch reference")
         runs.pt[i] = _outputs_of(tf_model, runs.pt[i])
         runs.pt64[i] = _outputs_of(tf_model, runs.pt64[i])
     return runs
+
+
+def _add_tapped_run(runs: _Runs, tf_model: TFModel, pt_model: PTModel, batch: Batch) -> None:
+    """One batch with sub-layer taps on all three sides, and the TF isolated runs."""
+    tf_trace, tf_rec = tf_model.tapped_run(batch)
+    pt, pt_rec = pt_model.recorded(batch, tapped=True)
+    pt64, pt64_rec = pt_model.recorded(batch, float64=True, tapped=True)
+    runs.tf.append(tf_trace)
+    runs.pt.append(pt)
+    runs.pt64.append(pt64)
+    runs.tf_taps.append(tf_rec)
+    runs.pt_taps.append(pt_rec)
+    runs.pt64_taps.append(pt64_rec)
+    runs.isolated.append(tf_model.isolated(pt_rec, pt.hidden_states, batch))
 
 
 def _outputs_of(tf_model: TFModel, trace: Trace) -> Trace:
