@@ -493,16 +493,35 @@ def _finite_stats(v: _Valid, tol: Tolerance) -> dict[str, Any]:
     )
 
 
+@dataclass
+class Closeness:
+    """The element rule, element by element (float64 inputs of one shape): ``finite`` on
+    both sides; ``diff`` = |a - b| there (0 elsewhere); ``close``: within atol + rtol|b|
+    where finite, else the same non-finite value on both sides (NaN only with
+    ``equal_nan``). The one place this rule is written (comparisons, sweep rows)."""
+
+    finite: np.ndarray
+    diff: np.ndarray
+    abs_b: np.ndarray
+    close: np.ndarray
+
+    @classmethod
+    def of(cls, a: np.ndarray, b: np.ndarray, tol: Tolerance) -> Closeness:
+        finite = np.isfinite(a) & np.isfinite(b)
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.where(finite, np.abs(a - b), 0.0)
+        abs_b = np.where(finite, np.abs(b), 0.0)
+        same_nonfinite = (a == b) | (tol.equal_nan & np.isnan(a) & np.isnan(b))
+        close = np.where(finite, diff <= tol.atol + tol.rtol * abs_b, same_nonfinite)
+        return cls(finite, diff, abs_b, close)
+
+
 def _general_stats(v: _Valid, tol: Tolerance) -> dict[str, Any]:
     """NaN or Inf on a side: non-finite elements pass only where the other side holds
     the same one; the statistics are over the elements finite on both sides."""
     a, b = v.a, v.b
-    finite = np.isfinite(a) & np.isfinite(b)
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.where(finite, np.abs(a - b), 0.0)
-    abs_b = np.where(finite, np.abs(b), 0.0)
-    same_nonfinite = (~finite) & ((a == b) | (tol.equal_nan & np.isnan(a) & np.isnan(b)))
-    close = np.where(finite, diff <= tol.atol + tol.rtol * abs_b, same_nonfinite)
+    c = Closeness.of(a, b, tol)
+    finite, diff, abs_b, close = c.finite, c.diff, c.abs_b, c.close
     d, b_fin = diff[finite], abs_b[finite]
     with np.errstate(over="ignore"):
         rel = float((d / np.maximum(b_fin, _TINY)).max()) if d.size else 0.0
@@ -520,7 +539,7 @@ def _general_stats(v: _Valid, tol: Tolerance) -> dict[str, Any]:
         required_atol=float(np.max(d - tol.rtol * b_fin, initial=0.0)),
         nonfinite_actual=int((~np.isfinite(a)).sum()),
         nonfinite_expected=int((~np.isfinite(b)).sum()),
-        problem=_nonfinite_problem(v, (~finite) & ~same_nonfinite),
+        problem=_nonfinite_problem(v, ~finite & ~close),
     )
 
 

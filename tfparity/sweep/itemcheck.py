@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..compare import Referee, Tolerance, default_tolerance, row_rms, valid_positions
+from ..compare import Closeness, Referee, Tolerance, default_tolerance, row_rms, valid_positions
 from ..trace import Trace
 
 
@@ -77,16 +77,10 @@ def leaf_rows(
     a64, b64 = a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)
     valid = valid_positions(a.shape, mask) if a.ndim >= 3 else None
     valid = np.ones(a.shape, bool) if valid is None else valid
-    finite = np.isfinite(a64) & np.isfinite(b64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.where(finite, np.abs(a64 - b64), 0.0)
-        close = diff <= tol.atol + tol.rtol * np.where(finite, np.abs(b64), 0.0)
-    if not finite.all():
-        same = (a64 == b64) | (tol.equal_nan & np.isnan(a64) & np.isnan(b64))
-        close = np.where(finite, close, same)
+    c = Closeness.of(a64, b64, tol)
     axes = tuple(range(1, a.ndim))
-    passed = (close | ~valid).all(axis=axes) & valid.any(axis=axes)
-    worst = np.where(valid, diff, 0.0).max(axis=axes) if a.size else np.zeros(rows)
+    passed = (c.close | ~valid).all(axis=axes) & valid.any(axis=axes)
+    worst = np.where(valid, c.diff, 0.0).max(axis=axes) if a.size else np.zeros(rows)
     return LeafRows(name, passed, worst)
 
 
