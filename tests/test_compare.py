@@ -993,6 +993,58 @@ def test_property_the_finite_fast_path_equals_the_general_path(data, atol, rtol)
 
 
 @_SETTINGS
+@given(
+    data=st.data(),
+    block=st.integers(1, 9),
+    atol=st.floats(0, 10, allow_nan=False),
+    rtol=st.floats(0, 1, allow_nan=False),
+)
+def test_property_the_fast_path_in_small_blocks_equals_the_general_path(data, block, atol, rtol):
+    """Block maxima, counts and the first argmax combine exactly across block edges."""
+    import tfparity.compare as compare
+    from tfparity.compare import _finite_stats, _gather_valid, _general_stats
+
+    a, b = data.draw(_pair())
+    valid = _gather_valid([a], [b], [None])
+    tol = _Tol(atol=atol, rtol=rtol)
+    saved, compare._BLOCK = compare._BLOCK, block
+    try:
+        assert _finite_stats(valid, tol) == _general_stats(valid, tol)
+    finally:
+        compare._BLOCK = saved
+
+
+@_SETTINGS
+@given(
+    pair=_pair(),
+    block=st.integers(1, 9),
+)
+def test_property_rmse_in_blocks_is_the_plain_formula(pair, block):
+    import tfparity.compare as compare
+    from tfparity.compare import rmse
+
+    a, b = (np.asarray(x, np.float64) for x in pair)
+    saved, compare._BLOCK = compare._BLOCK, block
+    try:
+        got = rmse(a, b)
+    finally:
+        compare._BLOCK = saved
+    expected = float(np.sqrt(np.mean((a - b) ** 2))) if a.size else 0.0
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-300)
+
+
+def test_padding_is_left_out_and_its_largest_finite_difference_reported():
+    a = np.zeros((2, 3, 4), np.float32)
+    b = a.copy()
+    b[0, 2] = 5.0  # a padded row differs by 5
+    b[1, 1] = np.nan  # and one is NaN: not a finite difference
+    mask = np.array([[1, 1, 0], [1, 0, 0]])
+    (c,) = compare_outputs({"x": a}, {"x": b}, mask=mask)
+    assert c.passed and c.total == 3 * 4
+    assert c.masked_out == 3 * 4 and c.masked_max_abs_diff == 5.0
+
+
+@_SETTINGS
 @given(hnp.arrays(np.float64, st.integers(1, 300), elements=st.floats(0, 1e3)))
 def test_property_median_and_p99_are_numpys_percentiles(d):
     from tfparity.compare import _median_p99

@@ -11,7 +11,6 @@ excluded), summarise the error, and build one readable message when it fails.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -303,10 +302,10 @@ def _compare_gathered(
         )
 
     gathered = _gather_valid(a_list, b_list, masks)
-    if gathered.a.size == 0 and gathered.masked_diff.size:
+    if gathered.a.size == 0 and gathered.masked_out:
         return _failed_early(
             base,
-            f"Nothing compared: the mask excludes all {gathered.masked_diff.size} elements "
+            f"Nothing compared: the mask excludes all {gathered.masked_out} elements "
             "(an attention mask of zeros only?). A comparison of nothing does not pass.",
         ), None
     return _summarise(base, gathered, tol), gathered
@@ -322,7 +321,8 @@ class _Valid:
     # Per batch: which of its ``batch * seq`` token rows are valid (None: all elements).
     keeps: list[np.ndarray | None]
     offsets: np.ndarray  # start of each batch in ``a``/``b``
-    masked_diff: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    masked_out: int = 0  # padded elements left out
+    masked_max: float = 0.0  # their largest finite |a - b| (0.0 when none)
 
     def index_of(self, k: int) -> list[int]:
         batch = int(np.searchsorted(self.offsets, k, side="right") - 1)
@@ -361,33 +361,32 @@ def _valid_values(arrays: Sequence[np.ndarray], keeps: Sequence[Any]) -> np.ndar
         x.reshape(-1) if keep is None else _token_rows(x, keep)[keep].reshape(-1)
         for x, keep in zip(arrays, keeps, strict=True)
     ]
-    return np.concatenate(parts).astype(np.float64, copy=False)
+    return np.concatenate(parts, dtype=np.float64)  # one copy, converted on the way
 
 
 def _gather_valid(a_list, b_list, masks) -> _Valid:
     keeps = _valid_keeps(a_list, masks)
-    with np.errstate(invalid="ignore"):
-        masked = [
-            np.abs(
-                _token_rows(a, keep)[~keep].astype(np.float64).reshape(-1)
-                - _token_rows(b, keep)[~keep].reshape(-1)
-            )
-            for a, b, keep in zip(a_list, b_list, keeps, strict=True)
-            if keep is not None
-        ]
+    masked_out, masked_max = 0, 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for a, b, keep in zip(a_list, b_list, keeps, strict=True):
+            if keep is None or keep.all():
+                continue
+            d = np.abs(_token_rows(a, keep)[~keep].astype(np.float64) - _token_rows(b, keep)[~keep])
+            masked_out += d.size
+            masked_max = max(masked_max, float(np.max(d, where=np.isfinite(d), initial=0.0)))
     sizes = [
         x.size if k is None else int(k.sum()) * int(np.prod(x.shape[2:], dtype=np.int64))
         for x, k in zip(a_list, keeps, strict=True)
     ]
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    masked_diff = np.concatenate(masked) if masked else np.zeros(0)
     return _Valid(
         a=_valid_values(a_list, keeps),
         b=_valid_values(b_list, keeps),
         shapes=[a.shape for a in a_list],
         keeps=keeps,
         offsets=offsets,
-        masked_diff=masked_diff,
+        masked_out=masked_out,
+        masked_max=masked_max,
     )
 
 
@@ -435,7 +434,6 @@ def _summarise(base: dict, v: _Valid, tol: Tolerance) -> Comparison:
     masks, temporaries reused), the rest on the general one; both give equal values."""
     finite = all_finite(v.a) and all_finite(v.b)
     stats = _finite_stats(v, tol) if finite else _general_stats(v, tol)
-    masked = v.masked_diff[np.isfinite(v.masked_diff)]
     worst = stats.pop("worst")
     return Comparison(
         **base,
@@ -445,8 +443,8 @@ def _summarise(base: dict, v: _Valid, tol: Tolerance) -> Comparison:
         worst_index=v.index_of(worst) if worst is not None else None,
         worst_actual=float(v.a[worst]) if worst is not None else None,
         worst_expected=float(v.b[worst]) if worst is not None else None,
-        masked_out=int(v.masked_diff.size),
-        masked_max_abs_diff=float(masked.max()) if masked.size else 0.0,
+        masked_out=v.masked_out,
+        masked_max_abs_diff=v.masked_max,
     )
 
 
@@ -460,30 +458,49 @@ def all_finite(x: np.ndarray) -> bool:
     return bool(np.isfinite(x).all())
 
 
+# Elements per block of the all-finite path: its buffers then stay in a core's L2
+# cache. Whole-leaf temporaries streamed through memory, and two threads doing so
+# contended for it: threads ran slower than one (measured on 2 cores).
+_BLOCK = 1 << 15
+
+
 def _finite_stats(v: _Valid, tol: Tolerance) -> dict[str, Any]:
-    """Three float64 arrays of the comparison's size, reused (a fresh large array costs
-    more, in page faults, than the arithmetic on it): 2.5x faster than the general path."""
+    """The all-finite case, in blocks of :data:`_BLOCK` elements with small buffers
+    reused; only ``diff`` (needed whole for the median) spans the leaf. Block maxima
+    combine exactly, and the first block holding the maximum gives numpy's argmax."""
     a, b = v.a, v.b
-    diff = np.subtract(a, b)
-    np.abs(diff, out=diff)
-    scratch = np.abs(b)
-    bound = scratch * tol.rtol
-    with np.errstate(over="ignore"):  # d / tiny overflows when expected is 0: keep it finite
-        np.maximum(scratch, _TINY, out=scratch)
-        np.divide(diff, scratch, out=scratch)
-    max_rel = min(float(scratch.max()), _HUGE) if diff.size else 0.0
-    required_atol = float(np.max(np.subtract(diff, bound, out=scratch), initial=0.0))
-    bound += tol.atol  # atol + rtol * |expected|, as the general path computes it
-    mismatched = int(np.count_nonzero(diff > bound))
-    worst = int(np.argmax(diff)) if diff.size else None
-    median, p99 = _median_p99(diff, scratch) if diff.size else (0.0, 0.0)
+    diff = np.empty_like(a)
+    size = min(a.size, _BLOCK)
+    abs_b, bound, spare = (np.empty(size) for _ in range(3))
+    max_rel = required_atol = 0.0
+    mismatched, worst, worst_diff = 0, None, -1.0
+    for start in range(0, a.size, _BLOCK):
+        end = min(start + _BLOCK, a.size)
+        n = end - start
+        d, sb, bd, sp = diff[start:end], abs_b[:n], bound[:n], spare[:n]
+        np.subtract(a[start:end], b[start:end], out=d)
+        np.abs(d, out=d)
+        np.abs(b[start:end], out=sb)
+        np.multiply(sb, tol.rtol, out=bd)
+        required_atol = max(required_atol, float(np.subtract(d, bd, out=sp).max()))
+        bd += tol.atol  # atol + rtol * |expected|, as the general path computes it
+        mismatched += int(np.count_nonzero(np.greater(d, bd, out=sp.view(bool)[:n])))
+        with np.errstate(over="ignore"):  # d / tiny overflows when expected is 0
+            np.maximum(sb, _TINY, out=sb)
+            np.divide(d, sb, out=sb)
+        max_rel = max(max_rel, float(sb.max()))
+        k = int(np.argmax(d))
+        if d[k] > worst_diff:
+            worst, worst_diff = start + k, float(d[k])
+    mean = float(diff.mean()) if diff.size else 0.0  # before the median reorders diff
+    median, p99 = _median_p99(diff, diff) if diff.size else (0.0, 0.0)
     return dict(
         mismatched=mismatched,
-        max_abs_diff=float(diff[worst]) if worst is not None else 0.0,
-        mean_abs_diff=float(diff.mean()) if diff.size else 0.0,
+        max_abs_diff=worst_diff if worst is not None else 0.0,
+        mean_abs_diff=mean,
         median_abs_diff=median,
         p99_abs_diff=p99,
-        max_rel_diff=max_rel,
+        max_rel_diff=min(max_rel, _HUGE),
         worst=worst,
         cosine=_cosine(a, b),
         required_atol=required_atol,
@@ -547,11 +564,11 @@ def _median_p99(d: np.ndarray, scratch: np.ndarray | None = None) -> tuple[float
     """``np.percentile(d, [50, 99])`` (linear interpolation, numpy's own formula), from
     two single-index partitions: numpy's partition with several indices at once was
     6x slower than one. ``scratch``: a float64 array of d's size to partition in (else
-    a copy is made); d stays in order."""
+    a copy is made; d stays in order), or ``d`` itself to partition it in place."""
     n = d.size
     lo99, t99 = _kth(n, 0.99)
     x = d.copy() if scratch is None else scratch
-    if scratch is not None:
+    if scratch is not None and scratch is not d:
         np.copyto(x, d)
     x.partition(lo99)
     above = x[lo99 + 1 :]
@@ -618,22 +635,6 @@ def compare_outputs(
 
 
 POOLED_OUTPUTS = ("pooler_output", "pooled_output")
-# Elements below which a leaf is compared in the calling thread (a thread costs more).
-_THREADED_FROM = 1 << 18
-
-
-def map_leaves(fn: Callable[[str], Any], names: Sequence[str], size: int = _THREADED_FROM) -> list:
-    """``[fn(name) for name in names]``, on a thread per CPU when there are several large
-    leaves: the comparisons run after the forward passes, when the cores are idle, and
-    numpy releases the GIL in its array loops (measured: 1.5x on 2 cores for minilm's
-    9 leaves). ``size``: elements per leaf, to stay serial where threads cost more."""
-    workers = min(len(names), os.cpu_count() or 1)
-    if workers < 2 or size < _THREADED_FROM:
-        return [fn(name) for name in names]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(workers, thread_name_prefix="tfparity-compare") as pool:
-        return list(pool.map(fn, names))
 
 
 def compare_output_batches(
@@ -677,9 +678,9 @@ def compare_output_batches(
             check_dtype=check_dtype,
         )
 
-    size = sum(np.size(f[names[0]]) for f in flat_a if names and names[0] in f)
-    results = map_leaves(one, names, size)
-    return results
+    # In the calling thread: two threads comparing large leaves contended for memory
+    # and ran slower than one (measured on 2 cores, minilm's 9 leaves).
+    return [one(name) for name in names]
 
 
 def _missing(name: str, side: str, a: np.ndarray | None, b: np.ndarray | None) -> Comparison:
@@ -757,7 +758,7 @@ def _refereed(
     """The referee's rule on the valid elements of the three sides, flattened."""
     actual_rmse = rmse(a, t)
     reference_rmse = rmse(r, t)
-    scale = float(np.sqrt(np.mean(t**2))) if t.size else 0.0
+    scale = float(np.sqrt(np.dot(t, t) / t.size)) if t.size else 0.0
     allowed = referee.factor * reference_rmse + referee.floor * scale
     passed = bool(np.isfinite(actual_rmse) and actual_rmse <= allowed)
     ratio = actual_rmse / reference_rmse if reference_rmse > 0 else None
@@ -793,7 +794,18 @@ def rmse(a: np.ndarray, b: np.ndarray) -> float:
     if a.size == 0:
         return 0.0
     with np.errstate(invalid="ignore", over="ignore"):
-        return float(np.sqrt(np.mean((a - b) ** 2)))
+        if a.shape != b.shape:  # broadcasting
+            return float(np.sqrt(np.mean((a - b) ** 2)))
+        a, b = a.reshape(-1), b.reshape(-1)
+        buffer, total = np.empty(min(a.size, _BLOCK)), 0.0
+        for start in range(0, a.size, _BLOCK):  # blocks: no whole-size temporaries
+            d = np.subtract(
+                a[start : start + _BLOCK],
+                b[start : start + _BLOCK],
+                out=buffer[: min(_BLOCK, a.size - start)],
+            )
+            total += float(np.dot(d, d))
+        return float(np.sqrt(total / a.size))
 
 
 @dataclass
