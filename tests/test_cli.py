@@ -337,3 +337,23 @@ def test_crosscheck_in_bf16_passes_and_golden_outputs_refuse_it(tmp_path, monkey
     captured = capsys.readouterr()
     assert code == 2 and "--precision fp32" in captured.err
     assert "PASS" not in captured.out  # refused before any check ran
+
+
+def test_a_command_freezes_the_frameworks_objects_and_the_library_does_not(tmp_path):
+    """The CLI freezes what TF/transformers built on import (full collections then skip
+    it); the Python API never freezes its caller's objects."""
+    code = (
+        "import gc; from tfparity import api; from tfparity.cli import main\n"
+        "api.check_embeds('tiny:bert', inputs=api.InputOptions(random=1, seq_len=4))\n"
+        "print('api', gc.get_freeze_count())\n"
+        "rc = main(['check', 'tiny:bert', '--random', '1', '--seq-len', '4', '--no-pt'])\n"
+        "print('cli', gc.get_freeze_count(), rc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    assert lines["api"] == "0"
+    frozen, rc = lines["cli"].split()
+    assert int(frozen) > 100_000 and rc == "0"

@@ -15,6 +15,7 @@ from .common import (
     add_report_arguments,
     check_output_arguments,
     execution_options,
+    frameworks_frozen,
     golden_reference,
     input_options,
     tolerance,
@@ -48,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     from ..adapters.execution import with_execution
+    from ..adapters.runtime import torch_available
     from ..api import load_model, make_batches
     from ..checks.embeds import EmbedsOptions, check_embeds
     from ..report.jsonio import write_json
@@ -59,6 +61,7 @@ def _run_check(args: argparse.Namespace) -> int:
     check_output_arguments(args)
     keras_hub = _keras_hub_only_embeds(args)
     _check_golden_arguments(args)
+    frameworks_frozen(torch=not (args.no_pt or args.load_outputs) and torch_available())
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     batches = make_batches(model, inputs)
     reports, shared = [], None

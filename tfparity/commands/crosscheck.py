@@ -15,6 +15,7 @@ from .common import (
     add_report_arguments,
     check_output_arguments,
     execution_options,
+    frameworks_frozen,
     golden_reference,
     input_options,
     tolerance,
@@ -55,7 +56,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..adapters.runtime import import_torch
     from ..api import crosscheck
     from ..errors import TfparityError
     from ..report.jsonio import write_json
@@ -68,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
     golden = bool(args.save_outputs or args.load_outputs)
     if golden and len(executions) > 1:
         raise TfparityError("--save-outputs/--load-outputs hold one run: name one --device.")
-    if not args.load_outputs:
-        import_torch()
+    frameworks_frozen(torch=not args.load_outputs)
     start = time.perf_counter()
     reports = []
     for execution in executions:  # one pass (or two, with the reload) per device

@@ -6,7 +6,14 @@ import argparse
 from typing import Any
 
 from ..errors import TfparityError
-from .common import EXIT_FAIL, EXIT_PASS, add_model_argument, add_report_arguments, tolerance
+from .common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_model_argument,
+    add_report_arguments,
+    frameworks_frozen,
+    tolerance,
+)
 
 TOP_LEVEL = ("verdict", "candidates", "recovered_ids_match", "fix")
 
@@ -48,6 +55,7 @@ def _run_diagnose(args: argparse.Namespace) -> int:
     arrays = {k: None if f is None else _read_npy(f, flag) for k, (flag, f) in files.items()}
     names = InputNames(**{k: f"{flag} {f}" for k, (flag, f) in files.items()})
     inputs = diagnose_inputs(**arrays, names=names)  # bad files fail before the model loads
+    frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     report = check_diagnose(model, inputs, DiagnoseOptions(tolerance=tolerance(args)))
     print(render_diagnose(report))

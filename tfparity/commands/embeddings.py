@@ -6,7 +6,14 @@ import argparse
 import math
 
 from ..errors import TfparityError
-from .common import EXIT_FAIL, EXIT_PASS, add_input_arguments, add_model_argument, input_options
+from .common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_input_arguments,
+    add_model_argument,
+    frameworks_frozen,
+    input_options,
+)
 
 TOP_LEVEL = ("tied", "head_transform", "roundtrip", "noise")
 
@@ -41,6 +48,7 @@ def _run_embeddings(args: argparse.Namespace) -> int:
     options = TyingOptions(seed=args.seed)
     if args.noise_scales:
         options = TyingOptions(noise_scales=_scales(args.noise_scales), seed=args.seed)
+    frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     if checkpoint_has_head(model, args.model):
         from ..adapters.tf_model import TFModel

@@ -13,6 +13,7 @@ from .common import (
     add_input_arguments,
     add_model_argument,
     add_report_arguments,
+    frameworks_frozen,
     input_options,
     non_empty,
     tolerance,
@@ -65,6 +66,7 @@ def _run_modes(args: argparse.Namespace) -> int:
     options = ModesOptions(
         devices=args.devices, modes=modes or DEFAULT_MODES, tolerance=tolerance(args)
     )
+    frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     batches = make_batches(model, input_options(args))
     report = check_modes(model, batches, options)

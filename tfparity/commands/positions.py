@@ -11,6 +11,7 @@ from .common import (
     add_input_arguments,
     add_model_argument,
     add_report_arguments,
+    frameworks_frozen,
     input_options,
     tolerance,
 )
@@ -45,6 +46,7 @@ def _run_positions(args: argparse.Namespace) -> int:
 
     if args.permutations < 1:
         raise TfparityError(f"--permutations must be at least 1 (got {args.permutations}).")
+    frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))
     options = PositionsOptions(
