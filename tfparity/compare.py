@@ -465,49 +465,60 @@ _BLOCK = 1 << 15
 
 
 def _finite_stats(v: _Valid, tol: Tolerance) -> dict[str, Any]:
-    """The all-finite case, in blocks of :data:`_BLOCK` elements with small buffers
-    reused; only ``diff`` (needed whole for the median) spans the leaf. Block maxima
-    combine exactly, and the first block holding the maximum gives numpy's argmax."""
-    a, b = v.a, v.b
-    diff = np.empty_like(a)
-    size = min(a.size, _BLOCK)
-    abs_b, bound, spare = (np.empty(size) for _ in range(3))
-    max_rel = required_atol = 0.0
-    mismatched, worst, worst_diff = 0, None, -1.0
-    for start in range(0, a.size, _BLOCK):
-        end = min(start + _BLOCK, a.size)
-        n = end - start
-        d, sb, bd, sp = diff[start:end], abs_b[:n], bound[:n], spare[:n]
-        np.subtract(a[start:end], b[start:end], out=d)
-        np.abs(d, out=d)
-        np.abs(b[start:end], out=sb)
-        np.multiply(sb, tol.rtol, out=bd)
-        required_atol = max(required_atol, float(np.subtract(d, bd, out=sp).max()))
-        bd += tol.atol  # atol + rtol * |expected|, as the general path computes it
-        mismatched += int(np.count_nonzero(np.greater(d, bd, out=sp.view(bool)[:n])))
-        with np.errstate(over="ignore"):  # d / tiny overflows when expected is 0
-            np.maximum(sb, _TINY, out=sb)
-            np.divide(d, sb, out=sb)
-        max_rel = max(max_rel, float(sb.max()))
-        k = int(np.argmax(d))
-        if d[k] > worst_diff:
-            worst, worst_diff = start + k, float(d[k])
+    """The all-finite case, block by block (:func:`_block_totals`); only ``diff``,
+    needed whole for the median, spans the leaf."""
+    diff = np.empty_like(v.a)
+    totals = _block_totals(v.a, v.b, tol, diff)
     mean = float(diff.mean()) if diff.size else 0.0  # before the median reorders diff
     median, p99 = _median_p99(diff, diff) if diff.size else (0.0, 0.0)
     return dict(
-        mismatched=mismatched,
-        max_abs_diff=worst_diff if worst is not None else 0.0,
+        mismatched=totals.mismatched,
+        max_abs_diff=totals.worst_diff if totals.worst is not None else 0.0,
         mean_abs_diff=mean,
         median_abs_diff=median,
         p99_abs_diff=p99,
-        max_rel_diff=min(max_rel, _HUGE),
-        worst=worst,
-        cosine=_cosine(a, b),
-        required_atol=required_atol,
+        max_rel_diff=min(totals.max_rel, _HUGE),
+        worst=totals.worst,
+        cosine=_cosine(v.a, v.b),
+        required_atol=totals.required_atol,
         nonfinite_actual=0,
         nonfinite_expected=0,
         problem=None,
     )
+
+
+@dataclass
+class _BlockTotals:
+    mismatched: int = 0
+    max_rel: float = 0.0
+    required_atol: float = 0.0
+    worst: int | None = None  # the first index of the largest |a - b|
+    worst_diff: float = -1.0
+
+
+def _block_totals(a: np.ndarray, b: np.ndarray, tol: Tolerance, diff: np.ndarray) -> _BlockTotals:
+    """|a - b| into ``diff`` and the element rule's totals, in blocks of :data:`_BLOCK`
+    elements with three small buffers reused. Block maxima and counts combine exactly,
+    and the first block holding the maximum gives numpy's (first) argmax."""
+    t = _BlockTotals()
+    abs_b, bound, spare = (np.empty(min(a.size, _BLOCK)) for _ in range(3))
+    for start in range(0, a.size, _BLOCK):
+        end = min(start + _BLOCK, a.size)
+        n = end - start
+        d, sb, bd, sp = diff[start:end], abs_b[:n], bound[:n], spare[:n]
+        np.abs(np.subtract(a[start:end], b[start:end], out=d), out=d)
+        np.multiply(np.abs(b[start:end], out=sb), tol.rtol, out=bd)
+        t.required_atol = max(t.required_atol, float(np.subtract(d, bd, out=sp).max()))
+        bd += tol.atol  # atol + rtol * |expected|, as the general path computes it
+        t.mismatched += int(np.count_nonzero(np.greater(d, bd, out=sp.view(bool)[:n])))
+        with np.errstate(over="ignore"):  # d / tiny overflows when expected is 0
+            t.max_rel = max(
+                t.max_rel, float(np.divide(d, np.maximum(sb, _TINY, out=sb), out=sb).max())
+            )
+        k = int(np.argmax(d))
+        if d[k] > t.worst_diff:
+            t.worst, t.worst_diff = start + k, float(d[k])
+    return t
 
 
 @dataclass

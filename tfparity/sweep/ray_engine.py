@@ -22,6 +22,7 @@ cluster. The driver's import path travels to the workers (``runtime_env`` env va
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import deque
 from collections.abc import Iterator
@@ -116,6 +117,9 @@ class _Worker:
         from .runner import _Setup
 
         self.setup = _Setup.load(model, checks, pt, options, execution)
+        # This process is the actor's alone and keeps what it loaded to its end: frozen,
+        # those ~700K objects are not rescanned by each full collection (0.4 s apiece).
+        gc.freeze()
         return self.setup.encoding(), self.setup.top1_note
 
     def run(self, chunk: list) -> list[list[dict]]:
