@@ -212,6 +212,51 @@ def test_shared_tf_traces_are_used_instead_of_a_new_run(tiny_reference):
     assert not report.passed  # the (doctored) shared traces were judged, not a fresh run
 
 
+def test_a_leaf_that_repeats_an_earlier_one_is_compared_once(tiny_reference, monkeypatch):
+    """last_hidden_state is hidden_states[-1]: its comparison and referee are reused,
+    renamed; the doctored-trace test above shows a TF difference still fails."""
+    import dataclasses
+
+    import tfparity.checks.crosscheck as module
+
+    pt_model, batches = tiny_reference
+    calls = []
+    real = module.compare_refereed
+    monkeypatch.setattr(
+        module, "compare_refereed", lambda name, *a, **k: calls.append(name) or real(name, *a, **k)
+    )
+    report = run_crosscheck(TFModel.load(TINY), pt_model, batches)
+    assert report.passed and "last_hidden_state" not in calls
+    by = {c.name: c for c in report.comparisons}
+    last = max((n for n in by if n.startswith("hidden_states[")), key=lambda n: int(n[14:-1]))
+    assert len(calls) == len(by) - 1 and last in calls
+    assert dataclasses.replace(by["last_hidden_state"], name=last) == by[last]
+    assert by["last_hidden_state"].judge == "referee"
+
+
+def test_repeat_of_needs_the_same_pytorch_arrays_and_equal_tf_ones():
+    from tfparity.checks.crosscheck import _Compared, _repeat_of
+
+    pt, truth, tf = [np.ones((2, 3, 4))], [np.ones((2, 3, 4))], [np.ones((2, 3, 4), np.float32)]
+    masks = [np.ones((2, 3))]
+    first = _Compared("a", tf, pt, truth, {"masks": masks, "tolerance": None})
+
+    def again(actual=tf, expected=pt, kwargs=None):
+        kwargs = kwargs or {"masks": masks, "tolerance": None}
+        return _repeat_of(_Compared("b", actual, expected, truth, kwargs), [first])
+
+    assert again() is first
+    assert again(actual=[tf[0].copy()]) is first  # equal values suffice
+    changed = tf[0].copy()
+    changed[1, 2, 3] += 1e-6
+    assert again(actual=[changed]) is None
+    assert again(actual=[tf[0].astype(np.float64)]) is None  # another dtype
+    assert again(expected=[pt[0].copy()]) is first  # equal PyTorch arrays too
+    assert again(expected=[pt[0] * 2]) is None
+    assert again(kwargs={"masks": [masks[0].copy()], "tolerance": None}) is None
+    assert again(kwargs={"masks": masks, "tolerance": Tolerance(atol=1.0, rtol=0.0)}) is None
+
+
 # ----------------------------------------------------------------------------- precision
 
 
