@@ -430,8 +430,8 @@ _TINY, _HUGE = np.finfo(np.float64).tiny, float(np.finfo(np.float64).max)
 
 
 def _summarise(base: dict, v: _Valid, tol: Tolerance) -> Comparison:
-    """The statistics of one comparison: the usual all-finite case on a fast path (no
-    masks, temporaries reused), the rest on the general one; both give equal values."""
+    """The statistics of one comparison: the usual all-finite case on a fast path (in
+    cache-sized blocks), the rest on the general one; both give equal values."""
     finite = all_finite(v.a) and all_finite(v.b)
     stats = _finite_stats(v, tol) if finite else _general_stats(v, tol)
     worst = stats.pop("worst")
