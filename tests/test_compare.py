@@ -982,14 +982,61 @@ def test_property_unusable_tolerances_are_refused(bad, which):
     rtol=st.floats(0, 1, allow_nan=False),
 )
 def test_property_the_finite_fast_path_equals_the_general_path(data, atol, rtol):
-    """The all-finite fast path (buffers reused) gives the general path's values."""
-    from tfparity.compare import _finite_stats, _gather_valid, _general_stats
-
+    """The all-finite fast path (blocks converted in cache, no gathered copy) gives the
+    general path's values; its cosine sums block by block, equal up to rounding."""
     a, b = data.draw(_pair())
     mask = data.draw(_mask_for(a.shape))
-    valid = _gather_valid([a], [b], [mask])
-    tol = _Tol(atol=atol, rtol=rtol)
-    assert _finite_stats(valid, tol) == _general_stats(valid, tol)
+    _assert_fast_equals_general([a], [b], [mask], _Tol(atol=atol, rtol=rtol))
+
+
+def _assert_fast_equals_general(a_list, b_list, masks, tol):
+    from tfparity.compare import _fused_stats, _gather_valid, _general_stats, _Layout
+
+    layout = _Layout.of(a_list, masks)
+    general = _general_stats(_gather_valid(a_list, b_list, layout), tol)
+    fast = _fused_stats(a_list, b_list, layout, tol)
+    assert fast is not None
+    stats, _ = fast
+    cosine, expected_cosine = stats.pop("cosine"), general.pop("cosine")
+    assert stats == general
+    if expected_cosine is None:
+        assert cosine is None
+    else:
+        assert cosine == pytest.approx(expected_cosine, rel=1e-12, abs=1e-12)
+
+
+@_SETTINGS
+@given(data=st.data(), n=st.integers(1, 4), block=st.integers(1, 9))
+def test_property_the_fast_path_over_batches_equals_the_general_path(data, n, block):
+    """Several batches of different lengths, padded: offsets and the first worst index
+    carry across batches as across blocks."""
+    import tfparity.compare as compare
+
+    width = data.draw(st.integers(1, 3))
+    a_list, b_list, masks = [], [], []
+    for _ in range(n):
+        shape = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4)), width)
+        elements = st.floats(-1e3, 1e3, width=32)
+        a_list.append(data.draw(hnp.arrays(np.float32, shape, elements=elements)))
+        b_list.append(data.draw(hnp.arrays(np.float32, shape, elements=elements)))
+        masks.append(data.draw(_mask_for(shape)))
+    saved, compare._BLOCK = compare._BLOCK, block
+    try:
+        _assert_fast_equals_general(a_list, b_list, masks, _Tol(atol=1e-3, rtol=1e-3))
+    finally:
+        compare._BLOCK = saved
+
+
+def test_the_fast_path_declines_non_finite_differences_for_the_general_path():
+    from tfparity.compare import _fused_stats, _Layout
+
+    a = np.ones((2, 3), np.float32)
+    for bad in (np.nan, np.inf):
+        b = a.copy()
+        b[1, 2] = bad
+        assert _fused_stats([a], [b], _Layout.of([a], [None]), _Tol(atol=0, rtol=0)) is None
+        c = compare_arrays(a, b)
+        assert not c.passed and c.nonfinite_expected == 1 and c.problem
 
 
 @_SETTINGS
@@ -1002,14 +1049,12 @@ def test_property_the_finite_fast_path_equals_the_general_path(data, atol, rtol)
 def test_property_the_fast_path_in_small_blocks_equals_the_general_path(data, block, atol, rtol):
     """Block maxima, counts and the first argmax combine exactly across block edges."""
     import tfparity.compare as compare
-    from tfparity.compare import _finite_stats, _gather_valid, _general_stats
 
     a, b = data.draw(_pair())
-    valid = _gather_valid([a], [b], [None])
-    tol = _Tol(atol=atol, rtol=rtol)
+    mask = data.draw(_mask_for(a.shape))
     saved, compare._BLOCK = compare._BLOCK, block
     try:
-        assert _finite_stats(valid, tol) == _general_stats(valid, tol)
+        _assert_fast_equals_general([a], [b], [mask], _Tol(atol=atol, rtol=rtol))
     finally:
         compare._BLOCK = saved
 
@@ -1063,3 +1108,48 @@ def test_all_finite_is_exact_where_a_sum_overflows_or_a_part_is_infinite():
     assert not all_finite(np.array([1.0, np.nan], np.float32))
     assert not all_finite(np.array([np.inf, -np.inf]))  # the sum is NaN, not Inf
     assert not all_finite(np.array([1 + 1j, complex(0, np.inf)], np.complex64))
+
+
+@_SETTINGS
+@given(data=st.data(), n=st.integers(1, 3), block=st.integers(1, 9))
+def test_property_the_referee_summed_in_the_fast_path_is_the_gathered_referee(data, n, block):
+    """compare_refereed adds the referee's sums block by block; referee_batches gathers
+    the three sides first. Same RMSEs up to rounding, same verdict off the line."""
+    import tfparity.compare as compare
+    from tfparity.compare import compare_refereed, referee_batches
+
+    a_list, r_list, t_list, masks = [], [], [], []
+    for _ in range(n):
+        shape = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 4)), 2)
+        t = data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-10, 10)))
+        noise = (data.draw(st.floats(0, 1e-2)), data.draw(st.floats(0, 1e-2)))
+        t_list.append(t)
+        a_list.append((t + noise[0] * np.sin(7 * t)).astype(np.float32))
+        r_list.append((t + noise[1] * np.cos(5 * t)).astype(np.float32))
+        masks.append(data.draw(_mask_for(shape)))
+    if not any(m is None or m.any() for m in masks):
+        return  # nothing valid: a failed comparison, covered elsewhere
+    saved, compare._BLOCK = compare._BLOCK, block
+    try:
+        _, fused = compare_refereed("x", a_list, r_list, t_list, masks=masks)
+    finally:
+        compare._BLOCK = saved
+    gathered = referee_batches("x", a_list, r_list, t_list, masks=masks)
+    assert fused.actual_rmse == pytest.approx(gathered.actual_rmse, rel=1e-9, abs=1e-300)
+    assert fused.reference_rmse == pytest.approx(gathered.reference_rmse, rel=1e-9, abs=1e-300)
+    assert fused.allowed_rmse == pytest.approx(gathered.allowed_rmse, rel=1e-9, abs=1e-300)
+    if abs(gathered.actual_rmse - gathered.allowed_rmse) > 1e-9 * gathered.allowed_rmse:
+        assert fused.passed == gathered.passed
+
+
+def test_a_non_finite_candidate_fails_the_referee_on_either_path():
+    from tfparity.compare import compare_refereed
+
+    t = np.linspace(-1, 1, 24).reshape(2, 3, 4)
+    a, r = t.astype(np.float32), t.astype(np.float32)
+    a[1, 2, 3] = np.nan
+    comparison, verdict = compare_refereed("x", [a], [r], [t])
+    assert not comparison.passed and not verdict.passed
+    assert np.isnan(verdict.actual_rmse) and verdict.reference_rmse < 1e-7
+    _, clean = compare_refereed("x", [r], [r], [t])
+    assert clean.passed and clean.actual_rmse == clean.reference_rmse

@@ -11,6 +11,7 @@ excluded), summarise the error, and build one readable message when it fails.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -253,19 +254,20 @@ def compare_batches(
     Statistics are computed over all batches together; the worst index is given as
     ``(sample, ...)`` where ``sample`` counts rows across the batches in order.
     """
-    return _compare_gathered(actual, expected, name, masks, tolerance, check_dtype)[0]
+    return _compare_leaf(actual, expected, name, masks, tolerance, check_dtype).comparison
 
 
-def _compare_gathered(
+def _compare_leaf(
     actual: Sequence[Any],
     expected: Sequence[Any],
     name: str,
     masks: Sequence[np.ndarray | None] | None,
     tolerance: Tolerance | None,
     check_dtype: bool,
-) -> tuple[Comparison, _Valid | None]:
-    """:func:`compare_batches`, and the valid elements it gathered (None when it failed
-    before gathering any), for a referee to reuse."""
+    truth: list[np.ndarray] | None = None,
+) -> _Leaf:
+    """:func:`compare_batches`, and what a referee can reuse of its work (``truth``:
+    float64 runs of the leaf, shaped as ``actual``, whose sums the fast path adds)."""
     a_list = [to_numpy(a) for a in actual]
     b_list = [to_numpy(b) for b in expected]
     masks = list(masks) if masks is not None else [None] * len(a_list)
@@ -290,9 +292,9 @@ def _compare_gathered(
     for a, b in zip(a_list, b_list, strict=True):
         if a.shape != b.shape:
             problem = f"Shape mismatch: {list(a.shape)} vs expected {list(b.shape)}."
-            return _failed_early(base, problem), None
+            return _Leaf(_failed_early(base, problem))
     if check_dtype and dtype_a != dtype_b:
-        return _failed_early(base, f"Dtype mismatch: {dtype_a} vs expected {dtype_b}."), None
+        return _Leaf(_failed_early(base, f"Dtype mismatch: {dtype_a} vs expected {dtype_b}."))
     if any(np.iscomplexobj(x) for x in a_list + b_list):
         # float64 conversion would drop the imaginary part (with only a warning) and
         # pass tensors whose imaginary parts differ.
@@ -301,30 +303,66 @@ def _compare_gathered(
             "would be dropped); compare x.real and x.imag as two tensors."
         )
 
-    gathered = _gather_valid(a_list, b_list, masks)
-    if gathered.a.size == 0 and gathered.masked_out:
-        return _failed_early(
-            base,
-            f"Nothing compared: the mask excludes all {gathered.masked_out} elements "
-            "(an attention mask of zeros only?). A comparison of nothing does not pass.",
-        ), None
-    return _summarise(base, gathered, tol), gathered
+    layout = _Layout.of(a_list, masks)
+    padding = _padding(a_list, b_list, layout.keeps)
+    if layout.total == 0 and padding.count:
+        return _Leaf(
+            _failed_early(
+                base,
+                f"Nothing compared: the mask excludes all {padding.count} elements "
+                "(an attention mask of zeros only?). A comparison of nothing does not pass.",
+            )
+        )
+    fast = _fused_stats(a_list, b_list, layout, tol, truth)
+    if fast is not None:
+        stats, sums = fast
+        return _Leaf(_summarise(base, stats, layout, padding, a_list, b_list), sums=sums)
+    valid = _gather_valid(a_list, b_list, layout)
+    stats = _general_stats(valid, tol)
+    return _Leaf(_summarise(base, stats, layout, padding, a_list, b_list), valid=valid)
 
 
 @dataclass
-class _Valid:
-    """The valid elements of all batches, flattened, and how to map them back."""
+class _Leaf:
+    """One leaf compared, and what a referee can reuse: the fast path's float64 sums
+    (with the truth's, when it was given), or the general path's gathered elements."""
 
-    a: np.ndarray
-    b: np.ndarray
+    comparison: Comparison
+    sums: _Sums | None = None
+    valid: _Valid | None = None
+
+
+@dataclass
+class _Layout:
+    """Where each batch's valid elements sit among the leaf's valid elements, flattened
+    in order: a statistic's index maps back to ``(sample, ...)`` through it."""
+
     shapes: list[tuple[int, ...]]
     # Per batch: which of its ``batch * seq`` token rows are valid (None: all elements).
     keeps: list[np.ndarray | None]
-    offsets: np.ndarray  # start of each batch in ``a``/``b``
-    masked_out: int = 0  # padded elements left out
-    masked_max: float = 0.0  # their largest finite |a - b| (0.0 when none)
+    offsets: np.ndarray  # start of each batch among the valid elements
+    total: int
 
-    def index_of(self, k: int) -> list[int]:
+    @classmethod
+    def of(cls, arrays: Sequence[np.ndarray], masks: Sequence[Any]) -> _Layout:
+        keeps = _valid_keeps(arrays, masks)
+        sizes = [
+            x.size if k is None else int(k.sum()) * _row_width(x)
+            for x, k in zip(arrays, keeps, strict=True)
+        ]
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        return cls([x.shape for x in arrays], keeps, offsets, int(sum(sizes)))
+
+    def rows(self, x: np.ndarray, batch: int) -> np.ndarray:
+        """Batch ``batch``'s valid elements of ``x``, flattened (a view when none is
+        padded: selecting rows would copy the whole batch)."""
+        keep = self.keeps[batch]
+        if keep is None or keep.all():
+            return x.reshape(-1)
+        return _token_rows(x, keep)[keep].reshape(-1)
+
+    def locate(self, k: int) -> tuple[int, tuple[int, ...]]:
+        """The batch holding valid element ``k``, and the element's index in it."""
         batch = int(np.searchsorted(self.offsets, k, side="right") - 1)
         shape, keep = self.shapes[batch], self.keeps[batch]
         flat = k - int(self.offsets[batch])
@@ -332,10 +370,32 @@ class _Valid:
             inner = int(np.prod(shape[2:], dtype=np.int64))
             row, col = divmod(flat, inner)
             flat = int(np.flatnonzero(keep)[row]) * inner + col
-        index = [int(i) for i in np.unravel_index(flat, shape)]
-        if index:
-            index[0] += sum(s[0] for s in self.shapes[:batch])
-        return index
+        return batch, tuple(int(i) for i in np.unravel_index(flat, shape))
+
+    def index_of(self, k: int) -> list[int]:
+        batch, index = self.locate(k)
+        out = list(index)
+        if out:
+            out[0] += sum(s[0] for s in self.shapes[:batch])
+        return out
+
+
+@dataclass
+class _Valid:
+    """The valid elements of all batches, gathered and flattened (the general path)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    layout: _Layout
+
+    def index_of(self, k: int) -> list[int]:
+        return self.layout.index_of(k)
+
+
+@dataclass
+class _Padding:
+    count: int = 0  # padded elements left out
+    max_diff: float = 0.0  # their largest finite |a - b| (0.0 when none)
 
 
 def _valid_keeps(arrays: Sequence[np.ndarray], masks: Sequence[Any]) -> list[np.ndarray | None]:
@@ -349,45 +409,42 @@ def _valid_keeps(arrays: Sequence[np.ndarray], masks: Sequence[Any]) -> list[np.
     return keeps
 
 
+def _row_width(x: np.ndarray) -> int:
+    return math.prod(x.shape[2:])  # not np.prod: 15 us a call, on every batch of a leaf
+
+
 def _token_rows(x: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """``x`` as ``[batch * seq, rest]`` (``rest`` 1 for a ``[batch, seq]`` leaf)."""
-    return x.reshape(keep.size, int(np.prod(x.shape[2:], dtype=np.int64)))
+    return x.reshape(keep.size, _row_width(x))
 
 
-def _valid_values(arrays: Sequence[np.ndarray], keeps: Sequence[Any]) -> np.ndarray:
+def _valid_values(arrays: Sequence[np.ndarray], layout: _Layout) -> np.ndarray:
     """The valid elements of all batches, flattened, in float64 (converted after the
     padding is dropped: padding can be most of a batch)."""
-    parts = [
-        x.reshape(-1) if keep is None else _token_rows(x, keep)[keep].reshape(-1)
-        for x, keep in zip(arrays, keeps, strict=True)
-    ]
+    parts = [layout.rows(x, i) for i, x in enumerate(arrays)]
     return np.concatenate(parts, dtype=np.float64)  # one copy, converted on the way
 
 
-def _gather_valid(a_list, b_list, masks) -> _Valid:
-    keeps = _valid_keeps(a_list, masks)
-    masked_out, masked_max = 0, 0.0
+def _padding(a_list, b_list, keeps) -> _Padding:
+    """How many elements the mask left out, and their largest finite difference, batch
+    by batch (no concatenated array)."""
+    found = _Padding()
     with np.errstate(invalid="ignore", over="ignore"):
         for a, b, keep in zip(a_list, b_list, keeps, strict=True):
             if keep is None or keep.all():
                 continue
-            d = np.abs(_token_rows(a, keep)[~keep].astype(np.float64) - _token_rows(b, keep)[~keep])
-            masked_out += d.size
-            masked_max = max(masked_max, float(np.max(d, where=np.isfinite(d), initial=0.0)))
-    sizes = [
-        x.size if k is None else int(k.sum()) * int(np.prod(x.shape[2:], dtype=np.int64))
-        for x, k in zip(a_list, keeps, strict=True)
-    ]
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    return _Valid(
-        a=_valid_values(a_list, keeps),
-        b=_valid_values(b_list, keeps),
-        shapes=[a.shape for a in a_list],
-        keeps=keeps,
-        offsets=offsets,
-        masked_out=masked_out,
-        masked_max=masked_max,
-    )
+            padded = ~keep
+            d = np.subtract(_token_rows(a, keep)[padded], _token_rows(b, keep)[padded], dtype=float)
+            found.count += d.size
+            largest = float(np.abs(d, out=d).max(initial=0.0))
+            if not np.isfinite(largest):  # NaN or Inf in the padding: the finite ones
+                largest = float(np.max(d, where=np.isfinite(d), initial=0.0))
+            found.max_diff = max(found.max_diff, largest)
+    return found
+
+
+def _gather_valid(a_list, b_list, layout: _Layout) -> _Valid:
+    return _Valid(_valid_values(a_list, layout), _valid_values(b_list, layout), layout)
 
 
 def failed_comparison(name: str, problem: str, shape: list[int], dtype: str) -> Comparison:
@@ -429,22 +486,22 @@ def _failed_early(base: dict, problem: str) -> Comparison:
 _TINY, _HUGE = np.finfo(np.float64).tiny, float(np.finfo(np.float64).max)
 
 
-def _summarise(base: dict, v: _Valid, tol: Tolerance) -> Comparison:
-    """The statistics of one comparison: the usual all-finite case on a fast path (in
-    cache-sized blocks), the rest on the general one; both give equal values."""
-    finite = all_finite(v.a) and all_finite(v.b)
-    stats = _finite_stats(v, tol) if finite else _general_stats(v, tol)
+def _summarise(
+    base: dict, stats: dict, layout: _Layout, padding: _Padding, a_list: list, b_list: list
+) -> Comparison:
+    """One comparison from either path's statistics (both give equal values)."""
     worst = stats.pop("worst")
+    found = layout.locate(worst) if worst is not None else None
     return Comparison(
         **base,
         **stats,
         passed=stats["mismatched"] == 0,
-        total=int(v.a.size),
-        worst_index=v.index_of(worst) if worst is not None else None,
-        worst_actual=float(v.a[worst]) if worst is not None else None,
-        worst_expected=float(v.b[worst]) if worst is not None else None,
-        masked_out=v.masked_out,
-        masked_max_abs_diff=v.masked_max,
+        total=layout.total,
+        worst_index=layout.index_of(worst) if worst is not None else None,
+        worst_actual=float(a_list[found[0]][found[1]]) if found else None,
+        worst_expected=float(b_list[found[0]][found[1]]) if found else None,
+        masked_out=padding.count,
+        masked_max_abs_diff=padding.max_diff,
     )
 
 
@@ -458,33 +515,23 @@ def all_finite(x: np.ndarray) -> bool:
     return bool(np.isfinite(x).all())
 
 
-# Elements per block of the all-finite path: its buffers then stay in a core's L2
-# cache. Whole-leaf temporaries streamed through memory, and two threads doing so
-# contended for it: threads ran slower than one (measured on 2 cores).
-_BLOCK = 1 << 15
+# Elements per block of the fast path: its six buffers then stay in a core's L2 cache
+# (16K was the fastest of 4K-64K on minilm's leaves). Whole-leaf temporaries streamed
+# through memory, and two threads doing so contended for it: threads ran slower than one.
+_BLOCK = 1 << 14
 
 
-def _finite_stats(v: _Valid, tol: Tolerance) -> dict[str, Any]:
-    """The all-finite case, block by block (:func:`_block_totals`); only ``diff``,
-    needed whole for the median, spans the leaf."""
-    diff = np.empty_like(v.a)
-    totals = _block_totals(v.a, v.b, tol, diff)
-    mean = float(diff.mean()) if diff.size else 0.0  # before the median reorders diff
-    median, p99 = _median_p99(diff, diff) if diff.size else (0.0, 0.0)
-    return dict(
-        mismatched=totals.mismatched,
-        max_abs_diff=totals.worst_diff if totals.worst is not None else 0.0,
-        mean_abs_diff=mean,
-        median_abs_diff=median,
-        p99_abs_diff=p99,
-        max_rel_diff=min(totals.max_rel, _HUGE),
-        worst=totals.worst,
-        cosine=_cosine(v.a, v.b),
-        required_atol=totals.required_atol,
-        nonfinite_actual=0,
-        nonfinite_expected=0,
-        problem=None,
-    )
+@dataclass
+class _Sums:
+    """Float64 sums over the valid elements: the cosine's dot products and, when a truth
+    ``t`` was given, the referee's: sum (a - t)^2, sum (b - t)^2 and sum t^2."""
+
+    aa: float = 0.0
+    bb: float = 0.0
+    ab: float = 0.0
+    at: float | None = None
+    bt: float | None = None
+    tt: float | None = None
 
 
 @dataclass
@@ -496,29 +543,98 @@ class _BlockTotals:
     worst_diff: float = -1.0
 
 
-def _block_totals(a: np.ndarray, b: np.ndarray, tol: Tolerance, diff: np.ndarray) -> _BlockTotals:
-    """|a - b| into ``diff`` and the element rule's totals, in blocks of :data:`_BLOCK`
-    elements with three small buffers reused. Block maxima and counts combine exactly,
-    and the first block holding the maximum gives numpy's (first) argmax."""
-    t = _BlockTotals()
-    abs_b, bound, spare = (np.empty(min(a.size, _BLOCK)) for _ in range(3))
-    for start in range(0, a.size, _BLOCK):
-        end = min(start + _BLOCK, a.size)
-        n = end - start
-        d, sb, bd, sp = diff[start:end], abs_b[:n], bound[:n], spare[:n]
-        np.abs(np.subtract(a[start:end], b[start:end], out=d), out=d)
-        np.multiply(np.abs(b[start:end], out=sb), tol.rtol, out=bd)
-        t.required_atol = max(t.required_atol, float(np.subtract(d, bd, out=sp).max()))
-        bd += tol.atol  # atol + rtol * |expected|, as the general path computes it
-        t.mismatched += int(np.count_nonzero(np.greater(d, bd, out=sp.view(bool)[:n])))
-        with np.errstate(over="ignore"):  # d / tiny overflows when expected is 0
-            t.max_rel = max(
-                t.max_rel, float(np.divide(d, np.maximum(sb, _TINY, out=sb), out=sb).max())
-            )
+def _fused_stats(
+    a_list: list, b_list: list, layout: _Layout, tol: Tolerance, truth: list | None = None
+) -> tuple[dict[str, Any], _Sums] | None:
+    """The all-finite case in one pass over each batch's valid elements, in blocks
+    converted to float64 in cache (no gathered copy of the leaf): the element rule's
+    totals, |a - b| into one array (for the mean, median and p99), the cosine's sums and,
+    given ``truth``, the referee's. None when a difference is not finite (NaN or Inf on
+    a side, or an overflow): the general path decides those."""
+    diff = np.empty(layout.total)
+    blocks = _Blocks(min(_BLOCK, max((a.size for a in a_list), default=0)), tol)
+    if truth is not None:
+        blocks.sums.at = blocks.sums.bt = blocks.sums.tt = 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for i, (a, b) in enumerate(zip(a_list, b_list, strict=True)):
+            av, bv = layout.rows(a, i), layout.rows(b, i)
+            tv = layout.rows(truth[i], i) if truth is not None else None
+            start = int(layout.offsets[i])
+            for s in range(0, av.size, _BLOCK):
+                e = min(s + _BLOCK, av.size)
+                t_block = tv[s:e] if tv is not None else None
+                blocks.add(av[s:e], bv[s:e], t_block, diff[start + s : start + e], start + s)
+        mean = float(diff.mean()) if diff.size else 0.0  # before the median reorders diff
+    if not np.isfinite(mean):
+        return None
+    totals, sums = blocks.totals, blocks.sums
+    median, p99 = _median_p99(diff, diff) if diff.size else (0.0, 0.0)
+    stats = dict(
+        mismatched=totals.mismatched,
+        max_abs_diff=totals.worst_diff if totals.worst is not None else 0.0,
+        mean_abs_diff=mean,
+        median_abs_diff=median,
+        p99_abs_diff=p99,
+        max_rel_diff=min(totals.max_rel, _HUGE),
+        worst=totals.worst,
+        cosine=_cosine_of(sums.aa, sums.bb, sums.ab, layout.total),
+        required_atol=totals.required_atol,
+        nonfinite_actual=0,
+        nonfinite_expected=0,
+        problem=None,
+    )
+    return stats, sums
+
+
+class _Blocks:
+    """The fast path's running totals and the float64 buffers its blocks reuse. Block
+    maxima, counts and sums combine exactly (sums up to rounding), and the first block
+    holding the maximum gives numpy's (first) argmax."""
+
+    def __init__(self, size: int, tol: Tolerance) -> None:
+        self.tol, self.totals, self.sums = tol, _BlockTotals(), _Sums()
+        self.x, self.y, self.z, self.abs_b, self.bound, self.spare = (
+            np.empty(size) for _ in range(6)
+        )
+
+    def add(self, a: np.ndarray, b: np.ndarray, t: np.ndarray | None, d: np.ndarray, at: int):
+        """One block: ``a``, ``b`` (and ``t``) in any real dtype; |a - b| into ``d``;
+        ``at``: the block's first index among the leaf's valid elements."""
+        n, tol, totals, sums = a.size, self.tol, self.totals, self.sums
+        x, y = _as_float64(a, self.x[:n]), _as_float64(b, self.y[:n])
+        abs_b, bound, spare = self.abs_b[:n], self.bound[:n], self.spare[:n]
+        np.abs(np.subtract(x, y, out=d), out=d)
+        np.multiply(np.abs(y, out=abs_b), tol.rtol, out=bound)
+        totals.required_atol = max(
+            totals.required_atol, float(np.subtract(d, bound, out=spare).max())
+        )
+        bound += tol.atol  # atol + rtol * |expected|, as the general path computes it
+        totals.mismatched += int(np.count_nonzero(np.greater(d, bound, out=spare.view(bool)[:n])))
+        rel = np.divide(d, np.maximum(abs_b, _TINY, out=abs_b), out=abs_b)  # d / tiny overflows
+        totals.max_rel = max(totals.max_rel, float(rel.max()))
         k = int(np.argmax(d))
-        if d[k] > t.worst_diff:
-            t.worst, t.worst_diff = start + k, float(d[k])
-    return t
+        if d[k] > totals.worst_diff:
+            totals.worst, totals.worst_diff = at + k, float(d[k])
+        sums.aa += float(np.dot(x, x))
+        sums.bb += float(np.dot(y, y))
+        sums.ab += float(np.dot(x, y))
+        if t is not None:
+            z = _as_float64(t, self.z[:n])
+            sums.at += _squared(np.subtract(x, z, out=spare))
+            sums.bt += _squared(np.subtract(y, z, out=spare))
+            sums.tt += float(np.dot(z, z))
+
+
+def _as_float64(x: np.ndarray, buffer: np.ndarray) -> np.ndarray:
+    """``x`` itself when float64, else converted into ``buffer``."""
+    if x.dtype == np.float64:
+        return x
+    np.copyto(buffer, x, casting="unsafe")
+    return buffer
+
+
+def _squared(d: np.ndarray) -> float:
+    return float(np.dot(d, d))
 
 
 @dataclass
@@ -622,10 +738,15 @@ def _nonfinite_problem(v: _Valid, bad: np.ndarray) -> str | None:
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float | None:
-    na, nb = np.linalg.norm(a), np.linalg.norm(b)
-    if a.size == 0 or na == 0 or nb == 0:
-        return 1.0 if a.size and na == nb else None
-    return float(np.dot(a, b) / (na * nb))
+    return _cosine_of(float(np.dot(a, a)), float(np.dot(b, b)), float(np.dot(a, b)), a.size)
+
+
+def _cosine_of(aa: float, bb: float, ab: float, n: int) -> float | None:
+    """The cosine from its dot products (``n`` elements); np.linalg.norm's own formula."""
+    na, nb = np.sqrt(aa), np.sqrt(bb)
+    if n == 0 or na == 0 or nb == 0:
+        return 1.0 if n and na == nb else None
+    return float(ab / (na * nb))
 
 
 # ----------------------------------------------------------------------------- nested
@@ -758,8 +879,8 @@ def referee_batches(
     """Referee one named tensor over batches (padding excluded, as in comparisons)."""
     masks = list(masks) if masks is not None else [None] * len(actual)
     a_list, r_list, t_list = ([to_numpy(x) for x in xs] for xs in (actual, reference, truth))
-    keeps = _valid_keeps(t_list, masks)
-    a, r, t = (_valid_values(xs, keeps) for xs in (a_list, r_list, t_list))
+    layout = _Layout.of(t_list, masks)
+    a, r, t = (_valid_values(xs, layout) for xs in (a_list, r_list, t_list))
     return _refereed(name, a, r, t, referee)
 
 
@@ -767,9 +888,21 @@ def _refereed(
     name: str, a: np.ndarray, r: np.ndarray, t: np.ndarray, referee: Referee
 ) -> RefereeResult:
     """The referee's rule on the valid elements of the three sides, flattened."""
-    actual_rmse = rmse(a, t)
-    reference_rmse = rmse(r, t)
     scale = float(np.sqrt(np.dot(t, t) / t.size)) if t.size else 0.0
+    return _verdict(name, rmse(a, t), rmse(r, t), scale, referee)
+
+
+def _refereed_sums(name: str, sums: _Sums, n: int, referee: Referee) -> RefereeResult:
+    """The referee's rule from the fast path's sums over ``n`` valid elements."""
+    a, r, t = (float(np.sqrt(x / n)) if n else 0.0 for x in (sums.at, sums.bt, sums.tt))
+    return _verdict(name, a, r, t, referee)
+
+
+def _verdict(
+    name: str, actual_rmse: float, reference_rmse: float, scale: float, referee: Referee
+) -> RefereeResult:
+    """Pass when the candidate's error to the truth is within ``factor`` times the
+    reference's own, plus ``floor`` times the truth's RMS (``scale``)."""
     allowed = referee.factor * reference_rmse + referee.floor * scale
     passed = bool(np.isfinite(actual_rmse) and actual_rmse <= allowed)
     ratio = actual_rmse / reference_rmse if reference_rmse > 0 else None
@@ -787,16 +920,29 @@ def compare_refereed(
     check_dtype: bool = True,
     referee: Referee = Referee(),
 ) -> tuple[Comparison, RefereeResult]:
-    """:func:`compare_batches` and :func:`referee_batches` of one tensor, with the valid
-    elements of ``actual`` and ``expected`` gathered once for both (the cross-check's
-    step per leaf; gathering was a third of its comparison time)."""
-    comparison, valid = _compare_gathered(actual, expected, name, masks, tolerance, check_dtype)
-    if valid is None:  # failed before gathering: the referee gathers for itself
-        return comparison, referee_batches(
-            name, actual, expected, truth, masks=masks, referee=referee
+    """:func:`compare_batches` and :func:`referee_batches` of one tensor in one pass:
+    the fast path adds the referee's sums as it goes (gathering the valid elements and
+    the truth was over half of the cross-check's comparison time)."""
+    t_list = [to_numpy(x) for x in truth]
+    fused = _fusable_truth(actual, t_list)
+    leaf = _compare_leaf(actual, expected, name, masks, tolerance, check_dtype, fused)
+    if leaf.sums is not None and leaf.sums.at is not None:
+        return leaf.comparison, _refereed_sums(name, leaf.sums, leaf.comparison.total, referee)
+    if leaf.valid is None:  # failed before comparing values: the referee gathers for itself
+        return leaf.comparison, referee_batches(
+            name, actual, expected, t_list, masks=masks, referee=referee
         )
-    t = _valid_values([to_numpy(x) for x in truth], valid.keeps)
-    return comparison, _refereed(name, valid.a, valid.b, t, referee)
+    t = _valid_values(t_list, leaf.valid.layout)
+    return leaf.comparison, _refereed(name, leaf.valid.a, leaf.valid.b, t, referee)
+
+
+def _fusable_truth(actual: Sequence[Any], t_list: list[np.ndarray]) -> list[np.ndarray] | None:
+    """The truth, when the fast path can add it batch by batch: real, and shaped as the
+    candidate in every batch (else it is gathered and refereed on its own)."""
+    same = len(t_list) == len(actual) and all(
+        np.shape(t) == np.shape(a) for t, a in zip(t_list, actual, strict=False)
+    )
+    return t_list if same and not any(np.iscomplexobj(t) for t in t_list) else None
 
 
 def rmse(a: np.ndarray, b: np.ndarray) -> float:
