@@ -690,22 +690,26 @@ def _general_stats(v: _Valid, tol: Tolerance) -> dict[str, Any]:
 def _median_p99(d: np.ndarray, scratch: np.ndarray | None = None) -> tuple[float, float]:
     """``np.percentile(d, [50, 99])`` (linear interpolation, numpy's own formula), from
     two single-index partitions: numpy's partition with several indices at once was
-    6x slower than one. ``scratch``: a float64 array of d's size to partition in (else
-    a copy is made; d stays in order), or ``d`` itself to partition it in place."""
+    6x slower than one. The median's partition of the whole comes first, so that p99's
+    runs on the upper half only (1.5 passes, not 2). ``scratch``: a float64 array of
+    d's size to partition in (else a copy is made; d stays in order), or ``d`` itself
+    to partition it in place."""
     n = d.size
+    lo50, t50 = _kth(n, 0.5)
     lo99, t99 = _kth(n, 0.99)
     x = d.copy() if scratch is None else scratch
     if scratch is not None and scratch is not d:
         np.copyto(x, d)
-    x.partition(lo99)
-    above = x[lo99 + 1 :]
-    above_min = above.min() if above.size else x[lo99]
-    p99 = _lerp(x[lo99], above_min, t99)
-    lower = x[: lo99 + 1]
-    lo50, t50 = _kth(n, 0.5)
-    lower.partition(lo50)  # in place, on the copy's part up to p99's index
-    above50 = lower[lo50 + 1 :]
-    median = _lerp(lower[lo50], above50.min() if above50.size else above_min, t50)
+    x.partition(lo50)
+    upper = x[lo50 + 1 :]  # the values above the median's index, unordered
+    upper_min = upper.min() if upper.size else x[lo50]
+    median = _lerp(x[lo50], upper_min, t50)
+    if lo99 == lo50:  # fewer than 3 values
+        return float(median), float(_lerp(x[lo50], upper_min, t99))
+    k = lo99 - lo50 - 1  # p99's index within the upper half
+    upper.partition(k)
+    above = upper[k + 1 :]
+    p99 = _lerp(upper[k], above.min() if above.size else upper[k], t99)
     return float(median), float(p99)
 
 
