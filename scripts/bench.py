@@ -29,6 +29,7 @@ import argparse
 import gc
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -491,12 +492,17 @@ def crosscheck_overhead(spec: str, texts: list[str], n_cross: int, rounds: int =
     bare(warm), ours()  # warm-up: weight caches, the float64 copy, the warm trace
     gc.freeze()  # as the CLI does once the frameworks are imported (frameworks_frozen)
     times: dict[str, list[float]] = {}
+    faults: dict[str, list[int]] = {}
     runs = (("bare", bare), ("ours", ours), ("warm", lambda: bare(warm)))
     for i in range(rounds):  # alternated: the machine drifts (ratios taken per round)
         for label, fn in runs if i % 2 == 0 else runs[::-1]:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             fn()
             times.setdefault(label, []).append(time.perf_counter() - start)
+            faults.setdefault(label, []).append(
+                resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+            )
     cold = [o / b for o, b in zip(times["ours"], times["bare"], strict=True)]
     warm_ratios = [o / w for o, w in zip(times["ours"], times["warm"], strict=True)]
     t_bare, t_ours = statistics.median(times["bare"]), statistics.median(times["ours"])
@@ -507,6 +513,11 @@ def crosscheck_overhead(spec: str, texts: list[str], n_cross: int, rounds: int =
         f"{statistics.median(cold):.2f}x (goal <= 1.10x; median of {rounds} rounds: "
         f"{', '.join(f'{r:.2f}' for r in cold)}; best of each: {best:.2f}x); against the "
         f"bare passes already traced: {statistics.median(warm_ratios):.2f}x"
+    )
+    print(  # what keeping every output for the comparisons costs the passes
+        f"    page faults per run (medians): crosscheck {statistics.median(faults['ours']):.0f}, "
+        f"bare passes {statistics.median(faults['bare']):.0f} (the cross-check keeps its "
+        "three runs' outputs to compare them: fresh memory, touched once)"
     )
 
 

@@ -790,6 +790,20 @@ def test_to_numpy_accepts_objects_with_numpy_method():
     np.testing.assert_array_equal(out, [[1.0, 2.0]])
 
 
+def test_a_tf_tensor_is_read_in_place_not_copied():
+    """TF's .numpy() copies; a cross-check keeps every output, so each copy cost time
+    and fresh memory. The array is a read-only view of the tensor's own buffer."""
+    from tfparity.adapters.runtime import import_tf
+
+    tf = import_tf()
+    tensor = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    out = to_numpy(tensor)
+    np.testing.assert_array_equal(out, np.arange(6).reshape(2, 3))
+    assert out.dtype == np.float32 and not out.flags.writeable and out.base is not None
+    assert to_numpy(tensor).__array_interface__["data"][0] == out.__array_interface__["data"][0]
+    assert tensor.numpy().__array_interface__["data"][0] != out.__array_interface__["data"][0]
+
+
 def test_to_numpy_torch_like_paths():
     t = FakeTorchTensor([1.0, 2.0])
     np.testing.assert_array_equal(to_numpy(t), [1.0, 2.0])

@@ -182,7 +182,9 @@ def to_numpy(x: Any) -> np.ndarray:
             return x.float().numpy()
         return x.numpy()
     if hasattr(x, "numpy"):  # tf
-        return np.asarray(x.numpy())
+        # TF's __array__ reads a CPU tensor in place (read-only); its .numpy() copies
+        # (every output: 70 MB in a minilm cross-check).
+        return np.asarray(x) if hasattr(x, "__array__") else np.asarray(x.numpy())
     return np.asarray(x)
 
 
