@@ -1008,9 +1008,8 @@ def _assert_fast_equals_general(a_list, b_list, masks, tol):
 
     layout = _Layout.of(a_list, masks)
     general = _general_stats(_gather_valid(a_list, b_list, layout), tol)
-    fast = _fused_stats(a_list, b_list, layout, tol)
-    assert fast is not None
-    stats, _ = fast
+    stats = _fused_stats(a_list, b_list, layout, tol)
+    assert stats is not None
     cosine, expected_cosine = stats.pop("cosine"), general.pop("cosine")
     assert stats == general
     if expected_cosine is None:
@@ -1126,11 +1125,11 @@ def test_all_finite_is_exact_where_a_sum_overflows_or_a_part_is_infinite():
 
 @_SETTINGS
 @given(data=st.data(), n=st.integers(1, 3), block=st.integers(1, 9))
-def test_property_the_referee_summed_in_the_fast_path_is_the_gathered_referee(data, n, block):
-    """compare_refereed adds the referee's sums block by block; referee_batches gathers
-    the three sides first. Same RMSEs up to rounding, same verdict off the line."""
+def test_property_referee_sums_batch_by_batch_are_the_plain_formula(data, n, block):
+    """RefereeSums adds each batch's float64 run as it arrives (in blocks); the RMSEs
+    equal the plain formula on the gathered valid elements, up to rounding."""
     import tfparity.compare as compare
-    from tfparity.compare import compare_refereed, referee_batches
+    from tfparity.compare import RefereeSums
 
     a_list, r_list, t_list, masks = [], [], [], []
     for _ in range(n):
@@ -1141,29 +1140,47 @@ def test_property_the_referee_summed_in_the_fast_path_is_the_gathered_referee(da
         a_list.append((t + noise[0] * np.sin(7 * t)).astype(np.float32))
         r_list.append((t + noise[1] * np.cos(5 * t)).astype(np.float32))
         masks.append(data.draw(_mask_for(shape)))
-    if not any(m is None or m.any() for m in masks):
-        return  # nothing valid: a failed comparison, covered elsewhere
+    sums = RefereeSums()
     saved, compare._BLOCK = compare._BLOCK, block
     try:
-        _, fused = compare_refereed("x", a_list, r_list, t_list, masks=masks)
+        for a, r, t, m in zip(a_list, r_list, t_list, masks, strict=True):
+            sums.add(a, r, t, m)
     finally:
         compare._BLOCK = saved
-    gathered = referee_batches("x", a_list, r_list, t_list, masks=masks)
-    assert fused.actual_rmse == pytest.approx(gathered.actual_rmse, rel=1e-9, abs=1e-300)
-    assert fused.reference_rmse == pytest.approx(gathered.reference_rmse, rel=1e-9, abs=1e-300)
-    assert fused.allowed_rmse == pytest.approx(gathered.allowed_rmse, rel=1e-9, abs=1e-300)
-    if abs(gathered.actual_rmse - gathered.allowed_rmse) > 1e-9 * gathered.allowed_rmse:
-        assert fused.passed == gathered.passed
+    got = sums.result("x", compare.Referee())
+    keep = [
+        np.ones(t.shape, bool)
+        if m is None
+        else np.broadcast_to(np.asarray(m, bool)[..., None], t.shape)
+        for m, t in zip(masks, t_list, strict=True)
+    ]
+    a, r, t = (
+        np.concatenate([x[k] for x, k in zip(xs, keep, strict=True)]).astype(np.float64)
+        for xs in (a_list, r_list, t_list)
+    )
+
+    def plain(u, v):
+        return float(np.sqrt(np.mean((u - v) ** 2))) if u.size else 0.0
+
+    assert got.actual_rmse == pytest.approx(plain(a, t), rel=1e-9, abs=1e-300)
+    assert got.reference_rmse == pytest.approx(plain(r, t), rel=1e-9, abs=1e-300)
+    scale = float(np.sqrt(np.mean(t**2))) if t.size else 0.0
+    expected_allowed = 3.0 * plain(r, t) + 1e-7 * scale
+    assert got.allowed_rmse == pytest.approx(expected_allowed, rel=1e-9, abs=1e-300)
 
 
-def test_a_non_finite_candidate_fails_the_referee_on_either_path():
-    from tfparity.compare import compare_refereed
+def test_referee_sums_fail_a_non_finite_candidate_and_refuse_other_shapes():
+    from tfparity.compare import Referee, RefereeSums, referee_batches
 
     t = np.linspace(-1, 1, 24).reshape(2, 3, 4)
     a, r = t.astype(np.float32), t.astype(np.float32)
     a[1, 2, 3] = np.nan
-    comparison, verdict = compare_refereed("x", [a], [r], [t])
-    assert not comparison.passed and not verdict.passed
-    assert np.isnan(verdict.actual_rmse) and verdict.reference_rmse < 1e-7
-    _, clean = compare_refereed("x", [r], [r], [t])
+    verdict = referee_batches("x", [a], [r], [t])
+    assert not verdict.passed and np.isnan(verdict.actual_rmse) and verdict.reference_rmse < 1e-7
+    clean = referee_batches("x", [r], [r], [t])
     assert clean.passed and clean.actual_rmse == clean.reference_rmse
+    sums = RefereeSums()
+    sums.add(r[:, :2], r, t, None)
+    assert sums.result("x", Referee()) is None
+    with pytest.raises(ValueError, match="differ in shape"):
+        referee_batches("x", [r[:, :2]], [r], [t])

@@ -221,9 +221,11 @@ def test_a_leaf_that_repeats_an_earlier_one_is_compared_once(tiny_reference, mon
 
     pt_model, batches = tiny_reference
     calls = []
-    real = module.compare_refereed
+    real = module.compare_batches
     monkeypatch.setattr(
-        module, "compare_refereed", lambda name, *a, **k: calls.append(name) or real(name, *a, **k)
+        module,
+        "compare_batches",
+        lambda *a, name, **k: calls.append(name) or real(*a, name=name, **k),
     )
     report = run_crosscheck(TFModel.load(TINY), pt_model, batches)
     assert report.passed and "last_hidden_state" not in calls
@@ -234,18 +236,19 @@ def test_a_leaf_that_repeats_an_earlier_one_is_compared_once(tiny_reference, mon
     assert by["last_hidden_state"].judge == "referee"
 
 
-def test_repeat_of_needs_the_same_pytorch_arrays_and_equal_tf_ones():
+def test_repeat_of_needs_float64_twins_and_equal_tf_and_pytorch_arrays():
     from tfparity.checks.crosscheck import _Compared, _repeat_of
 
-    pt, truth, tf = [np.ones((2, 3, 4))], [np.ones((2, 3, 4))], [np.ones((2, 3, 4), np.float32)]
+    pt, tf = [np.ones((2, 3, 4))], [np.ones((2, 3, 4), np.float32)]
     masks = [np.ones((2, 3))]
-    first = _Compared("a", tf, pt, truth, {"masks": masks, "tolerance": None})
+    first = _Compared("a", tf, pt, {"masks": masks, "tolerance": None})
 
-    def again(actual=tf, expected=pt, kwargs=None):
+    def again(actual=tf, expected=pt, kwargs=None, twins=("a",)):
         kwargs = kwargs or {"masks": masks, "tolerance": None}
-        return _repeat_of(_Compared("b", actual, expected, truth, kwargs), [first])
+        return _repeat_of(_Compared("b", actual, expected, kwargs), [first], set(twins))
 
     assert again() is first
+    assert again(twins=()) is None  # the float64 runs differ
     assert again(actual=[tf[0].copy()]) is first  # equal values suffice
     changed = tf[0].copy()
     changed[1, 2, 3] += 1e-6
@@ -255,6 +258,20 @@ def test_repeat_of_needs_the_same_pytorch_arrays_and_equal_tf_ones():
     assert again(expected=[pt[0] * 2]) is None
     assert again(kwargs={"masks": [masks[0].copy()], "tolerance": None}) is None
     assert again(kwargs={"masks": masks, "tolerance": Tolerance(atol=1.0, rtol=0.0)}) is None
+
+
+def test_float64_twins_are_the_leaves_equal_in_every_batch():
+    from tfparity.checks.crosscheck import _add_truth, _Runs
+    from tfparity.trace import Trace
+
+    x = np.arange(24.0).reshape(2, 3, 4)
+    runs = _Runs(tf=[Trace({"h": x, "last": x, "other": x})] * 2)
+    runs.pt = list(runs.tf)
+    mask = np.ones((2, 3))
+    _add_truth(runs, 0, Trace({"h": x, "last": x.copy(), "other": x.copy()}), mask)
+    _add_truth(runs, 1, Trace({"h": x, "last": x, "other": x + 1}), mask)
+    assert runs.twins == {"h": set(), "last": {"h"}, "other": set()}
+    assert runs.referee["h"].batches == 2 and runs.referee["h"].n == 2 * 24
 
 
 # ----------------------------------------------------------------------------- precision

@@ -256,20 +256,6 @@ def compare_batches(
     Statistics are computed over all batches together; the worst index is given as
     ``(sample, ...)`` where ``sample`` counts rows across the batches in order.
     """
-    return _compare_leaf(actual, expected, name, masks, tolerance, check_dtype).comparison
-
-
-def _compare_leaf(
-    actual: Sequence[Any],
-    expected: Sequence[Any],
-    name: str,
-    masks: Sequence[np.ndarray | None] | None,
-    tolerance: Tolerance | None,
-    check_dtype: bool,
-    truth: list[np.ndarray] | None = None,
-) -> _Leaf:
-    """:func:`compare_batches`, and what a referee can reuse of its work (``truth``:
-    float64 runs of the leaf, shaped as ``actual``, whose sums the fast path adds)."""
     a_list = [to_numpy(a) for a in actual]
     b_list = [to_numpy(b) for b in expected]
     masks = list(masks) if masks is not None else [None] * len(a_list)
@@ -294,9 +280,9 @@ def _compare_leaf(
     for a, b in zip(a_list, b_list, strict=True):
         if a.shape != b.shape:
             problem = f"Shape mismatch: {list(a.shape)} vs expected {list(b.shape)}."
-            return _Leaf(_failed_early(base, problem))
+            return _failed_early(base, problem)
     if check_dtype and dtype_a != dtype_b:
-        return _Leaf(_failed_early(base, f"Dtype mismatch: {dtype_a} vs expected {dtype_b}."))
+        return _failed_early(base, f"Dtype mismatch: {dtype_a} vs expected {dtype_b}.")
     if any(np.iscomplexobj(x) for x in a_list + b_list):
         # float64 conversion would drop the imaginary part (with only a warning) and
         # pass tensors whose imaginary parts differ.
@@ -308,30 +294,15 @@ def _compare_leaf(
     layout = _Layout.of(a_list, masks)
     padding = _padding(a_list, b_list, layout.keeps)
     if layout.total == 0 and padding.count:
-        return _Leaf(
-            _failed_early(
-                base,
-                f"Nothing compared: the mask excludes all {padding.count} elements "
-                "(an attention mask of zeros only?). A comparison of nothing does not pass.",
-            )
+        return _failed_early(
+            base,
+            f"Nothing compared: the mask excludes all {padding.count} elements "
+            "(an attention mask of zeros only?). A comparison of nothing does not pass.",
         )
-    fast = _fused_stats(a_list, b_list, layout, tol, truth)
-    if fast is not None:
-        stats, sums = fast
-        return _Leaf(_summarise(base, stats, layout, padding, a_list, b_list), sums=sums)
-    valid = _gather_valid(a_list, b_list, layout)
-    stats = _general_stats(valid, tol)
-    return _Leaf(_summarise(base, stats, layout, padding, a_list, b_list), valid=valid)
-
-
-@dataclass
-class _Leaf:
-    """One leaf compared, and what a referee can reuse: the fast path's float64 sums
-    (with the truth's, when it was given), or the general path's gathered elements."""
-
-    comparison: Comparison
-    sums: _Sums | None = None
-    valid: _Valid | None = None
+    stats = _fused_stats(a_list, b_list, layout, tol)  # None: NaN or Inf somewhere
+    if stats is None:
+        stats = _general_stats(_gather_valid(a_list, b_list, layout), tol)
+    return _summarise(base, stats, layout, padding, a_list, b_list)
 
 
 @dataclass
@@ -525,15 +496,11 @@ _BLOCK = 1 << 14
 
 @dataclass
 class _Sums:
-    """Float64 sums over the valid elements: the cosine's dot products and, when a truth
-    ``t`` was given, the referee's: sum (a - t)^2, sum (b - t)^2 and sum t^2."""
+    """The cosine's float64 dot products over the valid elements."""
 
     aa: float = 0.0
     bb: float = 0.0
     ab: float = 0.0
-    at: float | None = None
-    bt: float | None = None
-    tt: float | None = None
 
 
 @dataclass
@@ -546,32 +513,28 @@ class _BlockTotals:
 
 
 def _fused_stats(
-    a_list: list, b_list: list, layout: _Layout, tol: Tolerance, truth: list | None = None
-) -> tuple[dict[str, Any], _Sums] | None:
+    a_list: list, b_list: list, layout: _Layout, tol: Tolerance
+) -> dict[str, Any] | None:
     """The all-finite case in one pass over each batch's valid elements, in blocks
     converted to float64 in cache (no gathered copy of the leaf): the element rule's
-    totals, |a - b| into one array (for the mean, median and p99), the cosine's sums and,
-    given ``truth``, the referee's. None when a difference is not finite (NaN or Inf on
-    a side, or an overflow): the general path decides those."""
+    totals, |a - b| into one array (for the mean, median and p99) and the cosine's sums.
+    None when a difference is not finite (NaN or Inf on a side, or an overflow): the
+    general path decides those."""
     diff = np.empty(layout.total)
     blocks = _Blocks(min(_BLOCK, max((a.size for a in a_list), default=0)), tol)
-    if truth is not None:
-        blocks.sums.at = blocks.sums.bt = blocks.sums.tt = 0.0
     with np.errstate(invalid="ignore", over="ignore"):
         for i, (a, b) in enumerate(zip(a_list, b_list, strict=True)):
             av, bv = layout.rows(a, i), layout.rows(b, i)
-            tv = layout.rows(truth[i], i) if truth is not None else None
             start = int(layout.offsets[i])
             for s in range(0, av.size, _BLOCK):
                 e = min(s + _BLOCK, av.size)
-                t_block = tv[s:e] if tv is not None else None
-                blocks.add(av[s:e], bv[s:e], t_block, diff[start + s : start + e], start + s)
+                blocks.add(av[s:e], bv[s:e], diff[start + s : start + e], start + s)
         mean = float(diff.mean()) if diff.size else 0.0  # before the median reorders diff
     if not np.isfinite(mean):
         return None
     totals, sums = blocks.totals, blocks.sums
     median, p99 = _median_p99(diff, diff) if diff.size else (0.0, 0.0)
-    stats = dict(
+    return dict(
         mismatched=totals.mismatched,
         max_abs_diff=totals.worst_diff if totals.worst is not None else 0.0,
         mean_abs_diff=mean,
@@ -585,7 +548,6 @@ def _fused_stats(
         nonfinite_expected=0,
         problem=None,
     )
-    return stats, sums
 
 
 class _Blocks:
@@ -595,13 +557,11 @@ class _Blocks:
 
     def __init__(self, size: int, tol: Tolerance) -> None:
         self.tol, self.totals, self.sums = tol, _BlockTotals(), _Sums()
-        self.x, self.y, self.z, self.abs_b, self.bound, self.spare = (
-            np.empty(size) for _ in range(6)
-        )
+        self.x, self.y, self.abs_b, self.bound, self.spare = (np.empty(size) for _ in range(5))
 
-    def add(self, a: np.ndarray, b: np.ndarray, t: np.ndarray | None, d: np.ndarray, at: int):
-        """One block: ``a``, ``b`` (and ``t``) in any real dtype; |a - b| into ``d``;
-        ``at``: the block's first index among the leaf's valid elements."""
+    def add(self, a: np.ndarray, b: np.ndarray, d: np.ndarray, at: int) -> None:
+        """One block: ``a`` and ``b`` in any real dtype; |a - b| into ``d``; ``at``: the
+        block's first index among the leaf's valid elements."""
         n, tol, totals, sums = a.size, self.tol, self.totals, self.sums
         x, y = _as_float64(a, self.x[:n]), _as_float64(b, self.y[:n])
         abs_b, bound, spare = self.abs_b[:n], self.bound[:n], self.spare[:n]
@@ -620,11 +580,6 @@ class _Blocks:
         sums.aa += float(np.dot(x, x))
         sums.bb += float(np.dot(y, y))
         sums.ab += float(np.dot(x, y))
-        if t is not None:
-            z = _as_float64(t, self.z[:n])
-            sums.at += _squared(np.subtract(x, z, out=spare))
-            sums.bt += _squared(np.subtract(y, z, out=spare))
-            sums.tt += float(np.dot(z, z))
 
 
 def _as_float64(x: np.ndarray, buffer: np.ndarray) -> np.ndarray:
@@ -884,24 +839,69 @@ def referee_batches(
 ) -> RefereeResult:
     """Referee one named tensor over batches (padding excluded, as in comparisons)."""
     masks = list(masks) if masks is not None else [None] * len(actual)
-    a_list, r_list, t_list = ([to_numpy(x) for x in xs] for xs in (actual, reference, truth))
-    layout = _Layout.of(t_list, masks)
-    a, r, t = (_valid_values(xs, layout) for xs in (a_list, r_list, t_list))
-    return _refereed(name, a, r, t, referee)
+    sums = RefereeSums()
+    for a, r, t, mask in zip(actual, reference, truth, masks, strict=True):
+        sums.add(a, r, t, mask)
+    result = sums.result(name, referee)
+    if result is None:
+        raise ValueError(f"{name}: the three sides differ in shape; nothing to referee.")
+    return result
 
 
-def _refereed(
-    name: str, a: np.ndarray, r: np.ndarray, t: np.ndarray, referee: Referee
-) -> RefereeResult:
-    """The referee's rule on the valid elements of the three sides, flattened."""
-    scale = float(np.sqrt(np.dot(t, t) / t.size)) if t.size else 0.0
-    return _verdict(name, rmse(a, t), rmse(r, t), scale, referee)
+@dataclass
+class RefereeSums:
+    """One leaf's referee, summed batch by batch as the float64 runs arrive, so that
+    they need not be kept: a minilm cross-check of 256 sentences kept 140 MB of
+    float64 outputs, fresh memory whose page faults cost ~4% of its run. In float64
+    over the valid elements (padding excluded by ``mask``, as in comparisons): the
+    squares of ``a - t`` (candidate), ``r - t`` (reference) and ``t`` (truth)."""
 
+    at: float = 0.0
+    rt: float = 0.0
+    tt: float = 0.0
+    n: int = 0
+    batches: int = 0
+    usable: bool = True  # False once a batch's three sides differed in shape
+    _buffers: list = field(default_factory=list, repr=False, compare=False)
 
-def _refereed_sums(name: str, sums: _Sums, n: int, referee: Referee) -> RefereeResult:
-    """The referee's rule from the fast path's sums over ``n`` valid elements."""
-    a, r, t = (float(np.sqrt(x / n)) if n else 0.0 for x in (sums.at, sums.bt, sums.tt))
-    return _verdict(name, a, r, t, referee)
+    def add(self, actual: Any, reference: Any, truth: Any, mask: np.ndarray | None) -> None:
+        """One batch of the three sides; a mask applies as in comparisons (by shape)."""
+        a, r, t = (to_numpy(x) for x in (actual, reference, truth))
+        self.batches += 1
+        if not a.shape == r.shape == t.shape or any(np.iscomplexobj(x) for x in (a, r, t)):
+            self.usable = False
+            return
+        layout = _Layout.of([t], [mask])
+        av, rv, tv = (layout.rows(x, 0) for x in (a, r, t))
+        x, y, z = self._buffers_of(min(_BLOCK, av.size))
+        with np.errstate(invalid="ignore", over="ignore"):
+            for s in range(0, av.size, _BLOCK):
+                e = min(s + _BLOCK, av.size)
+                k = e - s
+                truth_block = _as_float64(tv[s:e], z[:k])
+                self.at += _squared(
+                    np.subtract(_as_float64(av[s:e], x[:k]), truth_block, out=x[:k])
+                )
+                self.rt += _squared(
+                    np.subtract(_as_float64(rv[s:e], y[:k]), truth_block, out=y[:k])
+                )
+                self.tt += _squared(truth_block)
+        self.n += av.size
+
+    def _buffers_of(self, size: int) -> list[np.ndarray]:
+        """Three float64 blocks, kept between batches (reallocated only to grow)."""
+        if not self._buffers or self._buffers[0].size < size:
+            self._buffers = [np.empty(size) for _ in range(3)]
+        return self._buffers
+
+    def result(self, name: str, referee: Referee) -> RefereeResult | None:
+        """The referee's verdict; None when a batch could not be refereed (shapes)."""
+        if not self.usable:
+            return None
+        a, r, t = (
+            float(np.sqrt(v / self.n)) if self.n else 0.0 for v in (self.at, self.rt, self.tt)
+        )
+        return _verdict(name, a, r, t, referee)
 
 
 def _verdict(
@@ -913,42 +913,6 @@ def _verdict(
     passed = bool(np.isfinite(actual_rmse) and actual_rmse <= allowed)
     ratio = actual_rmse / reference_rmse if reference_rmse > 0 else None
     return RefereeResult(name, actual_rmse, reference_rmse, allowed, ratio, passed)
-
-
-def compare_refereed(
-    name: str,
-    actual: Sequence[Any],
-    expected: Sequence[Any],
-    truth: Sequence[Any],
-    *,
-    masks: Sequence[np.ndarray | None] | None = None,
-    tolerance: Tolerance | None = None,
-    check_dtype: bool = True,
-    referee: Referee = Referee(),
-) -> tuple[Comparison, RefereeResult]:
-    """:func:`compare_batches` and :func:`referee_batches` of one tensor in one pass:
-    the fast path adds the referee's sums as it goes (gathering the valid elements and
-    the truth was over half of the cross-check's comparison time)."""
-    t_list = [to_numpy(x) for x in truth]
-    fused = _fusable_truth(actual, t_list)
-    leaf = _compare_leaf(actual, expected, name, masks, tolerance, check_dtype, fused)
-    if leaf.sums is not None and leaf.sums.at is not None:
-        return leaf.comparison, _refereed_sums(name, leaf.sums, leaf.comparison.total, referee)
-    if leaf.valid is None:  # failed before comparing values: the referee gathers for itself
-        return leaf.comparison, referee_batches(
-            name, actual, expected, t_list, masks=masks, referee=referee
-        )
-    t = _valid_values(t_list, leaf.valid.layout)
-    return leaf.comparison, _refereed(name, leaf.valid.a, leaf.valid.b, t, referee)
-
-
-def _fusable_truth(actual: Sequence[Any], t_list: list[np.ndarray]) -> list[np.ndarray] | None:
-    """The truth, when the fast path can add it batch by batch: real, and shaped as the
-    candidate in every batch (else it is gathered and refereed on its own)."""
-    same = len(t_list) == len(actual) and all(
-        np.shape(t) == np.shape(a) for t, a in zip(t_list, actual, strict=False)
-    )
-    return t_list if same and not any(np.iscomplexobj(t) for t in t_list) else None
 
 
 def rmse(a: np.ndarray, b: np.ndarray) -> float:

@@ -20,13 +20,14 @@ from ..adapters import taps
 from ..adapters.pt_model import PTModel
 from ..adapters.tf_model import TFModel
 from ..compare import (
+    POOLED_OUTPUTS,
     Comparison,
     Referee,
     RefereeResult,
+    RefereeSums,
     Tolerance,
     compare_batches,
     compare_output_batches,
-    compare_refereed,
     referee_batches,
 )
 from ..inputs import Batch
@@ -51,11 +52,14 @@ class CrosscheckOptions:
 
 @dataclass
 class _Runs:
-    """Per-batch results of the three runs, and the sub-layer records."""
+    """Per-batch results of the TF and PyTorch runs, the float64 run's referee sums
+    per leaf (its outputs are not kept), and the sub-layer records."""
 
     tf: list[Trace] = field(default_factory=list)
     pt: list[Trace] = field(default_factory=list)
-    pt64: list[Trace] = field(default_factory=list)
+    referee: dict[str, RefereeSums] = field(default_factory=dict)
+    # Per leaf, the earlier leaves whose float64 values equal its own in every batch.
+    twins: dict[str, set[str]] = field(default_factory=dict)
     tf_taps: list[dict] = field(default_factory=list)
     pt_taps: list[dict] = field(default_factory=list)
     pt64_taps: list[dict] = field(default_factory=list)
@@ -151,33 +155,49 @@ def _run_all(
 ) -> _Runs:
     runs = _Runs()
     if tapped:  # taps record Python-side layer calls: the runs are eager
-        for batch in batches:
-            _add_tapped_run(runs, tf_model, pt_model, batch)
+        truths = iter([_add_tapped_run(runs, tf_model, pt_model, batch) for batch in batches])
     else:
         # One framework at a time: switching between TensorFlow's and PyTorch's thread
         # pools batch by batch cost up to 15% on 2 cores (each spins after its work).
         runs.tf = list(tf_traces) if tf_traces is not None else [tf_model.run(b) for b in batches]
         runs.pt = [pt_model.run(b) for b in batches]
-        runs.pt64 = [pt_model.run(b, float64=True) for b in batches]
+        truths = (pt_model.run(b, float64=True) for b in batches)  # one at a time
     for i in range(len(runs.pt)):
         ensure_finite(runs.pt[i], "the PyTorch reference")
         runs.pt[i] = _outputs_of(tf_model, runs.pt[i])
-        runs.pt64[i] = _outputs_of(tf_model, runs.pt64[i])
+    for i, truth in enumerate(truths):
+        _add_truth(runs, i, _outputs_of(tf_model, truth), batches[i].attention_mask)
     return runs
 
 
-def _add_tapped_run(runs: _Runs, tf_model: TFModel, pt_model: PTModel, batch: Batch) -> None:
-    """One batch with sub-layer taps on all three sides, and the TF isolated runs."""
+def _add_truth(runs: _Runs, i: int, truth: Trace, mask: Any) -> None:
+    """Batch ``i``'s float64 run, added to each leaf's referee sums and then let go;
+    which leaves it holds twice is noted (:func:`_repeat_of`)."""
+    seen: list[tuple[str, np.ndarray]] = []
+    for name in truth:
+        if name not in runs.tf[i] or name not in runs.pt[i]:
+            continue
+        t = truth[name]
+        sums = runs.referee.setdefault(name, RefereeSums())
+        sums.add(runs.tf[i][name], runs.pt[i][name], t, None if name in POOLED_OUTPUTS else mask)
+        twins = {other for other, u in seen if _equal([t], [u])}
+        runs.twins[name] = twins if i == 0 else runs.twins.get(name, set()) & twins
+        seen.append((name, t))
+
+
+def _add_tapped_run(runs: _Runs, tf_model: TFModel, pt_model: PTModel, batch: Batch) -> Trace:
+    """One batch with sub-layer taps on all three sides, and the TF isolated runs; the
+    float64 run is returned, for its referee sums."""
     tf_trace, tf_rec = tf_model.tapped_run(batch)
     pt, pt_rec = pt_model.recorded(batch, tapped=True)
     pt64, pt64_rec = pt_model.recorded(batch, float64=True, tapped=True)
     runs.tf.append(tf_trace)
     runs.pt.append(pt)
-    runs.pt64.append(pt64)
     runs.tf_taps.append(tf_rec)
     runs.pt_taps.append(pt_rec)
     runs.pt64_taps.append(pt64_rec)
     runs.isolated.append(tf_model.isolated(pt_rec, pt.hidden_states, batch))
+    return pt64
 
 
 def _outputs_of(tf_model: TFModel, trace: Trace) -> Trace:
@@ -190,22 +210,25 @@ def _outputs_of(tf_model: TFModel, trace: Trace) -> Trace:
 
 
 def _refereeing(runs: _Runs, referee: Referee, refereed: dict[str, RefereeResult]) -> Callable:
-    """A leaf comparison that also referees the leaf against PyTorch float64 (into
-    ``refereed``, by name) where the float64 runs hold it. A leaf that repeats an
+    """A leaf comparison that also takes the leaf's float64 referee verdict (into
+    ``refereed``, by name) where every float64 run held it. A leaf that repeats an
     earlier one (:func:`_repeat_of`) takes its results instead of comparing again."""
     done: list[_Compared] = []
 
     def compare(actual: list, expected: list, *, name: str, **kwargs: Any) -> Comparison:
-        if not all(name in t for t in runs.pt64):
+        sums = runs.referee.get(name)
+        if sums is None or sums.batches != len(runs.tf):
             return compare_batches(actual, expected, name=name, **kwargs)
-        leaf = _Compared(name, actual, expected, [t[name] for t in runs.pt64], kwargs)
-        earlier = _repeat_of(leaf, done)
+        leaf = _Compared(name, actual, expected, kwargs)
+        earlier = _repeat_of(leaf, done, runs.twins.get(name, set()))
         if earlier is not None:
-            refereed[name] = replace(refereed[earlier.name], name=name)
+            if earlier.name in refereed:
+                refereed[name] = replace(refereed[earlier.name], name=name)
             return replace(earlier.comparison, name=name)
-        leaf.comparison, refereed[name] = compare_refereed(
-            name, actual, expected, leaf.truth, referee=referee, **kwargs
-        )
+        leaf.comparison = compare_batches(actual, expected, name=name, **kwargs)
+        verdict = sums.result(name, referee)
+        if verdict is not None:
+            refereed[name] = verdict
         done.append(leaf)
         return leaf.comparison
 
@@ -214,28 +237,28 @@ def _refereeing(runs: _Runs, referee: Referee, refereed: dict[str, RefereeResult
 
 @dataclass
 class _Compared:
-    """One leaf's batches on the three sides, how it was compared, and the result."""
+    """One leaf's batches on the TF and PyTorch sides, how it was compared, the result."""
 
     name: str
     actual: list
     expected: list
-    truth: list
     kwargs: dict
     comparison: Comparison | None = None
 
 
-def _repeat_of(leaf: _Compared, done: list[_Compared]) -> _Compared | None:
+def _repeat_of(leaf: _Compared, done: list[_Compared], twins: set[str]) -> _Compared | None:
     """The earlier leaf whose comparison this one's would repeat exactly: equal arrays,
-    batch by batch, on all three sides (``last_hidden_state`` is ``hidden_states[-1]``),
-    the same masks and options. Saves a ninth of minilm's comparison time; a leaf
-    that is not certainly a repeat is compared."""
+    batch by batch, on all three sides (``last_hidden_state`` is ``hidden_states[-1]``;
+    ``twins``: the earlier leaves equal to this one in every float64 run), the same
+    masks and options. Saves a ninth of minilm's comparison time; a leaf that is not
+    certainly a repeat is compared."""
     options = {k: v for k, v in leaf.kwargs.items() if k != "masks"}
     for d in done:
         if (
-            d.kwargs.get("masks") is leaf.kwargs.get("masks")
+            d.name in twins
+            and d.kwargs.get("masks") is leaf.kwargs.get("masks")
             and {k: v for k, v in d.kwargs.items() if k != "masks"} == options
             and _equal(leaf.expected, d.expected)
-            and _equal(leaf.truth, d.truth)
             and _equal(leaf.actual, d.actual)
         ):
             return d
@@ -247,6 +270,7 @@ def _equal(xs: list, ys: list) -> bool:
     that a leaf unlike this one is passed over at once."""
     return all(
         x is y
+        or x.__array_interface__ == y.__array_interface__  # one buffer, viewed alike
         or (
             x.shape == y.shape
             and x.dtype == y.dtype
