@@ -516,8 +516,8 @@ def crosscheck_overhead(spec: str, texts: list[str], n_cross: int, rounds: int =
     )
     print(  # what keeping every output for the comparisons costs the passes
         f"    page faults per run (medians): crosscheck {statistics.median(faults['ours']):.0f}, "
-        f"bare passes {statistics.median(faults['bare']):.0f} (the cross-check keeps its "
-        "three runs' outputs to compare them: fresh memory, touched once)"
+        f"bare passes {statistics.median(faults['bare']):.0f} (the cross-check keeps its TF "
+        "and PyTorch fp32 outputs to compare them: fresh memory, touched once)"
     )
 
 
