@@ -340,7 +340,7 @@ class _Layout:
         shape, keep = self.shapes[batch], self.keeps[batch]
         flat = k - int(self.offsets[batch])
         if keep is not None:
-            inner = int(np.prod(shape[2:], dtype=np.int64))
+            inner = math.prod(shape[2:])
             row, col = divmod(flat, inner)
             flat = int(np.flatnonzero(keep)[row]) * inner + col
         return batch, tuple(int(i) for i in np.unravel_index(flat, shape))
@@ -488,7 +488,7 @@ def all_finite(x: np.ndarray) -> bool:
     return bool(np.isfinite(x).all())
 
 
-# Elements per block of the fast path: its six buffers then stay in a core's L2 cache
+# Elements per block of the fast path: its five buffers then stay in a core's L2 cache
 # (16K was the fastest of 4K-64K on minilm's leaves). Whole-leaf temporaries streamed
 # through memory, and two threads doing so contended for it: threads ran slower than one.
 _BLOCK = 1 << 14
@@ -858,7 +858,7 @@ class RefereeSums:
     n: int = 0
     batches: int = 0
     usable: bool = True  # False once a batch's three sides differed in shape
-    _buffers: list = field(default_factory=list, repr=False, compare=False)
+    _buffers: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def add(self, actual: Any, reference: Any, truth: Any, mask: np.ndarray | None) -> None:
         """One batch of the three sides; a mask applies as in comparisons (by shape)."""
