@@ -1040,6 +1040,25 @@ def test_property_the_fast_path_over_batches_equals_the_general_path(data, n, bl
         compare._BLOCK = saved
 
 
+@pytest.mark.parametrize("block", [1, 2, 9])
+def test_the_fast_path_counts_mismatches_at_the_tolerance_edge(block):
+    """Blocks whose largest |a - b| - rtol|b| is under atol skip the mismatch count;
+    at and just above that edge they count, as the general path does. atol 0.5 and
+    rtol 0.25 with |b| = 2 put the bound at exactly 1.0."""
+    import tfparity.compare as compare
+
+    b = np.full(6, 2.0)
+    a = np.array([3.0, np.nextafter(3.0, 4.0), 3.5, 2.25, 1.0, 2.0])  # |a - b| <= 1.5
+    tol = _Tol(atol=0.5, rtol=0.25)
+    saved, compare._BLOCK = compare._BLOCK, block
+    try:
+        _assert_fast_equals_general([a], [b], [None], tol)
+        stats = compare._fused_stats([a], [b], compare._Layout.of([a], [None]), tol)
+    finally:
+        compare._BLOCK = saved
+    assert stats["mismatched"] == 2 and stats["required_atol"] == 1.0
+
+
 def test_the_fast_path_declines_non_finite_differences_for_the_general_path():
     from tfparity.compare import _fused_stats, _Layout
 
@@ -1118,6 +1137,7 @@ def test_all_finite_is_exact_where_a_sum_overflows_or_a_part_is_infinite():
 
     assert all_finite(np.full(10**5, 60000, np.float16))  # a float16 sum would overflow
     assert all_finite(np.array([1e308, 1e308]))  # so does a float64 one: still finite
+    assert all_finite(np.full(4, 3e38, np.float32))  # float32 sums float32: it overflows
     assert not all_finite(np.array([1.0, np.nan], np.float32))
     assert not all_finite(np.array([np.inf, -np.inf]))  # the sum is NaN, not Inf
     assert not all_finite(np.array([1 + 1j, complex(0, np.inf)], np.complex64))

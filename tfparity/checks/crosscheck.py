@@ -272,13 +272,17 @@ def _equal(xs: list, ys: list) -> bool:
         x is y
         or x.__array_interface__ == y.__array_interface__  # one buffer, viewed alike
         or (
-            x.shape == y.shape
-            and x.dtype == y.dtype
-            and np.array_equal(x.reshape(-1)[:8], y.reshape(-1)[:8])
-            and np.array_equal(x, y)
+            x.shape == y.shape and x.dtype == y.dtype and _same_start(x, y) and np.array_equal(x, y)
         )
         for x, y in zip(xs, ys, strict=True)
     )
+
+
+def _same_start(x: np.ndarray, y: np.ndarray) -> bool:
+    """The first few elements bitwise equal: a quick filter (a few hundred ns; 36 pairs of
+    minilm's leaves per batch). It may reject equal arrays (-0.0 against 0.0), which are
+    then compared as if unlike; it never accepts: ``np.array_equal`` decides."""
+    return x.reshape(-1)[:8].tobytes() == y.reshape(-1)[:8].tobytes()
 
 
 def _judged(c: Comparison, r: RefereeResult | None) -> Comparison:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import validation
 from ..adapters.tf_model import TFModel
-from ..compare import Comparison, Tolerance, compare_output_batches
+from ..compare import Comparison, Tolerance, all_finite, compare_output_batches
 from ..errors import TfparityError
 from ..inputs import Batch
 from ..results import Divergence, Report
@@ -79,7 +79,7 @@ def _ids_only_notes(model: TFModel, options: EmbedsOptions) -> list[str]:
 def ensure_finite(trace: Trace, where: str) -> None:
     """Raise (exit 2) when a reference run holds NaN or Inf."""
     for name, array in trace.items():
-        if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+        if np.issubdtype(array.dtype, np.floating) and not all_finite(array):
             index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
             raise NonFiniteOutputError(
                 f"The model's output {name} holds NaN or Inf on {where} (first at index "
