@@ -205,14 +205,16 @@ def _named_weights(model: Any) -> list[tuple[str, Any]]:
 _SCAN_BLOCK = 1 << 20
 
 
-def _weight_blocks(weight: Any, block: int = _SCAN_BLOCK) -> Iterator[np.ndarray]:
+def _weight_blocks(weight: Any, block: int | None = None) -> Iterator[np.ndarray]:
     """A weight's values for the NaN scan, in blocks of rows where that is cheaper.
 
     A TF variable that a gather has read (the word embeddings, after any run) is in
     copy-on-read mode: reading it whole copies it into fresh memory, 28 ms of page
     faults for minilm's 47 MB table, more than the scan itself. Its rows are gathered
     ``block`` elements at a time instead, into memory that is reused. Other TF
-    variables are read in place (``value()``), torch and numpy arrays as they are."""
+    variables are read in place (``value()``), torch and numpy arrays as they are.
+    ``block``: elements per block (default ``_SCAN_BLOCK``, read at call time)."""
+    block = block or _SCAN_BLOCK
     shape = tuple(getattr(weight, "shape", ()))
     if callable(getattr(weight, "sparse_read", None)) and len(shape) >= 2:
         step = max(1, block // max(1, math.prod(shape[1:])))
@@ -236,9 +238,7 @@ def nonfinite_weights(model: Any, side: str = "") -> list:
 
     found = []
     for name, weight in _named_weights(model):
-        if all(
-            x.dtype.kind not in "fc" or all_finite(x) for x in _weight_blocks(weight, _SCAN_BLOCK)
-        ):
+        if all(x.dtype.kind not in "fc" or all_finite(x) for x in _weight_blocks(weight)):
             continue
         array = to_numpy(weight)
         n_nan, n_inf = int(np.isnan(array).sum()), int(np.isinf(array).sum())
