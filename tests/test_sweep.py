@@ -336,3 +336,19 @@ def test_property_batched_row_verdicts_equal_compare_arrays_row_by_row(data, sha
         c = compare_arrays(a[r : r + 1], b[r : r + 1], mask=leaf_mask, tolerance=tol)
         assert bool(rows.passed[r]) == c.passed
         assert float(rows.max_abs_diff[r]) == c.max_abs_diff
+
+
+def test_cli_pt_names_the_reference_and_is_part_of_the_run(corpus, tmp_path, capsys):
+    """`--pt` is the cross-check's reference: the seeded tiny:bert passes, recorded in the
+    manifest; another architecture's checkpoint is used (and refused), not ignored; a
+    resume against another reference is refused rather than mixing two runs."""
+    out = tmp_path / "o"
+    base = ["sweep", "tiny:bert", "--texts", str(corpus), "--checks", "crosscheck"]
+    assert main([*base, "--out", str(out), "--pt", "tiny:bert"]) == 0
+    assert json.loads((out / "run.json").read_text())["reference"] == "tiny:bert"
+    assert len(lines(out / "results.jsonl")) == 30
+    capsys.readouterr()
+    assert main([*base, "--out", str(out), "--resume"]) == 2  # the model's own, not --pt's
+    assert "reference" in capsys.readouterr().err
+    assert main([*base, "--out", str(tmp_path / "r"), "--pt", "tiny:roberta"]) == 2
+    assert "roberta" in capsys.readouterr().err

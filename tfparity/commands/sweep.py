@@ -29,6 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_model_argument(p)
     p.add_argument(
+        "--pt",
+        metavar="PT_MODEL",
+        help="the cross-check's PyTorch reference (a MODEL spec); default: MODEL's own "
+        "checkpoint. A keras-hub preset directory needs one: it takes that checkpoint's "
+        "tokenizer and weight map",
+    )
+    p.add_argument(
         "--texts",
         metavar="FILE",
         help="the corpus: a text file (one item per line, blank lines skipped) or JSONL "
@@ -168,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
             "--resume keeps the results in --out and --overwrite discards them: give one."
         )
     try:
-        result = run_sweep(args.model, args.texts, args.out, options)
+        result = run_sweep(args.model, args.texts, args.out, options, pt=args.pt)
     except KeyboardInterrupt:
         # The help says: 1 when the run stopped early. Every finished item is on disk.
         print(

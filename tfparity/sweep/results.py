@@ -19,7 +19,7 @@ from ..errors import TfparityError
 
 RESULTS, MANIFEST, SUMMARY = "results.jsonl", "run.json", "summary.json"
 # Manifest fields that must agree for a resume (and, but for the shard, for a merge).
-IDENTITY = ("model", "checks", "corpus_sha256", "options")
+IDENTITY = ("model", "reference", "checks", "corpus_sha256", "options")
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -105,7 +105,7 @@ def run_sweep(
     execution = _execution(options, checks, info.items, model)
     out = Path(out)
     name = model if isinstance(model, str) else model.name
-    manifest = _manifest(name, checks, info, options)
+    manifest = _manifest(name, checks, info, options, pt)
     _prepare_out(out, manifest, options)
 
     loading = time.perf_counter()
@@ -183,11 +183,16 @@ def _execution(options: SweepOptions, checks: tuple[str, ...], items: int, model
     return execution
 
 
-def _manifest(name: str, checks: tuple[str, ...], info: CorpusInfo, options: SweepOptions) -> dict:
+def _manifest(
+    name: str, checks: tuple[str, ...], info: CorpusInfo, options: SweepOptions, pt: Any = None
+) -> dict:
     tol = options.tolerance
     return {
         "tfparity_version": __version__,
         "model": name,
+        # The PyTorch reference given (None: the model's own checkpoint). Part of a run's
+        # identity: a resume against another reference would mix two runs' verdicts.
+        "reference": pt if pt is None or isinstance(pt, str) else _label(pt),
         "checks": list(checks),
         "corpus": info.to_dict(),
         "corpus_sha256": info.sha256,
@@ -200,6 +205,10 @@ def _manifest(name: str, checks: tuple[str, ...], info: CorpusInfo, options: Swe
             "precision": getattr(options.execution, "precision", "fp32"),
         },
     }
+
+
+def _label(pt: Any) -> str:
+    return getattr(pt, "name", None) or type(pt).__name__
 
 
 def _prepare_out(out: Path, manifest: dict, options: SweepOptions) -> None:
@@ -257,11 +266,13 @@ class _Setup:
         cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
     ) -> _Setup:
         from ..orchestration import bound_to_reference, executed, load_model, reference_for
+        from ..validation import same_architecture
 
         tf_model = bound_to_reference(load_model(model), pt)  # a keras-hub preset: --pt's
         pt_model = None
         if "crosscheck" in checks:
             pt_model = reference_for(model, pt).in_precision(execution.precision)
+            same_architecture(tf_model, pt_model)  # as the cross-check refuses it: exit 2
         head, note = _load_head(tf_model)
         runner_model = executed(tf_model, execution)
         runner = SweepChecks(
