@@ -53,3 +53,26 @@ def test_engine_ray_without_ray_exits_2_naming_the_extra(monkeypatch, capsys, tm
     assert code == 2 and "tfparity[ray]" in err and "extra" in err
     code = main(["sweep", "tiny:bert", "--address", "auto", "--out", str(tmp_path / "o")])
     assert code == 2 and "--engine ray" in capsys.readouterr().err
+
+
+def test_ray_sweep_of_a_keras_hub_port_with_pt_equals_the_serial_run(corpus, tmp_path):
+    """A Keras 3 port runs eagerly in each actor, against the --pt reference named by
+    spec, and fails as the serial run does: keras-hub's BertBackbone hard-codes the tanh
+    GELU, while BERT checkpoints use the exact one (docs/keras-hub.md)."""
+    pytest.importorskip("ray")
+    pytest.importorskip("keras_hub")
+    from tfparity.sweep.ray_engine import RayOptions
+
+    base = dict(checks=("embeds", "crosscheck"), batch_size=4, progress="none")
+    spec, pt, texts = "keras-hub:tiny:bert", "tiny:bert", corpus.read_text().splitlines()[:12]
+    (tmp_path / "c12.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    serial = run_sweep(spec, tmp_path / "c12.txt", tmp_path / "s", SweepOptions(**base), pt=pt)
+    engine = RayOptions(workers=2)
+    ray_run = run_sweep(
+        spec, tmp_path / "c12.txt", tmp_path / "r", SweepOptions(**base, engine=engine), pt=pt
+    )
+    assert without_run(ray_run.summary) == without_run(serial.summary)
+    per_check = ray_run.summary["per_check"]
+    assert per_check["embeds"]["passed"] == 12 and per_check["crosscheck"]["failed"] == 12
+    assert not ray_run.passed and ray_run.summary["run"]["engine"]["name"] == "ray"
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["reference"] == pt
