@@ -190,9 +190,7 @@ def _manifest(
     return {
         "tfparity_version": __version__,
         "model": name,
-        # The PyTorch reference given (None: the model's own checkpoint). Part of a run's
-        # identity: a resume against another reference would mix two runs' verdicts.
-        "reference": pt if pt is None or isinstance(pt, str) else _label(pt),
+        "reference": _reference(pt),
         "checks": list(checks),
         "corpus": info.to_dict(),
         "corpus_sha256": info.sha256,
@@ -207,7 +205,12 @@ def _manifest(
     }
 
 
-def _label(pt: Any) -> str:
+def _reference(pt: Any) -> str | None:
+    """How run.json names the PyTorch reference given (None: the model's own checkpoint).
+    Part of a run's identity: a resume against another reference would mix two runs'
+    verdicts."""
+    if pt is None or isinstance(pt, str):
+        return pt
     return getattr(pt, "name", None) or type(pt).__name__
 
 
