@@ -274,6 +274,20 @@ def test_float64_twins_are_the_leaves_equal_in_every_batch():
     assert runs.referee["h"].batches == 2 and runs.referee["h"].n == 2 * 24
 
 
+def test_a_leaf_equal_only_in_a_later_batch_is_no_twin():
+    from tfparity.checks.crosscheck import _add_truth, _Runs
+    from tfparity.trace import Trace
+
+    x = np.arange(24.0).reshape(2, 3, 4)
+    runs = _Runs(tf=[Trace({"h": x, "late": x})] * 3)
+    runs.pt = list(runs.tf)
+    mask = np.ones((2, 3))
+    _add_truth(runs, 0, Trace({"h": x, "late": x + 1}), mask)
+    for i in (1, 2):  # equal from here on: still not equal in every batch
+        _add_truth(runs, i, Trace({"h": x, "late": x.copy()}), mask)
+    assert runs.twins == {"h": set(), "late": set()}
+
+
 # ----------------------------------------------------------------------------- precision
 
 

@@ -180,8 +180,11 @@ def _add_truth(runs: _Runs, i: int, truth: Trace, mask: Any) -> None:
         t = truth[name]
         sums = runs.referee.setdefault(name, RefereeSums())
         sums.add(runs.tf[i][name], runs.pt[i][name], t, None if name in POOLED_OUTPUTS else mask)
-        twins = {other for other, u in seen if _equal([t], [u])}
-        runs.twins[name] = twins if i == 0 else runs.twins.get(name, set()) & twins
+        # After batch 0 only the leaves still twins can stay so: the rest are not compared.
+        still = None if i == 0 else runs.twins.get(name, set())
+        runs.twins[name] = {
+            other for other, u in seen if (still is None or other in still) and _equal([t], [u])
+        }
         seen.append((name, t))
 
 
