@@ -947,44 +947,31 @@ class LazyReferee:
     """Which rows need the float64 pass: the :class:`Referee`'s verdict, decided from the
     float32 runs where a margin makes the float64 run unable to change it.
 
-    Per leaf and item, write ``a`` for TF, ``r`` for PyTorch in the run's precision,
-    ``t`` for PyTorch float64, ``d = rmse(a, r)`` (known without float64), ``e_a =
-    rmse(a, t)`` and ``e_r = rmse(r, t)`` (unknown), ``S`` for an RMS. The referee passes
-    iff ``e_a <= F e_r + f S_t``. RMSE over one set of elements is a (scaled) Euclidean
-    norm, so the triangle inequality gives ``|e_a - e_r| <= d`` and ``|S_t - S_r| <=
-    e_r``, hence, exactly:
+    Per leaf and row, ``d`` is TF's RMSE to PyTorch in the run's precision (known from
+    float32), ``e_r`` PyTorch's own RMSE to float64 and ``e_a`` TF's (both unknown), and
+    ``rho`` the cosine between TF's deviation from PyTorch and PyTorch's own error, so
+    that ``e_a**2 = d**2 + e_r**2 + 2 rho d e_r`` exactly. Two bounds, each measured on
+    every row the float64 pass runs for and only ever widened, decide a row without it:
+    ``e_r >= low / margin`` (PyTorch's relative rounding error has a hard lower tail)
+    and ``rho <= alignment`` (TF's deviation is not PyTorch's own error amplified; clean
+    ports measure about -0.6, a TF-side fault about 0). A sure pass when even those
+    worst cases pass, a sure fail by the triangle inequality with ``e_r`` bounded above;
+    float64 decides the rest. The derivation is in docs/sweep.md.
 
-    - pass for sure when ``d + e_r <= F e_r + f (S_r - e_r)``, i.e.
-      ``d <= (F - 1 - f) e_r + f S_r`` (the right side grows with ``e_r`` since F > 1 + f);
-    - fail for sure when ``d - e_r > F e_r + f (S_r + e_r)``, i.e.
-      ``d > (F + 1 + f) e_r + f S_r``; also when ``a`` is not finite (then ``e_a`` is not).
+    Why the cosine: with ``rho`` taken as 1 (the triangle inequality alone) a sure pass
+    needs ``d <= 2 e_r``, while two independent float32 roundings already put ``d`` at
+    about ``1.4 e_r`` (oneDNN's kernels), so nearly every row went to float64 unless
+    TF's and PyTorch's kernels happened to round alike (Eigen's: ``d`` about ``1.1 e_r``).
 
-    In between (``d`` within a factor band ``(F-1, F+1]`` of ``e_r``, or ``r`` not
-    finite) float64 decides. So the only unknown is PyTorch's own error ``e_r``, a
-    property of the reference computation alone (TF plays no part in it): for a lower
-    bound in the first test and an upper bound in the second, it is measured. The
-    float64 pass runs on every item of the first batch (calibration), and per leaf the
-    smallest and largest relative error ``e_r / S_r`` seen so far bound it: ``low =
-    min / margin``, ``high = max * upper_margin``. That is the one assumption: an
-    item's relative float32 rounding error is not below ``1/margin`` of the smallest
-    seen on this run's float64 items (rounding noise has a hard lower tail: on minilm
-    over the repo corpus the smallest is 0.75-0.9x the median per leaf, and the first
-    batch's smallest is within 1.12x of the whole corpus's). It is checked as the run
-    goes: every later batch also runs float64 on its *sentinel*, the row decided
-    "pass" with the least room, and every float64 row widens ``low``/``high`` (they only
-    widen). A sentinel whose measured error broke the assumption is counted in
-    ``violations``; one whose float64 verdict disagreed with the decision (never seen)
-    in ``disagreements``. Verdicts equal the full referee's: tested on the repo corpus,
-    every fault catalogue of several families and clean models in fp16 and bf16.
-
-    A clean port has ``d`` about 1-1.6 ``e_r`` (TF and PyTorch round independently),
-    far inside ``2 e_r``; a real fault puts ``d`` at many times ``e_r``: both are
-    decided from float32, and only ports near the referee's own line pay for float64.
+    Later batches also run float64 on a *sentinel*, the row decided "pass" with the
+    least room; a sentinel that broke a bound is counted in ``violations``, one whose
+    float64 verdict disagreed with the decision in ``disagreements``.
     """
 
     referee: Referee = field(default_factory=Referee)
     margin: float = 1.25
     upper_margin: float = 4.0
+    alignment: float = 0.5
     low: dict[str, float] = field(default_factory=dict)
     high: dict[str, float] = field(default_factory=dict)
     items: int = 0
@@ -998,27 +985,35 @@ class LazyReferee:
 
     def decide(self, name: str, d: float, s_r: float, a_finite: bool) -> tuple[bool | None, float]:
         """``(verdict or None when float64 must decide, room)``; ``room`` is how far below
-        the sure-pass bound ``d`` lies, relative to it (for choosing the sentinel)."""
+        the allowed RMSE the worst-case TF error lies, relative to it (for the sentinel)."""
         if not a_finite:
             return False, 0.0
         if not (np.isfinite(d) and np.isfinite(s_r)) or name not in self.low:
             return None, 0.0
         F, f = self.referee.factor, self.referee.floor
-        sure_pass = (F - 1 - f) * self.low[name] / self.margin * s_r + f * s_r
-        if d <= sure_pass:
-            return True, (1.0 - d / sure_pass) if sure_pass > 0 else 0.0
+        e_r = self.low[name] / self.margin * s_r
+        # The worst case sits at the smallest e_r: allowed minus worst grows with e_r.
+        worst = np.sqrt(d * d + e_r * e_r + 2.0 * min(self.alignment, 1.0) * d * e_r)
+        allowed = F * e_r + f * (s_r - e_r)
+        if worst <= allowed:
+            return True, (1.0 - worst / allowed) if allowed > 0 else 0.0
         if d > (F + 1 + f) * self.high[name] * self.upper_margin * s_r + f * s_r:
             return False, 0.0
         return None, 0.0
 
-    def learn(self, name: str, e_r: float, s_r: float) -> bool:
-        """Widen the bounds with a measured ``e_r``; False when it broke the assumption."""
-        if not (np.isfinite(e_r) and np.isfinite(s_r)):
+    def learn(self, name: str, e_r: float, s_r: float, d: float, e_a: float) -> bool:
+        """Widen the bounds with one float64 row's measured errors; False when the row
+        broke one of them."""
+        if not all(np.isfinite(x) for x in (e_r, s_r, d, e_a)):
             return True
         rel = e_r / s_r if s_r > 0 else 0.0
         held = name not in self.low or rel >= self.low[name] / self.margin
         self.low[name] = min(self.low.get(name, rel), rel)
         self.high[name] = max(self.high.get(name, rel), rel)
+        if d > 0 and e_r > 0:
+            rho = (e_a * e_a - d * d - e_r * e_r) / (2.0 * d * e_r)
+            held = held and rho <= self.alignment
+            self.alignment = max(self.alignment, rho)
         return held
 
     def stats(self) -> dict[str, Any]:

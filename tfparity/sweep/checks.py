@@ -156,16 +156,13 @@ class SweepChecks:
             pt64 = self.pt_model.run(sub, float64=True)
             tf_s, pt_s = _trace_rows(tf, need_rows), _trace_rows(pt, need_rows)
             fulls = referee_verdicts(tf_s, pt_s, pt64, sub.attention_mask, self.referee)
-            e_r = {
-                n: row_rms(pt_s[n].astype(np.float64) - pt64[n], sub.attention_mask)
-                for n in names
-                if n in pt64
-            }
+            errors = {n: _row_errors(tf_s[n], pt_s[n], pt64[n], sub) for n in names if n in pt64}
             for j, r in enumerate(need_rows):
                 full = fulls[j]
                 held = True
-                for n, errors in e_r.items():
-                    held = lazy.learn(n, float(errors[j]), float(s_r[n][r])) and held
+                for n, (e_r, d, e_a) in errors.items():
+                    row = (float(e_r[j]), float(s_r[n][r]), float(d[j]), float(e_a[j]))
+                    held = lazy.learn(n, *row) and held
                 if r == sentinel and not calibrating:
                     lazy.violations += not held
                     lazy.disagreements += any(full.get(n) != v for n, v in decided[r].items())
@@ -224,6 +221,13 @@ def _rows(batch: Any, rows: list[int]) -> Any:
         position_ids=take(batch.position_ids),
         texts=None,
     )
+
+
+def _row_errors(tf: np.ndarray, pt: np.ndarray, pt64: np.ndarray, batch: Any) -> tuple:
+    """Per row: PyTorch's RMSE to float64, TF's to PyTorch and TF's to float64."""
+    mask = batch.attention_mask
+    tf64, pt32 = tf.astype(np.float64), pt.astype(np.float64)
+    return row_rms(pt32 - pt64, mask), row_rms(tf64 - pt32, mask), row_rms(tf64 - pt64, mask)
 
 
 def _trace_rows(trace: Trace, rows: list[int]) -> Trace:
