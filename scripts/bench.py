@@ -17,7 +17,10 @@
     its useful FLOP rate as a share of sgemm); `tfparity crosscheck --no-reload` (taps
     on failure only) against the bare forward passes it needs (TF ids traced, PyTorch
     fp32 and fp64); the Ray engine on 1 vs 2 local workers, one CPU thread each, and
-    the machine's ceiling for that ratio (2 single-threaded processes against one).
+    the machine's ceiling for that ratio (2 single-threaded processes against one);
+(f) kernels: the sweep under --referee lazy and full, once with TF's default oneDNN CPU
+    kernels and once with its Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0): float64 share,
+    items/s and whether the verdicts are identical.
 
     python scripts/bench.py            # default sizes: a few minutes on 2 CPU cores
     python scripts/bench.py --quick    # smaller sizes, about a minute or two
@@ -65,14 +68,14 @@ def main() -> int:
         "--baseline-ref",
         help="(e) also time the sweep of this git revision (e.g. 55faf23) against this tree",
     )
-    p.add_argument("--only", help="comma-separated subset of a,b,c,d,e")
+    p.add_argument("--only", help="comma-separated subset of a,b,c,d,e,f (r: e's referees only)")
     args = p.parse_args()
     q = args.quick
     batches = args.batches or (8 if q else 31)
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e").split(","))
+    only = set((args.only or "a,b,c,d,e,f").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -91,6 +94,10 @@ def main() -> int:
             throughput(model, texts, sweep_items, naive_items)
     if "d" in only:
         memory(args.mem_model, texts, mem_items)
+    if "r" in only:
+        sweep_referees(args.model, sgemm_rate())
+    if "f" in only:
+        kernels(args.model)
     if "e" in only:
         scale(
             args.model,
@@ -374,7 +381,7 @@ def sweep_referees(spec: str, rate: float) -> None:
     pt = load_pt(spec)
     params = sum(p.numel() for n, p in pt.model.named_parameters() if "embeddings" not in n)
     with tempfile.TemporaryDirectory(prefix="tfparity-bench-") as tmp:
-        rates = {}
+        rates, verdicts = {}, {}
         for mode in ("full", "lazy", "full", "lazy"):
             options = SweepOptions(
                 checks=("embeds", "crosscheck"), progress="none", overwrite=True, referee=mode
@@ -382,10 +389,9 @@ def sweep_referees(spec: str, rate: float) -> None:
             result = run_sweep(spec, DEFAULT_CORPUS, Path(tmp) / mode, options)
             run = result.summary["run"]
             rates.setdefault(mode, []).append(run["items_per_second"])
-            tokens = sum(
-                json_line["tokens"]
-                for json_line in map(_json, (Path(tmp) / mode / "results.jsonl").open())
-            )
+            records = list(map(_json, (Path(tmp) / mode / "results.jsonl").open()))
+            verdicts.setdefault(mode, {r["index"]: r["passed"] for r in records})
+            tokens = sum(record["tokens"] for record in records)
             fp64_items = run["referee"]["items_fp64"]
             # useful work: 2 x non-embedding parameters x real tokens per pass; TF ids,
             # TF embeds, PyTorch fp32 (+ float64 on its share of the items)
@@ -398,6 +404,22 @@ def sweep_referees(spec: str, rate: float) -> None:
             )
         full, lazy = statistics.median(rates["full"]), statistics.median(rates["lazy"])
         print(f"    lazy / full items/s: {lazy / full:.2f}x (medians of 2)")
+        differ = sorted(i for i, v in verdicts["full"].items() if verdicts["lazy"].get(i) != v)
+        same = "identical" if not differ else f"DIFFERENT for items {differ[:10]}"
+        print(f"    verdicts, lazy vs full: {same} on {len(verdicts['full'])} items")
+
+
+def kernels(spec: str) -> None:
+    """The sweep's referees under both of TF's CPU kernel sets, each in a child process
+    (TF reads TF_ENABLE_ONEDNN_OPTS at import): the lazy referee's float64 share must
+    not depend on how TF's kernels round."""
+    print(f"\n(f) kernels, {spec}: the sweep's referees under each of TF's CPU kernel sets")
+    for label, value in (("oneDNN (TF's default)", "1"), ("Eigen (TF_ENABLE_ONEDNN_OPTS=0)", "0")):
+        env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=value)
+        cmd = [PY, __file__, "--only", "r", "--model", spec]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+        print(f"  {label}:")
+        print("\n".join(line for line in out.splitlines() if line.startswith("    ")))
 
 
 SWEEP_SCRIPT = """

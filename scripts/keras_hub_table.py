@@ -4,6 +4,9 @@ transformers (PyTorch) by tfparity, from real runs on the tiny models and MiniLM
     python scripts/keras_hub_table.py            # tiny models + minilm, writes the page
     python scripts/keras_hub_table.py --check    # exit 1 when the page is stale (tiny rows)
 
+The figures come from the machine that ran it; ``--check`` holds a re-run to the
+stable columns exactly and the max abs diff to within DIFF_FACTOR (kernels differ).
+
 ``rows(specs)`` runs the cross-checks; tests call it on the tiny models.
 """
 
@@ -92,6 +95,35 @@ def render_rows(rows: list[dict]) -> str:
     return HEADER + "\n".join(lines) + "\n"
 
 
+# The columns a re-run must reproduce exactly on any machine; the max abs diff's last
+# digits depend on the CPU's kernels, so it is held to within DIFF_FACTOR instead.
+STABLE = ("spec", "backbone", "verdict", "where", "hint")
+DIFF_FACTOR = 10.0
+
+
+def parse_rows(table_text: str) -> dict[str, dict[str, str]]:
+    """The table's rows by spec, as rendered cells (the inverse of render_rows)."""
+    rows = {}
+    for line in table_text.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        spec, backbone, verdict, where, diff, hint = cells
+        rows[spec.strip("`")] = dict(
+            spec=spec, backbone=backbone, verdict=verdict, where=where, diff=diff, hint=hint
+        )
+    return rows
+
+
+def stale(fresh: dict[str, str], page: dict[str, str] | None) -> list[str]:
+    """What in a freshly rendered row disagrees with the page's row (empty: up to date)."""
+    if page is None:
+        return [f"{fresh['spec']}: no row on the page"]
+    out = [f"{c}: page {page[c]!r}, now {fresh[c]!r}" for c in STABLE if fresh[c] != page[c]]
+    now, then = float(fresh["diff"]), float(page["diff"])
+    if not (then / DIFF_FACTOR <= now <= then * DIFF_FACTOR or now == then):
+        out.append(f"max abs diff: page {then:g}, now {now:g} (over {DIFF_FACTOR:g}x apart)")
+    return [f"{fresh['spec']}: {line}" for line in out]
+
+
 def table(specs: tuple[str, ...]) -> str:
     return render_rows([row(s) for s in specs])
 
@@ -117,12 +149,12 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when the tiny rows are stale")
     args = parser.parse_args()
     if args.check:
-        current = page_table().splitlines()
-        fresh = table(tiny_specs()).splitlines()
-        stale = [line for line in fresh if line not in current]
-        for line in stale:
+        page = parse_rows(page_table())
+        fresh = parse_rows(table(tiny_specs()))
+        problems = [p for spec, row in fresh.items() for p in stale(row, page.get(spec))]
+        for line in problems:
             print(f"stale or changed: {line}")
-        return int(bool(stale))
+        return int(bool(problems))
     write(table(tiny_specs() + REAL))
     print(f"wrote {PAGE.relative_to(ROOT)}")
     return 0
