@@ -18,6 +18,9 @@ from tfparity.sweep.corpus import iter_items, scan
 from tfparity.sweep.encode import encode
 from tfparity.testing import catalogue_for
 
+# Rerun by CI under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0) too.
+pytestmark = pytest.mark.kernels
+
 
 def padded_batches(tf_model, items: int, batch_size: int):
     info = scan(DEFAULT_CORPUS)

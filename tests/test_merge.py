@@ -1,4 +1,5 @@
-"""tfparity merge: shards merged give exactly the unsharded summary."""
+"""tfparity merge: shards merged give exactly the summary of all their lines, and the
+unsharded run's counts and verdicts (its floats to within the kernels' reach)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import pytest
 
 from tfparity.cli import main
 from tfparity.sweep import DEFAULT_CORPUS, Shard, SweepOptions, run_sweep
+from tfparity.sweep.summary import summarise
+
+# Rerun by CI under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0) too.
+pytestmark = pytest.mark.kernels
 
 CHECKS = ("embeds", "crosscheck")
-
-
-def without_run(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k != "run"}
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +54,43 @@ def test_shards_are_disjoint_and_cover_the_corpus(runs):
     assert all(s.summary["complete"] for s in shards)
 
 
-def test_merge_equals_unsharded_summary(runs, capsys):
+def test_merge_equals_unsharded_summary(runs, capsys, sweep_differences):
     root, full, shards = runs
     out = root / "merged"
     assert main(["merge", str(shards[0].out), str(shards[1].out), "--out", str(out)]) == 0
     merged = json.loads((out / "summary.json").read_text())
-    assert without_run(merged) == without_run(full.summary)
-    assert merged["per_check"]["crosscheck"]["max_abs_diff"]["max"] > 0  # floats, exactly
+    lines = [
+        json.loads(x) for s in shards for x in (s.out / "results.jsonl").read_text().splitlines()
+    ]
+    meta = json.loads((full.out / "run.json").read_text())
+    exact = summarise(sorted(lines, key=lambda x: -x["index"]), meta)  # order-free
+    assert {k: v for k, v in merged.items() if k != "run"} == exact  # floats, exactly
+    assert sweep_differences(merged, full.summary) == []  # other batches: kernels' reach
     assert merged["run"]["all_shards"] is True
     assert "PASS sweep: 30/30" in capsys.readouterr().out
+
+
+def test_the_kernel_tolerant_comparison_holds_counts_and_verdicts_exactly(runs, sweep_differences):
+    import copy
+
+    full = runs[1].summary
+    moved = copy.deepcopy(full)
+    moved["per_check"]["crosscheck"]["max_abs_diff"]["p50"] *= 3  # another kernel's digits
+    moved["run"] = {}
+    assert sweep_differences(moved, full) == []
+    for path, value in ((("passed",), 29), (("per_check", "embeds", "failed"), 1)):
+        broken = copy.deepcopy(full)
+        target = broken
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        assert sweep_differences(broken, full), path
+    far = copy.deepcopy(full)
+    far["per_check"]["crosscheck"]["max_abs_diff"]["max"] *= 100
+    assert sweep_differences(far, full)
+    flipped = copy.deepcopy(full)
+    flipped["worst_items"][0]["passed"] = False
+    assert sweep_differences(flipped, full)
 
 
 def test_merge_with_a_missing_shard_is_incomplete(runs, tmp_path):

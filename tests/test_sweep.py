@@ -23,10 +23,6 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
 
 
-def without_run(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k != "run"}
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     """The first 30 items of the repo corpus (very short to medium, numbers, quotes)."""
@@ -57,8 +53,9 @@ def test_results_lines_one_per_item_with_verdicts(baseline, corpus):
         assert r["text"] == texts[r["index"]] and r["id"] == str(r["index"])
         assert r["tokens"] <= r["bucket"] == bucket_length(r["tokens"], 64)
         assert set(r["checks"]) == set(CHECKS) and r["passed"] is True
-        assert r["checks"]["embeds"]["max_abs_diff"] == 0.0  # the two paths agree exactly
-        assert 0 < r["checks"]["crosscheck"]["max_abs_diff"] < 1e-4
+        # two traced graphs (ids, gathered embeds): equal up to how the kernels fuse them
+        assert r["checks"]["embeds"]["max_abs_diff"] <= 1e-6
+        assert 0 <= r["checks"]["crosscheck"]["max_abs_diff"] < 1e-4
         top1 = r["checks"]["crosscheck"]["top1"]
         assert top1 == {"agree": r["tokens"], "tokens": r["tokens"]}
 
@@ -70,7 +67,7 @@ def test_summary_fields(baseline):
     assert s["complete"] is True and s["model"] == "tiny:bert" and s["checks"] == list(CHECKS)
     cross = s["per_check"]["crosscheck"]
     diffs = cross["max_abs_diff"]
-    assert 0 < diffs["p50"] <= diffs["p99"] <= diffs["max"] < 1e-4
+    assert 0 <= diffs["p50"] <= diffs["p99"] <= diffs["max"] < 1e-4 and diffs["max"] > 0
     assert cross["top1_agreement"] == 1.0 and cross["top1_tokens"] > N_ITEMS
     assert s["per_check"]["positions"]["top1_agreement"] is None
     assert s["per_check"]["positions"]["top1_note"]
@@ -135,7 +132,7 @@ def test_bucketer_with_fixed_shapes_pads_last_batch_with_masked_dummy_rows(corpu
     assert last.attention_mask[1:].sum(axis=1).tolist() == [1, 1, 1]  # dummies: one token
 
 
-def test_resume_after_kill_and_torn_line(tiny, corpus, baseline, tmp_path):
+def test_resume_after_kill_and_torn_line(tiny, corpus, baseline, tmp_path, sweep_differences):
     out = tmp_path / "resumed"
     options = SweepOptions(checks=CHECKS, batch_size=8, progress="none")
     killed = run_sweep(tiny, corpus, out, SweepOptions(**{**options.__dict__, "max_items": 10}))
@@ -152,7 +149,7 @@ def test_resume_after_kill_and_torn_line(tiny, corpus, baseline, tmp_path):
     assert sorted(r["index"] for r in records) == list(range(N_ITEMS))  # each exactly once
     assert records[: len(first)] == first  # finished items were not redone
     assert resumed.summary["run"]["items_this_run"] == N_ITEMS - len(first)
-    assert without_run(resumed.summary) == without_run(baseline.summary)
+    assert sweep_differences(resumed.summary, baseline.summary) == []
 
 
 def test_out_dir_of_another_sweep_is_refused(tiny, corpus, baseline):

@@ -14,10 +14,6 @@ from tfparity.sweep import DEFAULT_CORPUS, SweepOptions, run_sweep
 N_ITEMS = 40
 
 
-def without_run(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k != "run"}
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("corpus") / "corpus40.txt"
@@ -26,7 +22,7 @@ def corpus(tmp_path_factory):
     return path
 
 
-def test_ray_sweep_with_a_killed_worker_equals_the_serial_run(corpus, tmp_path):
+def test_ray_sweep_with_a_killed_worker_equals_the_serial_run(corpus, tmp_path, sweep_differences):
     pytest.importorskip("ray")
     from tfparity.sweep.ray_engine import RayOptions
 
@@ -35,7 +31,7 @@ def test_ray_sweep_with_a_killed_worker_equals_the_serial_run(corpus, tmp_path):
     # 2 local workers (1 CPU each); one is ray.kill-ed while it holds unfinished chunks.
     engine = RayOptions(workers=2, kill_after=3)
     ray_run = run_sweep("tiny:bert", corpus, tmp_path / "ray", SweepOptions(**base, engine=engine))
-    assert without_run(ray_run.summary) == without_run(serial.summary)
+    assert sweep_differences(ray_run.summary, serial.summary) == []  # 1 thread vs all
     assert ray_run.summary["complete"] and ray_run.passed
     indices = [json.loads(x)["index"] for x in (tmp_path / "ray" / "results.jsonl").open()]
     assert sorted(indices) == list(range(N_ITEMS))  # every item exactly once
@@ -55,7 +51,9 @@ def test_engine_ray_without_ray_exits_2_naming_the_extra(monkeypatch, capsys, tm
     assert code == 2 and "--engine ray" in capsys.readouterr().err
 
 
-def test_ray_sweep_of_a_keras_hub_port_with_pt_equals_the_serial_run(corpus, tmp_path):
+def test_ray_sweep_of_a_keras_hub_port_with_pt_equals_the_serial_run(
+    corpus, tmp_path, sweep_differences
+):
     """A Keras 3 port runs eagerly in each actor, against the --pt reference named by
     spec, and fails as the serial run does: keras-hub's BertBackbone hard-codes the tanh
     GELU, while BERT checkpoints use the exact one (docs/keras-hub.md)."""
@@ -71,7 +69,7 @@ def test_ray_sweep_of_a_keras_hub_port_with_pt_equals_the_serial_run(corpus, tmp
     ray_run = run_sweep(
         spec, tmp_path / "c12.txt", tmp_path / "r", SweepOptions(**base, engine=engine), pt=pt
     )
-    assert without_run(ray_run.summary) == without_run(serial.summary)
+    assert sweep_differences(ray_run.summary, serial.summary) == []  # 1 thread vs all
     per_check = ray_run.summary["per_check"]
     assert per_check["embeds"]["passed"] == 12 and per_check["crosscheck"]["failed"] == 12
     assert not ray_run.passed and ray_run.summary["run"]["engine"]["name"] == "ray"
