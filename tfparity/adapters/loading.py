@@ -170,7 +170,10 @@ def _read_config(directory: Path) -> Any:
         raise TfparityError(f"Could not read {directory}/config.json: {exc}") from exc
 
 
-# Config fields that must be whole numbers >= 1 when present (sizes of tensors).
+# Config fields that must be whole numbers >= 1 when present (sizes of tensors), and
+# those that may be 0: a table some checkpoints do without (every real DeBERTa and
+# DeBERTa-v2/v3 config says "type_vocab_size": 0).
+_COUNT_FIELDS = ("type_vocab_size",)
 _SIZE_FIELDS = (
     "vocab_size",
     "hidden_size",
@@ -178,7 +181,6 @@ _SIZE_FIELDS = (
     "num_attention_heads",
     "intermediate_size",
     "max_position_embeddings",
-    "type_vocab_size",
     "n_embd",
     "n_layer",
     "n_head",
@@ -212,14 +214,16 @@ def _check_config(raw: Any, path: Path, t: Any) -> None:
             f'{path} has "model_type": {json.dumps(declared)}, which transformers does not '
             "know (e.g. bert, roberta, gpt2)."
         )
-    for name in _SIZE_FIELDS:
-        value = raw.get(name)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise TfparityError(
-                f'{path}: "{name}" is {json.dumps(value)}; it must be a whole number >= 1.'
-            )
+    for names, least in ((_SIZE_FIELDS, 1), (_COUNT_FIELDS, 0)):
+        for name in names:
+            value = raw.get(name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < least
+            ):
+                raise TfparityError(
+                    f'{path}: "{name}" is {json.dumps(value)}; it must be a whole number '
+                    f">= {least}."
+                )
 
 
 def _is_tf_safetensors(directory: Path, files: set[str]) -> bool:
