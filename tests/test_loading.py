@@ -255,3 +255,145 @@ def test_tiny_architectures_differ(load_tf_model):
     a, b = bert.word_embeddings().numpy(), roberta.word_embeddings().numpy()
     assert a.shape == b.shape
     assert not np.allclose(a, b)
+
+
+# config.json as the best-known checkpoints of each family publish it (the fields the
+# rules look at, copied from their config.json files).
+REAL_CONFIGS = {
+    "bert-base-uncased": {
+        "model_type": "bert",
+        "hidden_size": 768,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 12,
+        "intermediate_size": 3072,
+        "max_position_embeddings": 512,
+        "type_vocab_size": 2,
+        "vocab_size": 30522,
+    },
+    "roberta-base": {
+        "model_type": "roberta",
+        "hidden_size": 768,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 12,
+        "max_position_embeddings": 514,
+        "type_vocab_size": 1,
+        "vocab_size": 50265,
+    },
+    "microsoft/deberta-v3-base": {
+        "model_type": "deberta-v2",
+        "hidden_size": 768,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 12,
+        "intermediate_size": 3072,
+        "max_position_embeddings": 512,
+        "max_relative_positions": -1,
+        "position_buckets": 256,
+        "position_biased_input": False,
+        "pos_att_type": ["p2c", "c2p"],
+        "relative_attention": True,
+        "type_vocab_size": 0,
+        "vocab_size": 128100,
+    },
+    "microsoft/deberta-base": {
+        "model_type": "deberta",
+        "hidden_size": 768,
+        "num_attention_heads": 12,
+        "num_hidden_layers": 12,
+        "max_relative_positions": -1,
+        "position_biased_input": False,
+        "pos_att_type": "c2p|p2c",
+        "relative_attention": True,
+        "type_vocab_size": 0,
+        "vocab_size": 50265,
+    },
+    "gpt2": {"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_ctx": 1024},
+    "t5-small": {"model_type": "t5", "d_model": 512, "num_heads": 8, "num_layers": 6},
+    "distilbert-base-uncased": {"model_type": "distilbert", "dim": 768, "n_heads": 12},
+}
+
+
+def _config_dir(tmp_path: Path, name: str, data: dict) -> Path:
+    directory = tmp_path / name.replace("/", "--")
+    directory.mkdir()
+    (directory / "config.json").write_text(json.dumps(data))
+    return directory
+
+
+@pytest.mark.parametrize("name", sorted(REAL_CONFIGS))
+def test_real_checkpoint_configs_are_accepted(tmp_path, name):
+    from tfparity.adapters.loading import read_config
+
+    config = read_config(_config_dir(tmp_path, name, REAL_CONFIGS[name]))
+    assert config.model_type == REAL_CONFIGS[name]["model_type"]
+
+
+def test_every_registered_architecture_default_config_is_accepted(tmp_path):
+    import transformers
+
+    from tfparity.adapters.loading import read_config
+    from tfparity.architectures import registry
+
+    for model_type in sorted(registry()):
+        data = transformers.CONFIG_MAPPING[model_type]().to_dict()  # gpt-sw3's says gpt2
+        config = read_config(_config_dir(tmp_path, model_type, data))
+        assert config.model_type == data["model_type"]
+
+
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ({"type_vocab_size": -1}, '"type_vocab_size" is -1; it must be a whole number >= 0'),
+        ({"num_hidden_layers": 0}, '"num_hidden_layers" is 0; it must be a whole number >= 1'),
+    ],
+)
+def test_configs_transformers_refuses_are_refused_naming_the_field(tmp_path, change, named):
+    from tfparity.adapters.loading import read_config
+
+    data = {**REAL_CONFIGS["microsoft/deberta-v3-base"], **change}
+    with pytest.raises(TfparityError, match="config.json") as info:
+        read_config(_config_dir(tmp_path, "bad", data))
+    assert named in str(info.value)
+
+
+def test_a_deberta_v3_shaped_checkpoint_is_checked(tmp_path, capsys):
+    """type_vocab_size 0, as every real DeBERTa-v2/v3 checkpoint has: checked, not refused."""
+    torch = pytest.importorskip("torch")
+    import transformers
+
+    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.cli import main
+
+    torch.manual_seed(0)
+    config = tiny_config("deberta-v2")
+    assert config.type_vocab_size == 0
+    transformers.DebertaV2Model(config).save_pretrained(tmp_path / "m", safe_serialization=True)
+    tiny_tokenizer().save_pretrained(tmp_path / "m")
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["type_vocab_size"] == 0
+    assert main(["check", str(tmp_path / "m"), "--random", "2", "--seq-len", "8"]) == 0
+    assert "PASS crosscheck" in capsys.readouterr().out
+
+
+def test_heads_that_do_not_divide_the_hidden_size_get_transformers_reason(tmp_path, capsys):
+    from tfparity.cli import main
+
+    directory = tmp_path / "m"
+    shutil.copytree(_tiny_bert_checkpoint(tmp_path), directory)
+    config = json.loads((directory / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps({**config, "num_attention_heads": 5}))
+    assert main(["check", str(directory), "--no-pt"]) == 2
+    err = capsys.readouterr().err
+    assert "config.json" in err and "not a multiple of the number of attention heads" in err
+    assert "please report" not in err and "Traceback" not in err
+
+
+def _tiny_bert_checkpoint(tmp_path: Path) -> Path:
+    torch = pytest.importorskip("torch")
+    import transformers
+
+    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+
+    torch.manual_seed(0)
+    directory = tmp_path / "tiny-bert"
+    transformers.BertModel(tiny_config("bert")).save_pretrained(directory, safe_serialization=True)
+    tiny_tokenizer().save_pretrained(directory)
+    return directory

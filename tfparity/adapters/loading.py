@@ -127,7 +127,7 @@ def _hub_snapshot(repo_id: str) -> Path:
 
 def _load_dir(directory: Path, *, allow_pickle: bool, head: bool = False) -> Loaded:
     t = import_transformers()
-    config = _read_config(directory)
+    config = read_config(directory)
     cls = tf_lm_head_class(config) if head else tf_model_class(config)
     files = {p.name for p in directory.iterdir()}
     if files & set(TF_WEIGHTS) or _is_tf_safetensors(directory, files):
@@ -142,7 +142,7 @@ def _load_dir(directory: Path, *, allow_pickle: bool, head: bool = False) -> Loa
                 "Pickle files can run code when loaded; convert it to safetensors, or pass "
                 "--allow-pickle to load it with torch.load(weights_only=True)."
             )
-        model, notes = _from_pt_state(cls, config, _read_pickle(directory, files))
+        model, notes = _from_pt_state(cls, config, _read_pickle(directory, files), directory)
         source = f"PyTorch pickle (weights_only) in {directory}"
     else:
         raise TfparityError(
@@ -153,7 +153,10 @@ def _load_dir(directory: Path, *, allow_pickle: bool, head: bool = False) -> Loa
     return Loaded(model, tokenizer, config, source, notes)
 
 
-def _read_config(directory: Path) -> Any:
+def read_config(directory: Path) -> Any:
+    """``directory/config.json`` as transformers reads it, after tfparity's own checks:
+    a clear refusal naming the file and field, where transformers would guess or fail
+    later; what transformers accepts (DeBERTa's ``type_vocab_size`` 0) passes."""
     t = import_transformers()
     try:
         raw = json.loads((directory / "config.json").read_text(encoding="utf-8"))
@@ -301,25 +304,34 @@ def _from_safetensors(
     """PT -> TF conversion, through the on-disk cache keyed by the checkpoint's hash."""
     from .weight_cache import load_or_convert
 
-    def empty() -> Any:
-        model = cls.from_config(config)
-        build(model)
-        return model
-
     return load_or_convert(
         [directory / name for name in _shards(directory, "model.safetensors", files)],
         f"{cls.__name__}-{config.model_type}",
-        empty,
-        lambda: _from_pt_state(cls, config, _read_safetensors(directory, files)),
+        lambda: _empty(cls, config, directory),
+        lambda: _from_pt_state(cls, config, _read_safetensors(directory, files), directory),
     )
 
 
-def _from_pt_state(cls: Any, config: Any, state: dict[str, Any]) -> tuple[Any, list[str]]:
+def _empty(cls: Any, config: Any, directory: Path) -> Any:
+    """``cls`` built from ``config`` with fresh weights. A config that transformers'
+    model refuses (heads that do not divide the hidden size) is the user's file to fix."""
+    try:
+        model = cls.from_config(config)
+    except ValueError as exc:
+        raise TfparityError(
+            f"{directory / 'config.json'}: transformers refuses this config: {exc}"
+        ) from exc
+    build(model)
+    return model
+
+
+def _from_pt_state(
+    cls: Any, config: Any, state: dict[str, Any], directory: Path
+) -> tuple[Any, list[str]]:
     from transformers.modeling_tf_pytorch_utils import load_pytorch_state_dict_in_tf2_model
 
     tf = import_tf()
-    model = cls.from_config(config)
-    build(model)
+    model = _empty(cls, config, directory)
     try:
         _, info = load_pytorch_state_dict_in_tf2_model(
             model,
