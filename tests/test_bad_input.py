@@ -313,6 +313,9 @@ CLI_CASES = [
         ["--resume", "--overwrite"],
     ),
     # 9. small ones
+    ("check-json-no-dir", "check tiny:bert --no-pt --json {dir}/nope/r.json", ["--json", "nope"]),
+    ("crosscheck-html-dir", "crosscheck tiny:bert --html {dir}", ["--html", "is a directory"]),
+    ("check-save-no-dir", "check tiny:bert --save-outputs {dir}/no/g.npz", ["--save-outputs"]),
     ("check-device-empty", "check tiny:bert --no-pt --device=", ["--device", "empty"]),
     ("crosscheck-device-blank", "crosscheck tiny:bert --device= ", ["--device", "empty"]),
     ("modes-devices-empty", "modes tiny:bert --devices=", ["--devices", "empty"]),
@@ -610,6 +613,12 @@ def test_identical_tensors_pass_and_nothing_masked_fails():
 
     c = compare_arrays(ONES, ONES, mask=np.zeros((1, 4)))
     assert not c.passed and c.problem.startswith("Nothing compared")
+
+
+def test_an_unwritable_output_is_refused_before_the_run(files, capsys):
+    code, out, err = run_cli(_argv("check tiny:bert --json {dir}/nope/r.json", files), capsys)
+    assert code == 2 and "does not exist" in err
+    assert "PASS" not in out and "tfparity embeds" not in out  # nothing ran
 
 
 @pytest.mark.parametrize("command", ["check", "positions", "embeddings"])

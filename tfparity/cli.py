@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from ._version import __version__
-from .commands.common import EXIT_USAGE
+from .commands.common import EXIT_USAGE, check_output_paths
 from .errors import TfparityError
 
 
@@ -65,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.debug:
         os.environ["TFPARITY_DEBUG"] = "1"
     try:
+        check_output_paths(args)
         if getattr(args, "json", None) == "-":
             from .report.jsonio import json_on_stdout
 

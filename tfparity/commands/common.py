@@ -247,6 +247,36 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# Arguments that name a file a command writes: checked before any model loads, so that
+# a typo in a directory is not found only after a whole run.
+OUTPUT_FILES = {
+    "json": "--json",
+    "html": "--html",
+    "plot": "--plot",
+    "save_outputs": "--save-outputs",
+}
+
+
+def check_output_paths(args: argparse.Namespace) -> None:
+    """Refuse an output file that cannot be written: its directory missing or not
+    writable, or the path itself a directory (``--json -`` is stdout)."""
+    import os
+    from pathlib import Path
+
+    for dest, flag in OUTPUT_FILES.items():
+        value = getattr(args, dest, None)
+        if not value or value == "-":
+            continue
+        path = Path(value)
+        folder = path.parent if str(path.parent) else Path(".")
+        if path.is_dir():
+            raise TfparityError(f"{flag} {value} is a directory; give a file path.")
+        if not folder.is_dir():
+            raise TfparityError(f"{flag} {value}: the directory {folder} does not exist.")
+        if not os.access(folder, os.W_OK):
+            raise TfparityError(f"{flag} {value}: the directory {folder} is not writable.")
+
+
 def check_output_arguments(args: argparse.Namespace) -> None:
     """Usage errors of the output arguments, raised before any model loads."""
     if args.save_outputs and args.load_outputs:
