@@ -15,7 +15,7 @@ from tfparity.cli import main
 
 @pytest.fixture(scope="module")
 def bert_mlm():
-    return TFModel.load("tiny:bert", head=True)
+    return TFModel.load("tiny:bert", lm_head=True)
 
 
 def test_head_model_shares_the_body_of_tiny_bert(bert_mlm, load_tf_model):
@@ -51,7 +51,7 @@ def test_equal_values_in_a_separate_variable_are_not_tied():
     """A copy of the matrix in its own variable: equal values, yet not tied."""
     import tensorflow as tf
 
-    model = TFModel.load("tiny:bert", head=True)
+    model = TFModel.load("tiny:bert", lm_head=True)
     predictions = model.model.mlm.predictions
     copy = tf.Variable(model.word_embeddings().numpy(), name="separate_output_matrix")
 

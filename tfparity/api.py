@@ -16,6 +16,7 @@ from .orchestration import (
     bound_to_reference,
     executed,
     load_model,
+    model_head,
     reference_for,
     save_and_reload,
     tolerance_from,
@@ -134,6 +135,7 @@ def crosscheck(
     localise: str = "always",
     tf_traces: Sequence[Any] | None = None,
     execution: Any = None,
+    head: str | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -148,6 +150,10 @@ def crosscheck(
     ``localise="on_failure"`` runs the sub-layer taps and isolated runs only when a
     tensor fails (faster; the per-layer table then lacks those columns on a PASS).
     ``tf_traces`` are the TF model's ``input_ids`` runs of ``batches``, if already made.
+    ``head`` (``"sequence-classification"``, ``"question-answering"``, ...: see
+    :class:`~tfparity.architectures.heads.Head`) picks the model class a spec loads on
+    both sides; default: the one its ``config.architectures`` names. Head-model objects
+    (``TFBertForSequenceClassification``) are taken as they are, their PyTorch twin too.
     ``execution`` (an :class:`~tfparity.adapters.execution.ExecutionOptions`) runs the TF
     side on a device, eager/graph/XLA, in fp32/fp16/bf16 (default: as ``tf`` runs); in
     fp16/bf16 PyTorch runs in that precision too, and its error to float64 sets the bar.
@@ -159,9 +165,12 @@ def crosscheck(
     if localise not in ("always", "on_failure"):
         raise ValueError(f"localise must be 'always' or 'on_failure', not {localise!r}.")
     under_test = tf if tf is not None else model
-    tf_model = load_model(under_test, allow_pickle=allow_pickle)
+    tf_model = load_model(under_test, allow_pickle=allow_pickle, head=head)
     pt_model = reference_for(
-        under_test if isinstance(under_test, str) else tf_model, pt, allow_pickle=allow_pickle
+        under_test if isinstance(under_test, str) else tf_model,
+        pt,
+        allow_pickle=allow_pickle,
+        head=model_head(tf_model) or head,
     )
     tf_model = bound_to_reference(tf_model, pt)
     if batches is None:
@@ -211,7 +220,7 @@ def diagnose(
 def check_tying(model: Any = "minilm", *, inputs: InputOptions | None = None) -> Report:
     """Embedding tying, the LM head's transform, round-trip decoding and inversion risk
     (``report.details``: tied, head_transform, roundtrip, noise). Pass a model loaded
-    with its head (``TFModel.load(spec, head=True)``) to include the LM head."""
+    with its head (``TFModel.load(spec, lm_head=True)``) to include the LM head."""
     from .checks.tying import check_tying as _check
 
     _check_common(inputs=inputs)

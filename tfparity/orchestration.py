@@ -43,9 +43,13 @@ _PRECISION_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 # ----------------------------------------------------------------------------- models
 
 
-def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None):
+def load_model(
+    model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None, head: Any = None
+):
     """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model
-    (a ``keras-hub:<SPEC>`` gives a :class:`~tfparity.adapters.keras_hub.KerasHubModel`)."""
+    (a ``keras-hub:<SPEC>`` gives a :class:`~tfparity.adapters.keras_hub.KerasHubModel`).
+    ``head`` (a kind, e.g. ``"sequence-classification"``) picks a spec's model class;
+    default: the one its config names."""
     from . import validation
     from .adapters.keras_hub import KerasHubModel, is_keras_hub_spec, load_keras_hub
     from .adapters.tf_model import TFModel
@@ -56,7 +60,7 @@ def load_model(model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: 
     if is_keras_hub_spec(model):
         return load_keras_hub(model)
     if isinstance(model, str):
-        return TFModel.load(model, allow_pickle=allow_pickle)
+        return TFModel.load(model, allow_pickle=allow_pickle, head=head_kind(head))
     return TFModel.wrap(model, tokenizer=tokenizer)
 
 
@@ -108,7 +112,24 @@ def wants_reload(reload: bool, *, separate_port: bool) -> bool:
 # ----------------------------------------------------------------------------- reference
 
 
-def reference_for(model: Any, pt: Any = None, *, allow_pickle: bool = False) -> Any:
+def head_kind(head: Any) -> Any:
+    """``head`` as a :class:`~tfparity.architectures.heads.Head` (None stays None); an
+    unknown kind is a usage error naming the kinds."""
+    from .architectures.heads import Head, parse_head
+
+    if head is None or isinstance(head, Head):
+        return head
+    if not isinstance(head, str):
+        raise TypeError(f"head must be a kind name or None, not {type(head).__name__}")
+    try:
+        return parse_head(head)
+    except ValueError as exc:
+        raise TfparityError(str(exc)) from None
+
+
+def reference_for(
+    model: Any, pt: Any = None, *, allow_pickle: bool = False, head: Any = None
+) -> Any:
     """The PyTorch reference for the TF model ``model`` (a MODEL spec or a loaded model):
     ``pt`` as given when it is an object, else loaded from the spec ``pt`` or, without
     one, from ``model``'s own spec (see the module's docstring)."""
@@ -126,7 +147,17 @@ def reference_for(model: Any, pt: Any = None, *, allow_pickle: bool = False) -> 
         )
     spec = pt if isinstance(pt, str) else spec_of(model)
     import_torch()  # a clear exit 2 when PyTorch is missing
-    return load_pt(spec, allow_pickle=allow_pickle)
+    # The reference is the TF model's own kind of class (its checkpoint's, or --head's).
+    kind = model_head(model) or head_kind(head)
+    return load_pt(spec, allow_pickle=allow_pickle, head=kind)
+
+
+def model_head(model: Any) -> Any:
+    """The kind of model class a loaded HF TF model is; None for a spec or a model of
+    another kind (a keras-hub backbone)."""
+    from .adapters.tf_model import TFModel
+
+    return model.head if isinstance(model, TFModel) else None
 
 
 def bound_to_reference(tf_model: Any, pt: Any) -> Any:

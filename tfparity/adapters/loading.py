@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..architectures import for_config
+from ..architectures.heads import (
+    UNSUPPORTED,
+    Head,
+    head_of_class,
+    head_of_config,
+    pt_class_candidates,
+)
 from ..errors import TfparityError
 from . import tiny
 from .runtime import import_tf, import_torch, import_transformers
@@ -49,6 +56,31 @@ def tf_model_class(config: Any) -> Any:
     return getattr(import_transformers(), name)
 
 
+def head_classes(config: Any, head: Head | None = None) -> tuple[Any, Any]:
+    """The TF and PyTorch classes of kind ``head`` for ``config`` (None: the kind that
+    ``config.architectures`` names, else the base model). transformers names each TF
+    class ``TF`` + its PyTorch twin, so the pair is found by name; a kind the family
+    lacks in TF, or that tfparity cannot run yet, is refused naming it."""
+    kind = head or head_of_config(getattr(config, "architectures", None))
+    tf_model_class(config)  # refuses families without TF classes first
+    if kind in UNSUPPORTED:
+        raise TfparityError(
+            f"tfparity cannot check {kind.value} heads yet: {UNSUPPORTED[kind]}. "
+            "Pass --head base to check the model's body."
+        )
+    t = import_transformers()
+    named = [n.removeprefix("TF") for n in getattr(config, "architectures", None) or ()]
+    candidates = [n for n in named if head_of_class(n) is kind]
+    candidates += pt_class_candidates(for_config(config).pt_class, kind)
+    for name in candidates:
+        if hasattr(t, "TF" + name) and hasattr(t, name):
+            return getattr(t, "TF" + name), getattr(t, name)
+    raise TfparityError(
+        f"transformers has no TensorFlow {kind.value} model for '{config.model_type}' "
+        f"(looked for {', '.join('TF' + n for n in dict.fromkeys(candidates))})."
+    )
+
+
 def tf_lm_head_class(config: Any) -> Any:
     """The TF class with a language-model head for ``config`` (masked LM, else causal)."""
     name = for_config(config).tf_head_class
@@ -75,27 +107,35 @@ def rebuilt_with_config(model: Any, changes: dict[str, Any]) -> Any:
     return TFModel(f"{model.name} (broken)", broken, model.tokenizer, config)
 
 
-def load_tf(spec: ModelSpec, *, allow_pickle: bool = False, head: bool = False) -> Loaded:
-    """Load and build the TF model that ``spec`` names (``head``: with its LM head)."""
+def load_tf(
+    spec: ModelSpec, *, allow_pickle: bool = False, head: Head | None = None, lm_head: bool = False
+) -> Loaded:
+    """Load and build the TF model that ``spec`` names: the class of kind ``head``
+    (None: the spec's own, else the one ``config.architectures`` names), or with
+    ``lm_head`` the family's language-model head."""
+    head = head or spec.head
     if spec.kind == "keras-hub":
         raise TfparityError(
             f"'{spec.text}' is a keras-hub (Keras 3) model, not a Hugging Face TF model; "
             "this command or API takes Hugging Face TF models only."
         )
     if spec.kind == "tiny":
-        return _load_tiny(spec.location, head=head)
+        return _load_tiny(spec.location, head=head or Head.BASE, lm_head=lm_head)
     directory = Path(spec.location) if spec.kind != "hub" else _hub_snapshot(spec.location)
-    return _load_dir(directory, allow_pickle=allow_pickle, head=head)
+    return _load_dir(directory, allow_pickle=allow_pickle, head=head, lm_head=lm_head)
 
 
-def _load_tiny(arch: str, head: bool = False) -> Loaded:
+def _load_tiny(arch: str, head: Head = Head.BASE, lm_head: bool = False) -> Loaded:
     config = tiny.tiny_config(arch)
-    model = (tf_lm_head_class if head else tf_model_class)(config).from_config(config)
+    cls = tf_lm_head_class(config) if lm_head else head_classes(config, head)[0]
+    model = cls.from_config(config)
     build(model)
-    tiny.seed_weights(model.weights, seed=f"tiny:{arch}")
-    if head:  # the body gets exactly tiny:<model_type>'s weights; only the head its own
+    own = "" if lm_head or head is Head.BASE else f"/{head.value}"
+    tiny.seed_weights(model.weights, seed=f"tiny:{arch}{own}")
+    if lm_head or head is not Head.BASE:
+        # the body gets exactly tiny:<model_type>'s weights; only the head its own
         _copy_matching(_load_tiny(arch).model, model)
-    return Loaded(model, tiny.tiny_tokenizer(), config, f"tiny:{arch} (seeded random weights)")
+    return Loaded(model, tiny.tiny_tokenizer(), config, f"tiny:{arch}{own} (seeded random weights)")
 
 
 def _copy_matching(source: Any, target: Any) -> None:
@@ -125,10 +165,12 @@ def _hub_snapshot(repo_id: str) -> Path:
         ) from exc
 
 
-def _load_dir(directory: Path, *, allow_pickle: bool, head: bool = False) -> Loaded:
+def _load_dir(
+    directory: Path, *, allow_pickle: bool, head: Head | None = None, lm_head: bool = False
+) -> Loaded:
     t = import_transformers()
     config = read_config(directory)
-    cls = tf_lm_head_class(config) if head else tf_model_class(config)
+    cls = tf_lm_head_class(config) if lm_head else head_classes(config, head)[0]
     files = {p.name for p in directory.iterdir()}
     if files & set(TF_WEIGHTS) or _is_tf_safetensors(directory, files):
         model, source, notes = _from_tf(cls, directory), f"TF weights in {directory}", []

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 
 from ..architectures import for_config
+from ..architectures.heads import Head
 from ..errors import TfparityError
 from ..inputs import Batch
 from ..trace import Trace
-from .loading import PT_PICKLE, PT_SAFETENSORS
+from .loading import PT_PICKLE, PT_SAFETENSORS, head_classes
 from .runtime import import_torch, import_transformers
 
 
@@ -43,7 +44,7 @@ class PTModel:
         """Build from ``tf_model.config`` and copy the TF weights in (TF -> PT)."""
         from transformers.modeling_tf_pytorch_utils import load_tf2_model_in_pytorch_model
 
-        model = _build(tf_model.config)
+        model = _twin_of(tf_model)
         _, info = load_tf2_model_in_pytorch_model(
             model, tf_model, allow_missing_keys=True, output_loading_info=True
         )
@@ -57,7 +58,12 @@ class PTModel:
 
     @classmethod
     def from_dir(
-        cls, directory: str | Path, *, allow_pickle: bool = False, label: str | None = None
+        cls,
+        directory: str | Path,
+        *,
+        allow_pickle: bool = False,
+        label: str | None = None,
+        head: Head | None = None,
     ) -> PTModel:
         """Load a PyTorch checkpoint directory (config.json + safetensors or pickle).
 
@@ -76,7 +82,7 @@ class PTModel:
                     "--allow-pickle to load it with torch.load(weights_only=True)."
                 )
         try:
-            model, info = _pt_class(config).from_pretrained(
+            model, info = head_classes(config, head)[1].from_pretrained(
                 str(directory),
                 config=config,
                 attn_implementation="eager",
@@ -144,10 +150,29 @@ class PTModel:
 
     def weights(self) -> dict[str, np.ndarray]:
         """Parameters as numpy by state-dict name (for weight-level hints; float32 ones for
-        a reduced-precision copy, since the TF weights stay float32 under a mixed policy)."""
+        a reduced-precision copy, since the TF weights stay float32 under a mixed policy).
+        A head model's body weights are named as in its base model (``encoder.layer.0``,
+        not ``bert.encoder.layer.0``), so one name serves both; its head's keep theirs."""
         from .taps import pt_module_weights
 
-        return pt_module_weights(self._master if self._master is not None else self.model)
+        model = self._master if self._master is not None else self.model
+        found = pt_module_weights(model)
+        if model.base_model is model:
+            return found
+        body = model.base_model_prefix + "."
+        return {k.removeprefix(body): v for k, v in found.items()}
+
+    def head_weight_names(self) -> list[str]:
+        """The head's parameters (``classifier.bias``), named as :meth:`weights` names
+        them, and the pooler's, which serves only heads; empty for a base model."""
+        model = self.model
+        body = model.base_model_prefix + "."
+        return [
+            name.removeprefix(body)
+            for name in model.state_dict()
+            if (model.base_model is not model and not name.startswith(body))
+            or "pooler" in name.split(".")
+        ]
 
     def torch_inputs(self, batch: Batch) -> dict[str, Any]:
         torch = import_torch()
@@ -195,6 +220,15 @@ def _pt_class(config: Any) -> Any:
     return getattr(import_transformers(), for_config(config).pt_class)
 
 
+def _twin_of(tf_model: Any) -> Any:
+    """A PyTorch model of ``tf_model``'s own class (``TFBertForSequenceClassification``
+    -> ``BertForSequenceClassification``), fresh weights, eager attention."""
+    twin = getattr(import_transformers(), type(tf_model).__name__.removeprefix("TF"), None)
+    if twin is None:
+        return _build(tf_model.config)
+    return twin._from_config(tf_model.config, attn_implementation="eager")
+
+
 def _build(config: Any) -> Any:
     """A PyTorch model with fresh weights for ``config`` (eager attention, as TF does)."""
     return _pt_class(config)._from_config(config, attn_implementation="eager")
@@ -226,7 +260,7 @@ def _missing_note(model: Any, missing: list[str]) -> list[str]:
     ]
 
 
-def load_pt(spec: str, *, allow_pickle: bool = False) -> PTModel:
+def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) -> PTModel:
     """The PyTorch reference for a MODEL spec, always loaded afresh from the spec.
 
     A checkpoint directory (``minilm``, a local or cached directory) is read directly;
@@ -250,10 +284,10 @@ def load_pt(spec: str, *, allow_pickle: bool = False) -> PTModel:
             from .tiny import tiny_torch_model
 
             return cls_from_model(tiny_torch_model(parsed.location), f"PyTorch {spec}")
-        return PTModel.from_tf(load_tf(parsed).model, name=f"PyTorch {spec}")
+        return PTModel.from_tf(load_tf(parsed, head=head).model, name=f"PyTorch {spec}")
     directory = Path(parsed.location) if parsed.kind != "hub" else _hub_snapshot(parsed.location)
     files = {p.name for p in directory.iterdir()}
     if not files & set(PT_SAFETENSORS + PT_PICKLE):
-        tf_weights = load_tf(parsed, allow_pickle=allow_pickle).model
+        tf_weights = load_tf(parsed, allow_pickle=allow_pickle, head=head).model
         return PTModel.from_tf(tf_weights, name=f"PyTorch from TF weights of {spec}")
-    return PTModel.from_dir(directory, allow_pickle=allow_pickle, label=spec)
+    return PTModel.from_dir(directory, allow_pickle=allow_pickle, label=spec, head=head)

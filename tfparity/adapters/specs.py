@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..architectures import tiny_types, torch_only_tiny_types
+from ..architectures.heads import Head, head_names
 from ..errors import TfparityError
 
 DEFAULT_MODEL = "minilm"
@@ -30,6 +31,7 @@ class ModelSpec:
     kind: Kind
     location: str  # a directory, a hub id, or a tiny architecture name
     inner: ModelSpec | None = None  # keras-hub: the checkpoint it converts (else None)
+    head: Head | None = None  # tiny:<model_type>/<head>: that task head, seeded
 
 
 def parse_spec(text: str) -> ModelSpec:
@@ -45,14 +47,19 @@ def parse_spec(text: str) -> ModelSpec:
     if text == "minilm":
         return ModelSpec(text, "minilm", str(minilm_dir()))
     if text.startswith("tiny:"):
-        arch = text.split(":", 1)[1]
+        arch, _, head = text.split(":", 1)[1].partition("/")
         known = tiny_types() + torch_only_tiny_types()
         if arch not in known:
             raise TfparityError(
                 f"Unknown tiny architecture '{arch}' in '{text}'. tiny:<model_type> takes a "
                 f"Hugging Face model_type; known: {', '.join('tiny:' + a for a in known)}."
             )
-        return ModelSpec(text, "tiny", arch)
+        if head and head not in head_names():
+            raise TfparityError(
+                f"Unknown head '{head}' in '{text}'. tiny:<model_type>/<head> takes one of "
+                f"{', '.join(head_names())}."
+            )
+        return ModelSpec(text, "tiny", arch, head=Head(head) if head else None)
     path = Path(text).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():

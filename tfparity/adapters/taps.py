@@ -151,7 +151,8 @@ def pt_taps(model: Any) -> Iterator[dict[str, np.ndarray]]:
             value = value.reshape(*leading[id(tap.unflatten)], *value.shape[1:])
         return value
 
-    for name, tap in family_of(model.config).pt_taps(model).items():
+    # the body of a head model (BertForSequenceClassification.bert); a base model: itself
+    for name, tap in family_of(model.config).pt_taps(model.base_model).items():
 
         def hook(_m, inputs, output, name=name, tap=tap):
             value = inputs if tap.side == "in" else output

@@ -20,6 +20,7 @@ from ..architectures import (
     Positions,
     for_config,
 )
+from ..architectures.heads import Head, head_of_class
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
 from .loading import Loaded, load_tf
@@ -39,11 +40,19 @@ class TFModel:
 
     @classmethod
     def load(
-        cls, spec: str = DEFAULT_MODEL, *, allow_pickle: bool = False, head: bool = False
+        cls,
+        spec: str = DEFAULT_MODEL,
+        *,
+        allow_pickle: bool = False,
+        head: Head | None = None,
+        lm_head: bool = False,
     ) -> TFModel:
-        """Load ``spec`` (docs/design.md: a directory, a cached hub id, minilm, tiny:<type>);
-        ``head=True`` loads the model class with its language-model head instead."""
-        loaded: Loaded = load_tf(parse_spec(spec), allow_pickle=allow_pickle, head=head)
+        """Load ``spec`` (docs/design.md: a directory, a cached hub id, minilm, tiny:<type>)
+        as the model class of kind ``head`` (None: the one its config names);
+        ``lm_head=True`` loads the class with the family's language-model head instead."""
+        loaded: Loaded = load_tf(
+            parse_spec(spec), allow_pickle=allow_pickle, head=head, lm_head=lm_head
+        )
         return cls(spec, loaded.model, loaded.tokenizer, loaded.config, loaded.source, loaded.notes)
 
     @classmethod
@@ -58,6 +67,11 @@ class TFModel:
     @property
     def model_type(self) -> str:
         return self.config.model_type
+
+    @property
+    def head(self) -> Head:
+        """The kind of model class this is (base, sequence classification, ...)."""
+        return head_of_class(type(self.model).__name__) or Head.BASE
 
     @property
     def architecture(self) -> Architecture:

@@ -11,7 +11,7 @@ evidence.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from ..adapters import taps
 from ..adapters.pt_model import PTModel
 from ..adapters.tf_model import TFModel
+from ..architectures.heads import Head
 from ..compare import (
     POOLED_OUTPUTS,
     Comparison,
@@ -35,6 +36,7 @@ from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
 from . import hints
+from .agreement import task_agreement
 from .embeds import ensure_finite
 
 
@@ -97,6 +99,13 @@ def crosscheck(
         runs = _run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
     components = _components(runs, masks, options.referee) if runs.tf_taps else []
     divergence = None if passed else localise(tf_model, pt_model, comparisons, components, runs)
+    agreement = task_agreement(
+        runs.tf,
+        runs.pt,
+        masks,
+        language_model=getattr(tf_model, "head", Head.BASE) in (Head.MASKED_LM, Head.CAUSAL_LM),
+        noise=_noise(comparisons, refereed),
+    )
     notes = list(tf_model.notes) + list(pt_model.notes)
     if tapped and not components:
         notes.append(
@@ -128,6 +137,7 @@ def crosscheck(
             "taps": _taps_state(tapped, components),
             **_execution_facts(tf_model),
             "layers": _layer_rows(comparisons, referees, components),
+            "agreement": [asdict(a) for a in agreement],
             "components": [_component_row(c) for c in components],
         },
     )
@@ -332,6 +342,15 @@ def _components(runs: _Runs, masks: list, referee: Referee) -> list[Component]:
     return found
 
 
+def _noise(comparisons: list[Comparison], refereed: dict[str, RefereeResult]) -> dict[str, float]:
+    """Per leaf, the per-element difference its judge allows: a few of the referee's
+    allowed RMSE, or the tolerance's atol (what a near-tie flip is measured against)."""
+    return {
+        c.name: 4.0 * refereed[c.name].allowed_rmse if c.name in refereed else c.atol
+        for c in comparisons
+    }
+
+
 # ----------------------------------------------------------------------------- localisation
 
 
@@ -390,6 +409,8 @@ def _hint(
 ) -> str:
     parts = hints.config_differences(tf_model.config, pt_model.config)
     scope = taps.weight_scope(pt_model.config, layer, component)
+    if layer == "head":  # the head's own weights, and the pooler that feeds it
+        scope = [(name, "") for name in _head_weight_names(pt_model)]
     pt_weights = pt_model.weights() if scope else {}
     tf_weights = tf_model.weights_for(pt_weights) if pt_weights else {}
     for prefix, contains in scope if pt_weights else []:
@@ -412,6 +433,12 @@ def _hint(
             "(attention scaling, mask constant, softmax, or a custom layer)."
         )
     return "; ".join(parts)
+
+
+def _head_weight_names(pt_model: PTModel) -> list[str]:
+    """The reference's head weights; none for a stored reference (no model)."""
+    names = getattr(pt_model, "head_weight_names", None)
+    return names() if names is not None else []
 
 
 def _with_weight_note(tf_model: TFModel, hint: str) -> str:

@@ -9,6 +9,7 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_execution_arguments,
+    add_head_argument,
     add_input_arguments,
     add_model_argument,
     add_output_arguments,
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "crosscheck keras-hub:<SPEC>`.",
     )
     add_model_argument(p)
+    add_head_argument(p)
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -62,7 +64,7 @@ def _run_check(args: argparse.Namespace) -> int:
     keras_hub = _keras_hub_only_embeds(args)
     _check_golden_arguments(args)
     frameworks_frozen(torch=not (args.no_pt or args.load_outputs) and torch_available())
-    model = load_model(args.model, allow_pickle=args.allow_pickle)
+    model = load_model(args.model, allow_pickle=args.allow_pickle, head=args.head)
     batches = make_batches(model, inputs)
     reports, shared = [], None
     for execution in (e.settle(len(batches)) for e in executions):  # a report per device

@@ -43,6 +43,19 @@ def add_model_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_head_argument(parser: argparse.ArgumentParser) -> None:
+    from ..architectures.heads import head_names
+
+    parser.add_argument(
+        "--head",
+        choices=head_names(),
+        metavar="KIND",
+        help="the model class to check on both sides: "
+        f"{', '.join(head_names())} (default: the one config.json's architectures names; "
+        "tiny:<model_type>/<KIND> for a seeded tiny head)",
+    )
+
+
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("inputs (default: a few built-in sentences)")
     group.add_argument("--text", action="append", metavar="TEXT", help="a text to run (repeatable)")

@@ -9,6 +9,7 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_execution_arguments,
+    add_head_argument,
     add_input_arguments,
     add_model_argument,
     add_output_arguments,
@@ -33,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "localised to a layer and component, with likely causes.",
     )
     add_model_argument(p)
+    add_head_argument(p)
     p.add_argument("--tf", metavar="TF_MODEL", help="the TF port to check (a MODEL spec)")
     p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (a MODEL spec)")
     p.add_argument(
@@ -85,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
             allow_pickle=args.allow_pickle,
             localise=args.localise,
             execution=execution,
+            head=args.head,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))
@@ -101,7 +104,7 @@ def _golden_passes(args: argparse.Namespace, execution) -> list:
     saved on the way (--save-outputs); the reload pass runs against it too."""
     from ..api import crosscheck, load_model, make_batches
 
-    tf_model = load_model(args.tf or args.model, allow_pickle=args.allow_pickle)
+    tf_model = load_model(args.tf or args.model, allow_pickle=args.allow_pickle, head=args.head)
     batches = make_batches(tf_model, input_options(args))
     separate = args.tf is not None  # a port checked as given: no reload pass
     return crosscheck(

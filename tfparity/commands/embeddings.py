@@ -53,7 +53,7 @@ def _run_embeddings(args: argparse.Namespace) -> int:
     if checkpoint_has_head(model, args.model):
         from ..adapters.tf_model import TFModel
 
-        model = TFModel.load(args.model, allow_pickle=args.allow_pickle, head=True)
+        model = TFModel.load(args.model, allow_pickle=args.allow_pickle, lm_head=True)
     batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))
     report = check_tying(model, batches, options)
     print(render_embeddings(report))

@@ -93,7 +93,8 @@ def layer_series(report: Report) -> LayerSeries | None:
     d = report.first_divergence
     label = ""
     if d is not None and d.hidden_state is not None:
-        label = f"first divergence: hidden_states[{d.hidden_state}] · layer {d.layer}"
+        state = "" if d.hidden_state is None else f"hidden_states[{d.hidden_state}] · "
+        label = f"first divergence: {state}layer {d.layer}"
         label += f" · {d.component}" if d.component else ""
     return LayerSeries(
         title=f"tfparity {report.check} · {report.model} — {'PASS' if report.passed else 'FAIL'}",

@@ -23,13 +23,19 @@ def render(report: Report, *, verbose: bool = False) -> str:
     if shown:
         lines.append("")
         lines.extend(_table(shown))
+    lines.extend(agreement_lines(report.details.get("agreement") or []))
     for note in report.notes:
         lines.append(f"note: {note}")
     if report.first_divergence is not None:
         d = report.first_divergence
         lines.append("")
         where = f" · component {d.component}" if d.component else " (sub-layers not tapped)"
-        lines.append(f"first divergence: hidden_states[{d.hidden_state}] · layer {d.layer}{where}")
+        if d.hidden_state is None:  # past the last layer: the pooler or the head
+            lines.append(f"first divergence: {d.layer} (past the last hidden state)")
+        else:
+            lines.append(
+                f"first divergence: hidden_states[{d.hidden_state}] · layer {d.layer}{where}"
+            )
         if d.hint:
             lines.append(f"hint: {d.hint}")
     failing = report.failures
@@ -136,3 +142,28 @@ def layer_table(rows: list[dict]) -> list[str]:
     widths = [max(len(x[i]) for x in [_LAYER_HEADER, *body]) for i in range(len(_LAYER_HEADER))]
     fmt = "  ".join(f"{{:>{w}}}" for w in widths)
     return [fmt.format(*_LAYER_HEADER), *(fmt.format(*r) for r in body)]
+
+
+def agreement_lines(agreement: list[dict]) -> list[str]:
+    """Task-level agreement (labels, spans, top-1) under the tables; each flip with both
+    margins, a near-tie said as one."""
+    lines = []
+    for a in agreement:
+        if a["measure"] == "top-5 overlap":
+            share = f"{a['agree'] / max(a['total'], 1):.1%} of the 5 top tokens shared"
+            lines.append(f"top-5 overlap ({a['output']}): {share}")
+            continue
+        lines.append(f"{a['measure']} agreement ({a['output']}): {a['agree']:g}/{a['total']}")
+        for f in a["flips"]:
+            kind = (
+                "a near-tie (both margins within the judge's noise)"
+                if f["near_tie"]
+                else ("not a near-tie")
+            )
+            lines.append(
+                f"  flip at {list(f['where'])}: TF {f['tf']}, PyTorch {f['pt']}; margins TF "
+                f"{f['tf_margin']:.3g}, PyTorch {f['pt_margin']:.3g}: {kind}"
+            )
+        if a["flip_count"] > len(a["flips"]):
+            lines.append(f"  ... {a['flip_count']} flips in all, {a['near_ties']} at near-ties")
+    return lines

@@ -414,7 +414,7 @@ def _load_head(tf_model: Any) -> tuple[Any, str | None]:
             f"{getattr(tf_model.config, 'architectures', None)}), so top-1 token agreement "
             "cannot be measured"
         )
-    head = find_head(TFModel.load(tf_model.name, head=True))
+    head = find_head(TFModel.load(tf_model.name, lm_head=True))
     if head is None or head.logits is None:
         return None, f"the LM head of {tf_model.name} cannot be applied to hidden states"
     return head.logits, None

@@ -1,0 +1,91 @@
+"""Task heads: which model class a checkpoint is, and what its head outputs mean.
+
+A fine-tuned checkpoint names its class in ``config.architectures``
+(``BertForSequenceClassification``); transformers names every TF class ``TF`` + the
+PyTorch name, and every head class the family's prefix + a suffix of its kind. So the
+kind, and both classes, follow from the names, without a table per family; a family
+whose names break the pattern says so in its module (``Architecture.head_classes``).
+
+Pure Python: no framework imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import Enum
+
+
+class Head(str, Enum):
+    """The kinds of model class tfparity runs on both sides (``--head KIND``)."""
+
+    BASE = "base"
+    SEQUENCE_CLASSIFICATION = "sequence-classification"
+    TOKEN_CLASSIFICATION = "token-classification"
+    QUESTION_ANSWERING = "question-answering"
+    MULTIPLE_CHOICE = "multiple-choice"
+    MASKED_LM = "masked-lm"
+    CAUSAL_LM = "causal-lm"
+    SEQ2SEQ_LM = "seq2seq-lm"
+
+
+# Class-name suffixes of each kind, most specific first ("LMHeadModel" ends in "Model").
+SUFFIXES: Mapping[Head, tuple[str, ...]] = {
+    Head.SEQUENCE_CLASSIFICATION: ("ForSequenceClassification",),
+    Head.TOKEN_CLASSIFICATION: ("ForTokenClassification",),
+    Head.QUESTION_ANSWERING: ("ForQuestionAnswering", "ForQuestionAnsweringSimple"),
+    Head.MULTIPLE_CHOICE: ("ForMultipleChoice",),
+    Head.MASKED_LM: ("ForMaskedLM",),
+    Head.CAUSAL_LM: ("ForCausalLM", "LMHeadModel"),
+    Head.SEQ2SEQ_LM: ("ForConditionalGeneration",),
+    Head.BASE: ("Model",),
+}
+
+# Kinds whose inputs or outputs tfparity's batches do not fit yet: refused by name.
+UNSUPPORTED: Mapping[Head, str] = {
+    Head.MULTIPLE_CHOICE: "its inputs are [batch, choices, seq], not tfparity's [batch, seq]",
+    Head.SEQ2SEQ_LM: "tfparity runs encoder-decoder models' encoders only",
+}
+
+# Outputs a head adds, by the task-level agreement they are judged by beside the numbers.
+LABEL_OUTPUTS = ("logits",)
+SPAN_OUTPUTS = ("start_logits", "end_logits")
+
+
+def head_names() -> list[str]:
+    return [h.value for h in Head]
+
+
+def parse_head(text: str) -> Head:
+    """``--head KIND``; a clear error naming the kinds."""
+    try:
+        return Head(text)
+    except ValueError:
+        raise ValueError(f"unknown head '{text}'; one of {', '.join(head_names())}") from None
+
+
+def head_of_class(class_name: str) -> Head | None:
+    """The kind of a transformers class name (TF or PyTorch); None for another name."""
+    name = class_name[2:] if class_name.startswith("TF") else class_name
+    for head, suffixes in SUFFIXES.items():
+        if any(name.endswith(s) and len(name) > len(s) for s in suffixes):
+            return head
+    return None
+
+
+def head_of_config(architectures: Sequence[str] | None) -> Head:
+    """The kind ``config.architectures`` names (its first entry); BASE when it names
+    none or a class of no known kind."""
+    for name in architectures or ():
+        head = head_of_class(name)
+        if head is not None:
+            return head
+    return Head.BASE
+
+
+def pt_class_candidates(pt_base_class: str, head: Head) -> list[str]:
+    """The PyTorch class names a family's head of kind ``head`` may have, from its base
+    class name (``BertModel`` -> ``BertForSequenceClassification``)."""
+    if head is Head.BASE:
+        return [pt_base_class]
+    prefix = pt_base_class.removesuffix("Model")
+    return [prefix + suffix for suffix in SUFFIXES[head]]
