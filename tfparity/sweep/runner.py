@@ -17,12 +17,22 @@ from typing import Any
 from .._version import __version__
 from ..compare import Tolerance
 from ..errors import TfparityError
-from . import results as res
 from .bucketing import Bucketer, PaddedBatch, bucket_lengths
 from .checks import CHECKS, BatchContext, SweepChecks
 from .corpus import DEFAULT_CORPUS, CorpusInfo, Item, Shard, check_shard, iter_items, scan
 from .encode import TooLong, encode
 from .progress import Progress
+from .results import (
+    MANIFEST,
+    RESULTS,
+    SUMMARY,
+    ResultsWriter,
+    differences,
+    iter_results,
+    read_done,
+    read_manifest,
+    write_json,
+)
 from .summary import WORST, summarise
 
 
@@ -121,11 +131,11 @@ def run_sweep(
             c: "not measured by the positions check" if c == "positions" else source.top1_note
             for c in checks
         }
-        res.write_json(out / res.MANIFEST, manifest)
-        done, already = res.read_done(out / res.RESULTS, info.items)
+        write_json(out / MANIFEST, manifest)
+        done, already = read_done(out / RESULTS, info.items)
         todo = options.shard.size(info.items) - already
         progress = Progress(total=todo, mode=options.progress)
-        writer = res.ResultsWriter.open(out / res.RESULTS)
+        writer = ResultsWriter.open(out / RESULTS)
         written, batches = 0, 0
         try:
             items = (i for i in iter_items(info, options.shard) if not done[i.index])
@@ -145,7 +155,7 @@ def run_sweep(
     finally:
         source.close()
     summary = summarise(
-        res.iter_results(out / res.RESULTS),
+        iter_results(out / RESULTS),
         manifest,
         expected_items=options.shard.size(info.items),
         worst=options.worst,
@@ -161,7 +171,7 @@ def run_sweep(
         "items_per_second": round(written / seconds, 2) if seconds > 0 else None,
         **facts,
     }
-    res.write_json(out / res.SUMMARY, summary)
+    write_json(out / SUMMARY, summary)
     return SweepResult(summary, out)
 
 
@@ -223,18 +233,18 @@ def _prepare_out(out: Path, manifest: dict, options: SweepOptions) -> None:
     if out.exists() and not out.is_dir():
         raise TfparityError(f"--out {out} exists and is not a directory.")
     out.mkdir(parents=True, exist_ok=True)
-    old = res.read_manifest(out)
-    results = out / res.RESULTS
+    old = read_manifest(out)
+    results = out / RESULTS
     has_results = results.exists() and results.stat().st_size > 0
     if options.overwrite:
-        for name in (res.RESULTS, res.SUMMARY, res.MANIFEST):
+        for name in (RESULTS, SUMMARY, MANIFEST):
             (out / name).unlink(missing_ok=True)
         return
     if old is None and has_results:
-        raise TfparityError(f"{out} holds {res.RESULTS} but no {res.MANIFEST}; not a sweep's.")
+        raise TfparityError(f"{out} holds {RESULTS} but no {MANIFEST}; not a sweep's.")
     if old is None:
         return
-    diff = res.differences(old, manifest)
+    diff = differences(old, manifest)
     if old.get("shard") != manifest["shard"]:
         diff.append(f"shard {old.get('shard')} vs {manifest['shard']}")
     if diff:
