@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 
@@ -58,3 +61,111 @@ def sweep_differences():
     """``sweep_differences(a, b)`` -> where two sweep summaries of the same items differ:
     every count, verdict and name exactly, floats to within KERNEL_FACTOR."""
     return lambda a, b: _differences(_stable_view(a), _stable_view(b), "summary")
+
+
+# ----------------------------------------------------------------- sweep engines for tests
+# Test seams, kept out of the production options: engines that stop or break a sweep on
+# cue, chosen like any engine, by the type of SweepOptions.engine (runner.ENGINES).
+
+
+@dataclass(frozen=True)
+class StopAfter:
+    """Engine options: the engine of ``inner`` (None: local), stopped once ``items``
+    items are written, without flushing the buckets (a simulated kill)."""
+
+    items: int
+    inner: Any = None
+
+
+@dataclass
+class StoppingEngine:
+    engine: Any  # a SweepEngine
+    items: int
+
+    @property
+    def top1_note(self) -> str | None:
+        return self.engine.top1_note
+
+    def records(self, items: Iterator) -> Iterator[list[dict]]:
+        written = 0
+        for records in self.engine.records(items):
+            yield records
+            written += len(records)
+            if written >= self.items:
+                return  # as a kill: the run stops here, what was written stays
+
+    def run_facts(self) -> dict:
+        return self.engine.run_facts()
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+@dataclass(frozen=True)
+class KillActorAfter:
+    """Engine options: the Ray engine of ``ray`` (a RayOptions, one batch per chunk),
+    one of whose busy actors is ``ray.kill``-ed once ``chunks`` chunks have come back."""
+
+    chunks: int
+    ray: Any
+
+
+@dataclass
+class ActorKillingEngine:
+    engine: Any  # a RayEngine
+    chunks: int
+
+    @property
+    def top1_note(self) -> str | None:
+        return self.engine.top1_note
+
+    def records(self, items: Iterator) -> Iterator[list[dict]]:
+        finished = 0
+        for records in self.engine.records(items):
+            yield records
+            if any("skipped" in r for r in records):
+                continue  # an item too long to run: no chunk
+            finished += 1  # one batch per chunk
+            if finished == self.chunks:
+                busy = self.engine.busy_actors()  # an actor with unfinished chunks
+                if busy:
+                    self.engine.ray.kill(busy[0], no_restart=True)
+
+    def run_facts(self) -> dict:
+        return self.engine.run_facts()
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+@pytest.fixture
+def stop_after(monkeypatch):
+    """``SweepOptions(engine=stop_after(n))``: a sweep killed once n items are written."""
+    from tfparity.sweep.runner import ENGINES
+
+    def start(model, checks, pt, options, execution):
+        inner = options.engine.inner
+        engine = ENGINES[type(inner)](model, checks, pt, replace(options, engine=inner), execution)
+        return StoppingEngine(engine, options.engine.items)
+
+    monkeypatch.setitem(ENGINES, StopAfter, start)
+    return StopAfter
+
+
+@pytest.fixture
+def kill_actor_after(monkeypatch):
+    """``SweepOptions(engine=kill_actor_after(n, RayOptions(...)))``: a Ray sweep that
+    loses one busy actor once n chunks have come back."""
+    from tfparity.sweep.engine import SweepEngine
+    from tfparity.sweep.ray_engine import RayEngine
+    from tfparity.sweep.runner import ENGINES
+
+    def start(model, checks, pt, options, execution):
+        assert options.engine.ray.chunk_batches == 1  # chunks are counted as batches
+        ray_options = replace(options, engine=options.engine.ray)
+        engine = RayEngine.start(model, checks, pt, ray_options, execution)
+        assert isinstance(engine, SweepEngine)
+        return ActorKillingEngine(engine, options.engine.chunks)
+
+    monkeypatch.setitem(ENGINES, KillActorAfter, start)
+    return KillActorAfter

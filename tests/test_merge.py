@@ -99,7 +99,7 @@ def test_merge_with_a_missing_shard_is_incomplete(runs, tmp_path):
     assert json.loads((tmp_path / "m" / "summary.json").read_text())["complete"] is False
 
 
-def test_merge_refuses_mixed_or_repeated_shards(runs, tmp_path, capsys, load_tf_model):
+def test_merge_refuses_mixed_or_repeated_shards(runs, tmp_path, capsys, load_tf_model, stop_after):
     root, full, shards = runs
     assert (
         main(["merge", str(shards[0].out), str(shards[0].out), "--out", str(tmp_path / "a")]) == 2
@@ -111,7 +111,7 @@ def test_merge_refuses_mixed_or_repeated_shards(runs, tmp_path, capsys, load_tf_
         load_tf_model("tiny:bert"),
         corpus,
         other,
-        SweepOptions(("embeds",), shard=Shard(1, 2), progress="none", max_items=1),
+        SweepOptions(("embeds",), shard=Shard(1, 2), progress="none", engine=stop_after(1)),
     )
     assert main(["merge", str(shards[0].out), str(other), "--out", str(tmp_path / "b")]) == 2
     assert "not a shard of the same sweep" in capsys.readouterr().err

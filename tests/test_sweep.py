@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -132,10 +133,12 @@ def test_bucketer_with_fixed_shapes_pads_last_batch_with_masked_dummy_rows(corpu
     assert last.attention_mask[1:].sum(axis=1).tolist() == [1, 1, 1]  # dummies: one token
 
 
-def test_resume_after_kill_and_torn_line(tiny, corpus, baseline, tmp_path, sweep_differences):
+def test_resume_after_kill_and_torn_line(
+    tiny, corpus, baseline, tmp_path, sweep_differences, stop_after
+):
     out = tmp_path / "resumed"
     options = SweepOptions(checks=CHECKS, batch_size=8, progress="none")
-    killed = run_sweep(tiny, corpus, out, SweepOptions(**{**options.__dict__, "max_items": 10}))
+    killed = run_sweep(tiny, corpus, out, replace(options, engine=stop_after(10)))
     first = lines(out / "results.jsonl")
     assert 10 <= len(first) < N_ITEMS and killed.summary["complete"] is False
     with open(out / "results.jsonl", "a", encoding="utf-8") as f:
@@ -349,3 +352,49 @@ def test_cli_pt_names_the_reference_and_is_part_of_the_run(corpus, tmp_path, cap
     assert "reference" in capsys.readouterr().err
     assert main([*base, "--out", str(tmp_path / "r"), "--pt", "tiny:roberta"]) == 2
     assert "roberta" in capsys.readouterr().err
+
+
+def test_both_engines_meet_the_sweep_engine_protocol(tiny, corpus):
+    """runner.ENGINES holds the local and the Ray engine; each has every member of the
+    SweepEngine protocol with its signature, and a started local engine answers each
+    (a started Ray engine: tests/test_sweep_ray.py's isinstance check and run)."""
+    import inspect
+
+    from tfparity.adapters.execution import ExecutionOptions
+    from tfparity.sweep.corpus import iter_items, scan
+    from tfparity.sweep.engine import EngineStart, SweepEngine
+    from tfparity.sweep.local import LocalEngine
+    from tfparity.sweep.ray_engine import RayEngine
+    from tfparity.sweep.runner import ENGINES
+
+    assert {start.__self__ for start in ENGINES.values()} == {LocalEngine, RayEngine}
+    members = [n for n in vars(SweepEngine) if not n.startswith("_")]
+    assert members == ["top1_note", "records", "run_facts", "close"]
+    start_signature = inspect.signature(EngineStart.__call__)
+    for cls in (LocalEngine, RayEngine):
+        note = getattr(cls, "top1_note", None)
+        if isinstance(note, property):
+            assert inspect.signature(note.fget).return_annotation == "str | None"
+        else:  # a dataclass field
+            assert cls.__annotations__["top1_note"] == "str | None"
+        for name in members[1:]:
+            wanted = inspect.signature(getattr(SweepEngine, name))
+            assert inspect.signature(getattr(cls, name)) == wanted, (cls, name)
+        assert list(inspect.signature(cls.start).parameters) == list(start_signature.parameters)[1:]
+
+    options = SweepOptions(checks=("embeds",), batch_size=4, progress="none")
+    engine = ENGINES[type(None)](tiny, ("embeds",), None, options, ExecutionOptions(graph=True))
+    assert isinstance(engine, SweepEngine) and isinstance(engine, LocalEngine)
+    assert engine.top1_note is None  # tiny:bert has its LM head
+    items = iter_items(scan(corpus), options.shard)
+    records = [r for batch in engine.records(items) for r in batch]
+    assert sorted(r["index"] for r in records) == list(range(N_ITEMS))
+    assert engine.run_facts()["traces"] >= 1
+    engine.close()
+
+
+def test_unknown_engine_options_exit_2(tiny, corpus, tmp_path):
+    options = SweepOptions(checks=("embeds",), progress="none", engine="ray")
+    with pytest.raises(TfparityError, match="SweepOptions.engine must be one of None, RayOptions"):
+        run_sweep(tiny, corpus, tmp_path / "o", options)
+    assert not (tmp_path / "o").exists()  # refused before anything is written or loaded

@@ -22,14 +22,16 @@ def corpus(tmp_path_factory):
     return path
 
 
-def test_ray_sweep_with_a_killed_worker_equals_the_serial_run(corpus, tmp_path, sweep_differences):
+def test_ray_sweep_with_a_killed_worker_equals_the_serial_run(
+    corpus, tmp_path, sweep_differences, kill_actor_after
+):
     pytest.importorskip("ray")
     from tfparity.sweep.ray_engine import RayOptions
 
     base = dict(checks=("embeds", "crosscheck"), batch_size=4, progress="none")
     serial = run_sweep("tiny:bert", corpus, tmp_path / "serial", SweepOptions(**base))
     # 2 local workers (1 CPU each); one is ray.kill-ed while it holds unfinished chunks.
-    engine = RayOptions(workers=2, kill_after=3)
+    engine = kill_actor_after(3, RayOptions(workers=2))
     ray_run = run_sweep("tiny:bert", corpus, tmp_path / "ray", SweepOptions(**base, engine=engine))
     assert sweep_differences(ray_run.summary, serial.summary) == []  # 1 thread vs all
     assert ray_run.summary["complete"] and ray_run.passed

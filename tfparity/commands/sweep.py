@@ -121,7 +121,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="CPUs each actor holds, and its TF/PyTorch thread count (default 1)",
     )
     add_execution_arguments(p, default="graph", one_device=True)
-    p.add_argument("--max-items", type=int, help=argparse.SUPPRESS)  # a simulated kill
     p.set_defaults(func=run)
 
 
@@ -164,7 +163,6 @@ def run(args: argparse.Namespace) -> int:
         truncate=args.truncate,
         seed=args.seed,
         progress=args.progress,
-        max_items=args.max_items,
         worst=args.worst,
         execution=execution,
         referee=args.referee,

@@ -3,7 +3,8 @@ compiled batches, streamed to ``results.jsonl``, with sharding, resume and merge
 
 from .corpus import DEFAULT_CORPUS, Shard, parse_shard
 from .merge import merge_dirs
-from .runner import SweepOptions, SweepResult, run_sweep
+from .options import SweepOptions
+from .runner import SweepResult, run_sweep
 from .summary import summarise
 
 __all__ = [

@@ -7,8 +7,17 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..errors import TfparityError
-from . import results as res
 from .corpus import parse_shard
+from .results import (
+    MANIFEST,
+    RESULTS,
+    SUMMARY,
+    ResultsWriter,
+    differences,
+    iter_results,
+    read_manifest,
+    write_json,
+)
 from .summary import WORST, summarise
 
 
@@ -24,7 +33,7 @@ def merge_dirs(dirs: Sequence[str | Path], out: str | Path, *, worst: int = WORS
     manifests = [_manifest(d) for d in dirs]
     first = manifests[0]
     for d, m in zip(dirs[1:], manifests[1:], strict=True):
-        diff = res.differences(first, m)
+        diff = differences(first, m)
         if diff:
             raise TfparityError(
                 f"{d} is not a shard of the same sweep as {dirs[0]}: {'; '.join(diff)}."
@@ -43,29 +52,27 @@ def merge_dirs(dirs: Sequence[str | Path], out: str | Path, *, worst: int = WORS
         raise TfparityError(f"--out {out} exists and is not a directory.")
     total = first["corpus"]["items"]
     if not isinstance(total, int) or total < 1:
-        raise TfparityError(f"{dirs[0]}/{res.MANIFEST} has no valid corpus item count.")
+        raise TfparityError(f"{dirs[0]}/{MANIFEST} has no valid corpus item count.")
     seen = bytearray(total)
     for d, shard in zip(dirs, shards, strict=True):  # all of it before anything is written
-        _validate(d / res.RESULTS, shard, seen)
+        _validate(d / RESULTS, shard, seen)
     out.mkdir(parents=True, exist_ok=True)
-    if (out / res.RESULTS).exists() and (out / res.RESULTS).stat().st_size:
-        raise TfparityError(f"{out} already holds {res.RESULTS}; choose an empty --out.")
+    if (out / RESULTS).exists() and (out / RESULTS).stat().st_size:
+        raise TfparityError(f"{out} already holds {RESULTS}; choose an empty --out.")
     n = shards[0].n
     expected = sum(s.size(total) for s in shards)
     manifest = {
         **first,
         "shard": "merged " + ",".join(str(s) for s in sorted(shards, key=lambda s: s.k)),
     }
-    res.write_json(out / res.MANIFEST, manifest)
-    writer = res.ResultsWriter.open(out / res.RESULTS)
+    write_json(out / MANIFEST, manifest)
+    writer = ResultsWriter.open(out / RESULTS)
     try:
         for line in _lines(dirs):
             writer.write(line)
     finally:
         writer.close()
-    summary = summarise(
-        res.iter_results(out / res.RESULTS), manifest, expected_items=total, worst=worst
-    )
+    summary = summarise(iter_results(out / RESULTS), manifest, expected_items=total, worst=worst)
     summary["run"] = {
         "merged_from": [str(d) for d in dirs],
         "shards": [str(s) for s in shards],
@@ -74,16 +81,16 @@ def merge_dirs(dirs: Sequence[str | Path], out: str | Path, *, worst: int = WORS
         "seconds": round(sum(_run_field(d, "seconds") for d in dirs), 3),
         "traces": int(sum(_run_field(d, "traces") for d in dirs)),
     }
-    res.write_json(out / res.SUMMARY, summary)
+    write_json(out / SUMMARY, summary)
     return summary
 
 
 def _manifest(d: Path) -> dict:
     if not d.is_dir():
         raise TfparityError(f"{d} is not a directory.")
-    m = res.read_manifest(d)
-    if m is None or not (d / res.RESULTS).exists():
-        raise TfparityError(f"{d} is not a sweep output (no {res.MANIFEST} and {res.RESULTS}).")
+    m = read_manifest(d)
+    if m is None or not (d / RESULTS).exists():
+        raise TfparityError(f"{d} is not a sweep output (no {MANIFEST} and {RESULTS}).")
     return m
 
 
@@ -128,13 +135,13 @@ def _validate(path: Path, shard, seen: bytearray) -> None:
 
 def _lines(dirs: list[Path]) -> Iterator[dict]:
     for d in dirs:
-        yield from res.iter_results(d / res.RESULTS)
+        yield from iter_results(d / RESULTS)
 
 
 def _run_field(d: Path, key: str) -> float:
     import json
 
-    path = d / res.SUMMARY
+    path = d / SUMMARY
     if not path.exists():
         return 0.0
     try:

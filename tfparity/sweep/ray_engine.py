@@ -2,7 +2,7 @@
 
 One Ray actor per worker loads the model once (TF, PyTorch, LM head), exactly as a
 single-process sweep does. The driver reads and tokenizes the corpus and buckets it
-with the same code as a single process (:func:`~tfparity.sweep.runner.padded_stream`),
+with the same code as a single process (:func:`~tfparity.sweep.setup.padded_stream`),
 so every worker gets the same batches a serial run would make, and deals
 them out a chunk at a time: each actor holds at most ``in_flight`` chunks, and a new
 one goes to whichever actor finishes first (dynamic balancing, not a fixed modulo).
@@ -26,11 +26,14 @@ import gc
 import os
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import TfparityError
+from .corpus import Item
+from .options import SweepOptions
+from .setup import Encoding, SweepSetup, padded_stream
 
 RAY_EXTRA = "pip install 'tfparity[ray]'"
 
@@ -40,8 +43,7 @@ class RayOptions:
     """Where and how wide to run: ``address`` of a running cluster (None: start a local
     one), ``workers`` actors, each holding ``gpus_per_worker`` GPUs and
     ``cpus_per_worker`` CPUs (also its TF/PyTorch thread count). ``chunk_batches``
-    batches per task, ``in_flight`` tasks queued per actor. ``kill_after``: for tests,
-    ``ray.kill`` one busy actor after that many chunks have come back."""
+    batches per task, ``in_flight`` tasks queued per actor."""
 
     address: str | None = None
     workers: int = 2
@@ -49,7 +51,6 @@ class RayOptions:
     cpus_per_worker: int = 1
     chunk_batches: int = 1
     in_flight: int = 2
-    kill_after: int | None = None
 
     def check(self) -> None:
         if self.workers < 1:
@@ -111,19 +112,19 @@ class _Worker:
 
     def __init__(self, threads: int) -> None:
         _limit_threads(threads)
-        self.setup: Any = None
+        self.setup: Any = None  # a SweepSetup, once loaded
 
-    def load(self, model: str, checks: tuple, pt: Any, options: Any, execution: Any) -> Any:
-        from .runner import _Setup
-
-        self.setup = _Setup.load(model, checks, pt, options, execution)
+    def load(
+        self, model: str, checks: tuple, pt: Any, options: SweepOptions, execution: Any
+    ) -> tuple[Encoding, str | None]:
+        self.setup = SweepSetup.load(model, checks, pt, options, execution)
         # This process is the actor's alone and keeps what it loaded to its end: frozen,
         # those ~700K objects are not rescanned by each full collection (0.4 s apiece).
         gc.freeze()
         return self.setup.encoding(), self.setup.top1_note
 
     def run(self, chunk: list) -> list[list[dict]]:
-        return [self.setup._run(padded) for padded in chunk]
+        return [self.setup.run_batch(padded) for padded in chunk]
 
     def facts(self) -> dict:
         return self.setup.run_facts()
@@ -134,19 +135,24 @@ class _Worker:
 
 @dataclass
 class RayEngine:
-    """The driver's side: actors, the queue of chunks, the records as they come back."""
+    """The driver's side: actors, the queue of chunks, the records as they come back.
+    A :class:`~tfparity.sweep.engine.SweepEngine`."""
 
     ray: Any
     actors: list
-    options: Any  # SweepOptions
-    encoding: Any
+    options: SweepOptions
+    encoding: Encoding
     top1_note: str | None
     started_ray: bool
     retried_chunks: int = 0
     lost_actors: int = 0
+    # The chunks dealt and not yet back: task ref -> (actor, chunk).
+    pending: dict[Any, tuple[Any, list]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def start(cls, model: Any, checks: tuple, pt: Any, options: Any, execution: Any) -> RayEngine:
+    def start(
+        cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
+    ) -> RayEngine:
         ray_options: RayOptions = options.engine
         ray_options.check()
         if not isinstance(model, str) or not (pt is None or isinstance(pt, str)):
@@ -182,16 +188,14 @@ class RayEngine:
         encoding, note = loaded[0]
         return cls(ray, actors, options, encoding, note, started)
 
-    def records(self, items: Iterator[Any]) -> Iterator[list[dict]]:
+    def records(self, items: Iterator[Item]) -> Iterator[list[dict]]:
         """Records per finished batch (or per item too long to run), as chunks return."""
-        from .runner import padded_stream
-
         ray, opts = self.ray, self.options.engine
         queue: deque[list] = deque()
-        pending: dict[Any, tuple[Any, list]] = {}
+        pending = self.pending
         load = {id(a): 0 for a in self.actors}
         stream = padded_stream(self.encoding, items, self.options)
-        exhausted, finished = False, 0
+        exhausted = False
         chunk: list = []
         while True:
             # Fill the queue up to what the actors can take, reading the corpus lazily.
@@ -227,11 +231,10 @@ class RayEngine:
             except Exception as exc:
                 raise _cause(ray, exc) from None
             yield from results
-            finished += 1
-            if opts.kill_after is not None and finished == opts.kill_after:
-                busy = [a for a, _ in pending.values()]
-                if busy:
-                    ray.kill(busy[0], no_restart=True)
+
+    def busy_actors(self) -> list:
+        """The actors holding chunks not yet back, the one dealt the oldest first."""
+        return list(dict.fromkeys(actor for actor, _ in self.pending.values()))
 
     def _lose(self, actor: Any, work: list, pending: dict, queue: deque, load: dict) -> None:
         """An actor died: its chunks (this one and any queued on it) go back first."""

@@ -1,0 +1,182 @@
+"""What a sweep loads once per process that runs batches, shared by the engines: the
+local one (:mod:`~tfparity.sweep.local`, in the driver's process) and the Ray one
+(:mod:`~tfparity.sweep.ray_engine`, in each actor). Also the tokenizing and bucketing
+of the corpus (:func:`padded_stream`), which a Ray driver runs without a model, so every
+worker gets the batches a single process would make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .bucketing import Bucketer, PaddedBatch, bucket_lengths
+from .checks import BatchContext, SweepChecks
+from .corpus import Item
+from .encode import TooLong, encode
+from .options import SweepOptions
+
+
+@dataclass
+class SweepSetup:
+    """Everything loaded once per process: the TF model and its runner (compiled once
+    per path; per bucket shape under XLA), one PyTorch model (and its float64 copy),
+    the LM head, the bucketer settings."""
+
+    tf_model: Any
+    runner_model: Any  # adapters.execution.ExecutedModel
+    checks: tuple[str, ...]
+    runner: SweepChecks
+    limit: int | None
+    options: SweepOptions
+    top1_note: str | None = None
+    _padding_side: str = field(default="right")
+
+    @classmethod
+    def load(
+        cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
+    ) -> SweepSetup:
+        from ..orchestration import bound_to_reference, executed, load_model, reference_for
+        from ..validation import same_architecture
+
+        tf_model = bound_to_reference(load_model(model), pt)  # a keras-hub preset: --pt's
+        pt_model = None
+        if "crosscheck" in checks:
+            pt_model = reference_for(model, pt).in_precision(execution.precision)
+            same_architecture(tf_model, pt_model)  # as the cross-check refuses it: exit 2
+        head, note = _load_head(tf_model)
+        runner_model = executed(tf_model, execution)
+        runner = SweepChecks(
+            runner_model,
+            tf_model,
+            pt_model,
+            head,
+            tolerance=options.tolerance,
+            seed=options.seed,
+            referee_mode=options.referee,
+        )
+        side = options.padding_side or getattr(tf_model.tokenizer, "padding_side", "right")
+        return cls(tf_model, runner_model, checks, runner, _limit(tf_model), options, note, side)
+
+    def encoding(self) -> Encoding:
+        """What the driver needs to tokenize and bucket items as this process does."""
+        return Encoding(
+            tokenizer=self.tf_model.tokenizer,
+            limit=self.limit,
+            pad_id=self.tf_model.pad_token_id or 0,
+            padding_side=self._padding_side,
+            with_types=bool(getattr(self.tf_model.config, "type_vocab_size", 0)),
+            # XLA compiles once per input shape: give it a few fixed bucket shapes.
+            fixed_shapes=self.runner_model.execution.xla,
+        )
+
+    def run_facts(self) -> dict:
+        """The run facts of summary.json's ``run`` that this process knows."""
+        return {
+            "traces": self.runner_model.traces,
+            "traces_by_path": self.runner_model.traces_by_path(),
+            **self.runner_model.execution.describe(),
+            "buckets": bucket_lengths(self.limit),
+            "referee": self.runner.referee_stats(),
+        }
+
+    def run_batch(self, padded: PaddedBatch) -> list[dict]:
+        """The result records of one padded batch, one per real row, in its order."""
+        ctx = BatchContext(padded, self.runner_model.run(_without_positions(padded.batch)))
+        per_check = {name: self.runner.run(name, ctx) for name in self.checks}
+        records = []
+        for r, item in enumerate(padded.items):
+            results = {name: per_check[name][r] for name in self.checks}
+            records.append(
+                {
+                    "index": item.index,
+                    "id": item.id,
+                    "text": item.text,
+                    "tokens": int(padded.batch.attention_mask[r].sum()),
+                    "bucket": padded.bucket,
+                    "passed": all(x.passed is not False for x in results.values()),
+                    "checks": {name: x.to_dict() for name, x in results.items()},
+                }
+            )
+        return records
+
+
+@dataclass
+class Encoding:
+    """The tokenizer and bucketing settings of a loaded model (picklable, for a driver
+    that deals batches to workers)."""
+
+    tokenizer: Any
+    limit: int | None
+    pad_id: int
+    padding_side: str
+    with_types: bool
+    fixed_shapes: bool = False
+
+
+def padded_stream(
+    enc: Encoding, items: Iterator[Item], options: SweepOptions
+) -> Iterator[PaddedBatch | list[dict]]:
+    """Items -> bucketed batches (full ones as they fill, then the rest), with the
+    records of items too long to run, in the order a single process makes them."""
+    bucketer = Bucketer(
+        options.batch_size,
+        enc.limit,
+        enc.pad_id,
+        enc.padding_side,
+        with_types=enc.with_types,
+        fixed_shapes=enc.fixed_shapes,
+    )
+    for e in encode(enc.tokenizer, items, limit=enc.limit, truncate=options.truncate):
+        if isinstance(e, TooLong):
+            yield [_skipped_record(e)]
+            continue
+        yield from bucketer.add(e)
+    yield from bucketer.flush()
+
+
+def _skipped_record(e: TooLong) -> dict:
+    return {
+        "index": e.item.index,
+        "id": e.item.id,
+        "text": e.item.text,
+        "tokens": e.tokens,
+        "passed": None,
+        "skipped": e.reason,
+        "checks": {},
+    }
+
+
+def _limit(tf_model: Any) -> int | None:
+    tok_max = getattr(tf_model.tokenizer, "model_max_length", None)
+    found = [n for n in (tf_model.limits.max_positions, tok_max) if n and 0 < n < 10**6]
+    return min(found) if found else None
+
+
+def _without_positions(batch: Any) -> Any:
+    return batch if batch.position_ids is None else replace(batch, position_ids=None)
+
+
+def _load_head(tf_model: Any) -> tuple[Any, str | None]:
+    """The LM head as a function ``hidden -> logits`` and, without one, why."""
+    from ..adapters.lm_head import checkpoint_has_head, find_head
+    from ..adapters.tf_model import TFModel
+
+    headless = getattr(tf_model, "headless_reason", None)  # a keras-hub backbone
+    if headless:
+        return None, headless
+    try:
+        has = checkpoint_has_head(tf_model, tf_model.name)
+    except Exception:  # a model held in memory with an unusual config
+        has = False
+    if not has:
+        return None, (
+            f"{tf_model.name} has no LM head in its checkpoint (config.architectures "
+            f"{getattr(tf_model.config, 'architectures', None)}), so top-1 token agreement "
+            "cannot be measured"
+        )
+    head = find_head(TFModel.load(tf_model.name, lm_head=True))
+    if head is None or head.logits is None:
+        return None, f"the LM head of {tf_model.name} cannot be applied to hidden states"
+    return head.logits, None
