@@ -6,6 +6,7 @@ fake classes, so these tests run anywhere numpy does.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 
@@ -26,7 +27,7 @@ from tfparity.compare import (
     valid_positions,
 )
 
-# Any numpy warning (overflow, invalid value, ...) inside compare.py is a bug here.
+# Any numpy warning (overflow, invalid value, ...) inside tfparity.compare is a bug here.
 pytestmark = pytest.mark.filterwarnings("error")
 
 F64_TOL = Tolerance(atol=1e-7, rtol=1e-7)
@@ -885,6 +886,21 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 
 from tfparity.compare import Tolerance as _Tol  # noqa: E402
 from tfparity.compare import compare_arrays as _compare  # noqa: E402
+from tfparity.compare import referee as _referee_module  # noqa: E402
+from tfparity.compare import stats as _stats  # noqa: E402
+from tfparity.compare.masks import Layout  # noqa: E402
+
+
+@contextlib.contextmanager
+def _blocks(size: int):
+    """Blocks of ``size`` elements in the fast path and the referee's sums."""
+    saved = _stats.BLOCK
+    _stats.BLOCK = _referee_module.BLOCK = size
+    try:
+        yield
+    finally:
+        _stats.BLOCK = _referee_module.BLOCK = saved
+
 
 _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _FLOAT_DTYPES = st.sampled_from([np.float16, np.float32, np.float64])
@@ -1004,11 +1020,9 @@ def test_property_the_finite_fast_path_equals_the_general_path(data, atol, rtol)
 
 
 def _assert_fast_equals_general(a_list, b_list, masks, tol):
-    from tfparity.compare import _fused_stats, _gather_valid, _general_stats, _Layout
-
-    layout = _Layout.of(a_list, masks)
-    general = _general_stats(_gather_valid(a_list, b_list, layout), tol)
-    stats = _fused_stats(a_list, b_list, layout, tol)
+    layout = Layout.of(a_list, masks)
+    general = _stats._general_stats(_stats._gather_valid(a_list, b_list, layout), tol)
+    stats = _stats._fused_stats(a_list, b_list, layout, tol)
     assert stats is not None
     cosine, expected_cosine = stats.pop("cosine"), general.pop("cosine")
     assert stats == general
@@ -1023,8 +1037,6 @@ def _assert_fast_equals_general(a_list, b_list, masks, tol):
 def test_property_the_fast_path_over_batches_equals_the_general_path(data, n, block):
     """Several batches of different lengths, padded: offsets and the first worst index
     carry across batches as across blocks."""
-    import tfparity.compare as compare
-
     width = data.draw(st.integers(1, 3))
     a_list, b_list, masks = [], [], []
     for _ in range(n):
@@ -1033,11 +1045,8 @@ def test_property_the_fast_path_over_batches_equals_the_general_path(data, n, bl
         a_list.append(data.draw(hnp.arrays(np.float32, shape, elements=elements)))
         b_list.append(data.draw(hnp.arrays(np.float32, shape, elements=elements)))
         masks.append(data.draw(_mask_for(shape)))
-    saved, compare._BLOCK = compare._BLOCK, block
-    try:
+    with _blocks(block):
         _assert_fast_equals_general(a_list, b_list, masks, _Tol(atol=1e-3, rtol=1e-3))
-    finally:
-        compare._BLOCK = saved
 
 
 @pytest.mark.parametrize("block", [1, 2, 9])
@@ -1045,28 +1054,21 @@ def test_the_fast_path_counts_mismatches_at_the_tolerance_edge(block):
     """Blocks whose largest |a - b| - rtol|b| is under atol skip the mismatch count;
     at and just above that edge they count, as the general path does. atol 0.5 and
     rtol 0.25 with |b| = 2 put the bound at exactly 1.0."""
-    import tfparity.compare as compare
-
     b = np.full(6, 2.0)
     a = np.array([3.0, np.nextafter(3.0, 4.0), 3.5, 2.25, 1.0, 2.0])  # |a - b| <= 1.5
     tol = _Tol(atol=0.5, rtol=0.25)
-    saved, compare._BLOCK = compare._BLOCK, block
-    try:
+    with _blocks(block):
         _assert_fast_equals_general([a], [b], [None], tol)
-        stats = compare._fused_stats([a], [b], compare._Layout.of([a], [None]), tol)
-    finally:
-        compare._BLOCK = saved
+        stats = _stats._fused_stats([a], [b], Layout.of([a], [None]), tol)
     assert stats["mismatched"] == 2 and stats["required_atol"] == 1.0
 
 
 def test_the_fast_path_declines_non_finite_differences_for_the_general_path():
-    from tfparity.compare import _fused_stats, _Layout
-
     a = np.ones((2, 3), np.float32)
     for bad in (np.nan, np.inf):
         b = a.copy()
         b[1, 2] = bad
-        assert _fused_stats([a], [b], _Layout.of([a], [None]), _Tol(atol=0, rtol=0)) is None
+        assert _stats._fused_stats([a], [b], Layout.of([a], [None]), _Tol(atol=0, rtol=0)) is None
         c = compare_arrays(a, b)
         assert not c.passed and c.nonfinite_expected == 1 and c.problem
 
@@ -1080,15 +1082,10 @@ def test_the_fast_path_declines_non_finite_differences_for_the_general_path():
 )
 def test_property_the_fast_path_in_small_blocks_equals_the_general_path(data, block, atol, rtol):
     """Block maxima, counts and the first argmax combine exactly across block edges."""
-    import tfparity.compare as compare
-
     a, b = data.draw(_pair())
     mask = data.draw(_mask_for(a.shape))
-    saved, compare._BLOCK = compare._BLOCK, block
-    try:
+    with _blocks(block):
         _assert_fast_equals_general([a], [b], [mask], _Tol(atol=atol, rtol=rtol))
-    finally:
-        compare._BLOCK = saved
 
 
 @_SETTINGS
@@ -1097,15 +1094,11 @@ def test_property_the_fast_path_in_small_blocks_equals_the_general_path(data, bl
     block=st.integers(1, 9),
 )
 def test_property_rmse_in_blocks_is_the_plain_formula(pair, block):
-    import tfparity.compare as compare
     from tfparity.compare import rmse
 
     a, b = (np.asarray(x, np.float64) for x in pair)
-    saved, compare._BLOCK = compare._BLOCK, block
-    try:
+    with _blocks(block):
         got = rmse(a, b)
-    finally:
-        compare._BLOCK = saved
     expected = float(np.sqrt(np.mean((a - b) ** 2))) if a.size else 0.0
     assert got == pytest.approx(expected, rel=1e-12, abs=1e-300)
 
@@ -1124,8 +1117,7 @@ def test_padding_is_left_out_and_its_largest_finite_difference_reported():
 @_SETTINGS
 @given(hnp.arrays(np.float64, st.integers(1, 300), elements=st.floats(0, 1e3)))
 def test_property_median_and_p99_are_numpys_percentiles(d):
-    from tfparity.compare import _median_p99
-
+    _median_p99 = _stats._median_p99
     assert _median_p99(d) == tuple(float(x) for x in np.percentile(d, [50, 99]))
     scratch = np.empty_like(d)
     before = d.copy()
@@ -1148,8 +1140,7 @@ def test_all_finite_is_exact_where_a_sum_overflows_or_a_part_is_infinite():
 def test_property_referee_sums_batch_by_batch_are_the_plain_formula(data, n, block):
     """RefereeSums adds each batch's float64 run as it arrives (in blocks); the RMSEs
     equal the plain formula on the gathered valid elements, up to rounding."""
-    import tfparity.compare as compare
-    from tfparity.compare import RefereeSums
+    from tfparity.compare import Referee, RefereeSums
 
     a_list, r_list, t_list, masks = [], [], [], []
     for _ in range(n):
@@ -1161,13 +1152,10 @@ def test_property_referee_sums_batch_by_batch_are_the_plain_formula(data, n, blo
         r_list.append((t + noise[1] * np.cos(5 * t)).astype(np.float32))
         masks.append(data.draw(_mask_for(shape)))
     sums = RefereeSums()
-    saved, compare._BLOCK = compare._BLOCK, block
-    try:
+    with _blocks(block):
         for a, r, t, m in zip(a_list, r_list, t_list, masks, strict=True):
             sums.add(a, r, t, m)
-    finally:
-        compare._BLOCK = saved
-    got = sums.result("x", compare.Referee())
+    got = sums.result("x", Referee())
     keep = [
         np.ones(t.shape, bool)
         if m is None

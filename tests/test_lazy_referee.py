@@ -9,13 +9,14 @@ import pytest
 
 from tfparity.adapters.tf_model import TFModel
 from tfparity.architectures import lookup, tiny_types
-from tfparity.compare import LazyReferee, Referee, row_rms
+from tfparity.compare import Referee, row_rms
 from tfparity.orchestration import reference_for
 from tfparity.sweep import DEFAULT_CORPUS
 from tfparity.sweep.bucketing import Bucketer
 from tfparity.sweep.checks import BatchContext, SweepChecks
 from tfparity.sweep.corpus import iter_items, scan
 from tfparity.sweep.encode import encode
+from tfparity.sweep.lazy_referee import LazyReferee
 from tfparity.testing import catalogue_for
 
 # Rerun by CI under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0) too.

@@ -332,8 +332,7 @@ def test_property_batched_row_verdicts_equal_compare_arrays_row_by_row(data, sha
     tol = Tolerance(atol=atol, rtol=rtol, equal_nan=data.draw(st.booleans()))
     rows = leaf_rows(a, b, mask, "x", tol)
     for r in range(shape[0]):
-        leaf_mask = mask[r : r + 1] if a.ndim >= 3 else None
-        c = compare_arrays(a[r : r + 1], b[r : r + 1], mask=leaf_mask, tolerance=tol)
+        c = compare_arrays(a[r : r + 1], b[r : r + 1], mask=mask[r : r + 1], tolerance=tol)
         assert bool(rows.passed[r]) == c.passed
         assert float(rows.max_abs_diff[r]) == c.max_abs_diff
 

@@ -21,7 +21,6 @@ from ..adapters.pt_model import PTModel
 from ..adapters.tf_model import TFModel
 from ..architectures.heads import Head
 from ..compare import (
-    POOLED_OUTPUTS,
     Comparison,
     Referee,
     RefereeResult,
@@ -29,6 +28,7 @@ from ..compare import (
     Tolerance,
     compare_batches,
     compare_output_batches,
+    is_pooled,
     referee_batches,
 )
 from ..inputs import Batch
@@ -189,7 +189,7 @@ def _add_truth(runs: _Runs, i: int, truth: Trace, mask: Any) -> None:
             continue
         t = truth[name]
         sums = runs.referee.setdefault(name, RefereeSums())
-        sums.add(runs.tf[i][name], runs.pt[i][name], t, None if name in POOLED_OUTPUTS else mask)
+        sums.add(runs.tf[i][name], runs.pt[i][name], t, mask, name=name)
         # After batch 0 only the leaves still twins can stay so: the rest are not compared.
         still = None if i == 0 else runs.twins.get(name, set())
         runs.twins[name] = {
@@ -270,6 +270,7 @@ def _repeat_of(leaf: _Compared, done: list[_Compared], twins: set[str]) -> _Comp
         if (
             d.name in twins
             and d.kwargs.get("masks") is leaf.kwargs.get("masks")
+            and is_pooled(d.name) == is_pooled(leaf.name)  # the masks apply alike
             and {k: v for k, v in d.kwargs.items() if k != "masks"} == options
             and _equal(leaf.expected, d.expected)
             and _equal(leaf.actual, d.actual)

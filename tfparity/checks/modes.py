@@ -152,7 +152,7 @@ def reference_magnitudes(reference: Sequence[Trace], masks: Sequence[Any]) -> di
         peak = 0.0
         for trace, mask in zip(reference, masks, strict=True):
             array = np.asarray(trace[name], dtype=np.float64)
-            keep = valid_positions(array.shape, mask)
+            keep = valid_positions(array.shape, mask, name)
             values = array[keep] if keep is not None else array
             finite = np.abs(values[np.isfinite(values)])
             peak = max(peak, float(finite.max()) if finite.size else 0.0)

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 
 from ..checks.positions import EQUIVARIANCE_TOLERANCE
-from ..compare import LazyReferee, Referee, Tolerance, row_rms
+from ..compare import Referee, Tolerance, row_rms
 from ..trace import Trace
 from .bucketing import PaddedBatch
 from .itemcheck import RowResult, compared_rows, judged, referee_verdicts, top1_counts
+from .lazy_referee import LazyReferee
 
 CHECKS = ("embeds", "crosscheck", "positions")
 
@@ -124,17 +125,17 @@ class SweepChecks:
         self, batch: Any, tf: Trace, pt: Trace, names: list[str]
     ) -> tuple[list[dict[str, bool] | None], list[int]]:
         """Per row: the referee's verdicts per leaf, from float32 where the margin decides
-        (see :class:`tfparity.compare.LazyReferee`), else from a float64 pass over just
+        (see :class:`tfparity.sweep.lazy_referee.LazyReferee`), else from a float64 pass over just
         the undecided rows (plus the calibration batch and one sentinel row)."""
         lazy, mask = self.lazy, batch.attention_mask
         rows = range(batch.input_ids.shape[0])
         decided: list[dict[str, bool]] = [{} for _ in rows]
         undecided: set[int] = set()
         room = [1.0 for _ in rows]
-        s_r = {n: row_rms(pt[n], mask) for n in names}
+        s_r = {n: row_rms(pt[n], mask, n) for n in names}
         for n in names:
-            d = row_rms(tf[n].astype(np.float64) - pt[n], mask)
-            a_ok = np.isfinite(row_rms(tf[n], mask))
+            d = row_rms(tf[n].astype(np.float64) - pt[n], mask, n)
+            a_ok = np.isfinite(row_rms(tf[n], mask, n))
             for r in rows:
                 verdict, margin = lazy.decide(n, float(d[r]), float(s_r[n][r]), bool(a_ok[r]))
                 if verdict is None:
@@ -156,7 +157,7 @@ class SweepChecks:
             pt64 = self.pt_model.run(sub, float64=True)
             tf_s, pt_s = _trace_rows(tf, need_rows), _trace_rows(pt, need_rows)
             fulls = referee_verdicts(tf_s, pt_s, pt64, sub.attention_mask, self.referee)
-            errors = {n: _row_errors(tf_s[n], pt_s[n], pt64[n], sub) for n in names if n in pt64}
+            errors = {n: _row_errors(n, tf_s[n], pt_s[n], pt64[n], sub) for n in names if n in pt64}
             for j, r in enumerate(need_rows):
                 full = fulls[j]
                 held = True
@@ -223,11 +224,13 @@ def _rows(batch: Any, rows: list[int]) -> Any:
     )
 
 
-def _row_errors(tf: np.ndarray, pt: np.ndarray, pt64: np.ndarray, batch: Any) -> tuple:
-    """Per row: PyTorch's RMSE to float64, TF's to PyTorch and TF's to float64."""
+def _row_errors(name: str, tf: np.ndarray, pt: np.ndarray, pt64: np.ndarray, batch: Any) -> tuple:
+    """Per row of the leaf ``name``: PyTorch's RMSE to float64, TF's to PyTorch and
+    TF's to float64."""
     mask = batch.attention_mask
     tf64, pt32 = tf.astype(np.float64), pt.astype(np.float64)
-    return row_rms(pt32 - pt64, mask), row_rms(tf64 - pt32, mask), row_rms(tf64 - pt64, mask)
+    errors = (pt32 - pt64, tf64 - pt32, tf64 - pt64)
+    return tuple(row_rms(e, mask, name) for e in errors)
 
 
 def _trace_rows(trace: Trace, rows: list[int]) -> Trace:

@@ -75,7 +75,7 @@ def leaf_rows(
         return LeafRows(name, np.zeros(rows, bool), np.zeros(rows))
     tol = tolerance or default_tolerance(a.dtype, b.dtype)
     a64, b64 = a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)
-    valid = valid_positions(a.shape, mask) if a.ndim >= 3 else None
+    valid = valid_positions(a.shape, mask, name)
     valid = np.ones(a.shape, bool) if valid is None else valid
     c = Closeness.of(a64, b64, tol)
     axes = tuple(range(1, a.ndim))
@@ -122,9 +122,9 @@ def referee_verdicts(
         if name not in tf or name not in pt64:
             continue
         t = np.asarray(pt64[name], np.float64)
-        actual = row_rms(np.asarray(tf[name], np.float64) - t, mask)
-        reference = row_rms(np.asarray(pt[name], np.float64) - t, mask)
-        allowed = referee.factor * reference + referee.floor * row_rms(t, mask)
+        actual = row_rms(np.asarray(tf[name], np.float64) - t, mask, name)
+        reference = row_rms(np.asarray(pt[name], np.float64) - t, mask, name)
+        allowed = referee.factor * reference + referee.floor * row_rms(t, mask, name)
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(actual) & (actual <= allowed)
         for r in range(rows):

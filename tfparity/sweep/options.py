@@ -30,7 +30,7 @@ class SweepOptions:
     # None: graph (one trace per path, any shape), float32, TensorFlow's own placement.
     execution: Any = None
     # The cross-check's float64 referee: "lazy" runs float64 only for the items whose
-    # verdict it can change (see compare.LazyReferee); "full" for every item. The
+    # verdict it can change (see sweep.lazy_referee.LazyReferee); "full" for every item. The
     # verdicts are the same, so a resume or a merge may mix them.
     referee: str = "lazy"
     # Which engine runs the batches, by its options' type (runner.ENGINES): None, in

@@ -1,0 +1,57 @@
+"""Numerical comparison of nested model outputs (numpy only: no TF, torch or keras).
+
+One module per concern:
+
+- :mod:`.tolerance`: what difference is allowed (dtype defaults, the element rule);
+- :mod:`.record`: the :class:`Comparison` of one leaf and its messages;
+- :mod:`.masks`: which elements count (the attention mask's one rule);
+- :mod:`.stats`: one leaf's statistics over its batches;
+- :mod:`.nested`: nested outputs flattened and compared leaf by leaf;
+- :mod:`.referee`: the float64 referee and its RMSEs.
+
+``actual`` is the side under test (e.g. the ``inputs_embeds`` path, or TensorFlow),
+``expected`` the reference (e.g. the ``input_ids`` path, or PyTorch).
+"""
+
+from __future__ import annotations
+
+from .masks import POOLED_OUTPUTS, is_pooled, leaf_mask, valid_positions
+from .nested import compare_output_batches, compare_outputs, flatten
+from .record import Comparison, failed_comparison, failure_message
+from .referee import Referee, RefereeResult, RefereeSums, referee_batches, rmse, row_rms
+from .stats import all_finite, compare_arrays, compare_batches, to_numpy
+from .tolerance import (
+    Closeness,
+    Tolerance,
+    ToleranceError,
+    check_tolerance_value,
+    default_tolerance,
+)
+
+__all__ = [
+    "POOLED_OUTPUTS",
+    "Closeness",
+    "Comparison",
+    "Referee",
+    "RefereeResult",
+    "RefereeSums",
+    "Tolerance",
+    "ToleranceError",
+    "all_finite",
+    "check_tolerance_value",
+    "compare_arrays",
+    "compare_batches",
+    "compare_output_batches",
+    "compare_outputs",
+    "default_tolerance",
+    "failed_comparison",
+    "failure_message",
+    "flatten",
+    "is_pooled",
+    "leaf_mask",
+    "referee_batches",
+    "rmse",
+    "row_rms",
+    "to_numpy",
+    "valid_positions",
+]

@@ -1,0 +1,172 @@
+"""The float64 referee: a candidate judged by a float64 truth instead of a fixed
+threshold (the cross-check's verdict), and the root-mean-square errors it rests on."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .masks import Layout, leaf_mask
+from .stats import BLOCK, as_float64, to_numpy
+
+
+@dataclass(frozen=True)
+class Referee:
+    """Judge a candidate by a float64 truth instead of a fixed threshold.
+
+    The candidate (e.g. TF fp32) passes when its RMSE to the truth (PyTorch fp64) is at
+    most ``factor`` times the reference's own RMSE to the truth (PyTorch fp32), plus
+    ``floor`` times the truth's RMS (for tensors that fp32 computes exactly). Deep
+    models get room for the rounding they really accumulate; shallow ones get none.
+    """
+
+    factor: float = 3.0
+    floor: float = 1e-7
+
+
+@dataclass
+class RefereeResult:
+    name: str
+    actual_rmse: float
+    reference_rmse: float
+    allowed_rmse: float
+    ratio: float | None  # actual_rmse / reference_rmse
+    passed: bool
+
+
+def referee_batches(
+    name: str,
+    actual: Sequence[Any],
+    reference: Sequence[Any],
+    truth: Sequence[Any],
+    *,
+    masks: Sequence[np.ndarray | None] | None = None,
+    referee: Referee = Referee(),
+) -> RefereeResult:
+    """Referee one named tensor over batches (padding excluded, as in comparisons)."""
+    masks = list(masks) if masks is not None else [None] * len(actual)
+    sums = RefereeSums()
+    for a, r, t, mask in zip(actual, reference, truth, masks, strict=True):
+        sums.add(a, r, t, mask, name=name)
+    result = sums.result(name, referee)
+    if result is None:
+        raise ValueError(f"{name}: the three sides differ in shape; nothing to referee.")
+    return result
+
+
+@dataclass
+class RefereeSums:
+    """One leaf's referee, summed batch by batch as the float64 runs arrive, so that
+    they need not be kept (fresh memory for every float64 output costs page faults,
+    a measurable share of a cross-check). In float64 over the valid elements (padding
+    excluded by the mask, as in comparisons): the squares of ``a - t`` (candidate),
+    ``r - t`` (reference) and ``t`` (truth)."""
+
+    at: float = 0.0
+    rt: float = 0.0
+    tt: float = 0.0
+    n: int = 0
+    batches: int = 0
+    usable: bool = True  # False once a batch's three sides differed in shape
+    _buffers: list = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def add(
+        self, actual: Any, reference: Any, truth: Any, mask: np.ndarray | None, name: str = ""
+    ) -> None:
+        """One batch of the three sides of the leaf ``name``; the mask applies as in
+        comparisons (:func:`.masks.leaf_mask`)."""
+        a, r, t = (to_numpy(x) for x in (actual, reference, truth))
+        self.batches += 1
+        if not a.shape == r.shape == t.shape or any(np.iscomplexobj(x) for x in (a, r, t)):
+            self.usable = False
+            return
+        layout = Layout.of([t], [mask], name)
+        av, rv, tv = (layout.rows(x, 0) for x in (a, r, t))
+        x, y, z = self._buffers_of(min(BLOCK, av.size))
+        with np.errstate(invalid="ignore", over="ignore"):
+            for s in range(0, av.size, BLOCK):
+                e = min(s + BLOCK, av.size)
+                k = e - s
+                truth_block = as_float64(tv[s:e], z[:k])
+                candidate = np.subtract(as_float64(av[s:e], x[:k]), truth_block, out=x[:k])
+                reference = np.subtract(as_float64(rv[s:e], y[:k]), truth_block, out=y[:k])
+                self.at += _unthreaded_squares(candidate)
+                self.rt += _unthreaded_squares(reference)
+                self.tt += _unthreaded_squares(truth_block)
+        self.n += av.size
+
+    def _buffers_of(self, size: int) -> list[np.ndarray]:
+        """Three float64 blocks, kept between batches (reallocated only to grow)."""
+        if not self._buffers or self._buffers[0].size < size:
+            self._buffers = [np.empty(size) for _ in range(3)]
+        return self._buffers
+
+    def result(self, name: str, referee: Referee) -> RefereeResult | None:
+        """The referee's verdict; None when a batch could not be refereed (shapes)."""
+        if not self.usable:
+            return None
+        a, r, t = (
+            float(np.sqrt(v / self.n)) if self.n else 0.0 for v in (self.at, self.rt, self.tt)
+        )
+        return _verdict(name, a, r, t, referee)
+
+
+def _unthreaded_squares(d: np.ndarray) -> float:
+    """The sum of ``d``'s squares without BLAS. These sums run between PyTorch's
+    float64 batches, and BLAS threads spin for a while after each call, taking cores
+    from PyTorch's own threads."""
+    return float(np.einsum("i,i->", d, d))
+
+
+def _verdict(
+    name: str, actual_rmse: float, reference_rmse: float, scale: float, referee: Referee
+) -> RefereeResult:
+    """Pass when the candidate's error to the truth is within ``factor`` times the
+    reference's own, plus ``floor`` times the truth's RMS (``scale``)."""
+    allowed = referee.factor * reference_rmse + referee.floor * scale
+    passed = bool(np.isfinite(actual_rmse) and actual_rmse <= allowed)
+    ratio = actual_rmse / reference_rmse if reference_rmse > 0 else None
+    return RefereeResult(name, actual_rmse, reference_rmse, allowed, ratio, passed)
+
+
+def rmse(a: np.ndarray, b: np.ndarray) -> float:
+    """Root mean square difference in float64 (0.0 for empty arrays)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.size == 0:
+        return 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        if a.shape != b.shape:  # broadcasting
+            return float(np.sqrt(np.mean((a - b) ** 2)))
+        a, b = a.reshape(-1), b.reshape(-1)
+        buffer, total = np.empty(min(a.size, BLOCK)), 0.0
+        for start in range(0, a.size, BLOCK):  # blocks: no whole-size temporaries
+            d = np.subtract(
+                a[start : start + BLOCK],
+                b[start : start + BLOCK],
+                out=buffer[: min(BLOCK, a.size - start)],
+            )
+            total += float(np.dot(d, d))
+        return float(np.sqrt(total / a.size))
+
+
+def row_rms(x: np.ndarray, mask: np.ndarray | None, name: str = "") -> np.ndarray:
+    """Per row of ``x`` ([batch, ...]): the RMS over its valid elements (float64); the
+    mask applies as in comparisons (:func:`.masks.leaf_mask`)."""
+    x = np.asarray(x, np.float64)
+    m = leaf_mask(mask, x.shape, name)
+    # Per token first where the mask applies or the leaf has one (the summation order).
+    tokens = x.shape[1] if m is not None or x.ndim >= 3 else 1
+    with np.errstate(invalid="ignore", over="ignore"):
+        sq = (x**2).reshape(x.shape[0], tokens, -1).sum(axis=2)
+    if m is not None:
+        total = np.where(m, sq, 0.0).sum(axis=1)
+        count = m.sum(axis=1) * math.prod(x.shape[2:])
+    else:
+        total = sq.sum(axis=1)
+        count = np.full(x.shape[0], math.prod(x.shape[1:]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, np.sqrt(total / np.maximum(count, 1)), 0.0)
