@@ -101,6 +101,7 @@ def save_and_reload(tf_model: Any) -> Any:
         reloaded = TFModel.load(tmp)
     reloaded.tokenizer = tf_model.tokenizer
     reloaded.name = f"{tf_model.name} (saved and reloaded)"
+    reloaded.holdings = tf_model.holdings  # the same checkpoint's gaps, saved as they were
     return reloaded
 
 

@@ -394,6 +394,7 @@ def with_execution(model: TFModel, options: ExecutionOptions) -> ExecutedModel:
         config=model.config,
         source=model.source,
         notes=list(model.notes),
+        holdings=model.holdings,
         execution=options,
     )
 

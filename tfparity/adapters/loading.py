@@ -23,6 +23,7 @@ from ..architectures.heads import (
 )
 from ..errors import TfparityError
 from . import tiny
+from .holdings import Holdings, refuse_unused_body
 from .runtime import import_tf, import_torch, import_transformers
 from .specs import ModelSpec
 
@@ -40,6 +41,9 @@ class Loaded:
     config: Any
     source: str
     notes: list[str] = field(default_factory=list)
+    # What the checkpoint held against what the model needs; None: not known (TF weights
+    # loaded by transformers, which does not say).
+    holdings: Holdings | None = None
 
 
 def tf_model_class(config: Any) -> Any:
@@ -172,10 +176,11 @@ def _load_dir(
     config = read_config(directory)
     cls = tf_lm_head_class(config) if lm_head else head_classes(config, head)[0]
     files = {p.name for p in directory.iterdir()}
+    facts: dict = {}
     if files & set(TF_WEIGHTS) or _is_tf_safetensors(directory, files):
-        model, source, notes = _from_tf(cls, directory), f"TF weights in {directory}", []
+        model, source = _from_tf(cls, directory), f"TF weights in {directory}"
     elif files & set(PT_SAFETENSORS):
-        model, notes, how = _from_safetensors(cls, config, directory, files)
+        model, facts, how = _from_safetensors(cls, config, directory, files)
         source = f"PyTorch safetensors in {directory} ({how})"
     elif files & set(PT_PICKLE):
         if not allow_pickle:
@@ -184,7 +189,7 @@ def _load_dir(
                 "Pickle files can run code when loaded; convert it to safetensors, or pass "
                 "--allow-pickle to load it with torch.load(weights_only=True)."
             )
-        model, notes = _from_pt_state(cls, config, _read_pickle(directory, files), directory)
+        model, facts = _from_pt_state(cls, config, _read_pickle(directory, files), directory)
         source = f"PyTorch pickle (weights_only) in {directory}"
     else:
         raise TfparityError(
@@ -192,7 +197,25 @@ def _load_dir(
             f"(looked for {', '.join(TF_WEIGHTS + PT_SAFETENSORS + PT_PICKLE)})."
         )
     tokenizer = _tokenizer(t, directory)
-    return Loaded(model, tokenizer, config, source, notes)
+    holdings = _holdings(model, facts) if "missing" in facts else None
+    notes = list(facts.get("notes", []))
+    if holdings is not None:
+        notes += refuse_unused_body(holdings, f"The checkpoint in {directory}")
+    return Loaded(model, tokenizer, config, source, notes, holdings)
+
+
+def _holdings(model: Any, facts: dict) -> Holdings:
+    """The conversion's gaps, by base-relative PyTorch names, with the body's modules
+    (the top-level names of the main layer's weights, the pooler aside)."""
+    from .weight_names import tf_weights_by_pt_name
+
+    main = {id(v) for v in getattr(model, model.base_model_prefix).weights}
+    body = {
+        n.split(".", 1)[0]
+        for n, w in tf_weights_by_pt_name(model).items()
+        if id(w.variable) in main
+    }
+    return Holdings.of(facts["missing"], facts["unused"], model.base_model_prefix, body)
 
 
 def read_config(directory: Path) -> Any:
@@ -342,7 +365,7 @@ def _from_tf(cls: Any, directory: Path) -> Any:
 
 def _from_safetensors(
     cls: Any, config: Any, directory: Path, files: set[str]
-) -> tuple[Any, list[str], str]:
+) -> tuple[Any, dict, str]:
     """PT -> TF conversion, through the on-disk cache keyed by the checkpoint's hash."""
     from .weight_cache import load_or_convert
 
@@ -369,7 +392,7 @@ def _empty(cls: Any, config: Any, directory: Path) -> Any:
 
 def _from_pt_state(
     cls: Any, config: Any, state: dict[str, Any], directory: Path
-) -> tuple[Any, list[str]]:
+) -> tuple[Any, dict]:
     from transformers.modeling_tf_pytorch_utils import load_pytorch_state_dict_in_tf2_model
 
     tf = import_tf()
@@ -393,7 +416,8 @@ def _from_pt_state(
             "Not in the checkpoint, left randomly initialised: "
             + ", ".join(sorted(info["missing_keys"])[:8])
         )
-    return model, notes
+    missing, unused = sorted(info["missing_keys"]), sorted(info["unexpected_keys"])
+    return model, {"notes": notes, "missing": missing, "unused": unused}
 
 
 def _tokenizer(t: Any, directory: Path) -> Any | None:

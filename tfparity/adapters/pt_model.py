@@ -24,6 +24,7 @@ from ..architectures.heads import Head
 from ..errors import TfparityError
 from ..inputs import Batch
 from ..trace import Trace
+from .holdings import Holdings, refuse_unused_body
 from .loading import PT_PICKLE, PT_SAFETENSORS, head_classes
 from .runtime import import_torch, import_transformers
 
@@ -36,6 +37,7 @@ class PTModel:
     model: Any
     config: Any
     notes: list[str] = field(default_factory=list)
+    holdings: Holdings | None = None  # what its checkpoint held; None: not known
     _fp64: Any = None
     _master: Any = None  # the float32 model a reduced-precision copy was made from
 
@@ -95,11 +97,20 @@ class PTModel:
                 f"The PyTorch checkpoint in {directory} could not be "
                 f"loaded: {' '.join(str(exc).split())[:300]}"
             ) from exc
+        holdings = Holdings.of(
+            info.get("missing_keys", []),
+            info.get("unexpected_keys", []),
+            model.base_model_prefix,
+            (name for name, _ in model.base_model.named_children()),
+        )
+        notes = _missing_note(model, info.get("missing_keys", []))
+        notes += refuse_unused_body(holdings, f"The PyTorch checkpoint in {directory}")
         return cls(
             f"{type(model).__name__} ({label or directory.name})",
             _eval(model),
             config,
-            _missing_note(model, info.get("missing_keys", [])),
+            notes,
+            holdings,
         )
 
     # ------------------------------------------------------------------ runs

@@ -23,6 +23,7 @@ from ..architectures import (
 from ..architectures.heads import Head, head_of_class
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
+from .holdings import Holdings
 from .loading import Loaded, load_tf
 from .specs import DEFAULT_MODEL, parse_spec
 
@@ -37,6 +38,7 @@ class TFModel:
     config: Any
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    holdings: Holdings | None = None  # what its checkpoint held; None: not known
 
     @classmethod
     def load(
@@ -53,7 +55,15 @@ class TFModel:
         loaded: Loaded = load_tf(
             parse_spec(spec), allow_pickle=allow_pickle, head=head, lm_head=lm_head
         )
-        return cls(spec, loaded.model, loaded.tokenizer, loaded.config, loaded.source, loaded.notes)
+        return cls(
+            spec,
+            loaded.model,
+            loaded.tokenizer,
+            loaded.config,
+            loaded.source,
+            loaded.notes,
+            loaded.holdings,
+        )
 
     @classmethod
     def wrap(cls, model: Any, tokenizer: Any | None = None, name: str | None = None) -> TFModel:

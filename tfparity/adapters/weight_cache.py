@@ -72,22 +72,25 @@ def load_or_convert(
     files: Sequence[Path],
     model_class: str,
     empty: Callable[[], Any],
-    convert: Callable[[], tuple[Any, list[str]]],
-) -> tuple[Any, list[str], str]:
-    """``(model, notes, how)``: from the cache when it holds this checkpoint, else by
-    ``convert()`` (then saved). ``how`` says which, for the model's source line."""
+    convert: Callable[[], tuple[Any, dict]],
+) -> tuple[Any, dict, str]:
+    """``(model, facts, how)``: from the cache when it holds this checkpoint, else by
+    ``convert()`` (then saved). ``facts`` is what the conversion found (a JSON object:
+    notes, the weights it lacked); ``how`` says which, for the model's source line."""
     root = cache_root()
     if root is None:
-        model, notes = convert()
-        return model, notes, "converted (weight cache off)"
+        model, facts = convert()
+        return model, facts, "converted (weight cache off)"
     entry = CacheEntry.for_checkpoint(root, files, model_class)
     if entry.path.exists():
         model = empty()
         if _assign(model, entry.path):
-            return model, _read_notes(entry), f"converted weights from cache {entry.path}"
-    model, notes = convert()
-    _save(model, notes, entry)
-    return model, notes, f"converted, cached in {entry.path}"
+            facts = _read_facts(entry)
+            if facts is not None:
+                return model, facts, f"converted weights from cache {entry.path}"
+    model, facts = convert()
+    _save(model, facts, entry)
+    return model, facts, f"converted, cached in {entry.path}"
 
 
 def _assign(model: Any, path: Path) -> bool:
@@ -107,7 +110,7 @@ def _assign(model: Any, path: Path) -> bool:
     return True
 
 
-def _save(model: Any, notes: list[str], entry: CacheEntry) -> None:
+def _save(model: Any, facts: dict, entry: CacheEntry) -> None:
     """Write atomically (temp file + rename), so a concurrent reader sees all or nothing;
     a read-only or full disk only costs the cache."""
     try:
@@ -116,13 +119,16 @@ def _save(model: Any, notes: list[str], entry: CacheEntry) -> None:
         with open(tmp, "wb") as f:
             np.savez(f, **{weight_key(v): v.numpy() for v in model.weights})
         os.replace(tmp, entry.path)
-        entry.notes_path.write_text(json.dumps(notes))
+        entry.notes_path.write_text(json.dumps(facts))
     except OSError:
         return
 
 
-def _read_notes(entry: CacheEntry) -> list[str]:
+def _read_facts(entry: CacheEntry) -> dict | None:
+    """The conversion's facts; None for an entry written before they were kept (a list
+    of notes) or unreadable: converted again rather than judged without them."""
     try:
-        return list(json.loads(entry.notes_path.read_text()))
+        facts = json.loads(entry.notes_path.read_text())
     except (OSError, ValueError):
-        return []
+        return None
+    return facts if isinstance(facts, dict) else None

@@ -37,6 +37,7 @@ from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
 from . import hints
 from .agreement import task_agreement
+from .checkpoints import checkpoint_gaps, gap_failures, gap_notes, judged
 from .embeds import ensure_finite
 
 
@@ -78,13 +79,17 @@ def crosscheck(
     """``tf_traces``: the TF model's ``input_ids`` runs of ``batches`` when the caller
     already has them (``tfparity check`` shares the embeds check's)."""
     same_architecture(tf_model, pt_model)
+    # what the checkpoints hold decides what is judged (exit 2 for what cannot be)
+    gaps = checkpoint_gaps(getattr(tf_model, "holdings", None), getattr(pt_model, "holdings", None))
     tapped = tf_model.localisable() and taps.supported(pt_model.config)
     runs = _run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
     masks = [b.attention_mask for b in batches]
     refereed: dict[str, RefereeResult] = {}
+    tf_judged, pt_judged = ([judged(t, gaps) for t in side] for side in (runs.tf, runs.pt))
+    dropped = [n for n in runs.tf[0] if n not in tf_judged[0]] if runs.tf else []
     comparisons = compare_output_batches(
-        runs.tf,
-        runs.pt,
+        tf_judged,
+        pt_judged,
         masks=masks,
         tolerance=options.tolerance,
         check_dtype=False,
@@ -94,19 +99,20 @@ def crosscheck(
     if options.tolerance is None:
         comparisons = [_judged(c, r) for c, r in zip(comparisons, referees, strict=True)]
     passed = all(c.passed for c in comparisons)
-    broken = nonfinite_weights(tf_model, "TF") + nonfinite_weights(pt_model, "PyTorch")
+    broken = gap_failures(gaps) + nonfinite_weights(tf_model, "TF")
+    broken += nonfinite_weights(pt_model, "PyTorch")
     if tapped and not passed and not runs.tf_taps:
         runs = _run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
     components = _components(runs, masks, options.referee) if runs.tf_taps else []
     divergence = None if passed else localise(tf_model, pt_model, comparisons, components, runs)
     agreement = task_agreement(
-        runs.tf,
-        runs.pt,
+        tf_judged,
+        pt_judged,
         masks,
         language_model=getattr(tf_model, "head", Head.BASE) in (Head.MASKED_LM, Head.CAUSAL_LM),
         noise=_noise(comparisons, refereed),
     )
-    notes = list(tf_model.notes) + list(pt_model.notes)
+    notes = list(tf_model.notes) + list(pt_model.notes) + gap_notes(gaps, dropped)
     if tapped and not components:
         notes.append(
             "Every tensor passed, so the sub-layer taps and isolated runs were skipped "
@@ -131,6 +137,7 @@ def crosscheck(
             else f"float64 referee (factor {options.referee.factor:g}, floor "
             f"{options.referee.floor:g} x RMS)",
             "reference": pt_model.name,
+            **_model_class_facts(tf_model, pt_model),
             "batches": len(batches),
             "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
             "localise": options.localise,
@@ -341,6 +348,20 @@ def _components(runs: _Runs, masks: list, referee: Referee) -> list[Component]:
             )
         found.append(Component(name, acc, iso))
     return found
+
+
+def _model_class_facts(tf_model: TFModel, pt_model: PTModel) -> dict[str, str]:
+    """The head checked (not shown for a base model) and the dtype the reference's
+    checkpoint is stored in (not shown for float32): a float16 reference explains
+    differences that look like defects."""
+    facts = {}
+    head = getattr(tf_model, "head", Head.BASE)
+    if head is not Head.BASE:
+        facts["head"] = head.value
+    stored = str(getattr(pt_model.config, "torch_dtype", None) or "").removeprefix("torch.")
+    if stored and stored != "float32":
+        facts["reference_checkpoint_dtype"] = stored
+    return facts
 
 
 def _noise(comparisons: list[Comparison], refereed: dict[str, RefereeResult]) -> dict[str, float]:

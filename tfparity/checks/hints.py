@@ -80,10 +80,13 @@ def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> st
         and np.array_equal(tf_value.T, pt_value)
     ):
         return f"weight {name} matches PyTorch when transposed (a transposed kernel)"
+    rounded = rounding_of(tf_value, pt_value)
+    if rounded is not None:
+        return f"weight {name}: {rounded} (a checkpoint stored in lower precision)"
     factor = uniform_scale(tf_value, pt_value)
     if factor is not None:
         return f"weight {name} is PyTorch's scaled by {factor:.4g} (a uniform scale)"
-    if tf_value.ndim == 2 and tf_value.shape[0] > 1:
+    if tf_value.ndim == 2 and tf_value.shape[0] > 2:  # 2 rows leave no middle to match
         for shift in (1, -1):
             if np.array_equal(np.roll(tf_value, shift, axis=0)[1:-1], pt_value[1:-1]):
                 return (
@@ -95,6 +98,30 @@ def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> st
         f"weight {name} differs: max abs diff {diff.max():.3g} over "
         f"{int((diff > 0).sum())} of {diff.size} values"
     )
+
+
+def rounding_of(tf_value: np.ndarray, pt_value: np.ndarray) -> str | None:
+    """Which side is the other's rounded to float16 or bfloat16, said so; None otherwise
+    (a weight that differs only by that rounding is no shift, transpose or scale)."""
+    a, b = (np.ascontiguousarray(v, np.float32) for v in (tf_value, pt_value))
+    for dtype, rounder in (("float16", _to_float16), ("bfloat16", _to_bfloat16)):
+        if np.array_equal(b, rounder(a)):
+            return f"PyTorch's weights are TF's rounded to {dtype}"
+        if np.array_equal(a, rounder(b)):
+            return f"TF's weights are PyTorch's rounded to {dtype}"
+    return None
+
+
+def _to_float16(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return x.astype(np.float16).astype(np.float32)
+
+
+def _to_bfloat16(x: np.ndarray) -> np.ndarray:
+    """Round to nearest even on the upper 16 bits of float32 (numpy has no bfloat16)."""
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
 
 
 def uniform_scale(tf_value: np.ndarray, pt_value: np.ndarray) -> float | None:

@@ -1,0 +1,132 @@
+"""What the checkpoints hold decides what is judged: never weights a loader invented."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from tfparity.adapters.holdings import Holdings
+from tfparity.checks.checkpoints import checkpoint_gaps
+from tfparity.checks.hints import describe_weight
+from tfparity.cli import main
+from tfparity.errors import TfparityError
+
+BODY = frozenset({"embeddings", "encoder"})
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory):
+    """Seeded tiny BERTs saved by save_pretrained: a base model, a token classifier and
+    a sequence classifier on the same body, and a base model whose config.json says 1
+    layer for a checkpoint of 2."""
+    torch = pytest.importorskip("torch")
+    import transformers
+
+    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("ckpts")
+
+    def save(model, name):
+        model.save_pretrained(root / name, safe_serialization=True)
+        tiny_tokenizer().save_pretrained(root / name)
+        return str(root / name)
+
+    torch.manual_seed(0)
+    base = transformers.BertModel(tiny_config("bert"))
+    found = {"base": save(base, "base")}
+    for name, cls in (
+        ("tokcls", transformers.BertForTokenClassification),
+        ("seqcls", transformers.BertForSequenceClassification),
+    ):
+        model = cls(tiny_config("bert"))
+        model.bert.load_state_dict(base.state_dict(), strict=False)
+        found[name] = save(model, name)
+    shutil.copytree(root / "base", root / "small")
+    config = json.loads((root / "small" / "config.json").read_text())
+    (root / "small" / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
+    found["small"] = str(root / "small")
+    return found
+
+
+def _run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_weights_neither_checkpoint_holds_are_not_judged(ckpts, tmp_path, capsys):
+    """A token classifier checked as its base model: both poolers are random."""
+    out = tmp_path / "r.json"
+    argv = ["crosscheck", ckpts["tokcls"], "--head", "base", "--no-reload", "--json", str(out)]
+    code, text, _ = _run(argv, capsys)
+    assert code == 0
+    assert "Not judged: pooler_output" in text and "pooler.dense.weight" in text
+    report = json.loads(out.read_text())
+    assert "pooler_output" not in [c["name"] for c in report["comparisons"]]
+    assert "last_hidden_state" in [c["name"] for c in report["comparisons"]]
+
+
+def test_a_token_classifier_as_itself_has_no_pooler_to_judge(ckpts, capsys):
+    code, text, _ = _run(["crosscheck", ckpts["tokcls"], "--no-reload"], capsys)
+    assert code == 0 and "pooler_output" not in text and "logits" in text
+
+
+def test_weights_the_port_lacks_fail_naming_them(ckpts, capsys):
+    argv = ["crosscheck", "--tf", ckpts["base"], "--pt", ckpts["seqcls"]]
+    code, text, _ = _run([*argv, "--head", "sequence-classification"], capsys)
+    assert code == 1
+    assert "The TF port lacks weights the PyTorch reference holds: classifier.bias" in text
+    assert "first divergence: head" in text
+
+
+def test_weights_the_reference_lacks_exit_2_naming_them(ckpts, capsys):
+    argv = ["crosscheck", "--tf", ckpts["seqcls"], "--pt", ckpts["base"]]
+    code, _, err = _run([*argv, "--head", "sequence-classification"], capsys)
+    assert code == 2 and "reference's checkpoint lacks" in err and "classifier.weight" in err
+
+
+def test_a_config_smaller_than_its_checkpoint_exits_2_naming_the_unused_layer(ckpts, capsys):
+    code, _, err = _run(["crosscheck", ckpts["small"], "--no-reload"], capsys)
+    assert code == 2 and "never uses" in err and "encoder.layer.1." in err
+    assert "please report" not in err
+
+
+def test_unused_head_weights_are_a_note_not_an_error(ckpts, capsys):
+    code, text, _ = _run(["crosscheck", ckpts["seqcls"], "--head", "base", "--no-reload"], capsys)
+    assert code == 0 and "Unused weights" in text and "classifier.weight" in text
+
+
+def test_gaps_decide_by_body_and_side():
+    def holds(*missing):
+        return Holdings(missing=tuple(missing), body=BODY)
+
+    assert checkpoint_gaps(None, holds("pooler.dense.weight")).unjudged == ()  # unknown
+    both = checkpoint_gaps(holds("pooler.dense.weight"), holds("pooler.dense.weight"))
+    assert both.unjudged == ("pooler.dense.weight",) and both.port_lacks == ()
+    port = checkpoint_gaps(holds("classifier.bias"), holds())
+    assert port.port_lacks == ("classifier.bias",)
+    with pytest.raises(TfparityError, match="reference's checkpoint lacks.*classifier.bias"):
+        checkpoint_gaps(holds(), holds("classifier.bias"))
+    with pytest.raises(TfparityError, match="body.*encoder.layer.0.output.dense.weight"):
+        body = "encoder.layer.0.output.dense.weight"
+        checkpoint_gaps(holds(body), holds(body))
+
+
+def test_a_weight_differing_by_low_precision_rounding_is_named_as_that():
+    x = np.random.default_rng(0).normal(size=(3, 8)).astype(np.float32)
+    half = x.astype(np.float16).astype(np.float32)
+    assert "PyTorch's weights are TF's rounded to float16" in describe_weight("w", x, half)
+    bits = (x.view(np.uint32) + 0x8000) & 0xFFFF0000  # bfloat16, rounded half up
+    bf16 = bits.view(np.float32)
+    assert not np.array_equal(bf16, x)
+    text = describe_weight("w", bf16, x)
+    assert "rounded to bfloat16" in text and "shifted" not in text
+
+
+def test_a_two_row_table_is_not_called_shifted():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(2, 8)), rng.normal(size=(2, 8))
+    assert "shifted" not in describe_weight("token_type_embeddings.weight", a, b)

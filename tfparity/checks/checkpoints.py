@@ -1,0 +1,90 @@
+"""What the two checkpoints hold decides what the cross-check judges.
+
+- Weights the model needs that neither checkpoint holds (the pooler of a
+  token-classification checkpoint checked as a base model): each loader made them up,
+  differently, so the outputs that depend on them are not judged, and a note says why.
+- Weights the port lacks and the reference holds: the port is incomplete, a failure
+  named first.
+- Weights the reference lacks and the port holds: the reference cannot judge them,
+  exit 2.
+- Body weights neither holds: nothing downstream could be judged, exit 2.
+
+Weights of the body (embeddings, layers) feed every output; others (the pooler, the
+task head) feed only the outputs past the last hidden state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..adapters.holdings import Holdings, listed
+from ..compare import failed_comparison
+from ..errors import TfparityError
+from ..trace import Trace, hidden_state_index
+
+
+@dataclass(frozen=True)
+class Gaps:
+    unjudged: tuple[str, ...] = ()  # head weights neither checkpoint holds
+    port_lacks: tuple[str, ...] = ()  # weights the reference holds and the port lacks
+
+
+def checkpoint_gaps(tf_holdings: Holdings | None, pt_holdings: Holdings | None) -> Gaps:
+    """The gaps between the two checkpoints; nothing is known (no gaps) where a side's
+    loader did not say what it held (a model built in memory, TF weights)."""
+    if tf_holdings is None or pt_holdings is None:
+        return Gaps()
+    tf_missing, pt_missing = set(tf_holdings.missing), set(pt_holdings.missing)
+    reference_lacks = sorted(pt_missing - tf_missing)
+    if reference_lacks:
+        raise TfparityError(
+            "The PyTorch reference's checkpoint lacks weights that the TF port holds, so "
+            f"it cannot judge them: {listed(reference_lacks)}. Give a reference checkpoint "
+            "of the same model class (or --head for the class both hold)."
+        )
+    both = sorted(tf_missing & pt_missing)
+    body = pt_holdings.body_weights(both)
+    if body:
+        raise TfparityError(
+            "Neither checkpoint holds these weights of the model's body, so every output "
+            f"would be computed from random numbers: {listed(body)}. The checkpoints do "
+            "not describe this model (another class or config?)."
+        )
+    return Gaps(tuple(both), tuple(sorted(tf_missing - pt_missing)))
+
+
+def is_past_the_body(name: str) -> bool:
+    """An output computed after the last hidden state (pooler, logits)."""
+    return hidden_state_index(name) is None and name != "last_hidden_state"
+
+
+def judged(trace: Trace, gaps: Gaps) -> Trace:
+    """``trace`` without the outputs that depend on weights neither checkpoint holds."""
+    if not gaps.unjudged:
+        return trace
+    return Trace({n: trace[n] for n in trace if not is_past_the_body(n)})
+
+
+def gap_notes(gaps: Gaps, dropped: list[str]) -> list[str]:
+    if not gaps.unjudged or not dropped:
+        return []
+    return [
+        f"Not judged: {', '.join(dropped)}: computed from weights neither checkpoint holds "
+        f"({listed(gaps.unjudged)}), which each loader made up at random."
+    ]
+
+
+def gap_failures(gaps: Gaps) -> list[Any]:
+    """A failure naming the weights the port lacks (they are random in the port)."""
+    if not gaps.port_lacks:
+        return []
+    return [
+        failed_comparison(
+            "weights:missing from the port",
+            f"The TF port lacks weights the PyTorch reference holds: {listed(gaps.port_lacks)} "
+            "(its loader made them up at random). Port them.",
+            [len(gaps.port_lacks)],
+            "float32",
+        )
+    ]
