@@ -92,7 +92,7 @@ def assert_crosscheck(
     batches: Sequence[Batch] | None = None,
     atol: float | None = None,
     rtol: float | None = None,
-    reload: bool = True,
+    reload: bool | None = None,
     device: str | None = None,
 ) -> list[Report]:
     """Assert that the TF model agrees with PyTorch (float64 referee, or ``atol``/``rtol``).
@@ -101,7 +101,8 @@ def assert_crosscheck(
     None: then the reference is loaded from ``tf_model``'s spec (the string given, or
     the spec a TFModel was loaded from; never copied from the model under test, see
     :mod:`tfparity.orchestration`). ``reload`` also checks the TF model after
-    ``save_pretrained`` and reload. Returns one Report per pass.
+    ``save_pretrained`` and reload; by default it does so only without ``pt_model``
+    (a test that names its reference checks its port once). Returns one Report per pass.
     """
     from .api import crosscheck
 
