@@ -90,7 +90,9 @@ def crosscheck(
     )
     referees = [refereed.get(c.name) for c in comparisons]
     if options.tolerance is None:
-        comparisons = [_judged(c, r) for c, r in zip(comparisons, referees, strict=True)]
+        comparisons = [
+            _judged(c, r, options.referee) for c, r in zip(comparisons, referees, strict=True)
+        ]
     passed = all(c.passed for c in comparisons)
     broken = nonfinite_weights(tf_model, "TF") + nonfinite_weights(pt_model, "PyTorch")
     if tapped and not passed and not runs.tf_taps:
@@ -288,10 +290,18 @@ def _same_start(x: np.ndarray, y: np.ndarray) -> bool:
     return x.reshape(-1)[:8].tobytes() == y.reshape(-1)[:8].tobytes()
 
 
-def _judged(c: Comparison, r: RefereeResult | None) -> Comparison:
+def _judged(c: Comparison, r: RefereeResult | None, referee: Referee) -> Comparison:
+    """``c`` judged by its referee verdict ``r``, with the bound that decided it."""
     if r is None or c.problem:
         return c
     c.passed, c.judge = r.passed, "referee"
+    c.referee = {
+        "actual_rmse": r.actual_rmse,
+        "reference_rmse": r.reference_rmse,
+        "allowed_rmse": r.allowed_rmse,
+        "factor": referee.factor,
+        "floor": referee.floor,
+    }
     return c
 
 
