@@ -30,7 +30,7 @@ from ..compare import (
     compare_output_batches,
     referee_batches,
 )
-from ..inputs import Batch
+from ..inputs import Batch, note_truncation
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
@@ -110,7 +110,7 @@ def crosscheck(
             f"Sub-layer taps are available for {', '.join(taps.tapped_types())}; for "
             f"{tf_model.model_type} the divergence is localised to a layer only."
         )
-    return Report(
+    report = Report(
         check=options.label,
         model=tf_model.name,
         passed=passed and not broken,
@@ -133,6 +133,7 @@ def crosscheck(
             "components": [_component_row(c) for c in components],
         },
     )
+    return note_truncation(report, batches)
 
 
 def _taps_state(tapped: bool, components: list) -> str:
