@@ -354,7 +354,7 @@ def test_truncate_records_which_texts_it_cut_and_how_long_they_were(tok):
 
 
 def test_every_check_on_batches_says_what_truncate_cut(load_tf_model):
-    """embeds, crosscheck, positions and modes end with the same helper."""
+    """embeds, crosscheck, positions, modes and embeddings end with the same helper."""
     from tfparity import api
     from tfparity.checks.modes import ModesOptions, check_modes
 
@@ -366,6 +366,7 @@ def test_every_check_on_batches_says_what_truncate_cut(load_tf_model):
         *api.crosscheck(model, batches=batches, reload=False),
         api.check_positions(model, inputs=inputs, permutations=1),
         check_modes(model, batches, ModesOptions(devices="cpu", modes=("graph",))),
+        api.check_tying(model, inputs=inputs),
     ]
     for report in reports:
         assert [t["text"] for t in report.details["truncated"]] == [2], report.check
