@@ -276,11 +276,23 @@ def test_texts_file_and_random_run_in_process(tmp_path, monkeypatch, capsys):
 
 def test_too_long_text_with_truncate_passes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    code = cli.main(["check", "tiny:bert", "--text", "hello", "--text", LONG_TEXT, "--truncate"])
+    args = ["check", "tiny:bert", "--text", "hello", "--text", LONG_TEXT, "--truncate"]
+    code = cli.main([*args, "--json", "r.json"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     out = captured.out
     assert "sequences: 2" in out
+    # the report says what was cut: which text, from how many tokens
+    note = re.compile(
+        r"^note: --truncate cut 1 of 2 texts to 64 tokens \(the model's maximum\): "
+        r"text 2 \((\d+) tokens\)\.$",
+        re.M,
+    )
+    assert len(note.findall(out)) == 2  # the embeds and the cross-check reports
+    full = int(note.search(out).group(1))
+    assert full > 64
+    for report in json.loads((tmp_path / "r.json").read_text())["reports"]:
+        assert report["details"]["truncated"] == [{"text": 2, "tokens": full, "kept": 64}]
     assert re.search(r"^PASS embeds:", out, re.M)
     # The long text is cut to the model's 64 positions; "hello" adds a few tokens.
     tokens = int(re.search(r"^  tokens: (\d+)$", out, re.M).group(1))

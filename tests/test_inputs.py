@@ -327,3 +327,47 @@ def test_make_batches_seq_len_above_max_positions():
     with pytest.raises(TfparityError, match="--seq-len 17 is more than the model's 16"):
         make_batches(None, LIMITS, 1, InputOptions(random=2, seq_len=17))
     assert make_batches(None, LIMITS, 1, InputOptions(random=2, seq_len=16))[0].shape == (2, 16)
+
+
+# ---------------------------------------------------------------- --truncate in reports
+
+
+def test_truncate_records_which_texts_it_cut_and_how_long_they_were(tok):
+    from tfparity.inputs import note_truncation
+    from tfparity.results import Report
+
+    full = len(tok(LONG_TEXT, verbose=False)["input_ids"])
+    batches = text_batches(tok, ["hi", LONG_TEXT, "why", LONG_TEXT], batch_size=2, truncate=True)
+    assert [b.truncated for b in batches] == [((2, full, 64),), ((4, full, 64),)]
+    assert text_batches(tok, ["hi", "why"], truncate=True)[0].truncated == ()
+    report = note_truncation(Report("embeds", "tiny:bert", True), batches)
+    assert report.details["truncated"] == [
+        {"text": 2, "tokens": full, "kept": 64},
+        {"text": 4, "tokens": full, "kept": 64},
+    ]
+    assert report.notes == [
+        f"--truncate cut 2 of 4 texts to 64 tokens (the model's maximum): text 2 ({full} "
+        f"tokens), text 4 ({full} tokens)."
+    ]
+    untouched = note_truncation(Report("embeds", "tiny:bert", True), batches[:0])
+    assert untouched.notes == [] and "truncated" not in untouched.details
+
+
+def test_every_check_on_batches_says_what_truncate_cut(load_tf_model):
+    """embeds, crosscheck, positions, modes and embeddings end with the same helper."""
+    from tfparity import api
+    from tfparity.checks.modes import ModesOptions, check_modes
+
+    model = load_tf_model("tiny:bert")
+    inputs = InputOptions(texts=("hello", LONG_TEXT), truncate=True)
+    batches = api.make_batches(model, inputs)
+    reports = [
+        api.check_embeds(model, batches=batches),
+        *api.crosscheck(model, batches=batches, reload=False),
+        api.check_positions(model, inputs=inputs, permutations=1),
+        check_modes(model, batches, ModesOptions(devices="cpu", modes=("graph",))),
+        api.check_tying(model, inputs=inputs),
+    ]
+    for report in reports:
+        assert [t["text"] for t in report.details["truncated"]] == [2], report.check
+        assert any(n.startswith("--truncate cut 1 of 2 texts to 64") for n in report.notes)

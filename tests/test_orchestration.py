@@ -126,6 +126,11 @@ def test_reload_pass_rule():
     assert wants_reload(True, separate_port=False)
     assert not wants_reload(False, separate_port=False)
     assert not wants_reload(True, separate_port=True)
+    # the default (None): MODEL's own TF side reloads; a named reference does not
+    assert wants_reload(None, separate_port=False)
+    assert not wants_reload(None, separate_port=False, named_reference=True)
+    assert not wants_reload(None, separate_port=True)
+    assert wants_reload(True, separate_port=False, named_reference=True)  # asked for
 
 
 def test_reload_pass_runs_for_the_model_itself_not_for_a_separate_port(load_tf_model):

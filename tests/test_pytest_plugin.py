@@ -96,17 +96,73 @@ def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path):
     result = pytester.runpytest("--tfparity-json", str(out))
     result.assert_outcomes(failed=2)
     text = result.stdout.str()
-    assert "AssertionError" in text
-    assert text.count("Mismatched elements:") >= 2
-    # the cross-check localises the dropped bias and names it
-    assert re.search(r"first divergence: hidden_states\[\d\] · layer \d · component output", text)
+    # the verdict and the first divergence lead, so pytest's summary line shows them
+    assert re.search(
+        r"AssertionError: FAIL crosscheck tiny:bert: first divergence hidden_states\[\d\] "
+        r"· layer \d · component output",
+        text,
+    )
     assert "hint: weight encoder.layer" in text and "bias is all zeros in TF" in text
+    assert text.count("Mismatched elements:") == 2  # one block per failing assertion
     # the embeds check says what hidden_states[0] is
-    assert "first divergence: hidden_states[0] · layer embeddings" in text
-    assert "FAIL crosscheck" in text and "FAIL embeds" in text
-    reports = {p.name: json.loads(p.read_text()) for p in out.iterdir()}
-    assert len(reports) == 2  # failing tests keep their reports too
-    assert all(r["passed"] is False for r in reports.values())
+    assert "AssertionError: FAIL embeds tiny:bert: first divergence hidden_states[0] · " in text
+    assert "FAILED test_red.py::test_broken_port - AssertionError: FAIL crosscheck" in text
+    # each message says where its full report went, and it is there
+    for test in ("test_broken_port", "test_hidden_states_0_fed_as_embeddings"):
+        path = (out / f"test_red.py__{test}.json").resolve()
+        assert f"full report: {path} (written when this test ends)" in text
+        assert json.loads(path.read_text())["passed"] is False  # failing tests keep reports
+    assert len(list(out.iterdir())) == 2
+
+
+def test_crosscheck_failure_message_is_short_verdict_first_and_once_per_tensor(monkeypatch):
+    """The CI user's message: the verdict and the first divergence on line 1, the hint
+    on line 2, at most 25 lines, each tensor's block once (last_hidden_state is
+    hidden_states[-1]), no reload pass for a named reference, and where the full
+    report is."""
+    import tfparity.api
+    from tfparity import assert_crosscheck
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.assertions import CONTEXT, HelperContext, helper_context
+    from tfparity.inputs import InputOptions
+    from tfparity.testing import perturb_ffn
+
+    def no_reload(model):
+        raise AssertionError("the reload pass ran although the test named its reference")
+
+    monkeypatch.setattr(tfparity.api, "save_and_reload", no_reload)
+    broken = TFModel.load("tiny:bert")
+    perturb_ffn(broken, layer=1, factor=1.1)
+    inputs = InputOptions(random=3, seq_len=8, batch_size=3)
+    token = CONTEXT.set(None)  # as outside tfparity's plugin
+    try:
+        with pytest.raises(AssertionError) as info:
+            assert_crosscheck(broken, pt_model="tiny:bert", inputs=inputs)
+    finally:
+        CONTEXT.reset(token)
+    lines = str(info.value).splitlines()
+    assert lines[0] == (
+        "FAIL crosscheck tiny:bert: first divergence hidden_states[2] · layer 1 · "
+        "component intermediate"
+    )
+    assert lines[1].startswith("hint: weight encoder.layer.1.intermediate.dense.weight")
+    assert len(lines) <= 25
+    assert [r.check for r in info.value.reports] == ["crosscheck"]  # one pass: no reload
+    blocks = [line for line in lines if line.endswith("tensors are not close!")]
+    assert blocks == ["hidden_states[2] = last_hidden_state: tensors are not close!"]
+    assert sum(line.startswith("last_hidden_state") for line in lines) == 1  # one table row
+    assert lines[-1] == (
+        "full report: this AssertionError's .reports (render or write_json them), or run "
+        "under pytest with --tfparity-json DIR"
+    )
+    # under the plugin: the option to name, or the file the report goes to
+    for json_path, last in [
+        (None, "full report: rerun pytest with --tfparity-json DIR (one JSON file per test)"),
+        (Path("/r/t.json"), "full report: /r/t.json (written when this test ends)"),
+    ]:
+        with helper_context(HelperContext(json_path=json_path)), pytest.raises(AssertionError) as e:
+            assert_crosscheck(broken, pt_model="tiny:bert", inputs=inputs)
+        assert str(e.value).splitlines()[-1] == last
 
 
 def readme_test_file() -> str:
@@ -138,5 +194,5 @@ def test_helpers_outside_pytest_plugin_context_raise_readable_assertion(load_tf_
     model = load_tf_model("tiny:bert")
     with pytest.raises(AssertionError, match="Mismatched elements") as info:
         assert_embeds_parity(model, embeds_fn=lambda b: model.run(b)["hidden_states[0]"])
-    assert "first divergence: hidden_states[0]" in str(info.value)
+    assert str(info.value).startswith("FAIL embeds tiny:bert: first divergence hidden_states[0]")
     assert "hint:" in str(info.value)

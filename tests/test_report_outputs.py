@@ -139,3 +139,81 @@ def test_check_writes_html_plot_and_golden_file(tmp_path):
     golden = load_reference(npz)
     assert len(golden.runs) == 2 and golden.tapped
     assert "layer_1.intermediate" in golden.runs[0].fp64_taps
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def refereed(c: Comparison, actual_rmse: float, allowed_rmse: float) -> Comparison:
+    """``c`` as the cross-check's float64 referee judges it (factor 3, floor 1e-7)."""
+    from dataclasses import replace
+
+    bound = {"actual_rmse": actual_rmse, "reference_rmse": 1e-7, "allowed_rmse": allowed_rmse}
+    referee = {**bound, "factor": 3.0, "floor": 1e-7}
+    return replace(c, judge="referee", passed=actual_rmse <= allowed_rmse, referee=referee)
+
+
+def test_a_failure_block_names_its_judge_tolerance_or_referee(failing_crosscheck):
+    from tfparity.report.text import render
+
+    by_tolerance = comparison("hidden_states[2]", 0.25).message()
+    assert "Judge: tolerance, atol 1e-05 and rtol 1.3e-06" in by_tolerance
+    assert "(up to 1e-05 allowed)" in by_tolerance and "referee" not in by_tolerance
+
+    by_referee = refereed(comparison("hidden_states[2]", 0.25), 0.05, 4e-7).message()
+    assert (
+        "Judge: float64 referee, RMSE to float64 0.05 (over 4e-07 allowed = factor 3 x "
+        "expected's 1e-07 + floor 1e-07 x RMS)"
+    ) in by_referee
+    assert "allowed)" not in by_referee.replace("allowed = ", "")  # no atol/rtol bound
+    assert re.search(r"Greatest absolute difference: 0.25 at index \(.*\)\n", by_referee)
+
+    failing_crosscheck.comparisons = [
+        refereed(c, 0.05, 4e-7) if c.max_abs_diff > 0.1 else c
+        for c in failing_crosscheck.comparisons
+    ]
+    text = render(failing_crosscheck, verbose=True)
+    assert "Judge: float64 referee, RMSE to float64 0.05" in text
+    assert "Judge: tolerance" not in text
+
+
+def test_identical_tensors_get_one_failure_block_naming_both(failing_crosscheck):
+    from tfparity.report.text import render
+
+    for verbose in (False, True):
+        text = render(failing_crosscheck, verbose=verbose)
+        assert text.count("tensors are not close!") == 1
+        assert "hidden_states[2] = last_hidden_state: tensors are not close!" in text
+
+
+def test_assertion_message_stays_short_on_a_deep_model():
+    """A 24-layer model failing from layer 3 on, with many failing outputs: the message
+    keeps the verdict first, a window of the layer table, three output rows, one block,
+    and says where the rest is."""
+    from tfparity.report.brief import assertion_message
+
+    diffs = [0.0] * 4 + [0.5 + k / 100 for k in range(4, 25)]
+    rows = [layer_row(k, diff, k < 4) for k, diff in enumerate(diffs)]
+    hidden = [comparison(f"hidden_states[{k}]", diff) for k, diff in enumerate(diffs)]
+    outputs = [comparison(f"out{i}", 0.1 * (i + 1)) for i in range(6)]
+    report = Report(
+        check="crosscheck",
+        model="big",
+        passed=False,
+        comparisons=[*hidden, comparison("last_hidden_state", diffs[-1]), *outputs],
+        first_divergence=Divergence(4, 3, "attention", "a hint"),
+        details={"judge": "tolerance", "reference": "PyTorch big", "layers": rows},
+    )
+    lines = assertion_message([report, report], "full report: here").splitlines()
+    assert (
+        lines[0]
+        == "FAIL crosscheck big: first divergence hidden_states[4] · layer 3 · component attention"
+    )
+    assert lines[1] == "hint: a hint"
+    assert len(lines) <= 25
+    assert (
+        "(in the full report: 22 more hidden states, 19 failing; 5 more failing tensors)" in lines
+    )
+    assert "last_hidden_state = hidden_states[24]" in "\n".join(lines)  # one row for both
+    assert sum("tensors are not close!" in line for line in lines) == 1
+    assert lines[-2:] == ["also " + lines[0], "full report: here"]

@@ -130,7 +130,7 @@ def crosscheck(
     inputs: InputOptions | None = None,
     batches: Sequence[Batch] | None = None,
     tolerance: Tolerance | None = None,
-    reload: bool = True,
+    reload: bool | None = None,
     allow_pickle: bool = False,
     localise: str = "always",
     tf_traces: Sequence[Any] | None = None,
@@ -142,10 +142,11 @@ def crosscheck(
     With ``model`` alone, its weights go into both frameworks and, like
     ``transformers-cli pt-to-tf``, the TF model is checked twice: as cross-loaded and
     after ``save_pretrained`` and reload (``reload=False`` skips the second; so does
-    giving ``tf``, a separate port checked as given). ``pt`` is the PyTorch reference: a
-    MODEL spec, a :class:`PTModel` or a stored reference; by default it is loaded from
-    the spec of the TF model under test, never copied from it (see
-    :mod:`tfparity.orchestration`).
+    giving ``tf``, a separate port checked as given, and by default giving ``pt``: a
+    reference of the caller's choosing, ``reload=True`` to have the pass anyway). ``pt``
+    is the PyTorch reference: a MODEL spec, a :class:`PTModel` or a stored reference; by
+    default it is loaded from the spec of the TF model under test, never copied from it
+    (see :mod:`tfparity.orchestration`).
 
     ``localise="on_failure"`` runs the sub-layer taps and isolated runs only when a
     tensor fails (faster; the per-layer table then lacks those columns on a PASS).
@@ -182,7 +183,7 @@ def crosscheck(
     options = CrosscheckOptions(tolerance=tolerance, localise=localise)
     runner = executed(tf_model, execution)
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
-    if wants_reload(reload, separate_port=tf is not None):
+    if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
         reloaded = executed(save_and_reload(tf_model), execution)
         options = replace(options, label="crosscheck-reloaded")
         reports.append(_check(reloaded, pt_model, batches, options))

@@ -1,6 +1,9 @@
-"""Assertion helpers for tests: a check that fails raises AssertionError with its
-readable block (the table, the first divergence and hint, the failing tensor's
-"Mismatched elements" block), so a red CI run says where and why.
+"""Assertion helpers for tests: a check that fails raises AssertionError whose first
+line is the verdict and the first divergence, then the hint, the layers around it,
+the failing outputs and the first divergence's "Mismatched elements" block, each
+tensor once, in about 25 lines (:func:`tfparity.report.brief.assertion_message`); the
+last line says where the full report is. The error's ``reports`` attribute holds the
+Reports.
 
 They work in any test runner. Under pytest with tfparity's plugin
 (:mod:`tfparity.pytest_plugin`) they also pick up ``--tfparity-device``, load MODEL
@@ -16,6 +19,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import validation
@@ -32,6 +36,7 @@ class HelperContext:
     device: str | None = None
     load: Callable[[str], Any] | None = None  # the session's cached model loader
     reports: list[Report] = field(default_factory=list)
+    json_path: Path | None = None  # where --tfparity-json writes this test's reports
 
 
 CONTEXT: ContextVar[HelperContext | None] = ContextVar("tfparity_test_context", default=None)
@@ -67,6 +72,7 @@ def assert_embeds_parity(
     :func:`~tfparity.orchestration.tolerance_from`); ``embeds_fn(batch)`` supplies your
     own embeddings.
     """
+    __tracebackhide__ = True
     from .api import check_embeds
 
     _check_arguments(texts, inputs, batches, atol, rtol)
@@ -92,7 +98,7 @@ def assert_crosscheck(
     batches: Sequence[Batch] | None = None,
     atol: float | None = None,
     rtol: float | None = None,
-    reload: bool = True,
+    reload: bool | None = None,
     device: str | None = None,
 ) -> list[Report]:
     """Assert that the TF model agrees with PyTorch (float64 referee, or ``atol``/``rtol``).
@@ -101,8 +107,10 @@ def assert_crosscheck(
     None: then the reference is loaded from ``tf_model``'s spec (the string given, or
     the spec a TFModel was loaded from; never copied from the model under test, see
     :mod:`tfparity.orchestration`). ``reload`` also checks the TF model after
-    ``save_pretrained`` and reload. Returns one Report per pass.
+    ``save_pretrained`` and reload; by default it does so only without ``pt_model``
+    (a test that names its reference checks its port once). Returns one Report per pass.
     """
+    __tracebackhide__ = True
     from .api import crosscheck
 
     _check_arguments(texts, inputs, batches, atol, rtol)
@@ -124,14 +132,29 @@ def assert_crosscheck(
 
 def _conclude(reports: list[Report]) -> None:
     """Hand the reports to the plugin (for --tfparity-json), then judge them."""
-    from .report.text import render
+    __tracebackhide__ = True  # pytest shows the test's line, not this frame's locals
+    from .report.brief import assertion_message
 
     context = CONTEXT.get()
     if context is not None:
         context.reports.extend(reports)
-    failed = [r for r in reports if not r.passed]
-    if failed:
-        raise AssertionError("\n\n".join(render(r, verbose=True) for r in failed))
+    if all(r.passed for r in reports):
+        return
+    error = AssertionError(assertion_message(reports, _full_report(context)))
+    error.reports = reports  # type: ignore[attr-defined]
+    raise error
+
+
+def _full_report(context: HelperContext | None) -> str:
+    """The message's last line: where the full report is, or how to get it."""
+    if context is None:  # not under tfparity's pytest plugin
+        return (
+            "full report: this AssertionError's .reports (render or write_json them), or "
+            "run under pytest with --tfparity-json DIR"
+        )
+    if context.json_path is None:
+        return "full report: rerun pytest with --tfparity-json DIR (one JSON file per test)"
+    return f"full report: {context.json_path} (written when this test ends)"
 
 
 def _tf_model(model: Any) -> Any:

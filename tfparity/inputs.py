@@ -35,6 +35,8 @@ class Batch:
     token_type_ids: np.ndarray | None = None
     position_ids: np.ndarray | None = None
     texts: tuple[str, ...] | None = None
+    # The texts --truncate cut: (text number from 1, its tokens, the tokens kept).
+    truncated: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -130,7 +132,39 @@ def _tokenize(tokenizer, chunk, side, limit, truncate, start) -> Batch:
         attention_mask=enc["attention_mask"].astype(np.int32),
         token_type_ids=None if tt is None else tt.astype(np.int32),
         texts=tuple(chunk),
+        truncated=_cut(tokenizer, chunk, lengths, start) if truncate and limit else (),
     )
+
+
+def _cut(tokenizer, chunk, kept, start) -> tuple[tuple[int, int, int], ...]:
+    """The texts of ``chunk`` that truncation cut: (text number from 1, its full length
+    in tokens, the tokens kept). Their full lengths take a second, uncut tokenization
+    (``verbose=False``: without transformers' warning about too-long sequences)."""
+    full = tokenizer(chunk, padding=False, truncation=False, verbose=False)["input_ids"]
+    return tuple(
+        (start + i + 1, len(ids), int(kept[i]))
+        for i, ids in enumerate(full)
+        if len(ids) > int(kept[i])
+    )
+
+
+def note_truncation(report: Any, batches: Sequence[Batch]) -> Any:
+    """Say in ``report`` which texts ``--truncate`` cut, if any: a note (how many, which,
+    their lengths) and ``details["truncated"]`` (one ``{"text", "tokens", "kept"}`` per
+    text, texts numbered from 1). Every check that runs on batches ends with this."""
+    cut = sorted(t for b in batches for t in b.truncated)
+    if not cut:
+        return report
+    texts = sum(len(b.texts or ()) for b in batches)
+    report.details["truncated"] = [{"text": n, "tokens": t, "kept": k} for n, t, k in cut]
+    which = ", ".join(f"text {n} ({t} tokens)" for n, t, _ in cut[:10])
+    more = f" and {len(cut) - 10} more" if len(cut) > 10 else ""
+    limit = max(k for _, _, k in cut)
+    report.notes.append(
+        f"--truncate cut {len(cut)} of {texts} texts to {limit} tokens (the model's "
+        f"maximum): {which}{more}."
+    )
+    return report
 
 
 def random_batches(

@@ -25,7 +25,11 @@ it was.
 side is checked a second time after ``save_pretrained`` and a fresh load (catching
 weights lost on save), unless ``reload`` is off. A separate TF port under test
 (``tf=``, ``--tf``, the check command's single cross-check pass) is checked once, as
-given.
+given. So is a model whose PyTorch reference the caller named (``pt=``, e.g.
+``assert_crosscheck(port, "tiny:bert")``): that caller tests a port against a reference
+of their choosing, and a second pass would double the run and the failure for nothing
+they asked; ``reload=True`` still asks for it (``reload=None``, the API's and the
+helpers' default, is this rule; the CLI's ``--no-reload`` is ``reload=False``).
 
 This module imports neither TensorFlow nor torch at import time.
 """
@@ -105,9 +109,17 @@ def save_and_reload(tf_model: Any) -> Any:
     return reloaded
 
 
-def wants_reload(reload: bool, *, separate_port: bool) -> bool:
-    """Whether the save/reload pass runs (see the module's docstring)."""
-    return reload and not separate_port
+def wants_reload(
+    reload: bool | None, *, separate_port: bool, named_reference: bool = False
+) -> bool:
+    """Whether the save/reload pass runs (see the module's docstring): ``reload`` True or
+    False decides, except that a separate port never reloads; ``None`` (the default)
+    reloads only MODEL's own TF side checked against the reference its spec gives."""
+    if separate_port:
+        return False
+    if reload is None:
+        return not named_reference
+    return bool(reload)
 
 
 # ----------------------------------------------------------------------------- reference

@@ -92,16 +92,19 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """Lend the assertion helpers this session's device and model cache for the test,
     and write the reports they made to --tfparity-json, whatever the outcome."""
     session = item.config.stash[_SESSION]
-    context = HelperContext(device=session.device, load=session.load)
+    name = path = None
+    if session.json_dir is not None:  # named now: a failure message says where it goes
+        name = json_name(item.nodeid, session.json_names)
+        path = (session.json_dir / f"{name}.json").resolve()
+    context = HelperContext(device=session.device, load=session.load, json_path=path)
     with helper_context(context):
         yield
-    if session.json_dir is not None and context.reports:
+    if path is not None and context.reports:
         from .report.jsonio import write_json
 
-        session.json_dir.mkdir(parents=True, exist_ok=True)
-        name = json_name(item.nodeid, session.json_names)
+        path.parent.mkdir(parents=True, exist_ok=True)
         session.json_names.setdefault(name, item.nodeid)
-        write_json(context.reports, session.json_dir / f"{name}.json")
+        write_json(context.reports, path)
 
 
 def json_name(nodeid: str, taken: Mapping[str, str] | None = None) -> str:

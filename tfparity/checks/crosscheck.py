@@ -31,7 +31,7 @@ from ..compare import (
     is_pooled,
     referee_batches,
 )
-from ..inputs import Batch
+from ..inputs import Batch, note_truncation
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
@@ -97,7 +97,9 @@ def crosscheck(
     )
     referees = [refereed.get(c.name) for c in comparisons]
     if options.tolerance is None:
-        comparisons = [_judged(c, r) for c, r in zip(comparisons, referees, strict=True)]
+        comparisons = [
+            _judged(c, r, options.referee) for c, r in zip(comparisons, referees, strict=True)
+        ]
     passed = all(c.passed for c in comparisons)
     broken = gap_failures(gaps) + nonfinite_weights(tf_model, "TF")
     broken += nonfinite_weights(pt_model, "PyTorch")
@@ -123,7 +125,7 @@ def crosscheck(
             f"Sub-layer taps are available for {', '.join(taps.tapped_types())}; for "
             f"{tf_model.model_type} the divergence is localised to a layer only."
         )
-    return Report(
+    report = Report(
         check=options.label,
         model=tf_model.name,
         passed=passed and not broken,
@@ -148,6 +150,7 @@ def crosscheck(
             "components": [_component_row(c) for c in components],
         },
     )
+    return note_truncation(report, batches)
 
 
 def _taps_state(tapped: bool, components: list) -> str:
@@ -306,10 +309,18 @@ def _same_start(x: np.ndarray, y: np.ndarray) -> bool:
     return x.reshape(-1)[:8].tobytes() == y.reshape(-1)[:8].tobytes()
 
 
-def _judged(c: Comparison, r: RefereeResult | None) -> Comparison:
+def _judged(c: Comparison, r: RefereeResult | None, referee: Referee) -> Comparison:
+    """``c`` judged by its referee verdict ``r``, with the bound that decided it."""
     if r is None or c.problem:
         return c
     c.passed, c.judge = r.passed, "referee"
+    c.referee = {
+        "actual_rmse": r.actual_rmse,
+        "reference_rmse": r.reference_rmse,
+        "allowed_rmse": r.allowed_rmse,
+        "factor": referee.factor,
+        "floor": referee.floor,
+    }
     return c
 
 

@@ -17,7 +17,7 @@ from .. import validation
 from ..adapters.tf_model import TFModel
 from ..compare import Comparison, Tolerance, all_finite, compare_output_batches
 from ..errors import TfparityError
-from ..inputs import Batch
+from ..inputs import Batch, note_truncation
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights
@@ -54,7 +54,7 @@ def check_embeds(
     comparisons = compare_output_batches(actual, expected, masks=masks, tolerance=options.tolerance)
     passed = all(c.passed for c in comparisons)
     broken = nonfinite_weights(model)  # outputs alone miss NaN rows no input reaches
-    return Report(
+    report = Report(
         check="embeds",
         model=model.name,
         passed=passed and not broken,
@@ -63,6 +63,7 @@ def check_embeds(
         details=_details(batches),
         notes=list(model.notes) + _ids_only_notes(model, options),
     )
+    return note_truncation(report, batches)
 
 
 def _ids_only_notes(model: TFModel, options: EmbedsOptions) -> list[str]:

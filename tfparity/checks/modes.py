@@ -40,7 +40,7 @@ from ..compare import (
     default_tolerance,
     valid_positions,
 )
-from ..inputs import Batch
+from ..inputs import Batch, note_truncation
 from ..results import Report
 from ..trace import Trace, hidden_state_index
 from ..validation import NothingComparedError
@@ -130,7 +130,7 @@ def check_modes(
         note = _first_failing_hidden_state(planned.label, found)
         if note:
             notes.append(note)
-    return Report(
+    report = Report(
         check="modes",
         model=model.name,
         passed=all(c.passed for c in comparisons),
@@ -143,6 +143,7 @@ def check_modes(
         },
         notes=notes,
     )
+    return note_truncation(report, batches)
 
 
 def reference_magnitudes(reference: Sequence[Trace], masks: Sequence[Any]) -> dict[str, float]:

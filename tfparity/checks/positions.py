@@ -23,7 +23,7 @@ import numpy as np
 from ..adapters.embedding_parts import default_position_ids, position_facts
 from ..adapters.tf_model import TFModel
 from ..compare import Comparison, Tolerance, compare_batches, compare_output_batches
-from ..inputs import Batch
+from ..inputs import Batch, note_truncation
 from ..results import Report
 
 SCENARIOS = ("s1", "s2", "s3", "s4")
@@ -81,7 +81,7 @@ def check_positions(
         "tolerance": {"atol": tolerance.atol, "rtol": tolerance.rtol},
     }
     comparisons = ([equivariance] if equivariance is not None else []) + explicit_cmp
-    return Report(
+    report = Report(
         check="positions",
         model=model.name,
         passed=passed,
@@ -89,6 +89,7 @@ def check_positions(
         details=details,
         notes=list(model.notes) + _notes(facts, explicit, scenarios),
     )
+    return note_truncation(report, batches)
 
 
 def _scenario_runs(

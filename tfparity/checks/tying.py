@@ -17,7 +17,7 @@ import numpy as np
 
 from ..adapters.lm_head import LMHead, find_head
 from ..adapters.tf_model import TFModel
-from ..inputs import Batch
+from ..inputs import Batch, note_truncation
 from ..results import Report
 from ..validation import nonfinite_weights
 
@@ -69,7 +69,7 @@ def check_tying(
         "noise": noise,
     }
     broken = nonfinite_weights(model)  # a NaN row is broken even if no input reaches it
-    return Report(
+    report = Report(
         check="embeddings",
         model=model.name,
         passed=roundtrip["cosine"] == 1.0 and consistent and not broken,
@@ -79,6 +79,7 @@ def check_tying(
         + [c.problem for c in broken if c.problem]
         + _notes(head, tied, config_tie, roundtrip),
     )
+    return note_truncation(report, batches)
 
 
 def nearest_cosine(x: np.ndarray, rows: np.ndarray) -> np.ndarray:

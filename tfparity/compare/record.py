@@ -42,6 +42,9 @@ class Comparison:
     masked_max_abs_diff: float = 0.0
     problem: str | None = None
     judge: str = "tolerance"  # or "referee": ``passed`` then comes from a RefereeResult
+    # The referee's bound when it judged: actual_rmse, reference_rmse, allowed_rmse (RMSEs
+    # to the float64 truth), factor, floor (see :class:`Referee`); None for a tolerance.
+    referee: dict[str, float] | None = None
 
     @classmethod
     def failed(cls, problem: str, **base: Any) -> Comparison:
@@ -82,13 +85,12 @@ class Comparison:
             f"({self.mismatched_percent:.1f}%)"
         )
         where = f" at index {tuple(self.worst_index)}" if self.worst_index is not None else ""
-        lines.append(
-            f"Greatest absolute difference: {self.max_abs_diff:.6g}{where} "
-            f"(up to {self.atol:g} allowed)"
-        )
-        lines.append(
-            f"Greatest relative difference: {self.max_rel_diff:.6g} (up to {self.rtol:g} allowed)"
-        )
+        refereed = self.judge == "referee"
+        allowed_abs = "" if refereed else f" (up to {self.atol:g} allowed)"
+        allowed_rel = "" if refereed else f" (up to {self.rtol:g} allowed)"
+        lines.append(f"Greatest absolute difference: {self.max_abs_diff:.6g}{where}{allowed_abs}")
+        lines.append(f"Greatest relative difference: {self.max_rel_diff:.6g}{allowed_rel}")
+        lines.append(self.judge_text())
         if self.worst_actual is not None:
             lines.append(
                 f"Worst element: actual {self.worst_actual:.8g}, expected {self.worst_expected:.8g}"
@@ -106,6 +108,19 @@ class Comparison:
                 f"(max abs diff there {self.masked_max_abs_diff:.3g})"
             )
         return "\n".join(lines)
+
+    def judge_text(self) -> str:
+        """What decided this leaf: atol/rtol, or the float64 referee's RMSE bound."""
+        if self.judge != "referee":
+            return f"Judge: tolerance, atol {self.atol:g} and rtol {self.rtol:g}"
+        r = self.referee
+        if r is None:
+            return "Judge: float64 referee"
+        return (
+            f"Judge: float64 referee, RMSE to float64 {r['actual_rmse']:.3g} "
+            f"({'within' if self.passed else 'over'} {r['allowed_rmse']:.3g} allowed = factor "
+            f"{r['factor']:g} x expected's {r['reference_rmse']:.3g} + floor {r['floor']:g} x RMS)"
+        )
 
 
 def _fmt(x: float | None) -> str:

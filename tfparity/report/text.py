@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..compare import Comparison
-from ..results import Report
+from ..results import Divergence, Report
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
 
@@ -29,18 +31,12 @@ def render(report: Report, *, verbose: bool = False) -> str:
     if report.first_divergence is not None:
         d = report.first_divergence
         lines.append("")
-        where = f" · component {d.component}" if d.component else " (sub-layers not tapped)"
-        if d.hidden_state is None:  # past the last layer: the pooler or the head
-            lines.append(f"first divergence: {d.layer} (past the last hidden state)")
-        else:
-            lines.append(
-                f"first divergence: hidden_states[{d.hidden_state}] · layer {d.layer}{where}"
-            )
+        lines.append(f"first divergence: {divergence_text(d)}")
         if d.hint:
             lines.append(f"hint: {d.hint}")
     failing = report.failures
     if failing and verbose:
-        lines.extend(["", *(c.message() + "\n" for c in failing)])
+        lines.extend(["", *(named(c, twins).message() + "\n" for c, twins in grouped(failing))])
     elif failing:
         lines.extend(["", failing_summary(report)])
     lines.append("")
@@ -60,17 +56,52 @@ def verdict_line(report: Report) -> str:
     return f"FAIL {report.check}: {bad} of {n} tensors differ{worst_text}"
 
 
+def divergence_text(d: Divergence) -> str:
+    """``hidden_states[2] · layer 1 · component intermediate``: where two runs part."""
+    where = f" · component {d.component}" if d.component else " (sub-layers not tapped)"
+    if d.hidden_state is None:  # every hidden state agrees: the pooler or the head
+        return f"{d.layer} (past the last hidden state)"
+    return f"hidden_states[{d.hidden_state}] · layer {d.layer}{where}"
+
+
 def failing_summary(report: Report) -> str:
     """One failure's readable block: the first divergent hidden state when the check
-    localised one, else the worst tensor (the rest are in the table and the JSON)."""
-    failing = report.failures
+    localised one, else the worst tensor (the rest are in the table and the JSON). A
+    leaf identical to it (``last_hidden_state`` is ``hidden_states[-1]``) is named too."""
+    groups = grouped(report.failures)
     d = report.first_divergence
     if d is not None and d.hidden_state is not None:
-        first = [c for c in failing if c.name == f"hidden_states[{d.hidden_state}]"]
+        first = [g for g in groups if g[0].name == f"hidden_states[{d.hidden_state}]"]
         if first:
-            return first[0].message()
-    worst = sorted(failing, key=lambda c: (c.problem is None, -c.max_abs_diff))[0]
-    return worst.message()
+            return named(*first[0]).message()
+    worst = sorted(groups, key=lambda g: (g[0].problem is None, -g[0].max_abs_diff))[0]
+    return named(*worst).message()
+
+
+def grouped(comparisons: list[Comparison]) -> list[tuple[Comparison, list[str]]]:
+    """Each distinct comparison once, in order, with the names of the later ones that
+    are identical to it but for the name (``last_hidden_state`` and ``hidden_states[-1]``
+    are one tensor: one failure block, naming both)."""
+    groups: list[tuple[Comparison, list[str]]] = []
+    for c in comparisons:
+        bare = replace(c, name="")
+        for first, twins in groups:
+            if replace(first, name="") == bare:
+                twins.append(c.name)
+                break
+        else:
+            groups.append((c, []))
+    return groups
+
+
+def named(c: Comparison, twins: list[str], *, first: str | None = None) -> Comparison:
+    """``c`` named after itself (or ``first``) and its twins, two at most:
+    ``hidden_states[2] = last_hidden_state``."""
+    names = [first or c.name, *twins]
+    if len(names) == 1:
+        return c
+    more = f" (and {len(names) - 3} more identical)" if len(names) > 3 else ""
+    return replace(c, name=" = ".join(names[:3]) + more)
 
 
 def _table(comparisons: list[Comparison]) -> list[str]:

@@ -1,0 +1,112 @@
+"""The assertion helpers' failure message: what a red CI run prints.
+
+The verdict and the first divergence come first (pytest's one-line summary shows the
+first line), then the hint, the layers around the divergence, the failing outputs and
+the first divergence's block, each tensor once; then where the full report is. About
+25 lines, however deep the model: the full report (every row, every block, the notes)
+is a path away, not in the log.
+"""
+
+from __future__ import annotations
+
+from ..results import Report
+from .text import (
+    _table,
+    _worst_first,
+    divergence_text,
+    failing_summary,
+    grouped,
+    layer_table,
+    named,
+    verdict_line,
+)
+
+MAX_LAYER_ROWS = 3  # the layer table around the first divergence (the JSON has all)
+MAX_TENSOR_ROWS = 2  # failing outputs listed (the JSON has all)
+_FACTS = ("judge", "reference", "device", "execution", "precision")
+
+
+def assertion_message(reports: list[Report], full_report: str) -> str:
+    """The message for ``reports`` (at least one failed); ``full_report`` is the last
+    line's text: where the full report was written, or how to get it."""
+    failed = [r for r in reports if not r.passed]
+    report = failed[0]
+    lines = [headline(report)]
+    d = report.first_divergence
+    if d is not None and d.hint:
+        lines.append(f"hint: {d.hint}")
+    lines.append(_facts(report))
+    layers = report.details.get("layers") or []
+    window, left_out = _layer_window(layers)
+    if window:
+        lines += ["", *layer_table(window)]
+    rows = _tensor_rows(report, layers)
+    if rows:
+        shown = [named(c, names[1:], first=names[0]) for c, names in rows[:MAX_TENSOR_ROWS]]
+        lines += ["", *_table(shown)]
+    more = left_out + _count(len(rows) - MAX_TENSOR_ROWS, "more failing tensor")
+    if more:
+        lines.append(f"(in the full report: {'; '.join(more)})")
+    lines += ["", *_block(report)]
+    for other in failed[1:]:
+        lines.append(f"also {headline(other)}")
+    lines.append(full_report)
+    return "\n".join(lines)
+
+
+def headline(report: Report) -> str:
+    """``FAIL crosscheck tiny:bert: first divergence hidden_states[2] · layer 1 · ...``;
+    without a localised divergence, how many tensors differ."""
+    d = report.first_divergence
+    if d is not None:
+        return f"FAIL {report.check} {report.model}: first divergence {divergence_text(d)}"
+    return f"FAIL {report.check} {report.model}: " + verdict_line(report).split(": ", 1)[1]
+
+
+def _facts(report: Report) -> str:
+    """How many tensors differ, and by whose judgement, on one line."""
+    summary = verdict_line(report).split(": ", 1)[1]
+    facts = [f"{k}: {report.details[k]}" for k in _FACTS if k in report.details]
+    if "reference" not in report.details and "compares" in report.details:
+        facts.insert(0, f"compares: {report.details['compares']}")
+    return "; ".join([summary, *facts])
+
+
+def _layer_window(layers: list[dict]) -> tuple[list[dict], list[str]]:
+    """The per-layer rows from the one before the first failing row, MAX_LAYER_ROWS at
+    most, and what the rest hold (for the "in the full report" line)."""
+    first = next((i for i, r in enumerate(layers) if not r["passed"]), len(layers) - 1)
+    start = max(0, min(first - 1, len(layers) - MAX_LAYER_ROWS))
+    window = layers[start : start + MAX_LAYER_ROWS]
+    outside = layers[:start] + layers[start + MAX_LAYER_ROWS :]
+    if not outside:
+        return window, []
+    failing = sum(not r["passed"] for r in outside)
+    return window, [f"{_count(len(outside), 'more hidden state')[0]}, {failing} failing"]
+
+
+def _count(n: int, what: str) -> list[str]:
+    return [f"{n} {what}{'s' if n > 1 else ''}"] if n > 0 else []
+
+
+def _tensor_rows(report: Report, layers: list) -> list:
+    """The failing tensors, each once (``last_hidden_state = hidden_states[2]``), worst
+    first; where the layer table shows the hidden states, the other outputs only."""
+    rows = []
+    for c, twins in grouped(report.failures):
+        names = [c.name, *twins]
+        if layers and all(n.startswith("hidden_states[") for n in names):
+            continue
+        if layers:  # an output identical to a hidden state: named after the output
+            names.sort(key=lambda n: n.startswith("hidden_states["))
+        rows.append((c, names))
+    return sorted(rows, key=lambda row: _worst_first(row[0]))
+
+
+def _block(report: Report) -> list[str]:
+    """The first divergence's failure block (else the worst tensor's), without the
+    blank line under its head."""
+    lines = failing_summary(report).splitlines()
+    if len(lines) > 1 and not lines[1]:
+        del lines[1]
+    return lines
