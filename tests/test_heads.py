@@ -175,3 +175,18 @@ def test_unsupported_heads_are_refused_naming_why():
 
     with pytest.raises(TfparityError, match="multiple-choice.*choices"):
         TFModel.load("tiny:bert/multiple-choice")
+
+
+def test_the_pytest_assertion_checks_heads_both_ways():
+    from tfparity import assert_crosscheck
+    from tfparity.adapters.tf_model import TFModel
+
+    (report,) = assert_crosscheck("tiny:bert/question-answering", "tiny:bert/question-answering")
+    assert {"start_logits", "end_logits"} <= {c.name for c in report.comparisons}
+    broken = TFModel.load("tiny:bert", head=Head.TOKEN_CLASSIFICATION)
+    (bias,) = [v for v in broken.model.weights if "classifier/bias" in v.name]
+    bias.assign(bias + 0.01)
+    with pytest.raises(AssertionError) as info:
+        assert_crosscheck(broken, "tiny:bert/token-classification")
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("FAIL crosscheck") and "head" in first

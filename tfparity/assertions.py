@@ -100,6 +100,7 @@ def assert_crosscheck(
     rtol: float | None = None,
     reload: bool | None = None,
     device: str | None = None,
+    head: str | None = None,
 ) -> list[Report]:
     """Assert that the TF model agrees with PyTorch (float64 referee, or ``atol``/``rtol``).
 
@@ -108,16 +109,19 @@ def assert_crosscheck(
     the spec a TFModel was loaded from; never copied from the model under test, see
     :mod:`tfparity.orchestration`). ``reload`` also checks the TF model after
     ``save_pretrained`` and reload; by default it does so only without ``pt_model``
-    (a test that names its reference checks its port once). Returns one Report per pass.
+    (a test that names its reference checks its port once). ``head`` picks the model
+    class a spec loads on both sides (default: the one its config names, see
+    :func:`tfparity.crosscheck`). Returns one Report per pass.
     """
     __tracebackhide__ = True
     from .api import crosscheck
 
     _check_arguments(texts, inputs, batches, atol, rtol)
-    tf = _tf_model(tf_model)
+    tf = _tf_model(tf_model, head)
     reports = crosscheck(
         tf,
         pt=pt_model,
+        head=head,
         batches=_batches(tf, texts, inputs, batches),
         tolerance=tolerance_from(atol, rtol),
         reload=reload,
@@ -157,13 +161,13 @@ def _full_report(context: HelperContext | None) -> str:
     return f"full report: {context.json_path} (written when this test ends)"
 
 
-def _tf_model(model: Any) -> Any:
+def _tf_model(model: Any, head: str | None = None) -> Any:
     from .api import load_model
 
     context = CONTEXT.get()
-    if isinstance(model, str) and context is not None and context.load is not None:
+    if isinstance(model, str) and head is None and context is not None and context.load:
         return context.load(model)
-    return load_model(model)
+    return load_model(model, head=head)
 
 
 def _execution(device: str | None) -> Any:

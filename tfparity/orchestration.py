@@ -166,10 +166,14 @@ def reference_for(
 
 
 def model_head(model: Any) -> Any:
-    """The kind of model class a loaded HF TF model is; None for a spec or a model of
-    another kind (a keras-hub backbone)."""
+    """The kind of model class a loaded TF side is (a keras-hub backbone: the base
+    model); None for a spec, whose config decides."""
+    from .adapters.keras_hub import KerasHubModel
     from .adapters.tf_model import TFModel
+    from .architectures.heads import Head
 
+    if isinstance(model, KerasHubModel):
+        return Head.BASE
     return model.head if isinstance(model, TFModel) else None
 
 

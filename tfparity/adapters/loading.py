@@ -65,24 +65,45 @@ def head_classes(config: Any, head: Head | None = None) -> tuple[Any, Any]:
     ``config.architectures`` names, else the base model). transformers names each TF
     class ``TF`` + its PyTorch twin, so the pair is found by name; a kind the family
     lacks in TF, or that tfparity cannot run yet, is refused naming it."""
-    kind = head or head_of_config(getattr(config, "architectures", None))
     tf_model_class(config)  # refuses families without TF classes first
+    kind, names = _class_names(config, head)
+    t = import_transformers()
+    for name in names:
+        if hasattr(t, "TF" + name) and hasattr(t, name):
+            return getattr(t, "TF" + name), getattr(t, name)
+    raise TfparityError(
+        f"transformers has no TensorFlow {kind.value} model for '{config.model_type}' "
+        f"(looked for {', '.join('TF' + n for n in names)})."
+    )
+
+
+def pt_head_class(config: Any, head: Head | None = None) -> Any:
+    """The PyTorch class of kind ``head`` (as :func:`head_classes`), for families whose
+    TF side is keras-hub's (no TF class needed)."""
+    kind, names = _class_names(config, head)
+    t = import_transformers()
+    for name in names:
+        if hasattr(t, name):
+            return getattr(t, name)
+    raise TfparityError(
+        f"transformers has no PyTorch {kind.value} model for '{config.model_type}' "
+        f"(looked for {', '.join(names)})."
+    )
+
+
+def _class_names(config: Any, head: Head | None) -> tuple[Head, list[str]]:
+    """The kind asked for and the PyTorch class names it may have, the checkpoint's own
+    name first."""
+    kind = head or head_of_config(getattr(config, "architectures", None))
     if kind in UNSUPPORTED:
         raise TfparityError(
             f"tfparity cannot check {kind.value} heads yet: {UNSUPPORTED[kind]}. "
             "Pass --head base to check the model's body."
         )
-    t = import_transformers()
     named = [n.removeprefix("TF") for n in getattr(config, "architectures", None) or ()]
-    candidates = [n for n in named if head_of_class(n) is kind]
-    candidates += pt_class_candidates(for_config(config).pt_class, kind)
-    for name in candidates:
-        if hasattr(t, "TF" + name) and hasattr(t, name):
-            return getattr(t, "TF" + name), getattr(t, name)
-    raise TfparityError(
-        f"transformers has no TensorFlow {kind.value} model for '{config.model_type}' "
-        f"(looked for {', '.join('TF' + n for n in dict.fromkeys(candidates))})."
-    )
+    names = [n for n in named if head_of_class(n) is kind]
+    names += pt_class_candidates(for_config(config).pt_class, kind)
+    return kind, list(dict.fromkeys(names))
 
 
 def tf_lm_head_class(config: Any) -> Any:
@@ -416,8 +437,15 @@ def _from_pt_state(
             "Not in the checkpoint, left randomly initialised: "
             + ", ".join(sorted(info["missing_keys"])[:8])
         )
-    missing, unused = sorted(info["missing_keys"]), sorted(info["unexpected_keys"])
-    return model, {"notes": notes, "missing": missing, "unused": unused}
+    # integer tensors are buffers (position_ids), not weights a model could leave unread
+    unused = sorted(k for k in info["unexpected_keys"] if _is_float(state.get(k)))
+    return model, {"notes": notes, "missing": sorted(info["missing_keys"]), "unused": unused}
+
+
+def _is_float(tensor: Any) -> bool:
+    """A numpy or torch tensor of floats (bfloat16 included)."""
+    dtype = str(getattr(tensor, "dtype", "")).removeprefix("torch.")
+    return dtype.startswith(("float", "bfloat", "half"))
 
 
 def _tokenizer(t: Any, directory: Path) -> Any | None:

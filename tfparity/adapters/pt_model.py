@@ -25,7 +25,7 @@ from ..errors import TfparityError
 from ..inputs import Batch
 from ..trace import Trace
 from .holdings import Holdings, refuse_unused_body
-from .loading import PT_PICKLE, PT_SAFETENSORS, head_classes
+from .loading import PT_PICKLE, PT_SAFETENSORS, pt_head_class
 from .runtime import import_torch, import_transformers
 
 
@@ -84,7 +84,7 @@ class PTModel:
                     "--allow-pickle to load it with torch.load(weights_only=True)."
                 )
         try:
-            model, info = head_classes(config, head)[1].from_pretrained(
+            model, info = pt_head_class(config, head).from_pretrained(
                 str(directory),
                 config=config,
                 attn_implementation="eager",
@@ -294,7 +294,8 @@ def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) 
         if for_config_type(parsed.location).tf_class is None:  # seeded in PyTorch
             from .tiny import tiny_torch_model
 
-            return cls_from_model(tiny_torch_model(parsed.location), f"PyTorch {spec}")
+            model = tiny_torch_model(parsed.location, head or parsed.head)
+            return cls_from_model(model, f"PyTorch {spec}")
         return PTModel.from_tf(load_tf(parsed, head=head).model, name=f"PyTorch {spec}")
     directory = Path(parsed.location) if parsed.kind != "hub" else _hub_snapshot(parsed.location)
     files = {p.name for p in directory.iterdir()}

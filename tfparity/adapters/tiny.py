@@ -141,8 +141,12 @@ def _parent(directory: Path) -> Path:
     return directory.parent
 
 
-def tiny_torch_model(model_type: str) -> Any:
-    """The PyTorch base model of ``tiny:<model_type>`` with its seeded weights."""
+def tiny_torch_model(model_type: str, head: Any = None) -> Any:
+    """The PyTorch model of ``tiny:<model_type>`` with its seeded weights: the base model,
+    or the class of kind ``head`` (a :class:`~tfparity.architectures.heads.Head`)."""
+    from ..architectures.heads import Head
+
+    head = head or Head.BASE
     from ..architectures import registry
 
     if registry()[model_type].tf_class is not None:
@@ -150,11 +154,11 @@ def tiny_torch_model(model_type: str) -> Any:
         from .pt_model import PTModel
         from .specs import ModelSpec
 
-        tf_model = load_tf(ModelSpec(f"tiny:{model_type}", "tiny", model_type)).model
+        tf_model = load_tf(ModelSpec(f"tiny:{model_type}", "tiny", model_type), head=head).model
         return PTModel.from_tf(tf_model).model
     from .pt_model import PTModel
 
-    return PTModel.from_dir(checkpoint_dir(model_type)).model
+    return PTModel.from_dir(checkpoint_dir(model_type), head=head).model
 
 
 def _tiny_head_model(model_type: str) -> Any:

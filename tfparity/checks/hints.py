@@ -82,7 +82,7 @@ def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> st
         return f"weight {name} matches PyTorch when transposed (a transposed kernel)"
     rounded = rounding_of(tf_value, pt_value)
     if rounded is not None:
-        return f"weight {name}: {rounded} (a checkpoint stored in lower precision)"
+        return f"weight {name} differs only by rounding: {rounded}"
     factor = uniform_scale(tf_value, pt_value)
     if factor is not None:
         return f"weight {name} is PyTorch's scaled by {factor:.4g} (a uniform scale)"
