@@ -2,11 +2,13 @@
 
 Checked here, without TensorFlow: relative links and their #anchors resolve, no
 machine-specific path appears, the README stays short with a two-command Quickstart,
-and every command of `tfparity --help` has a row in the README's table and a page.
+every command of `tfparity --help` has a row in the README's table and a page, and
+CHANGELOG.md is versioned, its newest release being the package's version.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 from pathlib import Path
 
@@ -15,13 +17,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-PAGES = [README, *sorted(DOCS.glob("*.md"))]
+CHANGELOG = ROOT / "CHANGELOG.md"
+PAGES = [README, CHANGELOG, *sorted(DOCS.glob("*.md"))]
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 MACHINE_PATHS = ("site-packages", "/home/", "/root/", "/work/", "/tmp/")
+RELEASE = re.compile(r"\[(\d+)\.(\d+)\.(\d+)\] - (\d{4}-\d{2}-\d{2})")
 
 
 def prose(text: str) -> str:
@@ -148,3 +152,69 @@ def test_every_command_has_a_readme_row_and_a_page():
         assert page.is_file(), f"{pages[0]} does not exist"
         named = re.search(rf"tfparity {re.escape(name)}(?![\w-])", page.read_text())
         assert named, f"{page.name} never names `tfparity {name}`"
+
+
+def changelog_problems(text: str, version: str) -> list[str]:
+    """What keeps ``text`` from being a versioned changelog (Keep a Changelog) whose
+    newest release is ``version``: every ``## `` heading is ``[Unreleased]`` (first, once)
+    or ``[X.Y.Z] - YYYY-MM-DD``, releases newest first, at least one."""
+    headings = re.findall(r"^## (.*?)\s*$", prose(text), re.M)
+    problems = []
+    if not headings or headings[0] != "[Unreleased]":
+        problems.append(f"the first section is {headings[:1]}, not '## [Unreleased]'")
+    unreleased = [h for h in headings if "unreleased" in h.lower()]
+    if len(unreleased) > 1:
+        problems.append(f"{len(unreleased)} Unreleased sections: {unreleased}")
+    releases = []
+    for heading in headings:
+        if "unreleased" in heading.lower():
+            continue
+        found = RELEASE.fullmatch(heading)
+        if not found:
+            problems.append(f"'## {heading}' is not '## [X.Y.Z] - YYYY-MM-DD'")
+            continue
+        try:
+            date = datetime.date.fromisoformat(found.group(4))
+        except ValueError:
+            problems.append(f"'## {heading}': no such date")
+            continue
+        releases.append((tuple(int(n) for n in found.group(1, 2, 3)), date, heading))
+    if not releases:
+        problems.append("no released version: a '## [X.Y.Z] - YYYY-MM-DD' section")
+    for (v1, d1, h1), (v2, d2, h2) in zip(releases, releases[1:], strict=False):
+        if not (v1 > v2 and d1 >= d2):
+            problems.append(f"'## {h1}' comes before '## {h2}': newest first")
+    newest = ".".join(map(str, releases[0][0])) if releases else version
+    if newest != version:
+        problems.append(f"the newest release is {newest}, but tfparity.__version__ is {version}")
+    return problems
+
+
+def test_changelog_is_versioned_at_the_package_version():
+    import tfparity
+
+    assert changelog_problems(CHANGELOG.read_text(), tfparity.__version__) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "version", "expected"),
+    [
+        ("## [Unreleased]\n## [0.2.0] - 2026-12-01\n", "0.2.0", []),
+        ("## [Unreleased]\n## [0.2.0] - 2026-12-01\n", "0.1.0", ["tfparity.__version__ is 0.1.0"]),
+        ("## [0.2.0] - 2026-12-01\n", "0.2.0", ["not '## [Unreleased]'"]),
+        ("## [Unreleased]\n## Unreleased\n## [0.2.0] - 2026-12-01\n", "0.2.0", ["2 Unreleased"]),
+        ("## [Unreleased]\n", "0.2.0", ["no released version"]),
+        ("## [Unreleased]\n## [0.2.0]\n", "0.2.0", ["is not '## [X.Y.Z]", "no released"]),
+        ("## [Unreleased]\n## [0.2.0] - 2026-13-01\n", "0.2.0", ["no such date", "no released"]),
+        (
+            "## [Unreleased]\n## [0.1.0] - 2026-11-30\n## [0.2.0] - 2026-12-01\n",
+            "0.1.0",
+            ["newest first"],
+        ),
+    ],
+)
+def test_changelog_problems_are_found(text, version, expected):
+    problems = changelog_problems(text, version)
+    assert len(problems) == len(expected), problems
+    for problem, part in zip(problems, expected, strict=True):
+        assert part in problem

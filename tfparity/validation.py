@@ -209,8 +209,8 @@ def _weight_blocks(weight: Any, block: int | None = None) -> Iterator[np.ndarray
     """A weight's values for the NaN scan, in blocks of rows where that is cheaper.
 
     A TF variable that a gather has read (the word embeddings, after any run) is in
-    copy-on-read mode: reading it whole copies it into fresh memory, 28 ms of page
-    faults for minilm's 47 MB table, more than the scan itself. Its rows are gathered
+    copy-on-read mode: reading it whole copies it into fresh memory, whose page faults
+    cost more than the scan itself. Its rows are gathered
     ``block`` elements at a time instead, into memory that is reused. Other TF
     variables are read in place (``value()``), torch and numpy arrays as they are.
     ``block``: elements per block (default ``_SCAN_BLOCK``, read at call time)."""

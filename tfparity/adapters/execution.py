@@ -5,7 +5,7 @@ Checks stay unaware of all this: :func:`with_execution` returns a :class:`TFMode
 whose ``run`` and ``gather`` honour an :class:`ExecutionOptions`, so any check that
 takes a TFModel runs under any execution unchanged.
 
-What works with Hugging Face TF models (measured with transformers 4.57, tf-keras
+What works with Hugging Face TF models (as tested with transformers 4.57, tf-keras
 2.21): a tf-keras mixed-precision policy takes effect when the model's layers are
 *created*, so it cannot be switched on for a model already built. Building a fresh
 model of the same class from the same config while the policy is set
@@ -42,8 +42,7 @@ Precision = Literal["fp32", "fp16", "bf16"]
 PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
 _POLICIES = {"fp32": None, "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 _COMPUTE_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-# Break-even of a graph trace against eager calls, measured on minilm (2 CPU cores):
-# one trace per path ~1.3 s; a batch of 8 ~0.21 s eager, ~0.05 s traced -> ~8 batches.
+# From this many batches a path's one trace saves more than it costs against eager calls.
 GRAPH_FROM_BATCHES = 8
 
 
@@ -276,11 +275,10 @@ class ExecutedModel(TFModel):
       batch (the sweep's embeds path; counted as ``embeds``).
 
     Shapes: in graph mode a path leaves batch and sequence sizes unknown, so batches of
-    any shape share one trace (measured on minilm: per-call time as with a trace per
-    shape, and one ~1 s trace instead of one per shape). XLA compiles once per input
-    shape, so the sweep gives it batches of a few fixed bucket shapes. Autograph is off:
-    Hugging Face TF models branch only on static Python values, and converting them made
-    each trace about 3x slower (measured: 1.7 s vs 0.6 s per trace of tiny:bert).
+    any shape share one trace, each call as fast as with a trace per shape. XLA compiles
+    once per input shape, so the sweep gives it batches of a few fixed bucket shapes.
+    Autograph is off: Hugging Face TF models branch only on static Python values, so
+    converting them only made each trace slower.
 
     Ids are checked against the model's limits before every run, compiled or not: on
     a GPU, and under XLA, an out-of-range id would silently gather zeros.

@@ -53,9 +53,9 @@ def _stderr_silenced():
 @contextlib.contextmanager
 def _collector_paused():
     """The cyclic garbage collector paused for one large import (then as it was).
-    TensorFlow, transformers and torch create about 600K objects on import, and the
-    full collections those allocations trigger rescan them all, again and again: about
-    0.5 s of a command's start (measured). An import leaves little cyclic garbage."""
+    TensorFlow, transformers and torch create hundreds of thousands of objects on
+    import, and the full collections those allocations trigger rescan them all, again
+    and again, slowing every command's start. An import leaves little cyclic garbage."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

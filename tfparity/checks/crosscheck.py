@@ -178,7 +178,7 @@ def _run_all(
         truths = iter([_add_tapped_run(runs, tf_model, pt_model, batch) for batch in batches])
     else:
         # One framework at a time: switching between TensorFlow's and PyTorch's thread
-        # pools batch by batch cost up to 15% on 2 cores (each spins after its work).
+        # pools batch by batch slows both (each spins after its work, holding cores).
         runs.tf = list(tf_traces) if tf_traces is not None else [tf_model.run(b) for b in batches]
         runs.pt = [pt_model.run(b) for b in batches]
         truths = (pt_model.run(b, float64=True) for b in batches)  # one at a time
@@ -273,8 +273,8 @@ def _repeat_of(leaf: _Compared, done: list[_Compared], twins: set[str]) -> _Comp
     """The earlier leaf whose comparison this one's would repeat exactly: equal arrays,
     batch by batch, on all three sides (``last_hidden_state`` is ``hidden_states[-1]``;
     ``twins``: the earlier leaves equal to this one in every float64 run), the same
-    masks and options. Saves a ninth of minilm's comparison time; a leaf that is not
-    certainly a repeat is compared."""
+    masks and options, so it need not be compared again; a leaf that is not certainly
+    a repeat is compared."""
     options = {k: v for k, v in leaf.kwargs.items() if k != "masks"}
     for d in done:
         if (
@@ -303,9 +303,9 @@ def _equal(xs: list, ys: list) -> bool:
 
 
 def _same_start(x: np.ndarray, y: np.ndarray) -> bool:
-    """The first few elements bitwise equal: a quick filter (a few hundred ns; 36 pairs of
-    minilm's leaves per batch). It may reject equal arrays (-0.0 against 0.0), which are
-    then compared as if unlike; it never accepts: ``np.array_equal`` decides."""
+    """The first few elements bitwise equal: a filter cheap enough for every pair of
+    leaves in a batch. It may reject equal arrays (-0.0 against 0.0), which are then
+    compared as if unlike; it never accepts: ``np.array_equal`` decides."""
     return x.reshape(-1)[:8].tobytes() == y.reshape(-1)[:8].tobytes()
 
 

@@ -29,7 +29,7 @@ from ..results import Report
 SCENARIOS = ("s1", "s2", "s3", "s4")
 OUTPUT = "last_hidden_state"
 # Reordering tokens reorders the attention sums, so s1 and s4 agree only up to float
-# rounding (measured ~1e-6 on minilm); the exact-path default (1e-5/1.3e-6) is too tight.
+# rounding, for which the exact-path default (1e-5/1.3e-6) is too tight.
 EQUIVARIANCE_TOLERANCE = Tolerance(atol=1e-4, rtol=1e-4)
 
 

@@ -13,8 +13,8 @@ EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 def frameworks_frozen(torch: bool = False) -> None:
     """Import TensorFlow, tf-keras and transformers (and torch) now, then freeze every
     object alive (``gc.freeze``): the command's process keeps them to its end, and each
-    full garbage collection would otherwise rescan them all (about 600K objects, 0.2-0.3 s
-    a collection; a cross-check of minilm ran several). The CLI's alone: a library must
+    full garbage collection would otherwise rescan them all (a cross-check triggers
+    several). The CLI's alone: a library must
     not freeze its caller's objects. Call it after the cheap argument checks (exit 2 stays
     fast) and before loading a model."""
     from ..adapters.runtime import import_torch, import_transformers

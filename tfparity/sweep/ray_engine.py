@@ -119,7 +119,7 @@ class _Worker:
     ) -> tuple[Encoding, str | None]:
         self.setup = SweepSetup.load(model, checks, pt, options, execution)
         # This process is the actor's alone and keeps what it loaded to its end: frozen,
-        # those ~700K objects are not rescanned by each full collection (0.4 s apiece).
+        # the framework objects it loaded are not rescanned by each full collection.
         gc.freeze()
         return self.setup.encoding(), self.setup.top1_note
 
