@@ -1,21 +1,33 @@
 """tfparity: numerical parity checks for TensorFlow/Keras transformer models.
 
-``import tfparity`` is cheap: TensorFlow and torch are imported only when a check runs
-(:mod:`tfparity.api` and :mod:`tfparity.assertions` import them inside their functions).
-The API's names are listed once, in ``tfparity.api.__all__``; this package's
-``__all__`` adds that list to the types and helpers defined elsewhere.
+``import tfparity`` is cheap: TensorFlow and torch are imported only when a check runs,
+and the API's modules (:mod:`tfparity.api`, :mod:`tfparity.assertions`) only when one of
+their names is first used, so that importing a submodule does not pull the API in.
 """
 
 from __future__ import annotations
 
-from . import api
+from typing import Any
+
 from ._version import __version__
-from .api import *  # noqa: F403 -- the names api.__all__ lists: the API's list is the one list
-from .assertions import assert_crosscheck, assert_embeds_parity
 from .compare import Comparison, Tolerance, compare_arrays, compare_outputs
 from .errors import TfparityError
 from .inputs import Batch, InputOptions
 from .results import Divergence, Report
+
+# The API's names: the one list; tfparity.api.__all__ is built from it.
+_API = (
+    "assert_close",
+    "check_embeds",
+    "check_positions",
+    "check_tying",
+    "crosscheck",
+    "diagnose",
+    "load_model",
+    "make_batches",
+)
+# Lazily exported names defined outside api.py -> their module under tfparity.
+_ELSEWHERE = {"assert_crosscheck": "assertions", "assert_embeds_parity": "assertions"}
 
 __all__ = [
     "Batch",
@@ -26,9 +38,17 @@ __all__ = [
     "TfparityError",
     "Tolerance",
     "__version__",
-    "assert_crosscheck",
-    "assert_embeds_parity",
     "compare_arrays",
     "compare_outputs",
-    *api.__all__,
+    *_API,
+    *_ELSEWHERE,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API or name in _ELSEWHERE:
+        import importlib
+
+        module = importlib.import_module(f".{_ELSEWHERE.get(name, 'api')}", __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module 'tfparity' has no attribute {name!r}")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from . import _API
 from .checks import DEFAULT_LOCALISE, LOCALISE_MODES
 from .compare import Tolerance
 from .inputs import Batch, InputOptions
@@ -25,16 +26,8 @@ from .orchestration import (
 )
 from .results import Report
 
-__all__ = [
-    "assert_close",
-    "check_embeds",
-    "check_positions",
-    "check_tying",
-    "crosscheck",
-    "diagnose",
-    "load_model",
-    "make_batches",
-]
+# Listed once, in the package (tfparity/__init__.py exports them lazily from here).
+__all__ = list(_API)
 
 
 def make_batches(model: Any, inputs: InputOptions | None = None) -> list[Batch]:
