@@ -15,7 +15,7 @@ from .errors import TfparityError
 from .inputs import Batch, InputOptions
 from .results import Divergence, Report
 
-# The API's names: the one list; tfparity.api.__all__ is built from it.
+# The names of tfparity/api.py: their one list (api.py keeps none of its own).
 _API = (
     "assert_close",
     "check_embeds",

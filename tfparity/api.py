@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from . import _API
 from .checks import DEFAULT_LOCALISE, LOCALISE_MODES
 from .compare import Tolerance
 from .inputs import Batch, InputOptions
@@ -25,9 +24,6 @@ from .orchestration import (
     wants_reload,
 )
 from .results import Report
-
-# Listed once, in the package (tfparity/__init__.py exports them lazily from here).
-__all__ = list(_API)
 
 
 def make_batches(model: Any, inputs: InputOptions | None = None) -> list[Batch]:
