@@ -33,13 +33,35 @@ def test_check_tying_and_check_positions_return_reports(load_tf_model):
     assert positions.details["explicit_positions_match"] is True
 
 
-def test_api_names_are_importable_without_tensorflow():
+def test_every_public_name_imports_from_tfparity_without_tensorflow():
     import subprocess
     import sys
 
     code = (
-        "import sys, tfparity; "
-        "[getattr(tfparity, n) for n in tfparity.__all__ if n not in tfparity._API]; "
-        "assert 'tensorflow' not in sys.modules"
+        "import sys, tfparity; from tfparity import *; "
+        "missing = [n for n in tfparity.__all__ if n not in globals()]; "
+        "assert not missing, missing; "
+        "assert not {'tensorflow', 'torch'} & set(sys.modules), 'a framework was imported'"
     )
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_api_names_are_listed_once():
+    """tfparity/api.py's public names are listed once, in tfparity/__init__.py (``_API``,
+    exported lazily); api.py keeps no ``__all__`` of its own to drift from it. Every
+    public function api.py defines is listed and resolves to api's object."""
+    import inspect
+
+    from tfparity import api
+
+    assert len(set(tfparity.__all__)) == len(tfparity.__all__), "a name is listed twice"
+    assert set(tfparity._API) <= set(tfparity.__all__)
+    assert not hasattr(api, "__all__"), "a second list of the API's names"
+    defined = {
+        name
+        for name, value in vars(api).items()
+        if inspect.isfunction(value) and value.__module__ == api.__name__
+    }
+    assert {n for n in defined if not n.startswith("_")} <= set(tfparity._API)
+    assert all(getattr(tfparity, n) is getattr(api, n) for n in tfparity._API)

@@ -91,6 +91,25 @@ def test_check_help_lists_options_without_importing_frameworks(tmp_path):
         assert heavy not in imported, f"--help imported {heavy}"
 
 
+def test_model_help_lists_every_tiny_type_and_the_head_spelling():
+    """MODEL's help takes the tiny types and heads from the registry: every one is
+    named, whole (no name broken at a hyphen), in each command that takes a MODEL."""
+    import argparse
+
+    from tfparity.architectures import tiny_types, torch_only_tiny_types
+    from tfparity.architectures.heads import UNSUPPORTED, Head
+
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    heads = [h.value for h in Head if h is not Head.BASE and h not in UNSUPPORTED]
+    assert len(tiny_types()) >= 32 and "deberta-v2" in tiny_types()
+    for name in ("check", "crosscheck", "embeddings", "positions"):
+        text = sub.choices[name].format_help()
+        words = set(re.findall(r"[\w.:<>/-]+", text))
+        missing = [t for t in (*tiny_types(), *torch_only_tiny_types(), *heads) if t not in words]
+        assert missing == [], f"`tfparity {name} --help` lacks {missing}"
+        assert "tiny:<model_type>/<head>" in words and "keras-hub:tiny:<model_type>" in words
+
+
 def test_build_parser_does_not_import_tensorflow():
     code = (
         "import sys, tfparity.cli; tfparity.cli.build_parser(); "

@@ -442,3 +442,25 @@ def test_crosscheck_command_localises_on_failure_by_default(tmp_path, monkeypatc
         seen[mode] = report["first_divergence"]
     assert seen["on_failure"] == seen["always"]
     assert (seen["always"]["layer"], seen["always"]["component"]) == (0, "intermediate")
+
+
+def test_api_options_and_cli_share_one_localise_default():
+    """The default lives in tfparity/checks/__init__.py; the API, CrosscheckOptions and
+    `tfparity crosscheck` (its default and its choices) all take it from there."""
+    import argparse
+    import inspect
+
+    from tfparity import api
+    from tfparity.checks import DEFAULT_LOCALISE, LOCALISE_MODES
+    from tfparity.cli import build_parser
+
+    assert DEFAULT_LOCALISE == "on_failure" and DEFAULT_LOCALISE in LOCALISE_MODES
+    assert inspect.signature(api.crosscheck).parameters["localise"].default == DEFAULT_LOCALISE
+    assert CrosscheckOptions().localise == DEFAULT_LOCALISE
+    parser = build_parser()
+    assert parser.parse_args(["crosscheck"]).localise == DEFAULT_LOCALISE
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    (action,) = [a for a in sub.choices["crosscheck"]._actions if a.dest == "localise"]
+    assert tuple(action.choices) == LOCALISE_MODES
+    with pytest.raises(ValueError, match="'on_failure' or 'always'"):
+        api.crosscheck(TINY, localise="sometimes")

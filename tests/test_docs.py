@@ -218,3 +218,16 @@ def test_changelog_problems_are_found(text, version, expected):
     assert len(problems) == len(expected), problems
     for problem, part in zip(problems, expected, strict=True):
         assert part in problem
+
+
+def test_the_readme_counts_the_registered_tf_architectures():
+    """The README's "N Hugging Face TF text architectures" is the registry's number of
+    model types with a transformers TF class (the registry imports no framework)."""
+    from tfparity.architectures import registry
+
+    found = re.findall(
+        r"(\d+) Hugging Face TF text architectures", " ".join(README.read_text().split())
+    )
+    assert len(found) == 1, found
+    registered = [t for t, a in registry().items() if a.tf_class is not None]
+    assert int(found[0]) == len(registered), f"the README says {found[0]}: {len(registered)} are"

@@ -1,6 +1,8 @@
 """tfparity: numerical parity checks for TensorFlow/Keras transformer models.
 
-``import tfparity`` is cheap: TensorFlow and torch are imported only when a check runs.
+``import tfparity`` is cheap: TensorFlow and torch are imported only when a check runs,
+and the API's modules (:mod:`tfparity.api`, :mod:`tfparity.assertions`) only when one of
+their names is first used, so that importing a submodule does not pull the API in.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from .errors import TfparityError
 from .inputs import Batch, InputOptions
 from .results import Divergence, Report
 
+# The names of tfparity/api.py: their one list (api.py keeps none of its own).
 _API = (
     "assert_close",
     "check_embeds",

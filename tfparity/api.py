@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from .checks import DEFAULT_LOCALISE, LOCALISE_MODES
 from .compare import Tolerance
 from .inputs import Batch, InputOptions
 from .orchestration import (
@@ -23,17 +24,6 @@ from .orchestration import (
     wants_reload,
 )
 from .results import Report
-
-__all__ = [
-    "assert_close",
-    "check_embeds",
-    "check_positions",
-    "check_tying",
-    "crosscheck",
-    "diagnose",
-    "load_model",
-    "make_batches",
-]
 
 
 def make_batches(model: Any, inputs: InputOptions | None = None) -> list[Batch]:
@@ -132,7 +122,7 @@ def crosscheck(
     tolerance: Tolerance | None = None,
     reload: bool | None = None,
     allow_pickle: bool = False,
-    localise: str = "always",
+    localise: str = DEFAULT_LOCALISE,
     tf_traces: Sequence[Any] | None = None,
     execution: Any = None,
     head: str | None = None,
@@ -148,8 +138,10 @@ def crosscheck(
     default it is loaded from the spec of the TF model under test, never copied from it
     (see :mod:`tfparity.orchestration`).
 
-    ``localise="on_failure"`` runs the sub-layer taps and isolated runs only when a
-    tensor fails (faster; the per-layer table then lacks those columns on a PASS).
+    ``localise="on_failure"`` (the default, as on the CLI) runs the sub-layer taps and
+    isolated runs only when a tensor fails (they cost about as much as the forward
+    passes); ``"always"`` runs them on every run, so the per-layer table has their
+    columns on a PASS too.
     ``tf_traces`` are the TF model's ``input_ids`` runs of ``batches``, if already made.
     ``head`` (``"sequence-classification"``, ``"question-answering"``, ...: see
     :class:`~tfparity.architectures.heads.Head`) picks the model class a spec loads on
@@ -163,8 +155,9 @@ def crosscheck(
     from .checks.crosscheck import crosscheck as _check
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
-    if localise not in ("always", "on_failure"):
-        raise ValueError(f"localise must be 'always' or 'on_failure', not {localise!r}.")
+    if localise not in LOCALISE_MODES:
+        modes = " or ".join(repr(m) for m in LOCALISE_MODES)
+        raise ValueError(f"localise must be {modes}, not {localise!r}.")
     under_test = tf if tf is not None else model
     tf_model = load_model(under_test, allow_pickle=allow_pickle, head=head)
     pt_model = reference_for(

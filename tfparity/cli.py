@@ -18,8 +18,21 @@ from .commands.common import EXIT_USAGE, check_output_paths
 from .errors import TfparityError
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's, without breaking names at their hyphens (``deberta-v2``, ``masked-lm``)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse exits 2 on usage errors already; keep its message to one paragraph."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)

@@ -35,7 +35,7 @@ from ..inputs import Batch, note_truncation
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
-from . import hints
+from . import DEFAULT_LOCALISE, hints
 from .agreement import task_agreement
 from .checkpoints import checkpoint_gaps, gap_failures, gap_notes, judged
 from .embeds import ensure_finite
@@ -48,9 +48,8 @@ class CrosscheckOptions:
     tolerance: Tolerance | None = None
     referee: Referee = Referee()
     label: str = "crosscheck"
-    # Sub-layer taps and isolated runs cost about as much as the forward passes, and
-    # only localise: by default they run when a tensor fails ("always": on every run).
-    localise: str = "on_failure"
+    # one of LOCALISE_MODES (tfparity/checks/__init__.py): when the sub-layer taps run
+    localise: str = DEFAULT_LOCALISE
 
 
 @dataclass

@@ -157,7 +157,6 @@ def _crosscheck(args: argparse.Namespace, model, tf_traces, batches):
         batches=batches,
         tolerance=tolerance(args),
         allow_pickle=args.allow_pickle,
-        localise="on_failure",
         tf_traces=tf_traces,
     )
     report.details["seconds"] = round(time.perf_counter() - start, 2)

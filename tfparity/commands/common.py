@@ -25,16 +25,24 @@ def frameworks_frozen(torch: bool = False) -> None:
     gc.freeze()
 
 
-def add_model_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "model",
-        nargs="?",
-        default="minilm",
-        metavar="MODEL",
-        help="a directory with config.json and weights, a cached Hugging Face "
-        "id, 'minilm' (default: a real pretrained BERT), or 'tiny:<model_type>' "
-        "(bert, roberta, gpt2, albert, distilbert, electra, xlnet, t5)",
+def model_help() -> str:
+    """MODEL's help, its lists taken from the registry (which imports no framework)."""
+    from ..architectures import tiny_types, torch_only_tiny_types
+    from ..architectures.heads import UNSUPPORTED, Head
+
+    heads = [h.value for h in Head if h is not Head.BASE and h not in UNSUPPORTED]
+    return (
+        "a directory with config.json and weights, a cached Hugging Face id, 'minilm' "
+        "(default: a real pretrained BERT), 'tiny:<model_type>' (a seeded 2-layer model: "
+        f"{', '.join(tiny_types())}; PyTorch only, TF through 'keras-hub:tiny:<model_type>': "
+        f"{', '.join(torch_only_tiny_types())}), 'tiny:<model_type>/<head>' (with a seeded "
+        f"task head: {', '.join(heads)}), or 'keras-hub:<SPEC>' (the checkpoint SPEC "
+        "names, converted by keras-hub)"
     )
+
+
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", nargs="?", default="minilm", metavar="MODEL", help=model_help())
     parser.add_argument(
         "--allow-pickle",
         action="store_true",

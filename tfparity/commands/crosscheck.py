@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..checks import DEFAULT_LOCALISE, LOCALISE_MODES
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -44,11 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--localise",
-        choices=("on_failure", "always"),
-        default="on_failure",
-        help="run the sub-layer taps and isolated runs only when a tensor fails "
-        "(on_failure, the default: they cost about as much as the forward passes), or on "
-        "every run (always: the per-layer table then has their columns on a PASS too)",
+        choices=LOCALISE_MODES,
+        default=DEFAULT_LOCALISE,
+        help="when the sub-layer taps and isolated runs run (default: %(default)s): "
+        "on_failure, only when a tensor fails (they cost about as much as the forward "
+        "passes); always, on every run (the per-layer table then has their columns on a "
+        "PASS too)",
     )
     add_input_arguments(p)
     add_report_arguments(p)

@@ -81,10 +81,8 @@ def worker_env() -> dict[str, str]:
     """``PYTHONPATH`` for the workers: the driver's own, plus the source tree tfparity
     was imported from when it is not an installed package (site-packages), so workers
     import the same tfparity. An installed tfparity adds nothing."""
-    import tfparity
-
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    root = str(Path(tfparity.__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])  # above tfparity/sweep/ray_engine.py
     installed = any(x in Path(root).parts for x in ("site-packages", "dist-packages"))
     if not installed and root not in parts:
         parts.insert(0, root)

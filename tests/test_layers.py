@@ -1,0 +1,107 @@
+"""The layers of docs/design.md, held to the imports: a module imports only its own layer
+and the ones below it, and only adapters/ imports a framework, except where the design
+page names the exception. Imports inside functions count too. No framework is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "tfparity"
+
+# Bottom to top, as in docs/design.md's diagram (a prefix names a module or a package).
+LAYERS = (
+    ("_version", "errors", "compare", "trace", "inputs", "results", "golden", "validation"),
+    ("architectures",),
+    ("adapters",),
+    ("checks", "report"),
+    ("orchestration",),
+    ("api", "assertions", "sweep"),
+    ("", "__main__", "cli", "commands", "pytest_plugin", "keras", "testing"),
+)
+
+# Upward imports the design page names, each with its reason there.
+UPWARD = {
+    # the config faults of the fault catalogue rebuild a model: the one import cycle
+    ("architectures.faults", "adapters.loading"),
+}
+FRAMEWORKS = ("tensorflow", "tf_keras", "keras", "keras_hub", "torch", "transformers")
+# Framework imports outside adapters/ that the design page names.
+FRAMEWORK_USERS = {
+    ("sweep.ray_engine", "tensorflow"),  # cap each Ray actor's threads before loading
+    ("sweep.ray_engine", "torch"),
+    ("architectures.keras_hub_layouts", "keras"),  # a fault: swap a backbone's GELU
+    ("architectures.generic", "transformers"),  # transformers' own tables of TF classes
+}
+
+
+def modules() -> dict[str, Path]:
+    """tfparity's modules by their name under tfparity ("" is the package itself)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> tuple[set[str], set[str]]:
+    """What ``name`` imports: tfparity's modules by their name under tfparity, and the
+    others by their top-level name (``tensorflow``)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(["tfparity", *base, *([module] if module else [])])
+            targets += [f"{module}.{a.name}" for a in node.names]  # a submodule or a name
+    own, others = set(), set()
+    for target in targets:
+        if target != "tfparity" and not target.startswith("tfparity."):
+            others.add(target.split(".")[0])
+            continue
+        inner = target.removeprefix("tfparity").removeprefix(".")
+        while inner not in known:
+            inner = inner.rpartition(".")[0]
+        own.add(inner)
+    return own - {name}, others
+
+
+def layer(name: str) -> int:
+    """The layer of a tfparity module: the last one whose prefix names it."""
+    ranks = [
+        rank
+        for rank, prefixes in enumerate(LAYERS)
+        for prefix in prefixes
+        if name == prefix or (prefix and name.startswith(prefix + "."))
+    ]
+    assert ranks, f"tfparity.{name} has no layer in LAYERS (nor in docs/design.md?)"
+    return ranks[-1]
+
+
+def test_no_module_imports_a_layer_above_its_own_unless_the_design_says_why():
+    known = modules()
+    upward = {
+        (name, target)
+        for name, path in known.items()
+        for target in imports(name, path, known)[0]
+        if layer(target) > layer(name)
+    }
+    assert upward == UPWARD, "docs/design.md's layers and their named exceptions"
+
+
+def test_only_adapters_import_a_framework_unless_the_design_says_why():
+    known = modules()
+    users = {
+        (name, target)
+        for name, path in known.items()
+        if not name.startswith("adapters")
+        for target in imports(name, path, known)[1]
+        if target in FRAMEWORKS
+    }
+    assert users == FRAMEWORK_USERS, "docs/design.md names each framework import outside adapters/"
