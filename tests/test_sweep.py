@@ -397,3 +397,27 @@ def test_unknown_engine_options_exit_2(tiny, corpus, tmp_path):
     with pytest.raises(TfparityError, match="SweepOptions.engine must be one of None, RayOptions"):
         run_sweep(tiny, corpus, tmp_path / "o", options)
     assert not (tmp_path / "o").exists()  # refused before anything is written or loaded
+
+
+def test_a_classifier_is_swept_with_label_agreement_and_a_broken_head_fails(corpus, tmp_path):
+    """A head model's own logits give the sweep's top-1 column: one label per item."""
+    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.tf_model import TFModel
+
+    spec = "tiny:bert/sequence-classification"
+    options = SweepOptions(checks=("crosscheck",), batch_size=8, progress="none")
+    clean = run_sweep(spec, corpus, tmp_path / "clean", options)
+    cross = clean.summary["per_check"]["crosscheck"]
+    assert clean.passed and cross["passed"] == N_ITEMS
+    assert cross["top1_tokens"] == N_ITEMS and cross["top1_agreement"] == 1.0
+    broken = TFModel.load(spec)
+    (bias,) = [v for v in broken.model.weights if "classifier/bias" in v.name]
+    bias.assign(bias + 0.01)
+    result = run_sweep(broken, corpus, tmp_path / "broken", options, pt=load_pt(spec))
+    assert result.summary["per_check"]["crosscheck"]["failed"] == N_ITEMS
+    failing = {
+        w
+        for r in lines(tmp_path / "broken" / "results.jsonl")
+        for w in r["checks"]["crosscheck"]["failing"]
+    }
+    assert failing == {"logits"}

@@ -47,7 +47,9 @@ class SweepChecks:
     runner_model: Any  # adapters.execution.ExecutedModel
     tf_model: Any
     pt_model: Any = None
-    head: Callable[[np.ndarray], np.ndarray] | None = None
+    # A run's logits (an LM head on its last hidden state, or a head model's own
+    # ``logits``) for top-1 agreement; None: not measured (the setup's note says why).
+    head: Callable[[Trace], np.ndarray] | None = None
     tolerance: Tolerance | None = None
     referee: Referee = Referee()
     seed: int = 0
@@ -74,7 +76,7 @@ class SweepChecks:
         return getattr(self, f"_{name}")(ctx)
 
     def _with_top1(self, results: list[RowResult], actual: Trace, ctx: BatchContext):
-        if self.head is None or "last_hidden_state" not in actual:
+        if self.head is None:
             return results
         agree, tokens = top1_counts(self.head, actual, ctx.tf_ids, ctx.mask)
         return [
@@ -114,7 +116,7 @@ class SweepChecks:
             results.append(result)
         if self.head is None:
             return results
-        # Top-1 of the same (TF) head applied to each side's last hidden state.
+        # Top-1 of each side's logits (the same TF LM head on each last hidden state).
         agree, tokens = top1_counts(self.head, tf, pt, mask)
         return [
             replace(res, top1_agree=int(agree[i]), top1_tokens=int(tokens[i]))

@@ -133,11 +133,14 @@ def referee_verdicts(
 
 
 def top1_counts(
-    head: Callable[[np.ndarray], np.ndarray], actual: Trace, expected: Trace, mask: np.ndarray
+    logits: Callable[[Trace], np.ndarray], actual: Trace, expected: Trace, mask: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: tokens whose top-1 prediction (argmax over the vocabulary, the last
-    axis) agrees between the two sides, and the row's real tokens."""
-    a = np.argmax(head(actual["last_hidden_state"]), axis=-1)
-    b = np.argmax(head(expected["last_hidden_state"]), axis=-1)
+    """Per row: the positions whose top-1 (argmax over the last axis of ``logits(run)``:
+    tokens of an LM head, labels of a classifier) agrees between the two sides, and the
+    row's positions: its real tokens, or 1 for a per-sequence label."""
+    a = np.argmax(logits(actual), axis=-1)
+    b = np.argmax(logits(expected), axis=-1)
+    if a.ndim == 1:  # [batch]: one label per sequence
+        return (a == b).astype(int), np.ones_like(a)
     valid = mask.astype(bool)
     return ((a == b) & valid).sum(axis=1), valid.sum(axis=1)

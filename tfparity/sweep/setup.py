@@ -159,13 +159,20 @@ def _without_positions(batch: Any) -> Any:
 
 
 def _load_head(tf_model: Any) -> tuple[Any, str | None]:
-    """The LM head as a function ``hidden -> logits`` and, without one, why."""
+    """A run's logits for top-1 agreement, as a function of its Trace (a head model's
+    own ``logits``, else the LM head on the last hidden state), and, without, why."""
     from ..adapters.lm_head import checkpoint_has_head, find_head
     from ..adapters.tf_model import TFModel
+    from ..architectures.heads import Head
 
     headless = getattr(tf_model, "headless_reason", None)  # a keras-hub backbone
     if headless:
         return None, headless
+    kind = tf_model.head if isinstance(tf_model, TFModel) else Head.BASE
+    if kind is Head.QUESTION_ANSWERING:
+        return None, "a question-answering head has spans, not labels: no top-1 agreement"
+    if kind is not Head.BASE:  # its logits: labels, or tokens of an LM head
+        return (lambda trace: trace["logits"]), None
     try:
         has = checkpoint_has_head(tf_model, tf_model.name)
     except Exception:  # a model held in memory with an unusual config
@@ -179,4 +186,4 @@ def _load_head(tf_model: Any) -> tuple[Any, str | None]:
     head = find_head(TFModel.load(tf_model.name, lm_head=True))
     if head is None or head.logits is None:
         return None, f"the LM head of {tf_model.name} cannot be applied to hidden states"
-    return head.logits, None
+    return (lambda trace: head.logits(trace["last_hidden_state"])), None
