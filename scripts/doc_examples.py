@@ -17,7 +17,8 @@ An example is a ``tfparity`` command line run in-process in a scratch directory 
 small Python function, for the pytest example), after the setup it needs (a broken port
 from scripts/make_broken_port.py, the diagnose files, the tiny task-head checkpoints),
 with its exit code checked, machine paths replaced by ``<dir>`` and wall times
-shortened to tenths of a second.
+shortened to tenths of a second. The examples run in order in one process, so the times
+of the later ones are with warm caches (TF's kernels, the converted-weight cache).
 
 A page is stale when it differs from a re-run in what holds on any machine
 (docs/index.md, "Figures in these pages"): ``differences`` masks the numbers (floats,
@@ -284,7 +285,8 @@ EXAMPLES: tuple[Example, ...] = (
         ("modes", "minilm"),
         minilm=True,
         tested=False,
-        why_untested="about a minute on 2 cores (XLA compiles, four modes)",
+        why_untested="8 s after the others, up to a minute cold (XLA compiles); the tested "
+        "minilm examples already take about 60 s",
     ),
     Example(
         "sweep-minilm",
@@ -293,7 +295,7 @@ EXAMPLES: tuple[Example, ...] = (
         ("sweep", "minilm", "--out", "mini", "--progress", "none"),
         minilm=True,
         tested=False,
-        why_untested="245 items: about 20 s more than the test's budget",
+        why_untested="245 items, about 25 s; the tested minilm examples already take about 60 s",
     ),
     Example(
         "pytest-failure-message",
