@@ -209,37 +209,50 @@ class Parts:
     norm_epsilon: Setting | None = None
 
 
+@dataclass(frozen=True)
+class Breakage:
+    """How a shared fault breaks its part (``change``), and the phrase the hint must
+    then hold, given the part's PyTorch name (``hint(pt_name)``; "": none named)."""
+
+    change: Callable[[Any], None]
+    hint: Callable[[str], str]
+
+
 def _zeros(pt_name: str) -> str:
     return f"{pt_name} is all zeros" if pt_name else "all zeros"
 
 
-def _scaled(factor: float) -> Callable[[str], str]:
+def scaled_by(factor: float) -> Breakage:
     def hint(pt_name: str) -> str:
         said = f"scaled by {factor:g}"
         return f"{pt_name} is PyTorch's {said}" if pt_name else said
 
-    return hint
+    return Breakage(lambda var: scale(var, factor), hint)
 
 
-@dataclass(frozen=True, kw_only=True)
+ZEROED = Breakage(zero, _zeros)
+TRANSPOSED = Breakage(transpose, lambda _: "transposed")
+SHIFTED = Breakage(roll_rows, lambda _: "shifted")
+REVERSED = Breakage(reverse_rows, lambda pt_name: pt_name)  # the hint names the table
+
+
+@dataclass(frozen=True)
 class Breaks:
-    """A shared fault on the part ``slot`` of :class:`Parts`: ``change`` breaks it in
-    ``layer`` (a number, or "embeddings"), where ``component`` must show it, with
-    ``hint(pt_name)`` in the hint."""
+    """A shared fault: ``breakage`` on the part ``slot`` of :class:`Parts`, in ``layer``
+    (a number, or "embeddings"), where ``component`` must show it."""
 
     slot: str
     name: str
-    change: Callable[[Any], None]
+    breakage: Breakage
     layer: int | str
     component: str
-    hint: Callable[[str], str]
 
     def fault(self, parts: Parts) -> Fault:
         part: Part = getattr(parts, self.slot)
         layer = self.layer if part.layer is None else part.layer
         i = 0 if parts.shared and isinstance(layer, int) else layer
-        path, change = part.path.format(i=i), self.change
-        hint = part.hint or self.hint(part.pt_name.format(i=i))
+        path, change = part.path.format(i=i), self.breakage.change
+        hint = part.hint or self.breakage.hint(part.pt_name.format(i=i))
         return Fault(
             name=part.name or self.name,
             apply=parts.root(lambda root: change(find(root, path))),
@@ -247,7 +260,7 @@ class Breaks:
         )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Sets:
     """A shared config fault: the :class:`Setting` in ``slot``, first seen in ``layer``
     at ``component`` (with the setting's hint)."""
@@ -265,120 +278,57 @@ class Sets:
         )
 
 
-_QUERY_BIAS = Breaks(
-    slot="query_bias",
-    name="zeroed attention query bias",
-    change=zero,
-    layer=1,
-    component="attention",
-    hint=_zeros,
-)
-_QUERY_KERNEL = Breaks(
-    slot="query_kernel",
-    name="scaled query kernel",
-    change=lambda var: scale(var, 1.1),
-    layer=1,
-    component="attention",
-    hint=_scaled(1.1),
-)
+# The shared catalogues, each fault as: the slot of Parts, its name (unless the family's
+# Part names it otherwise), how it breaks, the layer and the component where the
+# cross-check must find it. A catalogue lists a component's faults in this order.
+_QUERY_BIAS = Breaks("query_bias", "zeroed attention query bias", ZEROED, 1, "attention")
+_QUERY_KERNEL = Breaks("query_kernel", "scaled query kernel", scaled_by(1.1), 1, "attention")
 _OUTPUT_KERNEL = Breaks(
-    slot="attention_output_kernel",
-    name="transposed attention output kernel",
-    change=transpose,
-    layer=0,
-    component="attention",
-    hint=lambda _: "transposed",
+    "attention_output_kernel", "transposed attention output kernel", TRANSPOSED, 0, "attention"
 )
-_INTERMEDIATE_BIAS = Breaks(
-    slot="intermediate_bias",
-    name="dropped FFN up-projection bias",
-    change=zero,
-    layer=0,
-    component="intermediate",
-    hint=_zeros,
-)
-_ACTIVATION = Sets(slot="activation", layer=0, component="intermediate")
-_OUTPUT_BIAS = Breaks(
-    slot="output_bias",
-    name="dropped FFN down-projection bias",
-    change=zero,
-    layer=1,
-    component="output",
-    hint=_zeros,
-)
-_POSITION_TABLE = Breaks(
-    slot="position_table",
-    name="shifted position embeddings",
-    change=roll_rows,
-    layer="embeddings",
-    component="embeddings",
-    hint=lambda _: "shifted",
+_UP_BIAS = Breaks("intermediate_bias", "dropped FFN up-projection bias", ZEROED, 0, "intermediate")
+_ACTIVATION = Sets("activation", 0, "intermediate")
+_DOWN_BIAS = Breaks("output_bias", "dropped FFN down-projection bias", ZEROED, 1, "output")
+_POSITIONS = Breaks(
+    "position_table", "shifted position embeddings", SHIFTED, "embeddings", "embeddings"
 )
 
-
-def _norm_off(slot: str, name: str, layer: int, component: str) -> Breaks:
-    """A norm's scale off by 1%."""
-    return Breaks(
-        slot=slot,
-        name=name,
-        change=lambda var: scale(var, 1.01),
-        layer=layer,
-        component=component,
-        hint=_scaled(1.01),
-    )
-
-
-# The shared catalogues, in the order their faults are listed within a component.
 ENCODER: tuple[Breaks | Sets, ...] = (
     _QUERY_BIAS,
     _OUTPUT_KERNEL,
     _QUERY_KERNEL,
-    _norm_off("attention_norm", "attention LayerNorm gamma off by 1%", 0, "attention"),
-    _INTERMEDIATE_BIAS,
-    _ACTIVATION,
-    _OUTPUT_BIAS,
-    _norm_off("output_norm", "LayerNorm gamma off by 1%", 1, "output"),
-    _POSITION_TABLE,
     Breaks(
-        slot="token_type_table",
-        name="swapped token type rows",
-        change=reverse_rows,
-        layer="embeddings",
-        component="embeddings",
-        hint=lambda pt_name: pt_name,
+        "attention_norm", "attention LayerNorm gamma off by 1%", scaled_by(1.01), 0, "attention"
     ),
+    _UP_BIAS,
+    _ACTIVATION,
+    _DOWN_BIAS,
+    Breaks("output_norm", "LayerNorm gamma off by 1%", scaled_by(1.01), 1, "output"),
+    _POSITIONS,
+    Breaks("token_type_table", "swapped token type rows", REVERSED, "embeddings", "embeddings"),
     # post-LayerNorm: the embedding LayerNorm is the first to use it
-    Sets(slot="norm_epsilon", layer="embeddings", component="embeddings"),
+    Sets("norm_epsilon", "embeddings", "embeddings"),
 )
-
 DECODER: tuple[Breaks | Sets, ...] = (
     _QUERY_BIAS,
     _QUERY_KERNEL,
     _OUTPUT_KERNEL,
-    _norm_off("attention_norm", "pre-attention LayerNorm gamma off by 1%", 0, "attention"),
+    Breaks(
+        "attention_norm",
+        "pre-attention LayerNorm gamma off by 1%",
+        scaled_by(1.01),
+        0,
+        "attention",
+    ),
     # pre-norm: the norm before layer 0's attention is the first to use it
-    Sets(slot="norm_epsilon", layer=0, component="attention"),
-    _norm_off("ffn_norm", "pre-FFN LayerNorm gamma off by 1%", 0, "intermediate"),
-    _INTERMEDIATE_BIAS,
-    Breaks(
-        slot="intermediate_kernel",
-        name="zeroed up-projection kernel",
-        change=zero,
-        layer=1,
-        component="intermediate",
-        hint=_zeros,
-    ),
+    Sets("norm_epsilon", 0, "attention"),
+    Breaks("ffn_norm", "pre-FFN LayerNorm gamma off by 1%", scaled_by(1.01), 0, "intermediate"),
+    _UP_BIAS,
+    Breaks("intermediate_kernel", "zeroed up-projection kernel", ZEROED, 1, "intermediate"),
     _ACTIVATION,
-    _OUTPUT_BIAS,
-    Breaks(
-        slot="output_kernel",
-        name="FFN down-projection off by 10%",
-        change=lambda var: scale(var, 1.1),
-        layer=1,
-        component="output",
-        hint=_scaled(1.1),
-    ),
-    _POSITION_TABLE,
+    _DOWN_BIAS,
+    Breaks("output_kernel", "FFN down-projection off by 10%", scaled_by(1.1), 1, "output"),
+    _POSITIONS,
 )
 
 _ORDER = (*COMPONENTS, "embeddings", "pooler")
