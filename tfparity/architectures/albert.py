@@ -13,7 +13,7 @@ from typing import Any
 
 from .base import Architecture, LMHead, Positions
 from .bert import HINT_FIELDS, TINY
-from .faults import Fault, Part, Parts, Setting, encoder_faults, expect_at, in_place, zero
+from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .keras_hub_layouts import (
     KerasHubLayout,
     encoder_config,
@@ -107,8 +107,10 @@ FAULTS: tuple[Fault, ...] = encoder_faults(
         Fault(
             name="dropped embedding projection bias",
             apply=in_place(lambda m: zero(m.encoder.embedding_hidden_mapping_in.bias)),
-            expect=expect_at(
-                "embeddings", "embeddings", "embedding_hidden_mapping_in.bias is all zeros"
+            expect=Expect.at(
+                layer="embeddings",
+                component="embeddings",
+                hint="embedding_hidden_mapping_in.bias is all zeros",
             ),
         ),
     ),

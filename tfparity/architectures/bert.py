@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Architecture, KnownDifference, LMHead, Positions
-from .faults import Fault, Part, Parts, Setting, encoder_faults, expect_at, in_place, zero
+from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .keras_hub_layouts import (
     ENCODER_FAULTS,
     KerasHubLayout,
@@ -118,17 +118,19 @@ FAULTS: tuple[Fault, ...] = encoder_faults(
         Fault(
             name="wrong attention scaling",
             apply=in_place(_unscaled_attention),
-            expect=expect_at(1, "attention", "computation"),
+            expect=Expect.at(layer=1, component="attention", hint="computation"),
         ),
         Fault(
             name="zeroed pooler kernel",
             apply=in_place(lambda m: zero(m.pooler.dense.kernel)),
-            expect=expect_at("pooler", "pooler", "pooler.dense.weight is all zeros"),
+            expect=Expect.at(
+                layer="pooler", component="pooler", hint="pooler.dense.weight is all zeros"
+            ),
         ),
         Fault(
             name="zeroed pooler bias",
             apply=in_place(lambda m: zero(m.pooler.dense.bias)),
-            expect=expect_at("pooler", "pooler", "pooler"),
+            expect=Expect.at(layer="pooler", component="pooler", hint="pooler"),
         ),
     ),
 )

@@ -20,7 +20,7 @@ from typing import Any
 from .base import Architecture, EmbeddingTables, Positions
 from .bert import EPSILON, FFN_WEIGHT, GELU_NEW, BertLayout
 from .deberta import HINT_FIELDS, TINY_DEBERTA
-from .faults import Fault, Part, Parts, encoder_faults, expect_at, in_place, roll_rows
+from .faults import Expect, Fault, Part, Parts, encoder_faults, in_place, roll_rows
 from .sublayers import FeedForward
 
 SHARED_ATTENTION = ("encoder.rel_embeddings.", "encoder.LayerNorm.")
@@ -83,7 +83,7 @@ FAULTS: tuple[Fault, ...] = encoder_faults(
         Fault(
             name="shifted relative embeddings",
             apply=in_place(lambda m: roll_rows(m.encoder.rel_embeddings)),
-            expect=expect_at(0, "attention", "encoder.rel_embeddings.weight"),
+            expect=Expect.at(layer=0, component="attention", hint="encoder.rel_embeddings.weight"),
         ),
     ),
 )

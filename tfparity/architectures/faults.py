@@ -41,6 +41,16 @@ class Expect:
     component: str | None
     hint: str
 
+    @classmethod
+    def at(cls, *, layer: int | str, component: str, hint: str) -> Expect:
+        """A fault in ``layer``: a number (first seen in the hidden state after it),
+        "embeddings" (hidden state 0) or "pooler" (after every hidden state)."""
+        if isinstance(layer, int):
+            hidden_state: int | None = layer + 1
+        else:
+            hidden_state = 0 if layer == "embeddings" else None
+        return cls(hidden_state=hidden_state, layer=layer, component=component, hint=hint)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Fault:
@@ -50,16 +60,6 @@ class Fault:
     name: str
     apply: Callable[[Any], Any]
     expect: Expect
-
-
-def expect_at(layer: int | str, component: str, hint: str) -> Expect:
-    """The expectation of a fault in ``layer``: a number (first seen in the hidden state
-    after it), "embeddings" (hidden state 0) or "pooler" (after every hidden state)."""
-    if isinstance(layer, int):
-        hidden_state: int | None = layer + 1
-    else:
-        hidden_state = 0 if layer == "embeddings" else None
-    return Expect(hidden_state=hidden_state, layer=layer, component=component, hint=hint)
 
 
 # ----------------------------------------------------------------------------- roots
@@ -256,7 +256,7 @@ class Breaks:
         return Fault(
             name=part.name or self.name,
             apply=parts.root(lambda root: change(find(root, path))),
-            expect=expect_at(i, self.component, hint),
+            expect=Expect.at(layer=i, component=self.component, hint=hint),
         )
 
 
@@ -274,7 +274,9 @@ class Sets:
         return Fault(
             name=setting.name,
             apply=with_config(**{setting.field: setting.value}),
-            expect=expect_at(self.layer, self.component, setting.hint or setting.field),
+            expect=Expect.at(
+                layer=self.layer, component=self.component, hint=setting.hint or setting.field
+            ),
         )
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .faults import Fault, Part, Parts, encoder_faults, expect_at, on_backbone, set_epsilon
+from .faults import Expect, Fault, Part, Parts, encoder_faults, on_backbone, set_epsilon
 from .sublayers import FeedForward, Tap
 
 if TYPE_CHECKING:
@@ -244,14 +244,20 @@ ENCODER_FAULTS: tuple[Fault, ...] = encoder_faults(
         Fault(
             name="GELU variant (tanh <-> exact)",
             apply=on_backbone(lambda b: swap_gelu(block(b, 0)._feedforward_intermediate_dense)),
-            expect=expect_at(
-                0, "intermediate", "activation: PyTorch's intermediate output matches"
+            expect=Expect.at(
+                layer=0,
+                component="intermediate",
+                hint="activation: PyTorch's intermediate output matches",
             ),
         ),
         Fault(
             name="LayerNorm epsilon 1e-3",
             apply=on_backbone(lambda b: set_epsilon(block(b, 0)._feedforward_layer_norm, 1e-3)),
-            expect=expect_at(0, "output", "PyTorch's output matches eps=1e-12, TF uses 0.001"),
+            expect=Expect.at(
+                layer=0,
+                component="output",
+                hint="PyTorch's output matches eps=1e-12, TF uses 0.001",
+            ),
         ),
     ),
 )

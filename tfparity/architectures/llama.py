@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import TfparityError
 from .base import Architecture, EmbeddingTables, KnownDifference, Positions
-from .faults import Fault, Part, Parts, decoder_faults, expect_at, on_backbone, set_epsilon
+from .faults import Expect, Fault, Part, Parts, decoder_faults, on_backbone, set_epsilon
 from .keras_hub_layouts import KerasHubLayout, block, decoder_config, gated_decoder_taps
 from .sublayers import AlwaysApplies, FeedForward, Tap
 
@@ -99,7 +99,7 @@ KERAS_HUB_FAULTS: tuple[Fault, ...] = decoder_faults(
         Fault(
             name="RMSNorm epsilon 1e-2",
             apply=on_backbone(lambda b: set_epsilon(block(b, 0)._self_attention_layernorm, 1e-2)),
-            expect=expect_at(0, "attention", "computation"),
+            expect=Expect.at(layer=0, component="attention", hint="computation"),
         ),
     ),
 )

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .base import Architecture, EmbeddingTables, KnownDifference, Positions
-from .faults import Fault, Part, Parts, Setting, decoder_faults, expect_at, in_place, scale
+from .faults import Expect, Fault, Part, Parts, Setting, decoder_faults, in_place, scale
 from .llama import GatedDecoderLayout, keras_hub_decoder
 from .sublayers import Tap
 
@@ -75,8 +75,10 @@ FAULTS: tuple[Fault, ...] = decoder_faults(
         Fault(
             name="attention output projection off by 10%",
             apply=in_place(lambda m: scale(_layer(m, 0).self_attn.o_proj.kernel, 1.1)),
-            expect=expect_at(
-                0, "attention", "layers.0.self_attn.o_proj.weight is PyTorch's scaled by 1.1"
+            expect=Expect.at(
+                layer=0,
+                component="attention",
+                hint="layers.0.self_attn.o_proj.weight is PyTorch's scaled by 1.1",
             ),
         ),
     ),

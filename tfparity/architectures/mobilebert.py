@@ -19,7 +19,7 @@ from typing import Any
 
 from .base import Architecture, Positions
 from .bert import TINY, BertLayout
-from .faults import Fault, Part, Parts, Setting, encoder_faults, expect_at, in_place, scale, zero
+from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .sublayers import FeedForward, extended_mask
 
 
@@ -71,6 +71,12 @@ class MobileBertLayout(BertLayout):
 LAYER = "encoder.layer.{i}."
 FAULTS: tuple[Fault, ...] = encoder_faults(
     Parts(
+        # the input bottleneck's norm, before attention
+        attention_norm=Part(
+            LAYER + "bottleneck.bottleneck_input.LayerNorm.weight",
+            pt_name=LAYER + "bottleneck.input.LayerNorm.weight",
+            name="input bottleneck NoNorm weight off by 1%",
+        ),
         # the first of the stacked FFNs' up-projection
         intermediate_bias=Part(
             LAYER + "ffn.0.intermediate.dense.bias",
@@ -86,19 +92,10 @@ FAULTS: tuple[Fault, ...] = encoder_faults(
         Fault(
             name="zeroed attention value bias",
             apply=in_place(lambda m: zero(_layer(m, 1).attention.self.value.bias)),
-            expect=expect_at(
-                1, "attention", "encoder.layer.1.attention.self.value.bias is all zeros"
-            ),
-        ),
-        Fault(
-            name="input bottleneck NoNorm weight off by 1%",
-            apply=in_place(
-                lambda m: scale(_layer(m, 0).bottleneck.bottleneck_input.LayerNorm.weight, 1.01)
-            ),
-            expect=expect_at(
-                0,
-                "attention",
-                "encoder.layer.0.bottleneck.input.LayerNorm.weight is PyTorch's scaled by 1.01",
+            expect=Expect.at(
+                layer=1,
+                component="attention",
+                hint="encoder.layer.1.attention.self.value.bias is all zeros",
             ),
         ),
     ),

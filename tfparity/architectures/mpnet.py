@@ -15,7 +15,7 @@ from typing import Any
 
 from .base import Architecture, EmbeddingTables, Positions
 from .bert import EPSILON, FFN_WEIGHT, GELU_NEW, TINY, BertLayout
-from .faults import Fault, Part, Parts, encoder_faults, expect_at, in_place, zero
+from .faults import Expect, Fault, Part, Parts, encoder_faults, in_place, zero
 from .sublayers import FeedForward, extended_mask
 
 BIAS_TABLE = "encoder.relative_attention_bias."
@@ -63,7 +63,9 @@ FAULTS: tuple[Fault, ...] = encoder_faults(
         Fault(
             name="zeroed relative position bias table",
             apply=in_place(lambda m: zero(m.encoder.relative_attention_bias)),
-            expect=expect_at(0, "attention", BIAS_TABLE + "weight is all zeros"),
+            expect=Expect.at(
+                layer=0, component="attention", hint=BIAS_TABLE + "weight is all zeros"
+            ),
         ),
     ),
 )
