@@ -226,15 +226,21 @@ def swap_gelu(dense: Any) -> None:
     dense.activation = gelu_exact if tanh else gelu_approximate
 
 
+BLOCK = "transformer_layers.{i}."  # a Part's path to block i of a backbone
+
+
+def backbone_parts(**parts: Any) -> Parts:
+    """:class:`Parts` of a keras-hub backbone: paths from the backbone (:data:`BLOCK`)."""
+    return Parts(root=on_backbone, **parts)
+
+
 # keras-hub's TransformerEncoder (BERT): the shared encoder catalogue on the backbone.
-_BLOCK = "transformer_layers.{i}."
-ENCODER_PARTS = Parts(
-    root=on_backbone,
-    query_bias=Part(_BLOCK + "_self_attention_layer.query_dense.bias"),
-    attention_output_kernel=Part(_BLOCK + "_self_attention_layer.output_dense.kernel"),
-    query_kernel=Part(_BLOCK + "_self_attention_layer.query_dense.kernel"),
+ENCODER_PARTS = backbone_parts(
+    query_bias=Part(BLOCK + "_self_attention_layer.query_dense.bias"),
+    attention_output_kernel=Part(BLOCK + "_self_attention_layer.output_dense.kernel"),
+    query_kernel=Part(BLOCK + "_self_attention_layer.query_dense.kernel"),
     intermediate_bias=Part(
-        _BLOCK + "_feedforward_intermediate_dense.bias", name="dropped intermediate bias"
+        BLOCK + "_feedforward_intermediate_dense.bias", name="dropped intermediate bias"
     ),
     position_table=Part("position_embedding.position_embeddings", name="shifted position table"),
 )

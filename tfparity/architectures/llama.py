@@ -14,8 +14,15 @@ from typing import Any
 
 from ..errors import TfparityError
 from .base import Architecture, EmbeddingTables, KnownDifference, Positions
-from .faults import Expect, Fault, Part, Parts, decoder_faults, on_backbone, set_epsilon
-from .keras_hub_layouts import KerasHubLayout, block, decoder_config, gated_decoder_taps
+from .faults import Expect, Fault, Part, decoder_faults, on_backbone, set_epsilon
+from .keras_hub_layouts import (
+    BLOCK,
+    KerasHubLayout,
+    backbone_parts,
+    block,
+    decoder_config,
+    gated_decoder_taps,
+)
 from .sublayers import AlwaysApplies, FeedForward, Tap
 
 HINT_FIELDS = (
@@ -86,12 +93,10 @@ FFN_WEIGHT = "layers.{layer}.mlp.up_proj.weight"
 
 
 # keras-hub's Llama-style decoder blocks: the shared decoder catalogue on the backbone.
-_BLOCK = "transformer_layers.{i}."
-KERAS_HUB_PARTS = Parts(
-    root=on_backbone,
-    query_kernel=Part(_BLOCK + "_self_attention_layer._query_dense.kernel"),
-    attention_output_kernel=Part(_BLOCK + "_self_attention_layer._output_dense.kernel"),
-    intermediate_kernel=Part(_BLOCK + "_feedforward_intermediate_dense.kernel"),
+KERAS_HUB_PARTS = backbone_parts(
+    query_kernel=Part(BLOCK + "_self_attention_layer._query_dense.kernel"),
+    attention_output_kernel=Part(BLOCK + "_self_attention_layer._output_dense.kernel"),
+    intermediate_kernel=Part(BLOCK + "_feedforward_intermediate_dense.kernel"),
 )
 KERAS_HUB_FAULTS: tuple[Fault, ...] = decoder_faults(
     KERAS_HUB_PARTS,
