@@ -34,9 +34,9 @@ def main(models: list[str]) -> int:
             d = report.first_divergence
             where = "-" if d is None else f"hs {d.hidden_state} / {d.layer} / {d.component}"
             expected = d is not None and (d.hidden_state, d.layer, d.component) == (
-                fault.hidden_state,
-                fault.layer,
-                fault.component,
+                fault.expect.hidden_state,
+                fault.expect.layer,
+                fault.expect.component,
             )
             rows = {r["hidden_state"]: r for r in report.details["layers"]}
             row = rows.get(d.hidden_state) if d is not None else None

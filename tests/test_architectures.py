@@ -76,9 +76,9 @@ def test_tiny_model_passes_and_a_perturbed_port_is_localised(model_type):
     broken = crosscheck(fault.apply(TFModel.load(spec)), pt_model, batches)
     assert not broken.passed
     d = broken.first_divergence
-    assert (d.hidden_state, d.layer) == (fault.hidden_state, fault.layer), d
-    assert d.component == fault.component, d
-    assert fault.hint in d.hint, d.hint  # "scaled by 1.1": the uniform scale is named
+    assert (d.hidden_state, d.layer) == (fault.expect.hidden_state, fault.expect.layer), d
+    assert d.component == fault.expect.component, d
+    assert fault.expect.hint in d.hint, d.hint  # "scaled by 1.1": the uniform scale is named
     earlier = [c for c in broken.comparisons if c.name == f"hidden_states[{d.hidden_state - 1}]"]
     assert earlier and earlier[0].passed  # the layer below still agrees
 

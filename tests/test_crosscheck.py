@@ -42,7 +42,8 @@ FAULTS = [f.name for f in CATALOGUE]
 def test_fault_catalogue_on_tiny_bert(tiny_reference, fault):
     pt_model, batches = tiny_reference
     f = by_name(fault)
-    hidden, layer, component, hint_word = f.hidden_state, f.layer, f.component, f.hint
+    e = f.expect
+    hidden, layer, component, hint_word = e.hidden_state, e.layer, e.component, e.hint
     broken = f.apply(TFModel.load(TINY))
     report = run_crosscheck(broken, pt_model, batches)
     assert report.passed is False
@@ -172,7 +173,8 @@ def test_fault_catalogue_on_minilm(minilm_pt, fault):
     """The same catalogue on the real pretrained BERT (6 layers, 384 wide), with the
     PyTorch reference read from the checkpoint rather than copied from TF."""
     f = by_name(fault)
-    hidden, layer, component, hint_word = f.hidden_state, f.layer, f.component, f.hint
+    e = f.expect
+    hidden, layer, component, hint_word = e.hidden_state, e.layer, e.component, e.hint
     broken = f.apply(TFModel.load("minilm"))
     batches = make_batches(broken, InputOptions(texts=("Hello world.", "A second, longer one.")))
     report = run_crosscheck(broken, minilm_pt, batches)
@@ -325,7 +327,8 @@ def test_reduced_precision_still_catches_and_localises_a_fault(tiny_reference, p
     (report,) = crosscheck(tf=broken, pt=pt_model, batches=batches, execution=execution)
     assert report.passed is False
     d = report.first_divergence
-    assert (d.hidden_state, d.layer, d.component) == (f.hidden_state, f.layer, f.component)
+    e = f.expect
+    assert (d.hidden_state, d.layer, d.component) == (e.hidden_state, e.layer, e.component)
     assert "transposed" in d.hint and "differs" not in d.hint, d.hint  # float32 weights compared
 
 
@@ -399,8 +402,9 @@ def test_fault_catalogues_of_tap_families(model_type, fault):
     report = run_crosscheck(f.apply(TFModel.load(FAMILY_SPECS[model_type])), pt_model, batches)
     assert report.passed is False
     d = report.first_divergence
-    assert (d.hidden_state, d.layer, d.component) == (f.hidden_state, f.layer, f.component), d
-    assert f.hint in d.hint, d.hint
+    e = f.expect
+    assert (d.hidden_state, d.layer, d.component) == (e.hidden_state, e.layer, e.component), d
+    assert e.hint in d.hint, d.hint
     # GPT-2's Conv1D biases are [1, n] in TF and [n] in PyTorch: only real differences
     # are named, never a shape mismatch.
     assert "shape" not in d.hint, d.hint

@@ -18,6 +18,7 @@ from tfparity.adapters.pt_model import load_pt  # noqa: E402
 from tfparity.adapters.specs import parse_spec  # noqa: E402
 from tfparity.api import check_embeds, make_batches  # noqa: E402
 from tfparity.architectures import keras_hub_layouts, lookup  # noqa: E402
+from tfparity.architectures.faults import scale  # noqa: E402
 from tfparity.checks.crosscheck import crosscheck  # noqa: E402
 from tfparity.errors import TfparityError  # noqa: E402
 
@@ -169,12 +170,10 @@ def test_a_decoder_preset_cross_checks_against_its_checkpoint_with_weight_hints(
     assert cli.main(["check", spec, "--random", "2", "--seq-len", "8"]) == 0
     assert cli.main(["crosscheck", "--tf", spec, "--pt", "tiny:qwen2"]) == 0
 
-    def scale(backbone):
-        keras_hub_layouts.k_scale(
-            keras_hub_layouts.block(backbone, 1)._feedforward_intermediate_dense.kernel, 1.1
-        )
+    def scale_ffn(backbone):
+        scale(keras_hub_layouts.block(backbone, 1)._feedforward_intermediate_dense.kernel, 1.1)
 
-    broken = _preset(tmp_path / "broken", "tiny:qwen2", scale)
+    broken = _preset(tmp_path / "broken", "tiny:qwen2", scale_ffn)
     out = tmp_path / "r.json"
     args = ["crosscheck", "--tf", broken, "--pt", "tiny:qwen2", "--json", str(out)]
     assert cli.main(args) == 1
@@ -299,7 +298,7 @@ def test_the_qwen3_finding_is_the_qk_norm_epsilon_setting_it_makes_the_port_pass
 
 def _exact_gelu_everywhere(model):
     for i in range(2):
-        keras_hub_layouts.exact_gelu(
+        keras_hub_layouts.swap_gelu(
             keras_hub_layouts.block(model.backbone, i)._feedforward_intermediate_dense
         )
 
@@ -330,11 +329,11 @@ def test_faults_injected_into_keras_hub_backbones_are_localised(inner, fix):
         d = report.first_divergence
         assert not report.passed, fault.name
         assert (d.hidden_state, d.layer, d.component) == (
-            fault.hidden_state,
-            fault.layer,
-            fault.component,
+            fault.expect.hidden_state,
+            fault.expect.layer,
+            fault.expect.component,
         ), (fault.name, d)
-        assert fault.hint in d.hint, (fault.name, d.hint)
+        assert fault.expect.hint in d.hint, (fault.name, d.hint)
 
 
 @pytest.mark.parametrize("flag", [["--graph"], ["--xla"], ["--precision", "bf16"]])

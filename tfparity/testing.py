@@ -15,11 +15,12 @@ from typing import Any
 from .architectures import Fault, lookup
 from .architectures.bert import FAULTS as CATALOGUE
 from .architectures.bert import LAYOUT as BERT_LAYOUT
-from .architectures.faults import with_config
+from .architectures.faults import Expect, scale, with_config
 from .errors import TfparityError
 
 __all__ = [
     "CATALOGUE",
+    "Expect",
     "Fault",
     "by_name",
     "catalogue_for",
@@ -59,7 +60,7 @@ def perturb_ffn(model: Any, layer: int = 1, factor: float = 1.1) -> str:
     if name not in weights:
         raise TfparityError(f"{model.model_type} has no weight {name} (layout changed?).")
     variable = weights[name].variable
-    variable.assign(variable.numpy() * factor)
+    scale(variable, factor)
     return name
 
 
@@ -77,10 +78,12 @@ def ffn_fault(model_type: str, layer: int = 1, factor: float = 1.1) -> Fault:
         return model
 
     return Fault(
-        f"FFN weight of layer {layer} scaled by {factor:g}",
-        apply,
-        first + 1,
-        first,
-        "intermediate" if arch.sublayers is not None else None,
-        f"scaled by {factor:.4g}",
+        name=f"FFN weight of layer {layer} scaled by {factor:g}",
+        apply=apply,
+        expect=Expect(
+            hidden_state=first + 1,
+            layer=first,
+            component="intermediate" if arch.sublayers is not None else None,
+            hint=f"scaled by {factor:.4g}",
+        ),
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 from .base import Architecture, LMHead, Positions
 from .bert import HINT_FIELDS, TINY
-from .faults import Fault, in_place, scale, with_config, zero
+from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .keras_hub_layouts import (
     KerasHubLayout,
     encoder_config,
@@ -22,6 +22,8 @@ from .keras_hub_layouts import (
     preset_fields,
 )
 from .sublayers import FeedForward, Tap, extended_mask
+
+SHARED = "encoder.albert_layer_groups.0.albert_layers.0."  # every layer's weights
 
 
 def _shared(main: Any) -> Any:
@@ -71,13 +73,12 @@ class AlbertLayout:
             if component == "embeddings":
                 return ["embeddings.", "encoder.embedding_hidden_mapping_in."]
             return ["pooler."] if component == "pooler" else []
-        shared = "encoder.albert_layer_groups.0.albert_layers.0."  # every layer's weights
         parts = {
             "attention": ("attention.",),
             "intermediate": ("ffn.",),
             "output": ("ffn_output.", "full_layer_layer_norm."),
         }[component]
-        return [shared + part for part in parts]
+        return [SHARED + part for part in parts]
 
     def feed_forward(self, main: Any, i: int, config: Any) -> FeedForward | None:
         layer = _shared(main)
@@ -86,54 +87,32 @@ class AlbertLayout:
         )
 
 
-FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "zeroed attention query bias",
-        in_place(lambda m: zero(_shared(m).attention.query.bias)),
-        1,
-        0,
-        "attention",
-        "attention.query.bias is all zeros",
+FAULTS: tuple[Fault, ...] = encoder_faults(
+    Parts(
+        shared=True,
+        query_bias=Part(SHARED + "attention.query.bias", pt_name="attention.query.bias"),
+        intermediate_bias=Part(SHARED + "ffn.bias", pt_name="ffn.bias"),
+        activation=Setting(
+            name="exact gelu instead of gelu_new",
+            field="hidden_act",
+            value="gelu",
+            hint="TF's matches gelu (exact erf)",
+        ),
+        output_bias=Part(SHARED + "ffn_output.bias", pt_name="ffn_output.bias"),
+        output_norm=Part(
+            SHARED + "full_layer_layer_norm.gamma", pt_name="full_layer_layer_norm.weight"
+        ),
     ),
-    Fault(
-        "dropped FFN up-projection bias",
-        in_place(lambda m: zero(_shared(m).ffn.bias)),
-        1,
-        0,
-        "intermediate",
-        "ffn.bias is all zeros",
-    ),
-    Fault(
-        "exact gelu instead of gelu_new",
-        with_config(hidden_act="gelu"),
-        1,
-        0,
-        "intermediate",
-        "TF's matches gelu (exact erf)",
-    ),
-    Fault(
-        "dropped FFN down-projection bias",
-        in_place(lambda m: zero(_shared(m).ffn_output.bias)),
-        1,
-        0,
-        "output",
-        "ffn_output.bias is all zeros",
-    ),
-    Fault(
-        "LayerNorm gamma off by 1%",
-        in_place(lambda m: scale(_shared(m).full_layer_layer_norm.gamma, 1.01)),
-        1,
-        0,
-        "output",
-        "full_layer_layer_norm.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "dropped embedding projection bias",
-        in_place(lambda m: zero(m.encoder.embedding_hidden_mapping_in.bias)),
-        0,
-        "embeddings",
-        "embeddings",
-        "embedding_hidden_mapping_in.bias is all zeros",
+    extra=(
+        Fault(
+            name="dropped embedding projection bias",
+            apply=in_place(lambda m: zero(m.encoder.embedding_hidden_mapping_in.bias)),
+            expect=Expect.at(
+                layer="embeddings",
+                component="embeddings",
+                hint="embedding_hidden_mapping_in.bias is all zeros",
+            ),
+        ),
     ),
 )
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Architecture, KnownDifference, LMHead, Positions
-from .faults import Fault, in_place, reverse_rows, roll_rows, scale, transpose, with_config, zero
+from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .keras_hub_layouts import (
+    ENCODER_FAULTS,
     KerasHubLayout,
     encoder_config,
-    encoder_faults,
     encoder_feed_forward,
     post_norm_encoder_taps,
 )
@@ -90,105 +90,48 @@ LAYOUT = BertLayout()
 FFN_WEIGHT = "encoder.layer.{layer}.intermediate.dense.weight"
 
 
-def _attention(main: Any, i: int) -> Any:
-    return main.encoder.layer[i].attention
+GELU_NEW = Setting(
+    name="gelu_new instead of gelu", field="hidden_act", value="gelu_new", hint="gelu_new"
+)
+EPSILON = Setting(name="LayerNorm epsilon 1e-5 vs 1e-12", field="layer_norm_eps", value=1e-5)
+LAYER = "encoder.layer.{i}."
+PARTS = Parts(
+    query_bias=Part(LAYER + "attention.self_attention.query.bias"),
+    attention_output_kernel=Part(LAYER + "attention.dense_output.dense.kernel"),
+    intermediate_bias=Part(LAYER + "intermediate.dense.bias", name="dropped intermediate bias"),
+    activation=GELU_NEW,
+    output_bias=Part(LAYER + "bert_output.dense.bias", name="dropped output bias"),
+    output_norm=Part(LAYER + "bert_output.LayerNorm.gamma", pt_name="LayerNorm.weight"),
+    position_table=Part("embeddings.position_embeddings"),
+    token_type_table=Part("embeddings.token_type_embeddings", pt_name="token_type_embeddings"),
+    norm_epsilon=EPSILON,
+)
 
 
 def _unscaled_attention(main: Any) -> None:
-    _attention(main, 1).self_attention.sqrt_att_head_size = 1.0
+    main.encoder.layer[1].attention.self_attention.sqrt_att_head_size = 1.0
 
 
-FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "zeroed attention query bias",
-        in_place(lambda m: zero(_attention(m, 1).self_attention.query.bias)),
-        2,
-        1,
-        "attention",
-        "all zeros",
-    ),
-    Fault(
-        "transposed attention output kernel",
-        in_place(lambda m: transpose(_attention(m, 0).dense_output.dense.kernel)),
-        1,
-        0,
-        "attention",
-        "transposed",
-    ),
-    Fault(
-        "wrong attention scaling", in_place(_unscaled_attention), 2, 1, "attention", "computation"
-    ),
-    Fault(
-        "dropped intermediate bias",
-        in_place(lambda m: zero(m.encoder.layer[0].intermediate.dense.bias)),
-        1,
-        0,
-        "intermediate",
-        "all zeros",
-    ),
-    Fault(
-        "gelu_new instead of gelu",
-        with_config(hidden_act="gelu_new"),
-        1,
-        0,
-        "intermediate",
-        "gelu_new",
-    ),
-    Fault(
-        "dropped output bias",
-        in_place(lambda m: zero(m.encoder.layer[1].bert_output.dense.bias)),
-        2,
-        1,
-        "output",
-        "all zeros",
-    ),
-    Fault(
-        "LayerNorm gamma off by 1%",
-        in_place(lambda m: scale(m.encoder.layer[1].bert_output.LayerNorm.gamma, 1.01)),
-        2,
-        1,
-        "output",
-        "LayerNorm.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "shifted position embeddings",
-        in_place(lambda m: roll_rows(m.embeddings.position_embeddings)),
-        0,
-        "embeddings",
-        "embeddings",
-        "shifted",
-    ),
-    Fault(
-        "swapped token type rows",
-        in_place(lambda m: reverse_rows(m.embeddings.token_type_embeddings)),
-        0,
-        "embeddings",
-        "embeddings",
-        "token_type_embeddings",
-    ),
-    Fault(
-        "LayerNorm epsilon 1e-5 vs 1e-12",
-        with_config(layer_norm_eps=1e-5),
-        0,
-        "embeddings",
-        "embeddings",
-        "layer_norm_eps",
-    ),
-    Fault(
-        "zeroed pooler kernel",
-        in_place(lambda m: zero(m.pooler.dense.kernel)),
-        None,
-        "pooler",
-        "pooler",
-        "pooler.dense.weight is all zeros",
-    ),
-    Fault(
-        "zeroed pooler bias",
-        in_place(lambda m: zero(m.pooler.dense.bias)),
-        None,
-        "pooler",
-        "pooler",
-        "pooler",
+FAULTS: tuple[Fault, ...] = encoder_faults(
+    PARTS,
+    extra=(
+        Fault(
+            name="wrong attention scaling",
+            apply=in_place(_unscaled_attention),
+            expect=Expect.at(layer=1, component="attention", hint="computation"),
+        ),
+        Fault(
+            name="zeroed pooler kernel",
+            apply=in_place(lambda m: zero(m.pooler.dense.kernel)),
+            expect=Expect.at(
+                layer="pooler", component="pooler", hint="pooler.dense.weight is all zeros"
+            ),
+        ),
+        Fault(
+            name="zeroed pooler bias",
+            apply=in_place(lambda m: zero(m.pooler.dense.bias)),
+            expect=Expect.at(layer="pooler", component="pooler", hint="pooler"),
+        ),
     ),
 )
 
@@ -216,7 +159,7 @@ KERAS_HUB = KerasHubLayout(
     pooler="pooled_dense",
     feed_forward=encoder_feed_forward,
     effective_config=encoder_config,
-    faults=encoder_faults(),
+    faults=ENCODER_FAULTS,
     known_difference=GELU_FINDING,
 )
 

@@ -14,12 +14,13 @@ no tap, so those configs are localised to the layer.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .base import Architecture, EmbeddingTables, Positions
-from .bert import FFN_WEIGHT, BertLayout
+from .bert import EPSILON, FFN_WEIGHT, GELU_NEW, BertLayout
 from .deberta import HINT_FIELDS, TINY_DEBERTA
-from .faults import Fault, in_place, roll_rows, scale, with_config, zero
+from .faults import Expect, Fault, Part, Parts, encoder_faults, in_place, roll_rows
 from .sublayers import FeedForward
 
 SHARED_ATTENTION = ("encoder.rel_embeddings.", "encoder.LayerNorm.")
@@ -63,54 +64,27 @@ class DebertaV2Layout(BertLayout):
         return FeedForward(layer.intermediate.dense, out.dense, out.LayerNorm, config.hidden_act)
 
 
-FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "zeroed attention query bias",
-        in_place(lambda m: zero(_layer(m, 1).attention.self.query_proj.bias)),
-        2,
-        1,
-        "attention",
-        "encoder.layer.1.attention.self.query_proj.bias is all zeros",
+LAYER = "encoder.layer.{i}."
+FAULTS: tuple[Fault, ...] = encoder_faults(
+    Parts(
+        query_bias=Part(
+            LAYER + "attention.self.query_proj.bias",
+            pt_name=LAYER + "attention.self.query_proj.bias",
+        ),
+        attention_norm=Part(
+            LAYER + "attention.dense_output.LayerNorm.gamma",
+            pt_name=LAYER + "attention.output.LayerNorm.weight",
+        ),
+        activation=GELU_NEW,
+        output_bias=Part(LAYER + "bert_output.dense.bias", pt_name=LAYER + "output.dense.bias"),
+        norm_epsilon=replace(EPSILON, name="LayerNorm epsilon 1e-5 vs 1e-7"),
     ),
-    Fault(
-        "shifted relative embeddings",
-        in_place(lambda m: roll_rows(m.encoder.rel_embeddings)),
-        1,
-        0,
-        "attention",
-        "encoder.rel_embeddings.weight",
-    ),
-    Fault(
-        "attention LayerNorm gamma off by 1%",
-        in_place(lambda m: scale(_layer(m, 0).attention.dense_output.LayerNorm.gamma, 1.01)),
-        1,
-        0,
-        "attention",
-        "encoder.layer.0.attention.output.LayerNorm.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "gelu_new instead of gelu",
-        with_config(hidden_act="gelu_new"),
-        1,
-        0,
-        "intermediate",
-        "gelu_new",
-    ),
-    Fault(
-        "dropped FFN down-projection bias",
-        in_place(lambda m: zero(_layer(m, 1).bert_output.dense.bias)),
-        2,
-        1,
-        "output",
-        "encoder.layer.1.output.dense.bias is all zeros",
-    ),
-    Fault(
-        "LayerNorm epsilon 1e-5 vs 1e-7",
-        with_config(layer_norm_eps=1e-5),
-        0,
-        "embeddings",
-        "embeddings",
-        "layer_norm_eps",
+    extra=(
+        Fault(
+            name="shifted relative embeddings",
+            apply=in_place(lambda m: roll_rows(m.encoder.rel_embeddings)),
+            expect=Expect.at(layer=0, component="attention", hint="encoder.rel_embeddings.weight"),
+        ),
     ),
 )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Architecture, EmbeddingTables, LMHead, Positions
-from .faults import Fault, in_place, roll_rows, scale, transpose, with_config, zero
+from .faults import Fault, Part, Parts, Setting, encoder_faults
 from .keras_hub_layouts import (
     KerasHubLayout,
     block_config,
@@ -70,63 +70,24 @@ class DistilBertLayout(AlwaysApplies):
         )
 
 
-FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "zeroed attention query bias",
-        in_place(lambda m: zero(_block(m, 1).attention.q_lin.bias)),
-        2,
-        1,
-        "attention",
-        "q_lin.bias is all zeros",
-    ),
-    Fault(
-        "transposed attention output kernel",
-        in_place(lambda m: transpose(_block(m, 0).attention.out_lin.kernel)),
-        1,
-        0,
-        "attention",
-        "transposed",
-    ),
-    Fault(
-        "dropped FFN up-projection bias",
-        in_place(lambda m: zero(_block(m, 0).ffn.lin1.bias)),
-        1,
-        0,
-        "intermediate",
-        "lin1.bias is all zeros",
-    ),
-    Fault(
-        "gelu_new instead of gelu",
-        with_config(activation="gelu_new"),
-        1,
-        0,
-        "intermediate",
-        "TF's matches gelu_new",
-    ),
-    Fault(
-        "dropped FFN down-projection bias",
-        in_place(lambda m: zero(_block(m, 1).ffn.lin2.bias)),
-        2,
-        1,
-        "output",
-        "lin2.bias is all zeros",
-    ),
-    Fault(
-        "LayerNorm gamma off by 1%",
-        in_place(lambda m: scale(_block(m, 0).output_layer_norm.gamma, 1.01)),
-        1,
-        0,
-        "output",
-        "output_layer_norm.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "shifted position embeddings",
-        in_place(lambda m: roll_rows(m.embeddings.position_embeddings)),
-        0,
-        "embeddings",
-        "embeddings",
-        "shifted by",
-    ),
+BLOCK = "transformer.layer.{i}."
+FAULTS: tuple[Fault, ...] = encoder_faults(
+    Parts(
+        query_bias=Part(BLOCK + "attention.q_lin.bias", pt_name="q_lin.bias"),
+        attention_output_kernel=Part(BLOCK + "attention.out_lin.kernel"),
+        intermediate_bias=Part(BLOCK + "ffn.lin1.bias", pt_name="lin1.bias"),
+        activation=Setting(
+            name="gelu_new instead of gelu",
+            field="activation",
+            value="gelu_new",
+            hint="TF's matches gelu_new",
+        ),
+        output_bias=Part(BLOCK + "ffn.lin2.bias", pt_name="lin2.bias"),
+        output_norm=Part(
+            BLOCK + "output_layer_norm.gamma", pt_name="output_layer_norm.weight", layer=0
+        ),
+        position_table=Part("embeddings.position_embeddings", hint="shifted by"),
+    )
 )
 
 ARCHITECTURES = (

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from .base import Architecture, EmbeddingTables, LMHead, Positions
-from .faults import Fault, in_place, roll_rows, scale, with_config, zero
+from .faults import Fault, Part, Parts, Setting, decoder_faults
 from .keras_hub_layouts import (
     KerasHubLayout,
     block_config,
@@ -69,55 +69,27 @@ class Gpt2Layout(AlwaysApplies):
         return None
 
 
-FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "zeroed attention bias",
-        in_place(lambda m: zero(_h(m, 1).attn.c_attn.bias)),
-        2,
-        1,
-        "attention",
-        "h.1.attn.c_attn.bias is all zeros",
-    ),
-    Fault(
-        "ln_1 (pre-attention) gamma off by 1%",
-        in_place(lambda m: scale(_h(m, 0).ln_1.gamma, 1.01)),
-        1,
-        0,
-        "attention",
-        "h.0.ln_1.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "dropped FFN up-projection bias",
-        in_place(lambda m: zero(_h(m, 0).mlp.c_fc.bias)),
-        1,
-        0,
-        "intermediate",
-        "h.0.mlp.c_fc.bias is all zeros",
-    ),
-    Fault(
-        "exact gelu instead of gelu_new",
-        with_config(activation_function="gelu"),
-        1,
-        0,
-        "intermediate",
-        "activation_function",
-    ),
-    Fault(
-        "dropped FFN down-projection bias",
-        in_place(lambda m: zero(_h(m, 1).mlp.c_proj.bias)),
-        2,
-        1,
-        "output",
-        "h.1.mlp.c_proj.bias is all zeros",
-    ),
-    Fault(
-        "shifted position embeddings",
-        in_place(lambda m: roll_rows(m.wpe.embeddings)),
-        0,
-        "embeddings",
-        "embeddings",
-        "shifted by",
-    ),
+BLOCK = "h.{i}."
+FAULTS: tuple[Fault, ...] = decoder_faults(
+    Parts(
+        # c_attn: the query, key and value projections in one
+        query_bias=Part(
+            BLOCK + "attn.c_attn.bias",
+            pt_name=BLOCK + "attn.c_attn.bias",
+            name="zeroed attention bias",
+        ),
+        attention_norm=Part(
+            BLOCK + "ln_1.gamma",
+            pt_name=BLOCK + "ln_1.weight",
+            name="ln_1 (pre-attention) gamma off by 1%",
+        ),
+        intermediate_bias=Part(BLOCK + "mlp.c_fc.bias", pt_name=BLOCK + "mlp.c_fc.bias"),
+        activation=Setting(
+            name="exact gelu instead of gelu_new", field="activation_function", value="gelu"
+        ),
+        output_bias=Part(BLOCK + "mlp.c_proj.bias", pt_name=BLOCK + "mlp.c_proj.bias"),
+        position_table=Part("wpe.embeddings", hint="shifted by"),
+    )
 )
 
 GPT2 = Architecture(

@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from .faults import Fault
+from .faults import Expect, Fault, Part, Parts, encoder_faults, on_backbone, set_epsilon
 from .sublayers import FeedForward, Tap
 
 if TYPE_CHECKING:
@@ -213,42 +211,8 @@ def block(backbone: Any, i: int) -> Any:
 # ----------------------------------------------------------------------------- faults
 
 
-def on_backbone(change: Callable[[Any], None]) -> Callable[[Any], Any]:
-    """A fault that edits the keras-hub backbone of a keras-hub model in place."""
-
-    def apply(model: Any) -> Any:
-        change(model.backbone)
-        model.forget_compiled()
-        return model
-
-    return apply
-
-
-def k_zero(var: Any) -> None:
-    var.assign(np.zeros(tuple(var.shape), "float32"))
-
-
-def k_transpose(var: Any) -> None:
-    """A square kernel transposed (a 3-D attention kernel as its 2-D matrix)."""
-    value = np.asarray(var.numpy())
-    side = int(round(value.size**0.5))
-    var.assign(value.reshape(side, side).T.reshape(value.shape))
-
-
-def k_scale(var: Any, factor: float) -> None:
-    var.assign(np.asarray(var.numpy()) * factor)
-
-
-def k_roll_rows(var: Any) -> None:
-    var.assign(np.roll(np.asarray(var.numpy()), 1, axis=0))
-
-
-def set_epsilon(layer: Any, epsilon: float) -> None:
-    layer.epsilon = epsilon
-
-
-def exact_gelu(dense: Any) -> None:
-    """The up-projection's activation swapped for the other GELU (tanh <-> exact)."""
+def swap_gelu(dense: Any) -> None:
+    """Swap a dense layer's GELU for the other one (tanh <-> exact erf)."""
     import keras
 
     tanh = getattr(dense.activation, "__name__", "") == "gelu_approximate"
@@ -262,70 +226,44 @@ def exact_gelu(dense: Any) -> None:
     dense.activation = gelu_exact if tanh else gelu_approximate
 
 
-def encoder_faults(embeddings_position: str = "position_embedding") -> tuple[Fault, ...]:
-    """The fault catalogue on a post-LayerNorm keras-hub encoder (BERT-like), expected
-    where a 2-layer model's cross-check must localise them."""
+BLOCK = "transformer_layers.{i}."  # a Part's path to block i of a backbone
 
-    def attn(b: Any, i: int) -> Any:
-        return block(b, i)._self_attention_layer
 
-    return (
+def backbone_parts(**parts: Any) -> Parts:
+    """:class:`Parts` of a keras-hub backbone: paths from the backbone (:data:`BLOCK`)."""
+    return Parts(root=on_backbone, **parts)
+
+
+# keras-hub's TransformerEncoder (BERT): the shared encoder catalogue on the backbone.
+ENCODER_PARTS = backbone_parts(
+    query_bias=Part(BLOCK + "_self_attention_layer.query_dense.bias"),
+    attention_output_kernel=Part(BLOCK + "_self_attention_layer.output_dense.kernel"),
+    query_kernel=Part(BLOCK + "_self_attention_layer.query_dense.kernel"),
+    intermediate_bias=Part(
+        BLOCK + "_feedforward_intermediate_dense.bias", name="dropped intermediate bias"
+    ),
+    position_table=Part("position_embedding.position_embeddings", name="shifted position table"),
+)
+ENCODER_FAULTS: tuple[Fault, ...] = encoder_faults(
+    ENCODER_PARTS,
+    extra=(
         Fault(
-            "zeroed attention query bias",
-            on_backbone(lambda b: k_zero(attn(b, 1).query_dense.bias)),
-            2,
-            1,
-            "attention",
-            "all zeros",
-        ),
-        Fault(
-            "transposed attention output kernel",
-            on_backbone(lambda b: k_transpose(attn(b, 0).output_dense.kernel)),
-            1,
-            0,
-            "attention",
-            "transposed",
-        ),
-        Fault(
-            "scaled query kernel",
-            on_backbone(lambda b: k_scale(attn(b, 1).query_dense.kernel, 1.1)),
-            2,
-            1,
-            "attention",
-            "scaled by 1.1",
-        ),
-        Fault(
-            "dropped intermediate bias",
-            on_backbone(lambda b: k_zero(block(b, 0)._feedforward_intermediate_dense.bias)),
-            1,
-            0,
-            "intermediate",
-            "all zeros",
-        ),
-        Fault(
-            "GELU variant (tanh <-> exact)",
-            on_backbone(lambda b: exact_gelu(block(b, 0)._feedforward_intermediate_dense)),
-            1,
-            0,
-            "intermediate",
-            "activation: PyTorch's intermediate output matches",
-        ),
-        Fault(
-            "LayerNorm epsilon 1e-3",
-            on_backbone(lambda b: set_epsilon(block(b, 0)._feedforward_layer_norm, 1e-3)),
-            1,
-            0,
-            "output",
-            "PyTorch's output matches eps=1e-12, TF uses 0.001",
-        ),
-        Fault(
-            "shifted position table",
-            on_backbone(
-                lambda b: k_roll_rows(b.get_layer(embeddings_position).position_embeddings)
+            name="GELU variant (tanh <-> exact)",
+            apply=on_backbone(lambda b: swap_gelu(block(b, 0)._feedforward_intermediate_dense)),
+            expect=Expect.at(
+                layer=0,
+                component="intermediate",
+                hint="activation: PyTorch's intermediate output matches",
             ),
-            0,
-            "embeddings",
-            "embeddings",
-            "shifted",
         ),
-    )
+        Fault(
+            name="LayerNorm epsilon 1e-3",
+            apply=on_backbone(lambda b: set_epsilon(block(b, 0)._feedforward_layer_norm, 1e-3)),
+            expect=Expect.at(
+                layer=0,
+                component="output",
+                hint="PyTorch's output matches eps=1e-12, TF uses 0.001",
+            ),
+        ),
+    ),
+)

@@ -14,17 +14,14 @@ from typing import Any
 
 from ..errors import TfparityError
 from .base import Architecture, EmbeddingTables, KnownDifference, Positions
-from .faults import Fault
+from .faults import Expect, Fault, Part, decoder_faults, on_backbone, set_epsilon
 from .keras_hub_layouts import (
+    BLOCK,
     KerasHubLayout,
+    backbone_parts,
     block,
     decoder_config,
     gated_decoder_taps,
-    k_scale,
-    k_transpose,
-    k_zero,
-    on_backbone,
-    set_epsilon,
 )
 from .sublayers import AlwaysApplies, FeedForward, Tap
 
@@ -95,47 +92,22 @@ LAYOUT = GatedDecoderLayout()
 FFN_WEIGHT = "layers.{layer}.mlp.up_proj.weight"
 
 
-def _attn(backbone: Any, i: int) -> Any:
-    return block(backbone, i)._self_attention_layer
-
-
-def decoder_faults(attn: Any = _attn) -> tuple[Fault, ...]:
-    """Faults in a Llama-style keras-hub backbone (``attn(backbone, i)``: block i's
-    attention layer)."""
-    return (
+# keras-hub's Llama-style decoder blocks: the shared decoder catalogue on the backbone.
+KERAS_HUB_PARTS = backbone_parts(
+    query_kernel=Part(BLOCK + "_self_attention_layer._query_dense.kernel"),
+    attention_output_kernel=Part(BLOCK + "_self_attention_layer._output_dense.kernel"),
+    intermediate_kernel=Part(BLOCK + "_feedforward_intermediate_dense.kernel"),
+)
+KERAS_HUB_FAULTS: tuple[Fault, ...] = decoder_faults(
+    KERAS_HUB_PARTS,
+    extra=(
         Fault(
-            "scaled query kernel",
-            on_backbone(lambda b: k_scale(attn(b, 1)._query_dense.kernel, 1.1)),
-            2,
-            1,
-            "attention",
-            "scaled by 1.1",
+            name="RMSNorm epsilon 1e-2",
+            apply=on_backbone(lambda b: set_epsilon(block(b, 0)._self_attention_layernorm, 1e-2)),
+            expect=Expect.at(layer=0, component="attention", hint="computation"),
         ),
-        Fault(
-            "transposed attention output kernel",
-            on_backbone(lambda b: k_transpose(attn(b, 0)._output_dense.kernel)),
-            1,
-            0,
-            "attention",
-            "transposed",
-        ),
-        Fault(
-            "zeroed up-projection kernel",
-            on_backbone(lambda b: k_zero(block(b, 1)._feedforward_intermediate_dense.kernel)),
-            2,
-            1,
-            "intermediate",
-            "all zeros",
-        ),
-        Fault(
-            "RMSNorm epsilon 1e-2",
-            on_backbone(lambda b: set_epsilon(block(b, 0)._self_attention_layernorm, 1e-2)),
-            1,
-            0,
-            "attention",
-            "computation",
-        ),
-    )
+    ),
+)
 
 
 LLAMA_EPS = KnownDifference(
@@ -194,7 +166,7 @@ ARCHITECTURES = (
         "LlamaForCausalLM",
         tiny={"rms_norm_eps": 1e-5},  # Llama 2 and 3 checkpoints use 1e-5
         keras_hub=keras_hub_decoder(
-            "Llama3Backbone", faults=decoder_faults(), known_difference=LLAMA_EPS
+            "Llama3Backbone", faults=KERAS_HUB_FAULTS, known_difference=LLAMA_EPS
         ),
     ),
 )

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .base import Architecture, EmbeddingTables, KnownDifference, Positions
-from .faults import Fault, in_place, scale, with_config
+from .faults import Expect, Fault, Part, Parts, Setting, decoder_faults, in_place, scale
 from .llama import GatedDecoderLayout, keras_hub_decoder
 from .sublayers import Tap
 
@@ -54,54 +54,33 @@ class MistralLayout(GatedDecoderLayout):
         }
 
 
-FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "query projection off by 10%",
-        in_place(lambda m: scale(_layer(m, 1).self_attn.q_proj.kernel, 1.1)),
-        2,
-        1,
-        "attention",
-        "layers.1.self_attn.q_proj.weight is PyTorch's scaled by 1.1",
+LAYER = "layers.{i}."
+FAULTS: tuple[Fault, ...] = decoder_faults(
+    Parts(
+        query_kernel=Part(
+            LAYER + "self_attn.q_proj.kernel",
+            pt_name=LAYER + "self_attn.q_proj.weight",
+            name="query projection off by 10%",
+        ),
+        attention_norm=Part(
+            LAYER + "input_layernorm.weight",
+            pt_name=LAYER + "input_layernorm.weight",
+            name="pre-attention RMSNorm weight off by 1%",
+        ),
+        norm_epsilon=Setting(name="RMSNorm epsilon 1e-5 vs 1e-6", field="rms_norm_eps", value=1e-5),
+        activation=Setting(name="gelu instead of silu", field="hidden_act", value="gelu"),
+        output_kernel=Part(LAYER + "mlp.down_proj.kernel", pt_name=LAYER + "mlp.down_proj.weight"),
     ),
-    Fault(
-        "attention output projection off by 10%",
-        in_place(lambda m: scale(_layer(m, 0).self_attn.o_proj.kernel, 1.1)),
-        1,
-        0,
-        "attention",
-        "layers.0.self_attn.o_proj.weight is PyTorch's scaled by 1.1",
-    ),
-    Fault(
-        "pre-attention RMSNorm weight off by 1%",
-        in_place(lambda m: scale(_layer(m, 0).input_layernorm.weight, 1.01)),
-        1,
-        0,
-        "attention",
-        "layers.0.input_layernorm.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "RMSNorm epsilon 1e-5 vs 1e-6",
-        with_config(rms_norm_eps=1e-5),
-        1,
-        0,
-        "attention",
-        "rms_norm_eps",
-    ),
-    Fault(
-        "gelu instead of silu",
-        with_config(hidden_act="gelu"),
-        1,
-        0,
-        "intermediate",
-        "hidden_act",
-    ),
-    Fault(
-        "FFN down-projection off by 10%",
-        in_place(lambda m: scale(_layer(m, 1).mlp.down_proj.kernel, 1.1)),
-        2,
-        1,
-        "output",
-        "layers.1.mlp.down_proj.weight is PyTorch's scaled by 1.1",
+    extra=(
+        Fault(
+            name="attention output projection off by 10%",
+            apply=in_place(lambda m: scale(_layer(m, 0).self_attn.o_proj.kernel, 1.1)),
+            expect=Expect.at(
+                layer=0,
+                component="attention",
+                hint="layers.0.self_attn.o_proj.weight is PyTorch's scaled by 1.1",
+            ),
+        ),
     ),
 )
 

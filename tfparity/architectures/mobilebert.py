@@ -19,7 +19,7 @@ from typing import Any
 
 from .base import Architecture, Positions
 from .bert import TINY, BertLayout
-from .faults import Fault, in_place, scale, with_config, zero
+from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .sublayers import FeedForward, extended_mask
 
 
@@ -68,46 +68,36 @@ class MobileBertLayout(BertLayout):
         return FeedForward(layer.intermediate.dense, down, None, config.hidden_act)
 
 
-FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "zeroed attention value bias",
-        in_place(lambda m: zero(_layer(m, 1).attention.self.value.bias)),
-        2,
-        1,
-        "attention",
-        "encoder.layer.1.attention.self.value.bias is all zeros",
+LAYER = "encoder.layer.{i}."
+FAULTS: tuple[Fault, ...] = encoder_faults(
+    Parts(
+        # the input bottleneck's norm, before attention
+        attention_norm=Part(
+            LAYER + "bottleneck.bottleneck_input.LayerNorm.weight",
+            pt_name=LAYER + "bottleneck.input.LayerNorm.weight",
+            name="input bottleneck NoNorm weight off by 1%",
+        ),
+        # the first of the stacked FFNs' up-projection
+        intermediate_bias=Part(
+            LAYER + "ffn.0.intermediate.dense.bias",
+            pt_name=LAYER + "ffn.0.intermediate.dense.bias",
+            name="dropped stacked FFN bias",
+        ),
+        activation=Setting(name="gelu instead of relu", field="hidden_act", value="gelu"),
+        output_bias=Part(
+            LAYER + "mobilebert_output.dense.bias", pt_name=LAYER + "output.dense.bias"
+        ),
     ),
-    Fault(
-        "input bottleneck NoNorm weight off by 1%",
-        in_place(lambda m: scale(_layer(m, 0).bottleneck.bottleneck_input.LayerNorm.weight, 1.01)),
-        1,
-        0,
-        "attention",
-        "encoder.layer.0.bottleneck.input.LayerNorm.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "dropped stacked FFN bias",
-        in_place(lambda m: zero(_layer(m, 0).ffn[0].intermediate.dense.bias)),
-        1,
-        0,
-        "intermediate",
-        "encoder.layer.0.ffn.0.intermediate.dense.bias is all zeros",
-    ),
-    Fault(
-        "gelu instead of relu",
-        with_config(hidden_act="gelu"),
-        1,
-        0,
-        "intermediate",
-        "hidden_act",
-    ),
-    Fault(
-        "dropped FFN down-projection bias",
-        in_place(lambda m: zero(_layer(m, 1).mobilebert_output.dense.bias)),
-        2,
-        1,
-        "output",
-        "encoder.layer.1.output.dense.bias is all zeros",
+    extra=(
+        Fault(
+            name="zeroed attention value bias",
+            apply=in_place(lambda m: zero(_layer(m, 1).attention.self.value.bias)),
+            expect=Expect.at(
+                layer=1,
+                component="attention",
+                hint="encoder.layer.1.attention.self.value.bias is all zeros",
+            ),
+        ),
     ),
 )
 

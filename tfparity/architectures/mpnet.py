@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Architecture, EmbeddingTables, Positions
-from .bert import FFN_WEIGHT, TINY, BertLayout
-from .faults import Fault, in_place, scale, with_config, zero
+from .bert import EPSILON, FFN_WEIGHT, GELU_NEW, TINY, BertLayout
+from .faults import Expect, Fault, Part, Parts, encoder_faults, in_place, zero
 from .sublayers import FeedForward, extended_mask
 
 BIAS_TABLE = "encoder.relative_attention_bias."
@@ -48,58 +48,25 @@ class MPNetLayout(BertLayout):
         )
 
 
-def _layer(main: Any, i: int) -> Any:
-    return main.encoder.layer[i]
-
-
-FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "zeroed attention query bias",
-        in_place(lambda m: zero(_layer(m, 1).attention.attn.q.bias)),
-        2,
-        1,
-        "attention",
-        "encoder.layer.1.attention.attn.q.bias is all zeros",
+LAYER = "encoder.layer.{i}."
+FAULTS: tuple[Fault, ...] = encoder_faults(
+    Parts(
+        query_bias=Part(LAYER + "attention.attn.q.bias", pt_name=LAYER + "attention.attn.q.bias"),
+        attention_norm=Part(
+            LAYER + "attention.LayerNorm.gamma", pt_name=LAYER + "attention.LayerNorm.weight"
+        ),
+        activation=GELU_NEW,
+        output_bias=Part(LAYER + "out.dense.bias", pt_name=LAYER + "output.dense.bias"),
+        norm_epsilon=EPSILON,
     ),
-    Fault(
-        "zeroed relative position bias table",
-        in_place(lambda m: zero(m.encoder.relative_attention_bias)),
-        1,
-        0,
-        "attention",
-        "encoder.relative_attention_bias.weight is all zeros",
-    ),
-    Fault(
-        "attention LayerNorm gamma off by 1%",
-        in_place(lambda m: scale(_layer(m, 0).attention.LayerNorm.gamma, 1.01)),
-        1,
-        0,
-        "attention",
-        "encoder.layer.0.attention.LayerNorm.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "gelu_new instead of gelu",
-        with_config(hidden_act="gelu_new"),
-        1,
-        0,
-        "intermediate",
-        "gelu_new",
-    ),
-    Fault(
-        "dropped FFN down-projection bias",
-        in_place(lambda m: zero(_layer(m, 1).out.dense.bias)),
-        2,
-        1,
-        "output",
-        "encoder.layer.1.output.dense.bias is all zeros",
-    ),
-    Fault(
-        "LayerNorm epsilon 1e-5 vs 1e-12",
-        with_config(layer_norm_eps=1e-5),
-        0,
-        "embeddings",
-        "embeddings",
-        "layer_norm_eps",
+    extra=(
+        Fault(
+            name="zeroed relative position bias table",
+            apply=in_place(lambda m: zero(m.encoder.relative_attention_bias)),
+            expect=Expect.at(
+                layer=0, component="attention", hint=BIAS_TABLE + "weight is all zeros"
+            ),
+        ),
     ),
 )
 

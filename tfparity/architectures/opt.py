@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Architecture, EmbeddingTables, Positions
-from .faults import Fault, in_place, scale, with_config, zero
+from .faults import Fault, Part, Parts, Setting, decoder_faults
 from .sublayers import AlwaysApplies, FeedForward, Tap
 
 
@@ -81,47 +81,17 @@ class OptLayout(AlwaysApplies):
         return FeedForward(block.fc1, block.fc2, block.final_layer_norm, config.activation_function)
 
 
-FAULTS: tuple[Fault, ...] = (
-    Fault(
-        "zeroed attention query bias",
-        in_place(lambda m: zero(_layer(m, 1).self_attn.q_proj.bias)),
-        2,
-        1,
-        "attention",
-        "decoder.layers.1.self_attn.q_proj.bias is all zeros",
-    ),
-    Fault(
-        "pre-attention LayerNorm gamma off by 1%",
-        in_place(lambda m: scale(_layer(m, 0).self_attn_layer_norm.gamma, 1.01)),
-        1,
-        0,
-        "attention",
-        "decoder.layers.0.self_attn_layer_norm.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "pre-FFN LayerNorm gamma off by 1%",
-        in_place(lambda m: scale(_layer(m, 0).final_layer_norm.gamma, 1.01)),
-        1,
-        0,
-        "intermediate",
-        "decoder.layers.0.final_layer_norm.weight is PyTorch's scaled by 1.01",
-    ),
-    Fault(
-        "gelu instead of relu",
-        with_config(activation_function="gelu"),
-        1,
-        0,
-        "intermediate",
-        "activation_function",
-    ),
-    Fault(
-        "dropped FFN down-projection bias",
-        in_place(lambda m: zero(_layer(m, 1).fc2.bias)),
-        2,
-        1,
-        "output",
-        "decoder.layers.1.fc2.bias is all zeros",
-    ),
+LAYER = "decoder.layers.{i}."
+FAULTS: tuple[Fault, ...] = decoder_faults(
+    Parts(
+        query_bias=Part(LAYER + "self_attn.q_proj.bias", pt_name=LAYER + "self_attn.q_proj.bias"),
+        attention_norm=Part(
+            LAYER + "self_attn_layer_norm.gamma", pt_name=LAYER + "self_attn_layer_norm.weight"
+        ),
+        ffn_norm=Part(LAYER + "final_layer_norm.gamma", pt_name=LAYER + "final_layer_norm.weight"),
+        activation=Setting(name="gelu instead of relu", field="activation_function", value="gelu"),
+        output_bias=Part(LAYER + "fc2.bias", pt_name=LAYER + "fc2.bias"),
+    )
 )
 
 ARCHITECTURES = (

@@ -4,7 +4,7 @@ projections. No transformers TF class: its Keras port is keras-hub's ``QwenBackb
 
 from __future__ import annotations
 
-from .llama import decoder_faults, keras_hub_decoder, pytorch_only_decoder
+from .llama import KERAS_HUB_FAULTS, keras_hub_decoder, pytorch_only_decoder
 
 ARCHITECTURES = (
     pytorch_only_decoder(
@@ -12,6 +12,6 @@ ARCHITECTURES = (
         "Qwen2Model",
         "Qwen2ForCausalLM",
         tiny={"rms_norm_eps": 1e-6, "use_sliding_window": False},
-        keras_hub=keras_hub_decoder("QwenBackbone", faults=decoder_faults()),
+        keras_hub=keras_hub_decoder("QwenBackbone", faults=KERAS_HUB_FAULTS),
     ),
 )
