@@ -3,8 +3,8 @@
 A fine-tuned checkpoint names its class in ``config.architectures``
 (``BertForSequenceClassification``); transformers names every TF class ``TF`` + the
 PyTorch name, and every head class the family's prefix + a suffix of its kind. So the
-kind, and both classes, follow from the names, without a table per family; a family
-whose names break the pattern says so in its module (``Architecture.head_classes``).
+kind, and both classes, follow from the names, without a table per family (the loader
+checks that transformers has the class, and refuses by name where it does not).
 
 Pure Python: no framework imports.
 """
