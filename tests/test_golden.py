@@ -88,7 +88,8 @@ def test_broken_tf_model_fails_against_a_stored_good_reference(saved, no_torch):
     report = crosscheck(broken, StoredReference.load(path, batches), batches)
     assert report.passed is False
     d = report.first_divergence
-    assert (d.hidden_state, d.layer, d.component) == (fault.expect.hidden_state, fault.expect.layer, "output")
+    expect = fault.expect
+    assert (d.hidden_state, d.layer, d.component) == (expect.hidden_state, expect.layer, "output")
 
 
 def test_inputs_that_do_not_match_the_stored_batches_are_exit_2(saved, no_torch, capsys):
