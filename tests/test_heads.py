@@ -190,3 +190,24 @@ def test_the_pytest_assertion_checks_heads_both_ways():
         assert_crosscheck(broken, "tiny:bert/token-classification")
     first = str(info.value).splitlines()[0]
     assert first.startswith("FAIL crosscheck") and "head" in first
+
+
+def test_a_broken_head_against_stored_outputs_is_localised_without_weight_claims(tmp_path):
+    """Golden outputs carry no weights: the head is still found, and the hint says the
+    weights were not compared (not that they agree)."""
+    from tfparity import InputOptions
+    from tfparity.adapters.stored import StoredReference, capture
+    from tfparity.api import crosscheck, make_batches
+    from tfparity.golden import save_reference
+
+    spec = "tiny:bert/sequence-classification"
+    tf_model, pt_model = _pair(spec)
+    batches = make_batches(tf_model, InputOptions(random=4, seq_len=8))
+    save_reference(tmp_path / "g.npz", capture(pt_model, batches, model=spec).golden)
+    (bias,) = [v for v in tf_model.model.weights if "classifier/bias" in v.name]
+    bias.assign(bias + 0.01)
+    stored = StoredReference.load(tmp_path / "g.npz", batches)
+    (report,) = crosscheck(tf_model, pt=stored, batches=batches, reload=False)
+    d = report.first_divergence
+    assert not report.passed and d.layer == "head"
+    assert "weights were not compared" in d.hint and "agree here" not in d.hint

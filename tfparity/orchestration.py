@@ -168,13 +168,7 @@ def reference_for(
 def model_head(model: Any) -> Any:
     """The kind of model class a loaded TF side is (a keras-hub backbone: the base
     model); None for a spec, whose config decides."""
-    from .adapters.keras_hub import KerasHubModel
-    from .adapters.tf_model import TFModel
-    from .architectures.heads import Head
-
-    if isinstance(model, KerasHubModel):
-        return Head.BASE
-    return model.head if isinstance(model, TFModel) else None
+    return None if isinstance(model, str) else model.head
 
 
 def bound_to_reference(tf_model: Any, pt: Any) -> Any:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..architectures import Architecture, Positions, Tap, for_config
+from ..architectures.heads import Head
 from ..architectures.keras_hub_layouts import KerasHubLayout
 from ..architectures.keras_hub_layouts import block as nth_block
 from ..compare import to_numpy
@@ -284,6 +285,14 @@ class KerasHubModel:
     @property
     def model(self) -> Any:
         return self.backbone
+
+    @property
+    def head(self) -> Head:
+        """A keras-hub backbone is a base model (its task models are not checked yet)."""
+        return Head.BASE
+
+    # What its checkpoint held is not known: keras-hub's converter does not say.
+    holdings: None = None
 
     @property
     def known_difference(self) -> Any:

@@ -81,6 +81,10 @@ class StoredReference(PTModel):
     def weights(self) -> dict[str, np.ndarray]:
         return self.source.weights() if self.source is not None else {}
 
+    def head_weight_names(self) -> list[str]:
+        """The live model's head weights; none from a file (no model to compare)."""
+        return self.source.head_weight_names() if self.source is not None else []
+
     def _run_for(self, batch: Batch) -> StoredRun:
         i = self._index.get(_key(batch_inputs(batch)))
         if i is None:

@@ -79,7 +79,7 @@ def crosscheck(
     already has them (``tfparity check`` shares the embeds check's)."""
     same_architecture(tf_model, pt_model)
     # what the checkpoints hold decides what is judged (exit 2 for what cannot be)
-    gaps = checkpoint_gaps(getattr(tf_model, "holdings", None), getattr(pt_model, "holdings", None))
+    gaps = checkpoint_gaps(tf_model.holdings, pt_model.holdings)
     tapped = tf_model.localisable() and taps.supported(pt_model.config)
     runs = _run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
     masks = [b.attention_mask for b in batches]
@@ -110,7 +110,7 @@ def crosscheck(
         tf_judged,
         pt_judged,
         masks,
-        language_model=getattr(tf_model, "head", Head.BASE) in (Head.MASKED_LM, Head.CAUSAL_LM),
+        language_model=tf_model.head in (Head.MASKED_LM, Head.CAUSAL_LM),
         noise=_noise(comparisons, refereed),
     )
     notes = list(tf_model.notes) + list(pt_model.notes) + gap_notes(gaps, dropped)
@@ -365,9 +365,8 @@ def _model_class_facts(tf_model: TFModel, pt_model: PTModel) -> dict[str, str]:
     checkpoint is stored in (not shown for float32): a float16 reference explains
     differences that look like defects."""
     facts = {}
-    head = getattr(tf_model, "head", Head.BASE)
-    if head is not Head.BASE:
-        facts["head"] = head.value
+    if tf_model.head is not Head.BASE:
+        facts["head"] = tf_model.head.value
     stored = str(getattr(pt_model.config, "torch_dtype", None) or "").removeprefix("torch.")
     if stored and stored != "float32":
         facts["reference_checkpoint_dtype"] = stored
@@ -442,7 +441,7 @@ def _hint(
     parts = hints.config_differences(tf_model.config, pt_model.config)
     scope = taps.weight_scope(pt_model.config, layer, component)
     if layer == "head":  # the head's own weights, and the pooler that feeds it
-        scope = [(name, "") for name in _head_weight_names(pt_model)]
+        scope = [(name, "") for name in pt_model.head_weight_names()]
     pt_weights = pt_model.weights() if scope else {}
     tf_weights = tf_model.weights_for(pt_weights) if pt_weights else {}
     for prefix, contains in scope if pt_weights else []:
@@ -452,7 +451,8 @@ def _hint(
         parts += unported(pt_weights, prefix, contains) if unported is not None else []
     if isinstance(layer, int) and runs.pt_taps and tf_model.localisable():
         parts += _numeric_signature(tf_model, pt_model, layer, component, runs)
-    if not parts and scope and not pt_weights:  # a stored reference: no weights to compare
+    stored = not pt_weights and not pt_model.weights()  # outputs only: no weights to compare
+    if not parts and stored:
         parts.append(
             "The config agrees here; the weights were not compared (the PyTorch reference "
             "is stored outputs, not a model): a dropped, transposed or shifted weight of "
@@ -465,12 +465,6 @@ def _hint(
             "(attention scaling, mask constant, softmax, or a custom layer)."
         )
     return "; ".join(parts)
-
-
-def _head_weight_names(pt_model: PTModel) -> list[str]:
-    """The reference's head weights; none for a stored reference (no model)."""
-    names = getattr(pt_model, "head_weight_names", None)
-    return names() if names is not None else []
 
 
 def _with_weight_note(tf_model: TFModel, hint: str) -> str:
