@@ -211,3 +211,31 @@ def test_a_broken_head_against_stored_outputs_is_localised_without_weight_claims
     d = report.first_divergence
     assert not report.passed and d.layer == "head"
     assert "weights were not compared" in d.hint and "agree here" not in d.hint
+
+
+def test_lm_agreement_reports_top5_overlap_even_when_nothing_is_shared():
+    from tfparity.checks.agreement import task_agreement
+    from tfparity.trace import Trace
+
+    logits = np.random.default_rng(0).normal(size=(2, 3, 10))
+    mask = np.array([[1, 1, 1], [1, 1, 0]])
+    same = task_agreement(
+        [Trace({"logits": logits})],
+        [Trace({"logits": logits})],
+        [mask],
+        language_model=True,
+        noise={},
+    )
+    assert [(a.measure, a.agree, a.total) for a in same] == [
+        ("top-1", 5, 5),
+        ("top-5 overlap", 5.0, 5),
+    ]
+    opposite = task_agreement(
+        [Trace({"logits": logits})],
+        [Trace({"logits": -logits})],
+        [mask],
+        language_model=True,
+        noise={},
+    )
+    assert [(a.measure, a.agree) for a in opposite] == [("top-1", 0), ("top-5 overlap", 0.0)]
+    assert opposite[0].flip_count == 5 and opposite[0].flips[0].where == (0, 0, 0)

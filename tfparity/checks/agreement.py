@@ -69,44 +69,46 @@ def task_agreement(
     return found
 
 
-def _rows(traces, name, masks):
-    """``name``'s logits as [positions, classes], with each position's batch index; for
+def _positions(logits: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One batch's logits as [positions, classes] in their own dtype (LM logits are
+    [tokens, vocab]: no float64 copy), and each position's index in the batch; for
     [batch, seq, classes] only the non-padding tokens."""
-    out, where = [], []
-    for b, (trace, mask) in enumerate(zip(traces, masks, strict=True)):
-        x = np.asarray(trace[name], np.float64)
-        if x.ndim == 3:
-            rows, cols = np.nonzero(np.asarray(mask, bool))
-            out.append(x[rows, cols])
-            where += [(b, int(r), int(c)) for r, c in zip(rows, cols, strict=True)]
-        else:
-            out.append(x.reshape(x.shape[0], -1))
-            where += [(b, r) for r in range(x.shape[0])]
-    return np.concatenate(out), where
+    x = np.asarray(logits)
+    if x.ndim == 3:
+        rows, cols = np.nonzero(np.asarray(mask, bool))
+        return x[rows, cols], np.stack([rows, cols], axis=1)
+    return x.reshape(x.shape[0], -1), np.arange(x.shape[0])[:, None]
 
 
 def _labels(name, tf, pt, masks, language_model, noise) -> list[Agreement]:
-    a, where = _rows(tf, name, masks)
-    r, _ = _rows(pt, name, masks)
-    la, lr = a.argmax(axis=1), r.argmax(axis=1)
-    flips = np.nonzero(la != lr)[0]
-    listed = []
-    near = 0
-    for i in flips:
-        tf_margin = float(a[i, la[i]] - a[i, lr[i]])
-        pt_margin = float(r[i, lr[i]] - r[i, la[i]])
-        tie = tf_margin <= noise and pt_margin <= noise
-        near += tie
-        if len(listed) < MAX_FLIPS:
-            listed.append(Flip(where[i], int(la[i]), int(lr[i]), tf_margin, pt_margin, tie))
+    """Argmax agreement batch by batch; margins only where the sides flip."""
+    agree = total = flips = near = 0
+    overlap, wide = 0.0, False  # wide: more than 5 classes, so top-5 means something
+    listed: list[Flip] = []
+    for b, (ta, tr, mask) in enumerate(zip(tf, pt, masks, strict=True)):
+        a, where = _positions(ta[name], mask)
+        r, _ = _positions(tr[name], mask)
+        la, lr = a.argmax(axis=1), r.argmax(axis=1)
+        agree += int((la == lr).sum())
+        total += len(la)
+        for i in np.nonzero(la != lr)[0]:
+            tf_margin = float(a[i, la[i]]) - float(a[i, lr[i]])
+            pt_margin = float(r[i, lr[i]]) - float(r[i, la[i]])
+            tie = tf_margin <= noise and pt_margin <= noise
+            flips, near = flips + 1, near + tie
+            if len(listed) < MAX_FLIPS:
+                at = (b, *(int(j) for j in where[i]))
+                listed.append(Flip(at, int(la[i]), int(lr[i]), tf_margin, pt_margin, tie))
+        wide = a.shape[1] > 5
+        if language_model and wide:
+            top_a = np.argpartition(-a, 5, axis=1)[:, :5]
+            top_r = np.argpartition(-r, 5, axis=1)[:, :5]
+            overlap += sum(len(set(x) & set(y)) for x, y in zip(top_a, top_r, strict=True)) / 5
     measure = "top-1" if language_model else "label"
-    found = [Agreement(name, measure, int((la == lr).sum()), len(la), listed, len(flips), near)]
-    if language_model and a.shape[1] > 5:
-        top_a = np.argpartition(-a, 5, axis=1)[:, :5]
-        top_r = np.argpartition(-r, 5, axis=1)[:, :5]
+    found = [Agreement(name, measure, agree, total, listed, flips, near)]
+    if language_model and wide:
         # agree / total: the mean share of each side's 5 top tokens the other shares
-        overlap = sum(len(set(x) & set(y)) for x, y in zip(top_a, top_r, strict=True)) / 5
-        found.append(Agreement(name, "top-5 overlap", float(overlap), len(la)))
+        found.append(Agreement(name, "top-5 overlap", overlap, total))
     return found
 
 
