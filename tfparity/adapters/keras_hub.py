@@ -22,16 +22,14 @@ it came from and the hook (transpose, reshape, dtype cast) that shaped it.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..architectures import Architecture, Positions, Tap, for_config
+from ..architectures import Architecture, Positions, for_config
 from ..architectures.heads import Head
 from ..architectures.keras_hub_layouts import KerasHubLayout
 from ..architectures.keras_hub_layouts import block as nth_block
@@ -40,8 +38,18 @@ from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
 from .execution import ExecutionOptions
+from .keras_hub_checkpoints import (
+    checkpoint_dir,
+    checkpoint_of,
+    preset_backbone,
+    preset_config,
+    preset_fields,
+    read_hf_config,
+    spec_tokenizer,
+)
+from .keras_hub_taps import BlockRecording
 from .runtime import import_tf
-from .specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
+from .specs import KERAS_HUB, KERAS_HUB_EXTRA, parse_spec
 
 
 def import_keras_hub() -> Any:
@@ -123,26 +131,6 @@ def recording_ports() -> Iterator[list[Ported]]:
 # ----------------------------------------------------------------------------- loading
 
 
-def checkpoint_of(spec: ModelSpec) -> tuple[Path, bool]:
-    """The directory keras-hub converts for a parsed ``keras-hub:`` spec, and whether it
-    is a keras-hub preset (``save_to_preset``) rather than a Hugging Face checkpoint."""
-    if spec.inner is None:
-        return Path(spec.location), True
-    return _checkpoint_dir(spec.inner), False
-
-
-def _checkpoint_dir(spec: ModelSpec) -> Path:
-    """The Hugging Face checkpoint directory a plain MODEL spec names."""
-    from . import tiny
-    from .loading import _hub_snapshot
-
-    if spec.kind == "tiny":
-        return tiny.checkpoint_dir(spec.location)
-    if spec.kind == "hub":
-        return _hub_snapshot(spec.location)
-    return Path(spec.location)
-
-
 def load_keras_hub(text: str) -> KerasHubModel:
     """Convert the checkpoint a ``keras-hub:<SPEC>`` names with keras-hub's converter,
     or load the keras-hub preset directory it names."""
@@ -151,7 +139,7 @@ def load_keras_hub(text: str) -> KerasHubModel:
         raise TfparityError(f"'{text}' is not a keras-hub spec (keras-hub:<SPEC>).")
     keras_hub = import_keras_hub()
     directory, preset = checkpoint_of(spec)
-    saved = _preset_backbone(directory) if preset else None  # exit 2 before loading
+    saved = preset_backbone(directory) if preset else None  # exit 2 before loading
     try:
         with recording_ports() as ports:
             backbone = keras_hub.models.Backbone.from_preset(str(directory))
@@ -161,8 +149,8 @@ def load_keras_hub(text: str) -> KerasHubModel:
         raise TfparityError(
             f"keras-hub could not convert {directory}: {' '.join(str(exc).split())[:300]}"
         ) from exc
-    stated = None if saved is None else _preset_fields(saved, backbone)
-    hf_config = _hf_config(directory) if saved is None else _preset_config(saved, stated)
+    stated = None if saved is None else preset_fields(saved, backbone)
+    hf_config = read_hf_config(directory) if saved is None else preset_config(saved, stated)
     layout = for_config(hf_config).keras_hub
     notes: list[str] = []
     if layout is None:
@@ -175,7 +163,7 @@ def load_keras_hub(text: str) -> KerasHubModel:
     model = KerasHubModel(
         name=text,
         backbone=backbone,
-        tokenizer=None if preset else _tokenizer(spec.inner, directory),
+        tokenizer=None if preset else spec_tokenizer(spec.inner, directory),
         hf_config=hf_config,
         layout=layout,
         ports=ports,
@@ -192,67 +180,6 @@ PRESET_NOTE = (
     "to Hugging Face names (weight hints need crosscheck --pt <the checkpoint it came "
     "from>), and it has no transformers tokenizer (give --random N --seq-len L, or --pt)."
 )
-
-
-def _hf_config(directory: Path) -> Any:
-    from .runtime import import_transformers
-
-    t = import_transformers()
-    return t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
-
-
-def _preset_backbone(directory: Path) -> dict[str, Any]:
-    """The backbone record (``class_name``, ``config``) of a preset's config.json, whose
-    class must be one tfparity maps onto transformers (else exit 2, naming both)."""
-    from ..architectures import keras_hub_backbones
-
-    try:
-        saved = json.loads((directory / "config.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise TfparityError(
-            f"{directory} has no readable keras-hub config.json ({exc}); is it a preset "
-            "written by save_to_preset?"
-        ) from exc
-    name = saved.get("class_name") if isinstance(saved, dict) else None
-    if name not in keras_hub_backbones():
-        raise TfparityError(
-            f"The keras-hub preset {directory} holds a {name or 'unnamed'} backbone, which "
-            f"tfparity cannot map onto a transformers model; supported backbones: "
-            f"{', '.join(sorted(keras_hub_backbones()))}."
-        )
-    return saved
-
-
-def _preset_fields(saved: dict[str, Any], backbone: Any) -> dict[str, Any]:
-    """The Hugging Face config fields a preset states: its saved structure mapped by the
-    family's layout (:attr:`KerasHubLayout.preset_config`), plus the fields the loaded
-    backbone really uses (:attr:`KerasHubLayout.effective_config`)."""
-    from ..architectures import keras_hub_backbones
-
-    layout = keras_hub_backbones()[saved["class_name"]].keras_hub
-    structure = layout.preset_config(saved.get("config") or {})
-    return {**structure, **layout.effective_config(backbone)}
-
-
-def _preset_config(saved: dict[str, Any], stated: dict[str, Any]) -> Any:
-    """The transformers config of the preset's family holding what it states (the rest,
-    such as token ids, at transformers' defaults until a reference supplies them)."""
-    from ..architectures import keras_hub_backbones
-    from .runtime import import_transformers
-
-    model_type = keras_hub_backbones()[saved["class_name"]].model_type
-    return import_transformers().AutoConfig.for_model(model_type, **stated)
-
-
-def _tokenizer(spec: ModelSpec, directory: Path) -> Any:
-    """The transformers tokenizer of the checkpoint a plain MODEL spec names."""
-    from . import tiny
-    from .loading import _tokenizer as hf_tokenizer
-    from .runtime import import_transformers
-
-    if spec.kind == "tiny":
-        return tiny.tiny_tokenizer()
-    return hf_tokenizer(import_transformers(), directory)
 
 
 # ----------------------------------------------------------------------------- the model
@@ -432,7 +359,7 @@ class KerasHubModel:
         block_inputs: list[np.ndarray] | None = None,
     ) -> tuple[Trace, dict[str, np.ndarray]]:
         feed = self.inputs(batch)
-        with _Recording(self, taps, substitute, block_inputs) as rec:
+        with BlockRecording(self.backbone, self.layout, taps, substitute, block_inputs) as rec:
             if inputs_embeds is None:
                 out = self.backbone(feed, training=False)
             else:
@@ -582,7 +509,7 @@ class KerasHubModel:
         spec = spec.inner if spec.kind == "keras-hub" else spec
         if self.stated is None or self.ports or spec is None:
             return self
-        directory = _checkpoint_dir(spec)
+        directory = checkpoint_dir(spec)
         try:
             with recording_ports() as ports:
                 import_keras_hub().models.Backbone.from_preset(str(directory))
@@ -604,12 +531,12 @@ class KerasHubModel:
                 "does not state, are that checkpoint's."
             )
         hf_config = self.hf_config
-        reference = _hf_config(directory)
+        reference = read_hf_config(directory)
         if type(reference) is type(hf_config):  # the checkpoint of the same family
             hf_config = reference.__class__.from_dict({**reference.to_dict(), **self.stated})
         return replace(
             self,
-            tokenizer=self.tokenizer or _tokenizer(spec, directory),
+            tokenizer=self.tokenizer or spec_tokenizer(spec, directory),
             hf_config=hf_config,
             ports=rebound,
             notes=notes,
@@ -640,116 +567,3 @@ def _pt_name(hf_key: str, pt_weights: dict[str, np.ndarray]) -> str | None:
         if hf_key.endswith("." + name) or name.endswith("." + hf_key):
             return name
     return None
-
-
-# ----------------------------------------------------------------------------- taps
-
-
-class _Recording:
-    """Wraps the backbone's blocks (hidden states, per call) and, with ``taps``, the
-    layout's sub-layer taps while one run lasts. ``substitute``: PyTorch's tap values,
-    put in place of each tapped value after it is recorded; ``block_inputs``: PyTorch's
-    hidden states, fed to each block call instead of TF's."""
-
-    def __init__(self, model: KerasHubModel, taps: bool, substitute: Any, block_inputs: Any):
-        self.model, self.want_taps = model, taps
-        self.substitute, self.block_inputs = substitute, block_inputs
-        self.inputs: list[np.ndarray] = []
-        self.outputs: list[np.ndarray] = []
-        self.taps: dict[str, np.ndarray] = {}
-        self._restore: list[tuple[Any, Any]] = []
-        self._call = -1
-
-    def hidden_states(self) -> list[np.ndarray]:
-        if not self.inputs:
-            return []
-        return [self.inputs[0], *self.outputs]
-
-    def __enter__(self) -> _Recording:
-        bb = self.model.backbone
-        blocks = _unique_blocks(bb)
-        tap_layers: dict[int, list[tuple[str, Tap]]] = {}
-        layout = self.model.layout
-        if self.want_taps and layout is not None:
-            for blk in blocks:
-                for comp, tap in (layout.block_taps(blk) if layout.block_taps else {}).items():
-                    tap_layers.setdefault(id(tap.layer), []).append((comp, tap))
-            for name, attr in (("embeddings", layout.embeddings), ("pooler", layout.pooler)):
-                if attr:
-                    layer = bb.get_layer(attr)
-                    tap_layers.setdefault(id(layer), []).append((f"@{name}", Tap(layer)))
-        seen: dict[int, Any] = {}
-        for blk in blocks:
-            seen[id(blk)] = blk
-        for layer_id, entries in tap_layers.items():
-            if layer_id in seen:
-                continue
-            layer = entries[0][1].layer
-            self._wrap(layer, self._tap_wrapper(layer.call, entries))
-        for blk in blocks:
-            self._wrap(blk, self._block_wrapper(blk.call, tap_layers.get(id(blk), [])))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for layer, call in reversed(self._restore):
-            layer.call = call
-        self._restore.clear()
-
-    def _wrap(self, layer: Any, wrapper: Any) -> None:
-        self._restore.append((layer, layer.call))
-        layer.call = wrapper
-
-    def _name(self, comp: str) -> str:
-        return comp[1:] if comp.startswith("@") else f"layer_{self._call}.{comp}"
-
-    def _swap(self, name: str, value: Any) -> Any:
-        if self.substitute is None or name not in self.substitute:
-            return value
-        tf = import_tf()
-        return tf.cast(tf.constant(np.asarray(self.substitute[name], np.float32)), value.dtype)
-
-    def _tap_wrapper(self, call: Any, entries: list[tuple[str, Tap]]) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            args = list(args)
-            for comp, tap in entries:
-                if tap.side == "in":
-                    name = self._name(comp)
-                    self.taps[name] = to_numpy(args[0])
-                    args[0] = self._swap(name, args[0])
-            out = call(*args, **kwargs)
-            for comp, tap in entries:
-                if tap.side == "out":
-                    name = self._name(comp)
-                    self.taps[name] = to_numpy(out)
-                    out = self._swap(name, out)
-            return out
-
-        return wrapper
-
-    def _block_wrapper(self, call: Any, entries: list[tuple[str, Tap]]) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            self._call += 1
-            args = list(args)
-            if self.block_inputs is not None and self._call < len(self.block_inputs):
-                tf = import_tf()
-                fed = np.asarray(self.block_inputs[self._call], np.float32)
-                args[0] = tf.cast(tf.constant(fed), args[0].dtype)
-            self.inputs.append(to_numpy(args[0]))
-            out = call(*args, **kwargs)
-            value = out[0] if isinstance(out, (tuple, list)) else out
-            self.outputs.append(to_numpy(value))
-            for comp, _tap in entries:
-                self.taps[self._name(comp)] = to_numpy(value)
-            return out
-
-        return wrapper
-
-
-def _unique_blocks(backbone: Any) -> list[Any]:
-    found, ids = [], set()
-    for b in backbone.transformer_layers:
-        for blk in b if isinstance(b, (list, tuple)) else [b]:
-            if id(blk) not in ids:
-                ids.add(id(blk))
-                found.append(blk)
-    return found

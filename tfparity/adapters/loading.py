@@ -146,7 +146,7 @@ def load_tf(
         )
     if spec.kind == "tiny":
         return _load_tiny(spec.location, head=head or Head.BASE, lm_head=lm_head)
-    directory = Path(spec.location) if spec.kind != "hub" else _hub_snapshot(spec.location)
+    directory = Path(spec.location) if spec.kind != "hub" else hub_snapshot(spec.location)
     return _load_dir(directory, allow_pickle=allow_pickle, head=head, lm_head=lm_head)
 
 
@@ -177,7 +177,7 @@ def build(model: Any) -> None:
     model(model.dummy_inputs, training=False)
 
 
-def _hub_snapshot(repo_id: str) -> Path:
+def hub_snapshot(repo_id: str) -> Path:
     from huggingface_hub import snapshot_download
 
     try:
@@ -217,7 +217,7 @@ def _load_dir(
             f"{directory} has config.json but no model weights "
             f"(looked for {', '.join(TF_WEIGHTS + PT_SAFETENSORS + PT_PICKLE)})."
         )
-    tokenizer = _tokenizer(t, directory)
+    tokenizer = checkpoint_tokenizer(t, directory)
     holdings = _holdings(model, facts) if "missing" in facts else None
     notes = list(facts.get("notes", []))
     if holdings is not None:
@@ -448,7 +448,7 @@ def _is_float(tensor: Any) -> bool:
     return dtype.startswith(("float", "bfloat", "half"))
 
 
-def _tokenizer(t: Any, directory: Path) -> Any | None:
+def checkpoint_tokenizer(t: Any, directory: Path) -> Any | None:
     names = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "tokenizer_config.json")
     if not any((directory / n).exists() for n in names):
         return None

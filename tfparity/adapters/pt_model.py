@@ -278,7 +278,7 @@ def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) 
     a ``tiny:`` model or a TF-only directory is loaded in TF and its weights copied in.
     Never from a TF model in memory: that one may be the (broken) model under test.
     """
-    from .loading import _hub_snapshot, load_tf
+    from .loading import hub_snapshot, load_tf
     from .specs import parse_spec
 
     parsed = parse_spec(spec)
@@ -297,7 +297,7 @@ def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) 
             model = tiny_torch_model(parsed.location, head or parsed.head)
             return cls_from_model(model, f"PyTorch {spec}")
         return PTModel.from_tf(load_tf(parsed, head=head).model, name=f"PyTorch {spec}")
-    directory = Path(parsed.location) if parsed.kind != "hub" else _hub_snapshot(parsed.location)
+    directory = Path(parsed.location) if parsed.kind != "hub" else hub_snapshot(parsed.location)
     files = {p.name for p in directory.iterdir()}
     if not files & set(PT_SAFETENSORS + PT_PICKLE):
         tf_weights = load_tf(parsed, allow_pickle=allow_pickle, head=head).model
