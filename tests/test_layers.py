@@ -22,10 +22,7 @@ LAYERS = (
 )
 
 # Upward imports the design page names, each with its reason there.
-UPWARD = {
-    # the config faults of the fault catalogue rebuild a model: the one import cycle
-    ("architectures.faults", "adapters.loading"),
-}
+UPWARD: set[tuple[str, str]] = set()  # none: a config fault asks the model to rebuild
 FRAMEWORKS = ("tensorflow", "tf_keras", "keras", "keras_hub", "torch", "transformers")
 # Framework imports outside adapters/ that the design page names.
 FRAMEWORK_USERS = {

@@ -22,11 +22,11 @@ def checkpoint_of(spec: ModelSpec) -> tuple[Path, bool]:
 
 def checkpoint_dir(spec: ModelSpec) -> Path:
     """The Hugging Face checkpoint directory a plain MODEL spec names."""
-    from . import tiny
+    from . import tiny_checkpoints
     from .loading import hub_snapshot
 
     if spec.kind == "tiny":
-        return tiny.checkpoint_dir(spec.location)
+        return tiny_checkpoints.checkpoint_dir(spec.location)
     if spec.kind == "hub":
         return hub_snapshot(spec.location)
     return Path(spec.location)

@@ -116,22 +116,6 @@ def tf_lm_head_class(config: Any) -> Any:
     return getattr(import_transformers(), name)
 
 
-def rebuilt_with_config(model: Any, changes: dict[str, Any]) -> Any:
-    """``model`` (a TFModel) rebuilt from its config with ``changes``, the same weights.
-
-    How a config.json fault is made: the weights are right, the config that builds the
-    layers around them is not.
-    """
-    from .tf_model import TFModel
-
-    config = model.config.__class__.from_dict({**model.config.to_dict(), **changes})
-    broken = tf_model_class(config).from_config(config)
-    build(broken)
-    for target, source in zip(broken.weights, model.model.weights, strict=True):
-        target.assign(source)
-    return TFModel(f"{model.name} (broken)", broken, model.tokenizer, config)
-
-
 def load_tf(
     spec: ModelSpec, *, allow_pickle: bool = False, head: Head | None = None, lm_head: bool = False
 ) -> Loaded:

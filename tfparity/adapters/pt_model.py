@@ -292,9 +292,10 @@ def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) 
         spec = parsed.text
     if parsed.kind == "tiny":
         if for_config_type(parsed.location).tf_class is None:  # seeded in PyTorch
-            from .tiny import tiny_torch_model
+            from .tiny_checkpoints import checkpoint_dir
 
-            model = tiny_torch_model(parsed.location, head or parsed.head)
+            kind = head or parsed.head or Head.BASE  # the checkpoint is saved with its LM head
+            model = PTModel.from_dir(checkpoint_dir(parsed.location), head=kind).model
             return cls_from_model(model, f"PyTorch {spec}")
         return PTModel.from_tf(load_tf(parsed, head=head).model, name=f"PyTorch {spec}")
     directory = Path(parsed.location) if parsed.kind != "hub" else hub_snapshot(parsed.location)

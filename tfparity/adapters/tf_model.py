@@ -24,7 +24,7 @@ from ..architectures.heads import Head, head_of_class
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
 from .holdings import Holdings
-from .loading import Loaded, load_tf
+from .loading import Loaded, build, load_tf
 from .specs import DEFAULT_MODEL, parse_spec
 
 
@@ -144,6 +144,17 @@ class TFModel:
         from .gather import word_embedding_matrix
 
         return word_embedding_matrix(self.model)
+
+    def rebuilt(self, changes: dict[str, Any]) -> TFModel:
+        """This model's class rebuilt from its config with ``changes``, the same weights:
+        how a config.json fault is made (the weights are right, the config that builds
+        the layers around them is not)."""
+        config = self.config.__class__.from_dict({**self.config.to_dict(), **changes})
+        broken = type(self.model).from_config(config)
+        build(broken)
+        for target, source in zip(broken.weights, self.model.weights, strict=True):
+            target.assign(source)
+        return TFModel(f"{self.name} (broken)", broken, self.tokenizer, config)
 
     # ------------------------------------------------------------------ runs
 

@@ -49,7 +49,9 @@ __all__ = [
 ]
 
 # Modules of this package that hold machinery, not a family.
-_MACHINERY = frozenset({"base", "faults", "heads", "sublayers", "generic", "keras_hub_layouts"})
+_MACHINERY = frozenset(
+    {"base", "faults", "findings", "heads", "sublayers", "generic", "keras_hub_layouts"}
+)
 
 
 @functools.cache

@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from .faults import Fault
+from .findings import KnownDifference
 from .keras_hub_layouts import KerasHubLayout
 from .sublayers import SubLayers
 
@@ -75,20 +76,6 @@ class LMHead:
 
     description: str
     apply: Callable[[Any, Any], Callable[[Any], Any]]
-
-
-@dataclass(frozen=True)
-class KnownDifference:
-    """Where transformers' own TF port really differs from its PyTorch model: the
-    cross-check must FAIL there (``hidden_state``, ``layer``, ``component``, with
-    ``hint`` in its hint). ``finding`` says what differs, for the docs; tests hold
-    every record to it on the tiny model."""
-
-    hidden_state: int
-    layer: int | str
-    component: str | None
-    hint: str
-    finding: str
 
 
 class ArchitectureFacts(Protocol):

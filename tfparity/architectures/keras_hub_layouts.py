@@ -26,7 +26,7 @@ from .faults import Expect, Fault, Part, Parts, encoder_faults, on_backbone, set
 from .sublayers import FeedForward, Tap
 
 if TYPE_CHECKING:
-    from .base import KnownDifference
+    from .findings import KnownDifference
 
 
 # keras-hub backbone config names -> transformers config names, as keras-hub's
