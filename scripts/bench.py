@@ -138,7 +138,7 @@ def corpus_file(texts: list[str], n: int, directory: Path) -> Path:
 
 
 def overhead(model, spec: str, texts: list[str], n_batches: int) -> None:
-    from tfparity.adapters.execution import ExecutionOptions, with_execution
+    from tfparity.adapters.execution_options import ExecutionOptions
     from tfparity.adapters.pt_model import load_pt
     from tfparity.adapters.runtime import import_torch
     from tfparity.api import crosscheck, make_batches
@@ -150,7 +150,7 @@ def overhead(model, spec: str, texts: list[str], n_batches: int) -> None:
     sentences = [texts[i % len(texts)] for i in range(8 * n_batches)]
     batches = make_batches(model, InputOptions(texts=tuple(sentences), batch_size=8))
     tf_model, matrix = model.model, model.word_embeddings()
-    graph = with_execution(model, ExecutionOptions(graph=True))  # traced once, reused
+    graph = model.executed(ExecutionOptions(graph=True))  # traced once, reused
 
     def tf_ids():
         for b in batches:
@@ -193,7 +193,7 @@ def overhead(model, spec: str, texts: list[str], n_batches: int) -> None:
         # in each CLI run): execution chosen by batch count, the TF ids runs shared by
         # both checks, the cross-check localising only when something fails.
         execution = ExecutionOptions(auto=True).settle(len(batches))
-        executed = with_execution(model, execution)
+        executed = model.executed(execution)
         references = [executed.run(b) for b in batches]
         check_embeds(executed, batches, EmbedsOptions(references=references))
         crosscheck(tf=executed, pt=pt, batches=batches, localise="on_failure", tf_traces=references)
@@ -479,7 +479,7 @@ def crosscheck_overhead(spec: str, texts: list[str], n_cross: int, rounds: int =
     the bare forward passes it needs: TF ids (traced: graph from 8 batches, as auto
     chooses), PyTorch fp32 and fp64, one framework at a time. Both sides start cold,
     tracing included, as a command run does; the warm ratio (bare's trace reused) too."""
-    from tfparity.adapters.execution import ExecutionOptions, with_execution
+    from tfparity.adapters.execution_options import ExecutionOptions
     from tfparity.adapters.pt_model import load_pt
     from tfparity.adapters.runtime import import_torch
     from tfparity.api import crosscheck, load_model, make_batches
@@ -490,10 +490,10 @@ def crosscheck_overhead(spec: str, texts: list[str], n_cross: int, rounds: int =
     sentences = [texts[i % len(texts)] for i in range(n_cross)]
     batches = make_batches(model, InputOptions(texts=tuple(sentences), batch_size=8))
     execution = ExecutionOptions(auto=True).settle(len(batches))
-    warm = with_execution(model, execution)
+    warm = model.executed(execution)
 
     def bare(graph=None):
-        graph = graph or with_execution(model, execution)
+        graph = graph or model.executed(execution)
         for b in batches:
             graph.run(b)
         with torch.no_grad():

@@ -16,7 +16,7 @@ import importlib.util
 import time
 from collections.abc import Callable
 
-from tfparity.adapters.execution import ExecutionOptions, expand_devices, with_execution
+from tfparity.adapters.execution_options import ExecutionOptions, expand_devices
 from tfparity.api import load_model, make_batches
 from tfparity.checks.embeds import check_embeds
 from tfparity.inputs import InputOptions
@@ -40,7 +40,7 @@ def main() -> int:
     batches = make_batches(model, inputs)
     base = ExecutionOptions(xla=args.xla, graph=args.graph, precision=args.precision)
     for options in expand_devices(base, args.device):
-        runner = with_execution(model, options)
+        runner = model.executed(options)
         where = ", ".join(f"{k} {v}" for k, v in options.describe().items())
         rate = _rate(lambda r=runner: check_embeds(r, batches), args.batch, args.repeats)
         print(f"embeds check: {rate:.1f} sentences/s (batch {args.batch}, seq {args.seq}, {where})")

@@ -300,7 +300,7 @@ def test_a_leaf_equal_only_in_a_later_batch_is_no_twin():
 def test_reduced_precision_port_passes_against_pytorch_in_that_precision(tiny_reference, precision):
     """A TF run under a mixed policy is refereed by PyTorch's own error in the same
     precision; with the float32 PyTorch error as the bar it would fail."""
-    from tfparity.adapters.execution import ExecutionOptions
+    from tfparity.adapters.execution_options import ExecutionOptions
 
     pt_model, batches = tiny_reference
     execution = ExecutionOptions(precision=precision)
@@ -309,16 +309,15 @@ def test_reduced_precision_port_passes_against_pytorch_in_that_precision(tiny_re
     assert report.details["precision"] == precision
     assert report.details["reference"].endswith(f"in {precision}")
     assert max(c.max_abs_diff for c in report.comparisons) > 1e-4  # it really ran reduced
-    from tfparity.adapters.execution import with_execution
 
-    lowered = with_execution(TFModel.load(TINY), execution)
+    lowered = TFModel.load(TINY).executed(execution)
     strict = run_crosscheck(lowered, pt_model, batches)  # fp32 PyTorch sets the bar
     assert not strict.passed
 
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_reduced_precision_still_catches_and_localises_a_fault(tiny_reference, precision):
-    from tfparity.adapters.execution import ExecutionOptions
+    from tfparity.adapters.execution_options import ExecutionOptions
 
     pt_model, batches = tiny_reference
     f = by_name("transposed attention output kernel")

@@ -7,13 +7,11 @@ import numpy as np
 import pytest
 
 from tfparity.adapters.execution import (
-    ExecutionOptions,
     mixed_precision_policy,
     out_of_memory_as_error,
-    parse_mode,
     tf32_enabled,
-    with_execution,
 )
+from tfparity.adapters.execution_options import ExecutionOptions, parse_mode
 from tfparity.api import make_batches
 from tfparity.errors import TfparityError
 from tfparity.inputs import Batch, InputOptions
@@ -45,7 +43,7 @@ def test_unknown_precision_is_a_usage_error():
 
 @pytest.fixture(scope="module")
 def xla_bert(load_tf_model):
-    return with_execution(load_tf_model("tiny:bert"), ExecutionOptions(xla=True))
+    return load_tf_model("tiny:bert").executed(ExecutionOptions(xla=True))
 
 
 def _batch(**overrides) -> Batch:
@@ -70,17 +68,17 @@ def _batch(**overrides) -> Batch:
     ],
 )
 def test_out_of_range_ids_are_caught_before_the_xla_model(xla_bert, field, bad, message):
-    before = dict(xla_bert._functions)
+    before = dict(xla_bert.paths.functions)
     with pytest.raises(TfparityError, match=message):
         xla_bert.run(_batch(**{field: bad}))
-    assert xla_bert._functions == before  # nothing was traced or run for the bad batch
+    assert xla_bert.paths.functions == before  # nothing was traced or run for the bad batch
 
 
 def test_xla_run_matches_eager_within_fp32_tolerance(xla_bert, load_tf_model):
     batch = _batch()
     eager = load_tf_model("tiny:bert").run(batch)
     compiled = xla_bert.run(batch)
-    assert xla_bert._functions  # the compiled path really ran
+    assert xla_bert.paths.functions  # the compiled path really ran
     assert xla_bert.traces >= 1  # and its traces are counted
     assert list(compiled) == list(eager)
     for name in eager:
@@ -91,7 +89,7 @@ def test_mixed_precision_clone_leaves_no_global_policy(load_tf_model):
     import tf_keras
 
     model = load_tf_model("tiny:bert")
-    fp16 = with_execution(model, ExecutionOptions(precision="fp16"))
+    fp16 = model.executed(ExecutionOptions(precision="fp16"))
     assert tf_keras.mixed_precision.global_policy().name == "float32"
     assert fp16.model is not model.model and model.model.compute_dtype == "float32"
     out = fp16.run(_batch())
@@ -131,9 +129,7 @@ def test_out_of_memory_becomes_a_clear_usage_error():
 def test_embeds_check_under_xla_and_fp16(load_tf_model):
     from tfparity import check_embeds
 
-    runner = with_execution(
-        load_tf_model("tiny:bert"), ExecutionOptions(xla=True, precision="fp16")
-    )
+    runner = load_tf_model("tiny:bert").executed(ExecutionOptions(xla=True, precision="fp16"))
     report = check_embeds(runner, inputs=InputOptions(random=4, seq_len=10, batch_size=4))
     assert report.passed, report.failures
     assert {c.dtype for c in report.comparisons} == {"float16"}
@@ -148,7 +144,7 @@ def test_graph_traces_once_per_path_whatever_the_batch_shapes(load_tf_model):
     from tfparity.compare import compare_outputs
 
     model = load_tf_model("tiny:bert")
-    graph = with_execution(model, ExecutionOptions(graph=True))
+    graph = model.executed(ExecutionOptions(graph=True))
     shapes = [(1, 3), (4, 17), (2, 9), (3, 30)]
     for i, (rows, seq) in enumerate(shapes):
         options = InputOptions(random=rows, seq_len=seq, batch_size=rows, seed=i)
@@ -163,7 +159,7 @@ def test_graph_traces_once_per_path_whatever_the_batch_shapes(load_tf_model):
 
 def test_eager_twin_shares_the_model_and_runs_eagerly(load_tf_model):
     model = load_tf_model("tiny:bert")
-    graph = with_execution(model, ExecutionOptions(graph=True, precision="fp32"))
+    graph = model.executed(ExecutionOptions(graph=True, precision="fp32"))
     twin = graph.eager()
     assert twin.model is graph.model
     assert twin.execution == ExecutionOptions()
@@ -194,7 +190,7 @@ def test_crosscheck_taps_run_eagerly_under_graph_execution(load_tf_model):
     from tfparity.api import crosscheck
 
     model = load_tf_model("tiny:bert")
-    graph = with_execution(model, ExecutionOptions(graph=True))
+    graph = model.executed(ExecutionOptions(graph=True))
     inputs = InputOptions(random=4, seq_len=12, batch_size=2)
     pt_model = PTModel.from_tf(model.model)
     (report,) = crosscheck(tf=graph, pt=pt_model, inputs=inputs, localise="always")
@@ -215,7 +211,7 @@ def test_every_tiny_architecture_runs_traced_as_it_runs_eagerly(load_tf_model, a
     from tfparity.compare import compare_outputs
 
     model = load_tf_model(f"tiny:{arch}")
-    graph = with_execution(model, ExecutionOptions(graph=True))
+    graph = model.executed(ExecutionOptions(graph=True))
     batches = make_batches(model, InputOptions(random=5, seq_len=12, batch_size=3, seed=3))
     for batch in batches:
         for embeds in (None, model.gather(batch.input_ids)):
@@ -240,18 +236,18 @@ def test_gathered_path_matches_given_embeddings_eager_and_graph(load_tf_model):
     expected = model.run(batch, model.gather(batch.input_ids))
     from tfparity.compare import compare_outputs
 
-    eager = with_execution(model, ExecutionOptions()).run_gathered(batch)
+    eager = model.executed(ExecutionOptions()).run_gathered(batch)
     assert list(eager) == list(expected)
     for name in expected:  # eagerly: the same ops, the same numbers
         np.testing.assert_array_equal(eager[name], expected[name])
-    runner = with_execution(model, ExecutionOptions(graph=True))
+    runner = model.executed(ExecutionOptions(graph=True))
     results = compare_outputs(dict(runner.run_gathered(batch)), dict(expected))
     assert all(c.passed for c in results), [c.name for c in results if not c.passed]
     assert runner.traces_by_path() == {"embeds": 1}
 
 
 def test_gathered_path_checks_ids_before_the_run(load_tf_model):
-    runner = with_execution(load_tf_model("tiny:bert"), ExecutionOptions(graph=True))
+    runner = load_tf_model("tiny:bert").executed(ExecutionOptions(graph=True))
     with pytest.raises(TfparityError, match="input_ids"):
         runner.run_gathered(_batch(input_ids=np.array([[2, 10**6, 6, 3]], np.int32)))
     assert runner.traces == 0
@@ -261,7 +257,7 @@ def test_xla_compiles_once_per_shape_and_path(load_tf_model):
     """The sweep's buckets under XLA: one compile per shape and path, none for a repeated
     shape; explicit position ids count as the positions path."""
     model = load_tf_model("tiny:bert")
-    runner = with_execution(model, ExecutionOptions(xla=True))
+    runner = model.executed(ExecutionOptions(xla=True))
     shapes = [(2, 8), (2, 16), (2, 8)]
     for i, (rows, seq) in enumerate(shapes):
         ids = np.random.default_rng(i).integers(5, 50, (rows, seq)).astype(np.int32)

@@ -102,3 +102,68 @@ def test_only_adapters_import_a_framework_unless_the_design_says_why():
         if target in FRAMEWORKS
     }
     assert users == FRAMEWORK_USERS, "docs/design.md names each framework import outside adapters/"
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def is_face(group: list[str]) -> bool:
+    """A package's __init__ re-exporting its own submodule, which imports a sibling
+    through the package: the package's face, not a cycle between two modules' jobs."""
+    return len(group) == 2 and any(a.startswith(b + ".") for a in group for b in group)
+
+
+def test_no_import_cycle_between_the_packages_own_modules():
+    known = modules()
+    graph = {name: imports(name, path, known)[0] for name, path in known.items()}
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert [g for g in cycles(graph) if not is_face(g)] == []
+
+
+# Where the TF side and the reference are used through their declared interfaces.
+INTERFACE_USERS = ("checks", "orchestration", "api", "assertions", "sweep")
+SIDE_NAMES = {"model", "tf_model", "pt_model", "pt", "reference", "runner", "runner_model"}
+
+
+def test_no_capability_probe_on_a_side_where_the_interfaces_are_used():
+    """``hasattr(tf_model, "x")`` or ``getattr(model, "x", None)`` would mean a side
+    answers by convention, not by its declared interface (adapters/interfaces.py)."""
+    probes = []
+    for name, path in modules().items():
+        if not any(name == u or name.startswith(u + ".") for u in INTERFACE_USERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            if node.func.id not in ("hasattr", "getattr") or not node.args:
+                continue
+            target = node.args[0]
+            if isinstance(target, ast.Name) and target.id in SIDE_NAMES:
+                probes.append(f"{name}:{node.lineno} {node.func.id}({target.id}, ...)")
+    assert probes == []

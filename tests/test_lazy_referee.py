@@ -108,11 +108,11 @@ def test_lazy_matches_full_on_every_fault_of_the_catalogue(family):
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_lazy_matches_full_on_clean_models_in_reduced_precision(precision):
-    from tfparity.adapters.execution import ExecutionOptions, with_execution
+    from tfparity.adapters.execution_options import ExecutionOptions
 
     for spec in ("tiny:bert", "tiny:gpt2"):
         tf_model = TFModel.load(spec)
-        runner = with_execution(tf_model, ExecutionOptions(precision=precision))
+        runner = tf_model.executed(ExecutionOptions(precision=precision))
         pt_model = reference_for(spec).in_precision(precision)
         batches = padded_batches(tf_model, items=40, batch_size=8)
         stats = same_verdicts(tf_model, pt_model, batches, runner)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from tfparity.adapters.execution import ExecutionOptions, parse_mode, with_execution
+from tfparity.adapters.execution_options import ExecutionOptions, parse_mode
 from tfparity.checks.embeds import NonFiniteOutputError
 from tfparity.checks.modes import (
     ModesOptions,
@@ -87,7 +87,7 @@ def test_report_renders_and_is_json(report):
 
 
 def _reference(bert, batches):
-    runner = with_execution(bert, ExecutionOptions(device="/device:CPU:0"))
+    runner = bert.executed(ExecutionOptions(device="/device:CPU:0"))
     reference = [runner.run(b) for b in batches]
     return reference, [b.attention_mask for b in batches]
 
@@ -95,7 +95,7 @@ def _reference(bert, batches):
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_reduced_precision_judged_with_fp32_tolerance_fails(bert, batches, precision):
     reference, masks = _reference(bert, batches)
-    traces = [with_execution(bert, parse_mode(precision)).run(b) for b in batches]
+    traces = [bert.executed(parse_mode(precision)).run(b) for b in batches]
     magnitudes = reference_magnitudes(reference, masks)
     own = compare_mode(
         PlannedMode(precision, parse_mode(precision)), traces, reference, masks, magnitudes
@@ -110,7 +110,7 @@ def test_reduced_precision_judged_with_fp32_tolerance_fails(bert, batches, preci
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_a_corrupted_weight_in_a_precision_mode_fails(bert, batches, precision):
     reference, masks = _reference(bert, batches)
-    runner = with_execution(bert, parse_mode(precision))  # a clone: safe to break
+    runner = bert.executed(parse_mode(precision))  # a clone: safe to break
     gamma = next(w for w in runner.model.weights if "layer_._1/output/LayerNorm/gamma" in w.name)
     gamma.assign(gamma * 1.1)  # a 10% error in the last layer's LayerNorm scale
     traces = [runner.run(b) for b in batches]
@@ -128,7 +128,7 @@ def test_a_corrupted_weight_in_a_precision_mode_fails(bert, batches, precision):
 
 def test_nan_in_a_mode_only_fails_loudly(bert, batches):
     reference, masks = _reference(bert, batches)
-    runner = with_execution(bert, parse_mode("fp16"))
+    runner = bert.executed(parse_mode("fp16"))
     kernel = next(w for w in runner.model.weights if "layer_._0/intermediate" in w.name)
     values = kernel.numpy()
     values[0, 0] = np.nan

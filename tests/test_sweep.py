@@ -86,7 +86,7 @@ def test_graph_mode_traces_each_path_once_whatever_the_buckets(baseline):
 
 
 def test_xla_sweep_compiles_once_per_bucket_and_path_with_dummy_rows_dropped(corpus, tmp_path):
-    from tfparity.adapters.execution import ExecutionOptions
+    from tfparity.adapters.execution_options import ExecutionOptions
 
     options = SweepOptions(
         checks=("embeds",), batch_size=8, progress="none", execution=ExecutionOptions(xla=True)
@@ -246,7 +246,7 @@ def test_cli_sweep_graph_eager_and_summary_say_how_it_ran(corpus, tmp_path, caps
 def test_sweep_in_bf16_passes_a_clean_model_and_fails_a_broken_one(corpus, tmp_path):
     """The cross-check in bf16: PyTorch runs in bf16 too and its error to float64 sets
     the bar, as in `crosscheck --precision bf16`."""
-    from tfparity.adapters.execution import ExecutionOptions
+    from tfparity.adapters.execution_options import ExecutionOptions
     from tfparity.adapters.tf_model import TFModel
     from tfparity.testing import by_name
 
@@ -359,7 +359,7 @@ def test_both_engines_meet_the_sweep_engine_protocol(tiny, corpus):
     (a started Ray engine: tests/test_sweep_ray.py's isinstance check and run)."""
     import inspect
 
-    from tfparity.adapters.execution import ExecutionOptions
+    from tfparity.adapters.execution_options import ExecutionOptions
     from tfparity.sweep.corpus import iter_items, scan
     from tfparity.sweep.engine import EngineStart, SweepEngine
     from tfparity.sweep.local import LocalEngine

@@ -45,10 +45,12 @@ def test_small_variables_and_torch_tensors_are_read_whole(tiny_bert):
 def test_nan_in_any_block_of_the_word_embeddings_is_found(tiny_bert, monkeypatch, row):
     table = tiny_bert.word_embeddings()
     monkeypatch.setattr(validation, "_SCAN_BLOCK", 3 * table.shape[1])
-    assert validation.nonfinite_weights(tiny_bert, "TF") == []  # clean: nothing found
+    assert (
+        validation.nonfinite_weights(tiny_bert.named_weights(), "TF") == []
+    )  # clean: nothing found
     values = table.numpy()
     values[row, 1] = np.nan
     table.assign(values)
-    (found,) = validation.nonfinite_weights(tiny_bert, "TF")
+    (found,) = validation.nonfinite_weights(tiny_bert.named_weights(), "TF")
     assert "word_embeddings" in found.name and not found.passed
     assert f"(first at index ({row % table.shape[0]}, 1))" in found.problem

@@ -69,9 +69,7 @@ def check_embeds(
     if execution is not None:
         tf_model = executed(tf_model, execution.settle(len(batches)))
     report = _check(tf_model, batches, EmbedsOptions(tolerance=tolerance, embeds_fn=embeds_fn))
-    execution = getattr(tf_model, "execution", None)
-    if execution is not None:
-        report.details.update(execution.describe())
+    report.details.update(tf_model.execution.describe())
     return report
 
 
@@ -169,17 +167,16 @@ def crosscheck(
     tf_model = bound_to_reference(tf_model, pt)
     if batches is None:
         batches = make_batches(tf_model, inputs)
-    execution = execution or getattr(tf_model, "execution", None)
-    if execution is not None:
-        execution = execution.settle(len(batches))
-        pt_model = pt_model.in_precision(execution.precision)
+    execution = (execution or tf_model.execution).settle(len(batches))
+    pt_model = pt_model.in_precision(execution.precision)
     options = CrosscheckOptions(tolerance=tolerance, localise=localise)
     runner = executed(tf_model, execution)
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
     if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
-        reloaded = executed(save_and_reload(tf_model), execution)
-        options = replace(options, label="crosscheck-reloaded")
-        reports.append(_check(reloaded, pt_model, batches, options))
+        reloaded = save_and_reload(tf_model)
+        if reloaded is not None:  # an export has no save-and-reload pass of its own
+            options = replace(options, label="crosscheck-reloaded")
+            reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
     return reports
 
 

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .adapters.execution_options import ExecutionOptions
+from .adapters.interfaces import Reference, TFSide, TFSideBase
 from .compare import Tolerance, default_tolerance
 from .errors import TfparityError
 
@@ -55,11 +57,11 @@ def load_model(
     ``head`` (a kind, e.g. ``"sequence-classification"``) picks a spec's model class;
     default: the one its config names."""
     from . import validation
-    from .adapters.keras_hub import KerasHubModel, is_keras_hub_spec, load_keras_hub
+    from .adapters.keras_hub import is_keras_hub_spec, load_keras_hub
     from .adapters.tf_model import TFModel
 
     validation.model_spec(model, "model")
-    if isinstance(model, (TFModel, KerasHubModel)):
+    if isinstance(model, TFSideBase):
         return model
     if is_keras_hub_spec(model):
         return load_keras_hub(model)
@@ -68,45 +70,26 @@ def load_model(
     return TFModel.wrap(model, tokenizer=tokenizer)
 
 
-def executed(tf_model: Any, execution: Any) -> Any:
-    """``tf_model`` running under ``execution`` (an ExecutionOptions): itself when it
-    already does, or when ``execution`` is None."""
-    if execution is None:
-        return tf_model
-    current = getattr(tf_model, "execution", None)
-    if current == execution:
-        return tf_model
-    from .adapters.execution import with_execution
-
-    return with_execution(tf_model, execution)
+def executed(tf_model: TFSide, execution: ExecutionOptions | None) -> TFSide:
+    """``tf_model`` running under ``execution``: itself when it already does, or when
+    ``execution`` is None."""
+    return tf_model if execution is None else tf_model.executed(execution)
 
 
-def compiles(model: Any) -> bool:
+def compiles(model: str | TFSide) -> bool:
     """Whether ``model`` (a spec or a loaded model) can run compiled: a keras-hub model
     runs eagerly only (:meth:`KerasHubModel.executed`), so a command whose default is a
     compiled run (the sweep) runs it eagerly rather than refuse it."""
-    from .adapters.keras_hub import KerasHubModel, is_keras_hub_spec
+    from .adapters.keras_hub import is_keras_hub_spec
 
-    return not (is_keras_hub_spec(model) or isinstance(model, KerasHubModel))
+    return not is_keras_hub_spec(model) if isinstance(model, str) else model.compiles
 
 
-def save_and_reload(tf_model: Any) -> Any:
-    """The TF model after ``save_pretrained`` and a fresh load (catches lost weights);
-    a keras-hub model after ``save_to_preset`` and ``from_preset``."""
-    import tempfile
-
-    if hasattr(tf_model, "reloaded"):
-        return tf_model.reloaded()
-
-    from .adapters.tf_model import TFModel
-
-    with tempfile.TemporaryDirectory(prefix="tfparity-") as tmp:
-        tf_model.model.save_pretrained(tmp)
-        reloaded = TFModel.load(tmp)
-    reloaded.tokenizer = tf_model.tokenizer
-    reloaded.name = f"{tf_model.name} (saved and reloaded)"
-    reloaded.holdings = tf_model.holdings  # the same checkpoint's gaps, saved as they were
-    return reloaded
+def save_and_reload(tf_model: TFSide) -> TFSide | None:
+    """The TF side after its own save and a fresh load (catches lost weights):
+    ``save_pretrained`` for a Hugging Face model, ``save_to_preset`` for keras-hub;
+    None for a side with no such pass (an export is already saved)."""
+    return tf_model.reloaded()
 
 
 def wants_reload(
@@ -141,18 +124,18 @@ def head_kind(head: Any) -> Any:
 
 
 def reference_for(
-    model: Any, pt: Any = None, *, allow_pickle: bool = False, head: Any = None
-) -> Any:
+    model: str | TFSide, pt: Any = None, *, allow_pickle: bool = False, head: Any = None
+) -> Reference:
     """The PyTorch reference for the TF model ``model`` (a MODEL spec or a loaded model):
     ``pt`` as given when it is an object, else loaded from the spec ``pt`` or, without
     one, from ``model``'s own spec (see the module's docstring)."""
     from .adapters.pt_model import PTModel, load_pt
-    from .adapters.runtime import import_torch
+    from .adapters.runtime import import_torch, import_transformers
 
     if pt is not None and not isinstance(pt, str):
-        if isinstance(pt, PTModel) or hasattr(pt, "recorded"):  # PTModel, StoredReference
+        if isinstance(pt, PTModel):  # a live model or a StoredReference
             return pt
-        if hasattr(pt, "config") and hasattr(pt, "eval"):  # a Hugging Face PyTorch model
+        if isinstance(pt, import_transformers().PreTrainedModel):
             return PTModel(type(pt).__name__, pt.eval(), pt.config)
         raise TfparityError(
             f"pt={type(pt).__name__} is not a PyTorch reference: give a MODEL spec, a "
@@ -165,34 +148,26 @@ def reference_for(
     return load_pt(spec, allow_pickle=allow_pickle, head=kind)
 
 
-def model_head(model: Any) -> Any:
+def model_head(model: str | TFSide) -> Any:
     """The kind of model class a loaded TF side is (a keras-hub backbone: the base
     model); None for a spec, whose config decides."""
     return None if isinstance(model, str) else model.head
 
 
-def bound_to_reference(tf_model: Any, pt: Any) -> Any:
+def bound_to_reference(tf_model: TFSide, pt: Any) -> TFSide:
     """``tf_model`` with what its PyTorch reference's checkpoint adds: a keras-hub preset
     (no tokenizer, no converter record) takes that checkpoint's tokenizer and weight
     mapping (:meth:`KerasHubModel.with_reference`); any other model is itself."""
-    bind = getattr(tf_model, "with_reference", None)
-    return bind(pt) if bind is not None and isinstance(pt, str) else tf_model
+    return tf_model.with_reference(pt) if isinstance(pt, str) else tf_model
 
 
-def spec_of(model: Any) -> str:
+def spec_of(model: str | TFSide) -> str:
     """The MODEL spec that ``model`` was loaded from; refused for a model with none."""
-    from .adapters.specs import parse_spec
-
     if isinstance(model, str):
         return model
-    name = getattr(model, "name", None)
-    if isinstance(name, str) and getattr(model, "source", "in memory") != "in memory":
-        try:
-            parse_spec(name)
-            return name
-        except TfparityError:
-            pass
-    label = name if isinstance(name, str) else type(model).__name__
+    if model.spec is not None:
+        return model.spec.text
+    label = model.name
     raise TfparityError(
         f"The cross-check needs a PyTorch reference for '{label}', which was not loaded "
         "from a MODEL spec, and tfparity never copies the reference from the model under "

@@ -157,19 +157,11 @@ def same_architecture(tf_model: Any, pt_model: Any) -> None:
     to fail inside a TF layer with a shape error, or be reported as a parity failure."""
 
     def facts(model: Any) -> dict[str, Any]:
-        config = getattr(model, "config", None)
-        if config is None:
-            return {}
-        data = config if isinstance(config, dict) else vars(config)
-        if hasattr(config, "to_dict"):
-            data = config.to_dict()
-        return {k: data.get(k) for k in ("model_type", *_SHAPE_FIELDS)}
+        # an HF config (aliases such as GPT-2's n_embd resolve), or a stored namespace
+        return {k: getattr(model.config, k, None) for k in ("model_type", *_SHAPE_FIELDS)}
 
     tf, pt = facts(tf_model), facts(pt_model)
-    if not tf or not pt:
-        return
-    tf_name = getattr(tf_model, "name", "the TF model")
-    pt_name = getattr(pt_model, "name", "the PyTorch reference")
+    tf_name, pt_name = tf_model.name, pt_model.name
     if tf["model_type"] and pt["model_type"] and tf["model_type"] != pt["model_type"]:
         raise TfparityError(
             f"The TF model {tf_name} is a {tf['model_type']} and the PyTorch reference "
@@ -187,18 +179,6 @@ def same_architecture(tf_model: Any, pt_model: Any) -> None:
             f"{tf['model_type']} but of different sizes ({'; '.join(differ)}): they are not "
             "the same model, so their outputs cannot be compared."
         )
-
-
-def _named_weights(model: Any) -> list[tuple[str, Any]]:
-    """``(name, tensor)`` of a TFModel/PTModel's weights (TF variables or a torch
-    state_dict); empty when the object holds none (a stored golden reference)."""
-    inner = getattr(model, "model", None)
-    if inner is None:
-        return []
-    if hasattr(inner, "state_dict"):  # torch
-        return list(inner.state_dict().items())
-    weights = getattr(inner, "weights", None) or []
-    return [(getattr(w, "path", None) or w.name, w) for w in weights]
 
 
 # Elements per block when a large TF variable is scanned for NaN (4 MB of float32).
@@ -227,17 +207,18 @@ def _weight_blocks(weight: Any, block: int | None = None) -> Iterator[np.ndarray
     yield to_numpy(read() if callable(read) else weight)
 
 
-def nonfinite_weights(model: Any, side: str = "") -> list:
+def nonfinite_weights(named: list[tuple[str, Any]], side: str = "") -> list:
     """One failed :class:`~tfparity.compare.Comparison` per weight holding NaN or Inf.
 
-    Outputs alone miss them: a NaN in an unused vocabulary row, or in a position row
+    ``named``: ``(name, weight)`` pairs, a side's ``named_weights()``. Outputs alone
+    miss them: a NaN in an unused vocabulary row, or in a position row
     beyond the inputs, never reaches an output, so both paths agree and the check
     passed a broken model without a word.
     """
     from .compare import all_finite, failed_comparison
 
     found = []
-    for name, weight in _named_weights(model):
+    for name, weight in named:
         if all(x.dtype.kind not in "fc" or all_finite(x) for x in _weight_blocks(weight)):
             continue
         array = to_numpy(weight)

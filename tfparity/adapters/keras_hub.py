@@ -37,7 +37,8 @@ from ..compare import to_numpy
 from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
-from .execution import ExecutionOptions
+from .execution_options import ExecutionOptions
+from .interfaces import TFSideBase
 from .keras_hub_checkpoints import (
     checkpoint_dir,
     checkpoint_of,
@@ -49,7 +50,7 @@ from .keras_hub_checkpoints import (
 )
 from .keras_hub_taps import BlockRecording
 from .runtime import import_tf
-from .specs import KERAS_HUB, KERAS_HUB_EXTRA, parse_spec
+from .specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
 
 
 def import_keras_hub() -> Any:
@@ -170,6 +171,7 @@ def load_keras_hub(text: str) -> KerasHubModel:
         source=f"keras-hub {keras_hub.__version__} {type(backbone).__name__} from {directory}",
         notes=notes,
         stated=stated,
+        spec=spec,
     )
     model.notes.append(model.how_embeds_run())
     return model
@@ -186,7 +188,7 @@ PRESET_NOTE = (
 
 
 @dataclass
-class KerasHubModel:
+class KerasHubModel(TFSideBase):
     """A keras-hub backbone with the Hugging Face config and tokenizer of its checkpoint.
 
     ``config`` is the HF config with the fields the backbone really uses put in
@@ -205,6 +207,9 @@ class KerasHubModel:
     stated: dict[str, Any] | None = None
     # What it runs under (always eager float32; see :meth:`executed`).
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
+    spec: ModelSpec | None = None
+    # PyTorch weight name -> the dtype keras-hub's converter cast it to (by weights_for)
+    casts: dict[str, str] = field(default_factory=dict)
     _embeds_fn: Any = None
 
     # ------------------------------------------------------------------ facts
@@ -286,6 +291,9 @@ class KerasHubModel:
                 return layer
         raise TfparityError(f"{type(self.backbone).__name__} has no token embedding layer.")
 
+    def named_weights(self) -> list[tuple[str, Any]]:
+        return [(w.path, w) for w in self.backbone.weights]
+
     def word_embeddings(self) -> Any:
         layer = self._lookup()
         inner = getattr(layer, "token_embedding", None)
@@ -341,14 +349,6 @@ class KerasHubModel:
         """The inputs_embeds path fed the word embeddings gathered by the batch's ids
         (the sweep's embeds path; eager, so there is no compiled gather to fuse)."""
         return self.run(batch, self.gather(batch.input_ids))
-
-    @property
-    def traces(self) -> int:
-        """Compiled traces made so far: none, a keras-hub model runs eagerly."""
-        return 0
-
-    def traces_by_path(self) -> dict[str, int]:
-        return {}
 
     def _run(
         self,
@@ -436,7 +436,8 @@ class KerasHubModel:
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Keras values in PyTorch's layout by PyTorch name, through the converter's
         own mapping (the recorded port_weight calls)."""
-        found, self.casts = {}, {}
+        found: dict[str, np.ndarray] = {}
+        self.casts.clear()
         for port in self.ports:
             name = _pt_name(port.hf_key, pt_weights)
             if name is None:
@@ -464,7 +465,7 @@ class KerasHubModel:
         ]
 
     def weight_note(self, name: str) -> str | None:
-        cast = getattr(self, "casts", {}).get(name)
+        cast = self.casts.get(name)
         if cast is None:
             return None
         return f"keras-hub's converter casts {name} to {cast} (a lossy dtype conversion)"
@@ -494,6 +495,7 @@ class KerasHubModel:
             source=f"{self.source}, saved with save_to_preset and reloaded",
             notes=list(self.notes),
             stated=self.stated,
+            spec=self.spec,
         )
 
     def with_reference(self, pt_spec: str) -> KerasHubModel:

@@ -173,6 +173,10 @@ class PTModel:
         body = model.base_model_prefix + "."
         return {k.removeprefix(body): v for k, v in found.items()}
 
+    def named_weights(self) -> list[tuple[str, Any]]:
+        """``(name, tensor)`` of its state dict; none for stored outputs (no model)."""
+        return [] if self.model is None else list(self.model.state_dict().items())
+
     def head_weight_names(self) -> list[str]:
         """The head's parameters (``classifier.bias``), named as :meth:`weights` names
         them, and the pooler's, which serves only heads; empty for a base model."""

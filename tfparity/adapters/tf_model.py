@@ -8,7 +8,8 @@ arguments a model takes, how its embedding matrix is stored) stay in here.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -23,14 +24,26 @@ from ..architectures import (
 from ..architectures.heads import Head, head_of_class
 from ..inputs import Batch, Limits, check_limits
 from ..trace import Trace
+from .compiled_paths import CompiledPaths
+from .devices import short_name
+from .execution import clone_model, placed
+from .execution_options import ExecutionOptions
 from .holdings import Holdings
+from .interfaces import TFSideBase
 from .loading import Loaded, build, load_tf
-from .specs import DEFAULT_MODEL, parse_spec
+from .runtime import import_tf
+from .specs import DEFAULT_MODEL, ModelSpec, parse_spec
 
 
 @dataclass
-class TFModel:
-    """A built HF TF model with its tokenizer and what tfparity needs to know of it."""
+class TFModel(TFSideBase):
+    """A built HF TF model with its tokenizer and what tfparity needs to know of it,
+    running under ``execution`` (device, eager/graph/XLA, precision): tfparity's one
+    runner for Hugging Face TF models, for the checks and the sweep alike.
+
+    Ids are checked against the model's limits before every run, compiled or not: on
+    a GPU, and under XLA, an out-of-range id would silently gather zeros.
+    """
 
     name: str
     model: Any
@@ -39,6 +52,12 @@ class TFModel:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     holdings: Holdings | None = None  # what its checkpoint held; None: not known
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
+    spec: ModelSpec | None = None  # None: a model held in memory
+    paths: CompiledPaths = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.paths = CompiledPaths(self.execution, self._eager_call)
 
     @classmethod
     def load(
@@ -52,9 +71,8 @@ class TFModel:
         """Load ``spec`` (docs/design.md: a directory, a cached hub id, minilm, tiny:<type>)
         as the model class of kind ``head`` (None: the one its config names);
         ``lm_head=True`` loads the class with the family's language-model head instead."""
-        loaded: Loaded = load_tf(
-            parse_spec(spec), allow_pickle=allow_pickle, head=head, lm_head=lm_head
-        )
+        parsed = parse_spec(spec)
+        loaded: Loaded = load_tf(parsed, allow_pickle=allow_pickle, head=head, lm_head=lm_head)
         return cls(
             spec,
             loaded.model,
@@ -63,6 +81,7 @@ class TFModel:
             loaded.source,
             loaded.notes,
             loaded.holdings,
+            spec=parsed,
         )
 
     @classmethod
@@ -77,6 +96,10 @@ class TFModel:
     @property
     def model_type(self) -> str:
         return self.config.model_type
+
+    @property
+    def compiles(self) -> bool:
+        return True
 
     @property
     def head(self) -> Head:
@@ -134,9 +157,8 @@ class TFModel:
 
         return embedding_layer(self.model)
 
-    def word_matrix(self) -> np.ndarray:
-        """The word-embedding matrix's values, as numpy (checks never touch variables)."""
-        return np.asarray(self.word_embeddings().numpy())
+    def named_weights(self) -> list[tuple[str, Any]]:
+        return [(w.name, w) for w in self.model.weights]
 
     def word_embeddings(self) -> Any:
         """The word-embedding matrix ``[vocab, width]`` (a tf.Variable), found through the
@@ -154,7 +176,7 @@ class TFModel:
         build(broken)
         for target, source in zip(broken.weights, self.model.weights, strict=True):
             target.assign(source)
-        return TFModel(f"{self.name} (broken)", broken, self.tokenizer, config)
+        return replace(self, name=f"{self.name} (broken)", model=broken, config=config)
 
     # ------------------------------------------------------------------ runs
 
@@ -174,29 +196,85 @@ class TFModel:
         The ids are checked against the model's limits first, in both cases.
         """
         check_limits(batch, self.limits)
-        ids = batch.input_ids if inputs_embeds is None else None
-        return Trace.from_output(self.forward(ids, inputs_embeds, self.call_kwargs(batch)))
+        kwargs = self.call_kwargs(batch)
+        with placed(self.execution):
+            if inputs_embeds is None:
+                out = self.paths.call("ids", batch.input_ids, kwargs)
+            else:
+                out = self.paths.call("embeds", self._in_compute_dtype(inputs_embeds), kwargs)
+        return Trace.from_output(out)
 
-    def forward(self, input_ids: Any, inputs_embeds: Any, kwargs: dict[str, Any]) -> Any:
+    def run_gathered(self, batch: Batch) -> Trace:
+        """The ``inputs_embeds`` path, with the word embeddings gathered by the batch's
+        ids inside the run (inside the compiled function when compiled)."""
+        check_limits(batch, self.limits)
+        with placed(self.execution):
+            out = self.paths.call("gather", batch.input_ids, self.call_kwargs(batch))
+        return Trace.from_output(out)
+
+    def _eager_call(self, kind: str, x: Any, kwargs: dict[str, Any]) -> Any:
         """One call of the HF model. Its layers need the first positional argument even
         when it is None (the ``inputs_embeds`` path), so it is always passed."""
+        if kind == "gather":
+            x = self._in_compute_dtype(import_tf().gather(self.word_embeddings(), x))
+        ids, embeds = (x, None) if kind == "ids" else (None, x)
         return self.model(
-            input_ids,
-            inputs_embeds=inputs_embeds,
-            output_hidden_states=True,
-            training=False,
-            **kwargs,
+            ids, inputs_embeds=embeds, output_hidden_states=True, training=False, **kwargs
         )
 
-    def eager(self) -> TFModel:
-        """This model run eagerly (it is; a compiled ExecutedModel returns its eager twin)."""
-        return self
+    def _in_compute_dtype(self, inputs_embeds: Any) -> Any:
+        """HF TF models add ``inputs_embeds`` to position embeddings without casting, so
+        under a mixed policy float32 embeddings fail; cast them as the ids path does."""
+        tf = import_tf()
+        return tf.cast(inputs_embeds, self.model.compute_dtype or "float32")
 
     def gather(self, input_ids: np.ndarray) -> Any:
         """Word embeddings for ``input_ids``, gathered on the Keras side (ids validated)."""
         from .gather import WordEmbeddingGather
 
-        return WordEmbeddingGather.from_model(self.model)(np.asarray(input_ids))
+        with placed(self.execution):
+            return WordEmbeddingGather.from_model(self.model)(np.asarray(input_ids))
+
+    @property
+    def traces(self) -> int:
+        """Traces made so far by the compiled paths (0 when eager)."""
+        return sum(self.traces_by_path().values())
+
+    def traces_by_path(self) -> dict[str, int]:
+        return self.paths.traces_by_path()
+
+    # ------------------------------------------------------------------ other forms
+
+    def executed(self, options: ExecutionOptions) -> TFModel:
+        """This model running under ``options``; reduced precision or another device
+        than the one holding its weights gives a clone (this one is left untouched)."""
+        if options == self.execution:
+            return self
+        base = self.model  # a clone holds float32 variables: cloning it again works
+        needs_clone = options.precision != "fp32" or not _lives_on(base, options.device)
+        inner = clone_model(base, self.config, options) if needs_clone else base
+        return replace(self, model=inner, notes=list(self.notes), execution=options)
+
+    def eager(self) -> TFModel:
+        """The same model, device and precision, run eagerly: sub-layer taps record
+        Python-side calls, which a traced function would not repeat."""
+        if not self.execution.compiled:
+            return self
+        return replace(self, execution=replace(self.execution, graph=False, xla=False))
+
+    def reloaded(self) -> TFModel:
+        """This model after ``save_pretrained`` and a fresh load (catches lost weights),
+        under the same execution."""
+        with tempfile.TemporaryDirectory(prefix="tfparity-") as tmp:
+            self.model.save_pretrained(tmp)
+            fresh = TFModel.load(tmp)
+        return replace(
+            fresh,
+            name=f"{self.name} (saved and reloaded)",
+            tokenizer=self.tokenizer,
+            holdings=self.holdings,  # the same checkpoint's gaps, saved as they were
+            spec=self.spec,
+        ).executed(self.execution)
 
     # ------------------------------------------------------------------ localisation
     # What the cross-check asks of a TF side (the keras-hub adapter answers the same).
@@ -235,3 +313,9 @@ class TFModel:
         from .weight_names import tf_weights_for
 
         return tf_weights_for(self.model, pt_weights)
+
+
+def _lives_on(keras_model: Any, device: str | None) -> bool:
+    if device is None or not keras_model.weights:
+        return True
+    return short_name(keras_model.weights[0].device) == short_name(device)

@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..adapters import taps
-from ..adapters.pt_model import PTModel
-from ..adapters.tf_model import TFModel
+from ..adapters.interfaces import Reference, TFSide
 from ..architectures.heads import Head
 from ..compare import (
     Comparison,
@@ -69,8 +68,8 @@ class _Runs:
 
 
 def crosscheck(
-    tf_model: TFModel,
-    pt_model: PTModel,
+    tf_model: TFSide,
+    pt_model: Reference,
     batches: Sequence[Batch],
     options: CrosscheckOptions = CrosscheckOptions(),
     tf_traces: Sequence[Trace] | None = None,
@@ -100,8 +99,8 @@ def crosscheck(
             _judged(c, r, options.referee) for c, r in zip(comparisons, referees, strict=True)
         ]
     passed = all(c.passed for c in comparisons)
-    broken = gap_failures(gaps) + nonfinite_weights(tf_model, "TF")
-    broken += nonfinite_weights(pt_model, "PyTorch")
+    broken = gap_failures(gaps) + nonfinite_weights(tf_model.named_weights(), "TF")
+    broken += nonfinite_weights(pt_model.named_weights(), "PyTorch")
     if tapped and not passed and not runs.tf_taps:
         runs = _run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
     components = _components(runs, masks, options.referee) if runs.tf_taps else []
@@ -159,15 +158,14 @@ def _taps_state(tapped: bool, components: list) -> str:
     return "ran" if components else "skipped (every tensor passed)"
 
 
-def _execution_facts(tf_model: TFModel) -> dict[str, Any]:
+def _execution_facts(tf_model: TFSide) -> dict[str, Any]:
     """Device, eager/graph/XLA and precision of the TF side, when it was placed."""
-    execution = getattr(tf_model, "execution", None)
-    return execution.describe() if execution is not None else {}
+    return tf_model.execution.describe()
 
 
 def _run_all(
-    tf_model: TFModel,
-    pt_model: PTModel,
+    tf_model: TFSide,
+    pt_model: Reference,
     batches: Sequence[Batch],
     tapped: bool,
     tf_traces: Sequence[Trace] | None = None,
@@ -207,7 +205,7 @@ def _add_truth(runs: _Runs, i: int, truth: Trace, mask: Any) -> None:
         seen.append((name, t))
 
 
-def _add_tapped_run(runs: _Runs, tf_model: TFModel, pt_model: PTModel, batch: Batch) -> Trace:
+def _add_tapped_run(runs: _Runs, tf_model: TFSide, pt_model: Reference, batch: Batch) -> Trace:
     """One batch with sub-layer taps on all three sides, and the TF isolated runs; the
     float64 run is returned, for its referee sums."""
     tf_trace, tf_rec = tf_model.tapped_run(batch)
@@ -222,13 +220,13 @@ def _add_tapped_run(runs: _Runs, tf_model: TFModel, pt_model: PTModel, batch: Ba
     return pt64
 
 
-def _outputs_of(tf_model: TFModel, trace: Trace) -> Trace:
+def _outputs_of(tf_model: TFSide, trace: Trace) -> Trace:
     """The reference's tensors that the TF side produces at all: a keras-hub backbone
     has no counterpart of some HF outputs (RoBERTa's pooler); HF TF models compare all."""
-    names = getattr(tf_model, "output_names", None)
+    names = tf_model.output_names(trace)
     if names is None:
         return trace
-    return Trace({k: v for k, v in trace.items() if k in names(trace)})
+    return Trace({k: v for k, v in trace.items() if k in names})
 
 
 def _refereeing(runs: _Runs, referee: Referee, refereed: dict[str, RefereeResult]) -> Callable:
@@ -360,7 +358,7 @@ def _components(runs: _Runs, masks: list, referee: Referee) -> list[Component]:
     return found
 
 
-def _model_class_facts(tf_model: TFModel, pt_model: PTModel) -> dict[str, str]:
+def _model_class_facts(tf_model: TFSide, pt_model: Reference) -> dict[str, str]:
     """The head checked (not shown for a base model) and the dtype the reference's
     checkpoint is stored in (not shown for float32): a float16 reference explains
     differences that look like defects."""
@@ -386,8 +384,8 @@ def _noise(comparisons: list[Comparison], refereed: dict[str, RefereeResult]) ->
 
 
 def localise(
-    tf_model: TFModel,
-    pt_model: PTModel,
+    tf_model: TFSide,
+    pt_model: Reference,
     comparisons: list[Comparison],
     components: list[Component],
     runs: _Runs,
@@ -409,10 +407,10 @@ def localise(
     return Divergence(k, layer, component, _known(tf_model, k, layer, component, hint))
 
 
-def _known(tf_model: TFModel, hidden_state: int, layer: Any, component: Any, hint: str) -> str:
+def _known(tf_model: TFSide, hidden_state: int, layer: Any, component: Any, hint: str) -> str:
     """The hint, with the registry's finding where the divergence is the known
     difference of this port (e.g. transformers' TF OpenAI GPT's exact GELU)."""
-    known = getattr(tf_model, "known_difference", None)
+    known = tf_model.known_difference
     if known is None or (known.hidden_state, known.layer, known.component) != (
         hidden_state,
         layer,
@@ -436,7 +434,7 @@ def _component_of(layer: int, components: list[Component]) -> str | None:
 
 
 def _hint(
-    tf_model: TFModel, pt_model: PTModel, layer: Any, component: str | None, runs: _Runs
+    tf_model: TFSide, pt_model: Reference, layer: Any, component: str | None, runs: _Runs
 ) -> str:
     parts = hints.config_differences(tf_model.config, pt_model.config)
     scope = taps.weight_scope(pt_model.config, layer, component)
@@ -447,8 +445,7 @@ def _hint(
     for prefix, contains in scope if pt_weights else []:
         found = hints.weight_differences(tf_weights, pt_weights, prefix, contains)
         parts += [_with_weight_note(tf_model, p) for p in found]
-        unported = getattr(tf_model, "unported", None)  # a converter's own weight map
-        parts += unported(pt_weights, prefix, contains) if unported is not None else []
+        parts += tf_model.unported(pt_weights, prefix, contains)  # a converter's own map
     if isinstance(layer, int) and runs.pt_taps and tf_model.localisable():
         parts += _numeric_signature(tf_model, pt_model, layer, component, runs)
     stored = not pt_weights and not pt_model.weights()  # outputs only: no weights to compare
@@ -467,16 +464,15 @@ def _hint(
     return "; ".join(parts)
 
 
-def _with_weight_note(tf_model: TFModel, hint: str) -> str:
+def _with_weight_note(tf_model: TFSide, hint: str) -> str:
     """A weight hint, with what the TF side knows of how that weight was converted."""
-    note = getattr(tf_model, "weight_note", None)
     name = hint.split()[1] if hint.startswith("weight ") else ""
-    extra = note(name) if note is not None and name else None
+    extra = tf_model.weight_note(name) if name else None
     return f"{hint} ({extra})" if extra else hint
 
 
 def _numeric_signature(
-    tf_model: TFModel, pt_model: PTModel, layer: int, component: str | None, runs: _Runs
+    tf_model: TFSide, pt_model: Reference, layer: int, component: str | None, runs: _Runs
 ) -> list[str]:
     """Which activation (intermediate) or LayerNorm epsilon (output) reproduces each side,
     computed from PyTorch's inputs to the component and the TF weights."""

@@ -53,7 +53,9 @@ def check_embeds(
     masks = [b.attention_mask for b in batches]
     comparisons = compare_output_batches(actual, expected, masks=masks, tolerance=options.tolerance)
     passed = all(c.passed for c in comparisons)
-    broken = nonfinite_weights(model)  # outputs alone miss NaN rows no input reaches
+    broken = nonfinite_weights(
+        model.named_weights()
+    )  # outputs alone miss NaN rows no input reaches
     report = Report(
         check="embeds",
         model=model.name,

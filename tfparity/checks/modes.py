@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..adapters.devices import resolve_devices, short_name, tf32_capable
-from ..adapters.execution import ExecutionOptions, parse_mode, with_execution
+from ..adapters.execution_options import ExecutionOptions, parse_mode
 from ..adapters.tf_model import TFModel
 from ..compare import (
     Comparison,
@@ -110,7 +110,7 @@ def check_modes(
             f"nothing would be compared ({why}). Ask for modes this machine has "
             "(eager, graph, xla, fp16, bf16; tf32 needs an NVIDIA GPU of compute capability 8.0+)."
         )
-    reference_model = with_execution(model, ExecutionOptions(device=resolve_devices("cpu")[0]))
+    reference_model = model.executed(ExecutionOptions(device=resolve_devices("cpu")[0]))
     reference = [reference_model.run(b) for b in batches]
     for trace in reference:
         ensure_finite(trace, "the reference run (cpu:0 eager fp32)")
@@ -121,7 +121,7 @@ def check_modes(
     notes = list(model.notes) + [f"not run: {s}" for s in skipped]
     for planned in plan:
         start = time.perf_counter()
-        runner = with_execution(model, planned.options)
+        runner = model.executed(planned.options)
         traces = [runner.run(b) for b in batches]
         seconds = time.perf_counter() - start
         found = compare_mode(planned, traces, reference, masks, magnitudes, options)

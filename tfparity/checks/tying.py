@@ -68,7 +68,9 @@ def check_tying(
         "argmax_axis": AXIS_NOTE,
         "noise": noise,
     }
-    broken = nonfinite_weights(model)  # a NaN row is broken even if no input reaches it
+    broken = nonfinite_weights(
+        model.named_weights()
+    )  # a NaN row is broken even if no input reaches it
     report = Report(
         check="embeddings",
         model=model.name,

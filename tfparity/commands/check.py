@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from ..adapters.execution import with_execution
+
     from ..adapters.runtime import torch_available
     from ..api import load_model, make_batches
     from ..checks.embeds import EmbedsOptions, check_embeds
@@ -68,7 +68,7 @@ def _run_check(args: argparse.Namespace) -> int:
     batches = make_batches(model, inputs)
     reports, shared = [], None
     for execution in (e.settle(len(batches)) for e in executions):  # a report per device
-        executed = with_execution(model, execution)
+        executed = model.executed(execution)
         references = [executed.run(b) for b in batches]
         if shared is None:  # the first device's runs serve the cross-check too
             shared = (executed, references)

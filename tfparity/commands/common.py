@@ -218,7 +218,7 @@ def add_execution_arguments(
 def execution_options(args: argparse.Namespace) -> list:
     """One ExecutionOptions per device that --device names (TF is imported only when a
     device spec must be resolved)."""
-    from ..adapters.execution import ExecutionOptions, expand_devices
+    from ..adapters.execution_options import ExecutionOptions, expand_devices
 
     chosen = args.xla or args.graph or args.eager
     default = getattr(args, "execution_default", "auto")

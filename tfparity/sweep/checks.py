@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..adapters.interfaces import TFSide
 from ..checks.positions import EQUIVARIANCE_TOLERANCE
 from ..compare import Referee, Tolerance, row_rms
 from ..trace import Trace
@@ -44,7 +45,7 @@ class BatchContext:
 class SweepChecks:
     """The runners (TF, PyTorch) and settings behind the per-row checks."""
 
-    runner_model: Any  # adapters.execution.ExecutedModel
+    runner_model: TFSide  # the TF side under its execution
     tf_model: Any
     pt_model: Any = None
     # A run's logits (an LM head on its last hidden state, or a head model's own

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..adapters.execution_options import ExecutionOptions
 from ..compare import Tolerance
 from .corpus import Shard
 from .summary import WORST
@@ -26,9 +27,9 @@ class SweepOptions:
     seed: int = 0
     progress: str = "auto"  # auto, bar, lines, none
     worst: int = WORST
-    # An adapters.execution.ExecutionOptions: device, eager/graph/XLA, precision.
-    # None: graph (one trace per path, any shape), float32, TensorFlow's own placement.
-    execution: Any = None
+    # Device, eager/graph/XLA, precision. None: graph (one trace per path, any shape),
+    # float32, TensorFlow's own placement.
+    execution: ExecutionOptions | None = None
     # The cross-check's float64 referee: "lazy" runs float64 only for the items whose
     # verdict it can change (see sweep.lazy_referee.LazyReferee); "full" for every item. The
     # verdicts are the same, so a resume or a merge may mix them.

@@ -158,7 +158,7 @@ def _execution(options: SweepOptions, checks: tuple[str, ...], items: int, model
     """The sweep's ExecutionOptions (default: graph, float32; eager for a model that
     runs eagerly only, see :func:`~tfparity.orchestration.compiles`), refused (exit 2)
     where a check cannot judge its precision."""
-    from ..adapters.execution import ExecutionOptions
+    from ..adapters.execution_options import ExecutionOptions
     from ..orchestration import compiles
 
     execution = options.execution or ExecutionOptions(graph=compiles(model))
@@ -189,7 +189,7 @@ def _manifest(
             "padding_side": options.padding_side,
             "truncate": options.truncate,
             "seed": options.seed,
-            "precision": getattr(options.execution, "precision", "fp32"),
+            "precision": options.execution.precision if options.execution else "fp32",
         },
     }
 
@@ -198,9 +198,11 @@ def _reference(pt: Any) -> str | None:
     """How run.json names the PyTorch reference given (None: the model's own checkpoint).
     Part of a run's identity: a resume against another reference would mix two runs'
     verdicts."""
+    from ..adapters.pt_model import PTModel
+
     if pt is None or isinstance(pt, str):
         return pt
-    return getattr(pt, "name", None) or type(pt).__name__
+    return pt.name if isinstance(pt, PTModel) else type(pt).__name__
 
 
 def _prepare_out(out: Path, manifest: dict, options: SweepOptions) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..adapters.interfaces import TFSide
 from .bucketing import Bucketer, PaddedBatch, bucket_lengths
 from .checks import BatchContext, SweepChecks
 from .corpus import Item
@@ -24,8 +25,8 @@ class SweepSetup:
     per path; per bucket shape under XLA), one PyTorch model (and its float64 copy),
     the LM head, the bucketer settings."""
 
-    tf_model: Any
-    runner_model: Any  # adapters.execution.ExecutedModel
+    tf_model: TFSide
+    runner_model: TFSide  # the TF side under its execution
     checks: tuple[str, ...]
     runner: SweepChecks
     limit: int | None
@@ -165,10 +166,10 @@ def _load_head(tf_model: Any) -> tuple[Any, str | None]:
     from ..adapters.tf_model import TFModel
     from ..architectures.heads import Head
 
-    headless = getattr(tf_model, "headless_reason", None)  # a keras-hub backbone
+    headless = tf_model.headless_reason  # a keras-hub backbone
     if headless:
         return None, headless
-    kind = tf_model.head if isinstance(tf_model, TFModel) else Head.BASE
+    kind = tf_model.head
     if kind is Head.QUESTION_ANSWERING:
         return None, "a question-answering head has spans, not labels: no top-1 agreement"
     if kind is not Head.BASE:  # its logits: labels, or tokens of an LM head

@@ -1,0 +1,187 @@
+"""What every TF side and every reference answers: the two declared interfaces.
+
+Checks, orchestration, the API and the sweep talk to a model only through these, so a
+new kind of TF side (a SavedModel, a LiteRT flatbuffer, a user's own Keras model) is one
+class that implements :class:`TFSide`, not a new branch in every caller. A side that
+lacks a capability says so through the answer (``localisable()`` False, ``reloaded()``
+None, ``weights_for`` empty), never by a missing attribute that callers would probe.
+
+A caller tells a loaded side from anything else by its base class, :class:`TFSideBase`
+(a runtime check against the Protocol would evaluate every property). It holds the
+"I don't have it" answers once; each adapter overrides what it really has.
+
+Imports stay on pure modules (no framework, no other adapter), so any module may
+import this one without an import cycle.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..architectures import Architecture, IdsOnlyTransform, KnownDifference
+from ..architectures.heads import Head
+from ..inputs import Batch, Limits
+from ..trace import Trace
+from .execution_options import ExecutionOptions
+from .holdings import Holdings
+from .specs import ModelSpec
+
+
+class TFSide(Protocol):
+    """A TF or Keras model under test, as the checks see it."""
+
+    name: str  # for reports
+    spec: ModelSpec | None  # where it was loaded from; None: held in memory
+    source: str  # where its weights came from, in words
+    notes: list[str]
+    tokenizer: Any | None
+    holdings: Holdings | None  # what its checkpoint held; None: not known
+    execution: ExecutionOptions  # how it runs (device, compiled, precision)
+
+    @property
+    def model(self) -> Any: ...  # the framework object (for users; checks do not reach in)
+    @property
+    def config(self) -> Any: ...  # the Hugging Face config of what runs
+    @property
+    def head(self) -> Head: ...
+    @property
+    def model_type(self) -> str: ...
+    @property
+    def architecture(self) -> Architecture: ...
+    @property
+    def limits(self) -> Limits: ...
+    @property
+    def known_difference(self) -> KnownDifference | None: ...
+    @property
+    def ids_only_change(self) -> IdsOnlyTransform | None: ...
+    @property
+    def padding_aware_positions(self) -> bool: ...
+    @property
+    def pad_token_id(self) -> int | None: ...
+    @property
+    def headless_reason(self) -> str | None: ...  # why it has no token logits, or None
+    @property
+    def compiles(self) -> bool: ...  # whether graph/XLA execution is open to it
+    @property
+    def traces(self) -> int: ...
+
+    # runs
+    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace: ...
+    def run_gathered(self, batch: Batch) -> Trace: ...
+    def gather(self, input_ids: np.ndarray) -> Any: ...
+    def word_embeddings(self) -> Any: ...
+    def word_matrix(self) -> np.ndarray: ...
+    def named_weights(self) -> list[tuple[str, Any]]: ...  # (name, variable)
+    def traces_by_path(self) -> dict[str, int]: ...
+
+    # other forms of the same model
+    def executed(self, options: ExecutionOptions) -> TFSide: ...
+    def eager(self) -> TFSide: ...
+    def reloaded(self) -> TFSide | None: ...
+    def with_reference(self, pt_spec: str) -> TFSide: ...
+
+    # localisation and weight hints
+    def output_names(self, reference: Any) -> set[str] | None: ...
+    def localisable(self) -> bool: ...
+    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]: ...
+    def isolated(
+        self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
+    ) -> dict[str, np.ndarray]: ...
+    def feed_forward(self, layer: int) -> Any: ...
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+    def unported(
+        self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str
+    ) -> list[str]: ...
+    def weight_note(self, name: str) -> str | None: ...
+
+
+class Reference(Protocol):
+    """The PyTorch side a TF side is judged against: a live model, or stored outputs."""
+
+    name: str
+    notes: list[str]
+    holdings: Holdings | None
+
+    @property
+    def config(self) -> Any: ...
+    def run(self, batch: Batch, *, float64: bool = False) -> Trace: ...
+    def recorded(
+        self, batch: Batch, *, float64: bool = False
+    ) -> tuple[Trace, dict[str, np.ndarray]]: ...
+    def weights(self) -> dict[str, np.ndarray]: ...
+    def named_weights(self) -> list[tuple[str, Any]]: ...  # (name, tensor); none if stored
+    def head_weight_names(self) -> list[str]: ...
+    def in_precision(self, precision: str) -> Reference: ...
+
+
+class TFSideBase:
+    """The answers of a TF side that lacks a capability, stated once. Subclasses
+    override what they have; nothing here is ever a silent pass: a side that cannot be
+    localised says ``localisable() is False`` and the report says so."""
+
+    @property
+    def headless_reason(self) -> str | None:
+        return None
+
+    @property
+    def compiles(self) -> bool:
+        return False
+
+    @property
+    def ids_only_change(self) -> IdsOnlyTransform | None:
+        return None
+
+    @property
+    def known_difference(self) -> KnownDifference | None:
+        return None
+
+    @property
+    def traces(self) -> int:
+        return 0
+
+    def word_matrix(self) -> np.ndarray:
+        """The word-embedding matrix's values, as numpy (checks never touch variables)."""
+        return np.asarray(self.word_embeddings().numpy())  # type: ignore[attr-defined]
+
+    def traces_by_path(self) -> dict[str, int]:
+        return {}
+
+    def named_weights(self) -> list[tuple[str, Any]]:
+        """``(name, variable)`` of the weights it holds; none when they are not visible."""
+        return []
+
+    def reloaded(self) -> TFSide | None:
+        """None: this side has no save-and-reload pass (an export is already saved)."""
+        return None
+
+    def with_reference(self, pt_spec: str) -> Any:
+        return self
+
+    def output_names(self, reference: Any) -> set[str] | None:
+        """The reference's tensors this side has a counterpart of; None: all of them."""
+        return None
+
+    def localisable(self) -> bool:
+        return False
+
+    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        raise NotImplementedError(f"{type(self).__name__} has no sub-layer taps")
+
+    def isolated(
+        self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
+    ) -> dict[str, np.ndarray]:
+        raise NotImplementedError(f"{type(self).__name__} has no isolated runs")
+
+    def feed_forward(self, layer: int) -> Any:
+        return None
+
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {}
+
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[str]:
+        return []
+
+    def weight_note(self, name: str) -> str | None:
+        return None
