@@ -18,7 +18,13 @@ from ..errors import TfparityError
 DEFAULT_MODEL = "minilm"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
-Kind = Literal["dir", "hub", "minilm", "tiny", "keras-hub"]
+Kind = Literal["dir", "hub", "minilm", "tiny", "keras-hub", "saved-model", "keras-file", "litert"]
+# Exports, recognised from what the path holds (no spec prefix): kind -> what it is.
+EXPORT_KINDS: dict[str, str] = {
+    "saved-model": "a TensorFlow SavedModel directory (saved_model.pb)",
+    "keras-file": "a Keras 3 .keras file",
+    "litert": "a LiteRT (.tflite) flatbuffer",
+}
 KERAS_HUB = "keras-hub:"
 KERAS_HUB_EXTRA = "pip install 'tfparity[keras-hub]'"
 
@@ -61,11 +67,15 @@ def parse_spec(text: str) -> ModelSpec:
             )
         return ModelSpec(text, "tiny", arch, head=Head(head) if head else None)
     path = Path(text).expanduser()
+    export = _export_kind(path)
+    if export is not None:
+        return ModelSpec(text, export, str(path.resolve()))
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise TfparityError(
-                f"The directory '{text}' has no config.json, so it is not a "
-                "saved model (expected config.json and model weights)."
+                f"The directory '{text}' has no config.json, so it is not a Hugging Face "
+                "checkpoint (config.json and weights), and no saved_model.pb, so it is "
+                "not a SavedModel either."
             )
         return ModelSpec(text, "dir", str(path.resolve()))
     if path.exists() or text.startswith((".", "/", "~")) or not _HUB_ID.match(text):
@@ -75,6 +85,19 @@ def parse_spec(text: str) -> ModelSpec:
             "hub id, 'minilm', or 'tiny:<model_type>' (e.g. tiny:bert)."
         )
     return ModelSpec(text, "hub", text)
+
+
+def _export_kind(path: Path) -> str | None:
+    """The export kind a path holds (see :data:`EXPORT_KINDS`), or None."""
+    if path.is_dir():
+        return "saved-model" if (path / "saved_model.pb").is_file() else None
+    if path.is_file() and path.suffix in (".keras", ".tflite"):
+        return "keras-file" if path.suffix == ".keras" else "litert"
+    return None
+
+
+def is_export(spec: ModelSpec) -> bool:
+    return spec.kind in EXPORT_KINDS
 
 
 def _keras_hub_spec(text: str) -> ModelSpec:

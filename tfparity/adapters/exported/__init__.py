@@ -1,0 +1,27 @@
+"""TF sides for what ships: a SavedModel, a ``.keras`` file, a LiteRT flatbuffer.
+
+An export holds the computation but not what a check needs around it: the Hugging Face
+config (layer count, vocabulary, positions) and the tokenizer. Those come from the
+model it was exported from, named by ``--source`` (else the reference's ``--pt``): the
+*companion* spec. Each kind lives in its own module and implements
+:class:`~tfparity.adapters.interfaces.TFSide`; :func:`load_export` picks it by the
+kind :func:`~tfparity.adapters.specs.parse_spec` recognised from the path.
+"""
+
+from __future__ import annotations
+
+from ...errors import TfparityError
+from ..interfaces import TFSide
+from ..specs import EXPORT_KINDS, ModelSpec
+
+
+def load_export(spec: ModelSpec, companion: str | None) -> TFSide:
+    """The TF side for the export ``spec`` names, with the config and tokenizer of the
+    ``companion`` spec (the model it was exported from, or its PyTorch reference)."""
+    if companion is None:
+        raise TfparityError(
+            f"{spec.text} is {EXPORT_KINDS[spec.kind]}: it holds no Hugging Face config "
+            "or tokenizer. Name the model it was exported from (--source MODEL) or its "
+            "PyTorch reference (--pt MODEL)."
+        )
+    raise TfparityError(f"Checking {EXPORT_KINDS[spec.kind]} is not supported yet.")
