@@ -83,7 +83,7 @@ def check_generation(
 ) -> Report:
     """``prompts``: one id array per prompt, without padding (each decodes alone)."""
     refusal = generation_tf.embeds_refusal(tf_model) if options.embeds else None
-    runs = [_run(i, tf_model, pt_model, p, options, refusal) for i, p in enumerate(prompts)]
+    runs = _runs(tf_model, pt_model, prompts, options, refusal)
     comparisons = [c for run in runs for c in _comparisons(run)]
     passed = all(c.passed for c in comparisons)
     divergence = None if passed else _localise(tf_model, pt_model, runs, options)
@@ -109,35 +109,42 @@ def check_generation(
     )
 
 
-def _run(
-    i: int,
+def _runs(
     tf_model: TFModel,
     pt_model: PTModel,
-    prompt: np.ndarray,
+    prompts: Sequence[np.ndarray],
     options: GenerationOptions,
     refusal: str | None,
-) -> _Prompt:
-    """Both sides' generation, the teacher-forced and recomputed logits, judged."""
+) -> list[_Prompt]:
+    """Both sides' generation, the teacher-forced and recomputed logits, judged. One
+    framework at a time: switching between TensorFlow's and PyTorch's thread pools prompt
+    by prompt slows both (each spins after its work, holding cores)."""
     n = options.new_tokens
-    tf_run = generation_tf.tf_generate(tf_model, prompt, n)
-    pt_run = generation_pt.pt_generate(pt_model, prompt, n)
-    forced = Forced(
-        tf=generation_tf.step_logits(tf_model, prompt, pt_run.tokens),
-        pt=generation_pt.step_logits(pt_model, prompt, pt_run.tokens),
-        pt64=generation_pt.step_logits(pt_model, prompt, pt_run.tokens, float64=True),
-        pt_cached=pt_run.logits,
-    )
-    steps = judge_steps(tf_run.tokens, tf_run.logits, pt_run.tokens, forced, options.referee)
-    bounds = cache_bounds(forced, options.referee)
-    known = {pt_run.tokens.tobytes(): forced.tf}  # recomputations made, by the tokens fed
-    recomputed = _recomputed(tf_model, prompt, tf_run.tokens, known)
-    judge_cache(steps, tf_run.logits, recomputed, bounds)
-    run = _Prompt(i, np.asarray(prompt), tf_run, pt_run, forced, steps, recomputed)
+    tf_runs = [generation_tf.tf_generate(tf_model, p, n) for p in prompts]
+    starts: list[GreedyRun | None] = [None] * len(prompts)
     if options.embeds and refusal is None:
-        run.embeds = generation_tf.generate_from_embeds(tf_model, prompt, n)
-        run.embeds_recomputed = _recomputed(tf_model, prompt, run.embeds.tokens, known)
-        judge_embeds(steps, run.embeds.logits, run.embeds_recomputed, bounds)
-    return run
+        starts = [generation_tf.generate_from_embeds(tf_model, p, n) for p in prompts]
+    pt_runs = [generation_pt.pt_generate(pt_model, p, n) for p in prompts]
+    fed = [(p, r.tokens) for p, r in zip(prompts, pt_runs, strict=True)]
+    pt32 = [generation_pt.step_logits(pt_model, p, t) for p, t in fed]
+    pt64 = [generation_pt.step_logits(pt_model, p, t, float64=True) for p, t in fed]
+    runs = []
+    for i, prompt in enumerate(prompts):
+        tf_run, pt_run, start = tf_runs[i], pt_runs[i], starts[i]
+        known: dict[bytes, np.ndarray] = {}  # TF's recomputations, by the tokens fed
+        fed = _recomputed(tf_model, prompt, pt_run.tokens, known)
+        forced = Forced(tf=fed, pt=pt32[i], pt64=pt64[i], pt_cached=pt_run.logits)
+        steps = judge_steps(tf_run.tokens, tf_run.logits, pt_run.tokens, forced, options.referee)
+        bounds = cache_bounds(forced, options.referee)
+        recomputed = _recomputed(tf_model, prompt, tf_run.tokens, known)
+        judge_cache(steps, tf_run.logits, recomputed, bounds)
+        run = _Prompt(i, np.asarray(prompt), tf_run, pt_run, forced, steps, recomputed)
+        if start is not None:
+            run.embeds = start
+            run.embeds_recomputed = _recomputed(tf_model, prompt, start.tokens, known)
+            judge_embeds(steps, start.logits, run.embeds_recomputed, bounds)
+        runs.append(run)
+    return runs
 
 
 def _recomputed(

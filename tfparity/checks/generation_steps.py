@@ -70,7 +70,9 @@ class Forced:
 @dataclass
 class Divergent:
     """Where the free-running tokens first part: the step, each side's token and its
-    top-1 minus top-2 margin there, and whether the flip is a near-tie."""
+    top-1 minus top-2 margin there, whether the flip is a near-tie (both sides' logits as
+    they decoded), and whether TF fed the same prefix without a cache chooses PyTorch's
+    token (then the flip comes from TF's cached decoding)."""
 
     step: int
     tf_token: int
@@ -78,6 +80,7 @@ class Divergent:
     tf_margin: float
     pt_margin: float
     near_tie: bool
+    recomputed_agrees: bool
 
 
 @dataclass
@@ -127,14 +130,19 @@ def judge_steps(
     parted = np.nonzero(np.asarray(tf_tokens) != np.asarray(pt_tokens))[0]
     if len(parted):
         k = int(parted[0])
+        a, b = int(tf_tokens[k]), int(pt_tokens[k])
+        tf_logits, pt_logits = tf_cached[k], forced.pt_cached[k]
+        tf_over = float(tf_logits[a]) - float(tf_logits[b])
+        pt_over = float(pt_logits[b]) - float(pt_logits[a])
         judged.first_divergence = Divergent(
             k,
-            int(tf_tokens[k]),
-            int(pt_tokens[k]),
-            top_margin(tf_cached[k]),
-            top_margin(forced.pt_cached[k]),
-            # the prefixes agree up to k, so the teacher-forced step k is this very step
-            steps[k].flip != "defect",
+            a,
+            b,
+            top_margin(tf_logits),
+            top_margin(pt_logits),
+            tf_over <= steps[k].noise and pt_over <= steps[k].noise,
+            # the prefixes agree up to k: the teacher-forced step k is this step recomputed
+            steps[k].forced_tf_token == b,
         )
     return judged
 

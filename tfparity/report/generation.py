@@ -100,8 +100,7 @@ def prompt_table(prompts: list[dict[str, Any]]) -> list[str]:
             (
                 str(p["prompt"]),
                 f"{p['tokens_agreed']}/{n}",
-                f"{first['step']}: TF {first['tf_token']}, PT {first['pt_token']}"
-                + (" (near-tie)" if first["near_tie"] else "")
+                f"{first['step']}: TF {first['tf_token']}, PT {first['pt_token']}{_why(first)}"
                 if first
                 else "-",
                 f"{first['tf_margin']:.3g}/{first['pt_margin']:.3g}" if first else "-",
@@ -114,6 +113,14 @@ def prompt_table(prompts: list[dict[str, Any]]) -> list[str]:
             )
         )
     return table(header, rows)
+
+
+def _why(first: dict[str, Any]) -> str:
+    """What the first divergence is: a near-tie, or a flip of TF's cached decoding only
+    (recomputed without cache, TF chooses PyTorch's token)."""
+    if first["near_tie"]:
+        return " (near-tie)"
+    return " (cache)" if first["recomputed_agrees"] else ""
 
 
 def step_table(steps: list[dict[str, Any]]) -> list[str]:
