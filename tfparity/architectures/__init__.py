@@ -50,7 +50,16 @@ __all__ = [
 
 # Modules of this package that hold machinery, not a family.
 _MACHINERY = frozenset(
-    {"base", "faults", "findings", "heads", "sublayers", "generic", "keras_hub_layouts"}
+    {
+        "base",
+        "faults",
+        "findings",
+        "heads",
+        "sublayers",
+        "generic",
+        "keras_hub_layouts",
+        "tf_scopes",
+    }
 )
 
 
