@@ -56,12 +56,14 @@ class Budget:
         return over
 
 
-# Defaults per kind of artefact, measured on tiny BERT and all-MiniLM-L6-v2 (see
-# docs/litert.md): about 3x the error a sound conversion of that kind shows, so a sound
-# model passes and a fault on top of the quantisation (a scaled FFN weight moves MiniLM
-# by ~0.5) does not hide in it.
+# Defaults per kind, from tiny BERT and all-MiniLM-L6-v2 (docs/litert.md): about 2-3x
+# the error a sound conversion of that kind shows there (float16: keras-hub's own
+# {"max": 1e-2, "mean": 1e-3}), so a sound model passes. A budget bounds the damage, it
+# does not find every defect: a fault smaller than the quantisation noise (MiniLM's FFN
+# weight scaled by 1.1 moves it by 0.2, int8 by 0.28) fits in it. Check the float32
+# conversion against the referee for those; the error growth shows where int8 costs most.
 DEFAULT_BUDGETS: dict[str, Budget] = {
-    "float16": Budget(max=5e-2, mean=5e-3, cosine=0.9999, agreement=0.99),
+    "float16": Budget(max=1e-2, mean=1e-3, cosine=0.9999, agreement=0.99),
     "dynamic-range int8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
     "full int8": Budget(max=1.0, mean=0.1, cosine=0.98, agreement=0.9),
     "full int16x8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
