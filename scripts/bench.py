@@ -18,6 +18,9 @@
     on failure only) against the bare forward passes it needs (TF ids traced, PyTorch
     fp32 and fp64); the Ray engine on 1 vs 2 local workers, one CPU thread each, and
     the machine's ceiling for that ratio (2 single-threaded processes against one);
+(l) LiteRT: `crosscheck` of an fp32 LiteRT flatbuffer of MODEL (static [8, 64], hidden
+    states read from its intermediate tensors) against the bare passes it needs: the
+    plain interpreter's signature runner on the padded batches, PyTorch fp32 and fp64;
 (f) kernels: the sweep under --referee lazy and full, once with TF's default oneDNN CPU
     kernels and once with its Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0): float64 share,
     items/s and whether the verdicts are identical;
@@ -72,7 +75,9 @@ def main() -> int:
         "--baseline-ref",
         help="(e) also time the sweep of this git revision (e.g. 55faf23) against this tree",
     )
-    p.add_argument("--only", help="comma-separated subset of a,b,c,d,e,f,g (r: e's referees only)")
+    p.add_argument(
+        "--only", help="comma-separated subset of a,b,c,d,e,f,g,l (r: e's referees only)"
+    )
     p.add_argument("--gen-model", default="tiny:gpt2/causal-lm", help="causal LM for (g)")
     args = p.parse_args()
     q = args.quick
@@ -80,7 +85,7 @@ def main() -> int:
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e,f,g").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g,l").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -105,6 +110,8 @@ def main() -> int:
         kernels(args.model)
     if "g" in only:
         generation(args.gen_model, 32)
+    if "l" in only:
+        litert_overhead(args.model, texts, 64 if q else 256)
     if "e" in only:
         scale(
             args.model,
@@ -547,6 +554,51 @@ def crosscheck_overhead(spec: str, texts: list[str], n_cross: int, rounds: int =
         f"    page faults per run (medians): crosscheck {statistics.median(faults['ours']):.0f}, "
         f"bare passes {statistics.median(faults['bare']):.0f} (the cross-check keeps its TF "
         "and PyTorch fp32 outputs to compare them: fresh memory, touched once)"
+    )
+
+
+def litert_overhead(spec: str, texts: list[str], n: int, rounds: int = 5) -> None:
+    """(l) The LiteRT cross-check against the bare interpreter and PyTorch passes."""
+    from tfparity.adapters.exported import load_export
+    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.runtime import import_torch
+    from tfparity.adapters.specs import parse_spec
+    from tfparity.api import crosscheck, load_model, make_batches
+    from tfparity.inputs import InputOptions
+    from tfparity.testing import to_litert
+
+    torch = import_torch()
+    path = Path(tempfile.mkdtemp(prefix="tfparity-bench-")) / "model.tflite"
+    to_litert(load_model(spec), path, batch=8, seq=64)
+    side, pt = load_export(parse_spec(str(path)), spec), load_pt(spec)
+    sentences = tuple(texts[i % len(texts)] for i in range(n))
+    batches = make_batches(side, InputOptions(texts=sentences, batch_size=8, truncate=True))
+    runner = side.runner
+
+    def bare():
+        for b in batches:  # a user's script: the plain interpreter on padded inputs
+            runner.run(b)
+        with torch.no_grad():
+            for m in (pt.model, pt.fp64()):
+                for b in batches:
+                    m(**pt.torch_inputs(b), output_hidden_states=True)
+
+    def ours():
+        crosscheck(side, pt=pt, batches=batches, reload=False)
+
+    bare(), ours()  # warm-up: interpreters, the float64 copy
+    times: dict[str, list[float]] = {"bare": [], "ours": []}
+    for i in range(rounds):
+        for label, fn in (("bare", bare), ("ours", ours))[:: 1 if i % 2 == 0 else -1]:
+            start = time.perf_counter()
+            fn()
+            times[label].append(time.perf_counter() - start)
+    ratios = [o / b for o, b in zip(times["ours"], times["bare"], strict=True)]
+    print(
+        f"(l) LiteRT crosscheck of {spec} (fp32 flatbuffer, {n} sentences): "
+        f"{statistics.median(times['ours']):.2f} s vs bare interpreter + PT fp32 + PT fp64 "
+        f"{statistics.median(times['bare']):.2f} s: {statistics.median(ratios):.2f}x (goal "
+        f"<= 1.2x; rounds {', '.join(f'{r:.2f}' for r in ratios)})"
     )
 
 

@@ -156,7 +156,21 @@ SETUPS: dict[str, Callable[[Path], None]] = {
         "make_diagnose_example", "minilm", str(work / "diag-correct"), "--correct"
     ),
     "task-heads": _task_heads,
+    "litert-int8": lambda work: _litert(work / "int8.tflite", "dynamic-range int8"),
+    "litert-fault": lambda work: _litert(work / "fault.tflite", "fp32", fault=True),
 }
+
+
+def _litert(path: Path, quantisation: str, fault: bool = False) -> None:
+    """tiny:bert as a LiteRT flatbuffer (static [2, 16]); ``fault``: its layer-1 FFN
+    weight scaled by 1.1 before the conversion."""
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.testing import perturb_ffn, to_litert
+
+    model = TFModel.load("tiny:bert")
+    if fault:
+        perturb_ffn(model, layer=1, factor=1.1)
+    to_litert(model, path, quantisation=quantisation)
 
 
 # --- excerpts -----------------------------------------------------------------------
@@ -336,6 +350,47 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("gpt2-ffn",),
     ),
     Example("generate-cache-fault", "docs/generate.md", 1, run=_cache_fault),
+    Example(
+        "litert-int8",
+        "docs/litert.md",
+        0,
+        (
+            "crosscheck",
+            "--tf",
+            "int8.tflite",
+            "--pt",
+            "tiny:bert",
+            "--random",
+            "5",
+            "--seq-len",
+            "16",
+        ),
+        setup=("litert-int8",),
+        tested=False,
+        why_untested="converts a flatbuffer first (15 s or more); tests/test_litert.py runs "
+        "the same command on its own conversion",
+    ),
+    Example(
+        "litert-fault",
+        "docs/litert.md",
+        1,
+        (
+            "crosscheck",
+            "--tf",
+            "fault.tflite",
+            "--pt",
+            "tiny:bert",
+            "--random",
+            "5",
+            "--seq-len",
+            "16",
+        ),
+        setup=("litert-fault",),
+        keep=_divergence_and_hint,
+        tested=False,
+        why_untested="converts a flatbuffer first (15 s or more); tests/test_litert.py "
+        "checks the same localisation",
+    ),
     Example(
         "pytest-failure-message",
         "docs/ci-and-pytest.md",

@@ -124,6 +124,7 @@ def crosscheck(
     tf_traces: Sequence[Any] | None = None,
     execution: Any = None,
     head: str | None = None,
+    budget: Any = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -148,16 +149,26 @@ def crosscheck(
     ``execution`` (an :class:`~tfparity.adapters.execution.ExecutionOptions`) runs the TF
     side on a device, eager/graph/XLA, in fp32/fp16/bf16 (default: as ``tf`` runs); in
     fp16/bf16 PyTorch runs in that precision too, and its error to float64 sets the bar.
+    ``budget`` (a :class:`~tfparity.compare.budgets.Budget`, or ``"max=1e-2,mean=1e-3,
+    cosine=0.999,agreement=0.99"``, any subset): what a quantised side (a dynamic-range
+    int8 or float16 LiteRT model) may differ by; such a side is always judged by a
+    budget, its kind's default when none is given (never by the float64 referee).
+    Given for a float32 side, it judges that side instead of the referee.
     """
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
+    if isinstance(budget, str):
+        from .compare.budgets import budget_for
+
+        budget_for(None, budget)  # a malformed budget is refused before any model loads
     if localise not in LOCALISE_MODES:
         modes = " or ".join(repr(m) for m in LOCALISE_MODES)
         raise ValueError(f"localise must be {modes}, not {localise!r}.")
     under_test = tf if tf is not None else model
-    tf_model = load_model(under_test, allow_pickle=allow_pickle, head=head)
+    companion = pt if isinstance(pt, str) else None  # an export's config and tokenizer
+    tf_model = load_model(under_test, allow_pickle=allow_pickle, head=head, companion=companion)
     pt_model = reference_for(
         under_test if isinstance(under_test, str) else tf_model,
         pt,
@@ -169,7 +180,7 @@ def crosscheck(
         batches = make_batches(tf_model, inputs)
     execution = (execution or tf_model.execution).settle(len(batches))
     pt_model = pt_model.in_precision(execution.precision)
-    options = CrosscheckOptions(tolerance=tolerance, localise=localise)
+    options = CrosscheckOptions(tolerance=tolerance, localise=localise, budget=budget)
     runner = executed(tf_model, execution)
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
     if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):

@@ -50,14 +50,21 @@ _PRECISION_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 def load_model(
-    model: Any = "minilm", *, allow_pickle: bool = False, tokenizer: Any = None, head: Any = None
+    model: Any = "minilm",
+    *,
+    allow_pickle: bool = False,
+    tokenizer: Any = None,
+    head: Any = None,
+    companion: str | None = None,
 ):
     """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model
     (a ``keras-hub:<SPEC>`` gives a :class:`~tfparity.adapters.keras_hub.KerasHubModel`).
     ``head`` (a kind, e.g. ``"sequence-classification"``) picks a spec's model class;
-    default: the one its config names."""
+    default: the one its config names. An export (a ``.tflite`` file, ...) takes its
+    config and tokenizer from the ``companion`` spec (:mod:`tfparity.adapters.exported`)."""
     from . import validation
     from .adapters.keras_hub import is_keras_hub_spec, load_keras_hub
+    from .adapters.specs import is_export, parse_spec
     from .adapters.tf_model import TFModel
 
     validation.model_spec(model, "model")
@@ -65,6 +72,10 @@ def load_model(
         return model
     if is_keras_hub_spec(model):
         return load_keras_hub(model)
+    if isinstance(model, str) and is_export(parse_spec(model)):
+        from .adapters.exported import load_export
+
+        return load_export(parse_spec(model), companion)
     if isinstance(model, str):
         return TFModel.load(model, allow_pickle=allow_pickle, head=head_kind(head))
     return TFModel.wrap(model, tokenizer=tokenizer)

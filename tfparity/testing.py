@@ -29,6 +29,7 @@ __all__ = [
     "catalogue_for",
     "ffn_fault",
     "perturb_ffn",
+    "to_litert",
     "with_config",
 ]
 
@@ -65,6 +66,15 @@ def perturb_ffn(model: Any, layer: int = 1, factor: float = 1.1) -> str:
     variable = weights[name].variable
     scale(variable, factor)
     return name
+
+
+def to_litert(tf_model: Any, path: Any, **options: Any) -> Any:
+    """``tf_model`` (a TFModel, faults applied or not) written as a LiteRT flatbuffer at
+    ``path``, as a user ships one (see :func:`tfparity.adapters.exported.litert_convert.
+    to_litert` for ``quantisation``, ``batch``, ``seq`` and ``hidden_states``)."""
+    from .adapters.exported.litert_convert import to_litert as convert
+
+    return convert(tf_model, path, **options)
 
 
 def ffn_fault(model_type: str, layer: int = 1, factor: float = 1.1) -> Fault:

@@ -81,6 +81,8 @@ class TFSide(Protocol):
     def compiles(self) -> bool: ...  # whether graph/XLA execution is open to it
     @property
     def traces(self) -> int: ...
+    @property
+    def quantisation(self) -> str | None: ...  # what reduced precision it holds; None: float32
 
     # runs
     def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace: ...
@@ -159,6 +161,13 @@ class TFSideBase:
     @property
     def traces(self) -> int:
         return 0
+
+    @property
+    def quantisation(self) -> str | None:
+        """The reduced precision the artefact holds ("dynamic-range int8", "float16",
+        ...), which the cross-check judges by budgets; None: float32, judged as such.
+        A side that runs in a chosen precision says so through ``execution`` instead."""
+        return None
 
     def word_matrix(self) -> np.ndarray:
         """The word-embedding matrix's values, as numpy (checks never touch variables)."""

@@ -61,6 +61,7 @@ _MACHINERY = frozenset(
         "sublayers",
         "generic",
         "keras_hub_layouts",
+        "tf_scopes",
     }
 )
 

@@ -31,7 +31,7 @@ from ..inputs import Batch, note_truncation
 from ..results import Divergence, Hint, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
-from . import DEFAULT_LOCALISE, hints
+from . import DEFAULT_LOCALISE, budgeted, hints
 from .agreement import task_agreement
 from .checkpoints import checkpoint_gaps, gap_failures, gap_notes, judged
 from .embeds import ensure_finite
@@ -46,6 +46,9 @@ class CrosscheckOptions:
     label: str = "crosscheck"
     # one of LOCALISE_MODES (tfparity/checks/__init__.py): when the sub-layer taps run
     localise: str = DEFAULT_LOCALISE
+    # A Budget or "max=1e-2,mean=1e-3,...": judge by it (a quantised side always is, by
+    # its kind's default when this is None; see tfparity/checks/budgeted.py).
+    budget: Any = None
 
 
 @dataclass
@@ -74,6 +77,9 @@ def crosscheck(
     same_architecture(tf_model, pt_model)
     # what the checkpoints hold decides what is judged (exit 2 for what cannot be)
     gaps = checkpoint_gaps(tf_model.holdings, pt_model.holdings)
+    budget = budgeted.budget_of(tf_model.quantisation, options.budget)
+    if budget is not None:
+        return _budgeted(tf_model, pt_model, batches, options, budget, tf_traces)
     tapped = tf_model.localisable() and pt_model.localisable()
     runs = _run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
     masks = [b.attention_mask for b in batches]
@@ -146,6 +152,50 @@ def crosscheck(
     return note_truncation(report, batches)
 
 
+def _budgeted(
+    tf_model: TFSide,
+    pt_model: Reference,
+    batches: Sequence[Batch],
+    options: CrosscheckOptions,
+    budget: Any,
+    tf_traces: Sequence[Trace] | None,
+) -> Report:
+    """The cross-check of a side judged by ``budget`` (see :mod:`.budgeted`): no float64
+    run (it would judge nothing) and no sub-layer taps (every layer of a quantised model
+    differs; the error growth says which differs most)."""
+    runs = _run_all(tf_model, pt_model, batches, False, tf_traces, truths=False)
+    masks = [b.attention_mask for b in batches]
+    comparisons = compare_output_batches(runs.tf, runs.pt, masks=masks, check_dtype=False)
+    head = tf_model.head
+    noise = {c.name: budget.max for c in comparisons}
+    lm = head in (Head.MASKED_LM, Head.CAUSAL_LM)
+    agreement = task_agreement(runs.tf, runs.pt, masks, language_model=lm, noise=noise)
+    comparisons = budgeted.judged(comparisons, agreement, budget)
+    rows = budgeted.growth(runs.tf, runs.pt, masks)
+    kind = tf_model.quantisation
+    report = Report(
+        check=options.label,
+        model=tf_model.name,
+        passed=all(c.passed for c in comparisons),
+        comparisons=comparisons,
+        first_divergence=budgeted.divergence(comparisons, rows, kind),
+        notes=list(tf_model.notes) + list(pt_model.notes),
+        details={
+            "compares": "TensorFlow (actual) vs PyTorch (expected), same weights and inputs",
+            "judge": budgeted.judge_line(kind, budget),
+            "reference": pt_model.name,
+            **_model_class_facts(tf_model, pt_model),
+            "batches": len(batches),
+            "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
+            **_execution_facts(tf_model),
+            **budgeted.details(rows, kind),
+            "budget": asdict(budget),
+            "agreement": [asdict(a) for a in agreement],
+        },
+    )
+    return note_truncation(report, batches)
+
+
 def _taps_state(tapped: bool, components: list) -> str:
     """Whether the sub-layer taps and isolated runs ran (for the JSON and the text)."""
     if not tapped:
@@ -164,20 +214,22 @@ def _run_all(
     batches: Sequence[Batch],
     tapped: bool,
     tf_traces: Sequence[Trace] | None = None,
+    truths: bool = True,
 ) -> _Runs:
+    """``truths=False``: no float64 run (a side judged by budgets)."""
     runs = _Runs()
     if tapped:  # taps record Python-side layer calls: the runs are eager
-        truths = iter([_add_tapped_run(runs, tf_model, pt_model, batch) for batch in batches])
+        float64 = iter([_add_tapped_run(runs, tf_model, pt_model, batch) for batch in batches])
     else:
         # One framework at a time: switching between TensorFlow's and PyTorch's thread
         # pools batch by batch slows both (each spins after its work, holding cores).
         runs.tf = list(tf_traces) if tf_traces is not None else [tf_model.run(b) for b in batches]
         runs.pt = [pt_model.run(b) for b in batches]
-        truths = (pt_model.run(b, float64=True) for b in batches)  # one at a time
+        float64 = (pt_model.run(b, float64=True) for b in batches)  # one at a time
     for i in range(len(runs.pt)):
         ensure_finite(runs.pt[i], "the PyTorch reference")
         runs.pt[i] = _outputs_of(tf_model, runs.pt[i])
-    for i, truth in enumerate(truths):
+    for i, truth in enumerate(float64 if truths else []):
         _add_truth(runs, i, _outputs_of(tf_model, truth), batches[i].attention_mask)
     return runs
 

@@ -52,6 +52,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "passes); always, on every run (the per-layer table then has their columns on a "
         "PASS too)",
     )
+    p.add_argument(
+        "--budget",
+        metavar="KEY=VALUE,...",
+        help="what a quantised model (a dynamic-range int8 or float16 LiteRT flatbuffer) "
+        "may differ by: max, mean (absolute error per tensor), cosine, agreement (share of "
+        "labels or top-1 tokens), e.g. max=1e-2,mean=1e-3,cosine=0.999,agreement=0.99; "
+        "unset parts keep the default of the model's kind (docs/litert.md). A quantised "
+        "model is always judged by a budget; given for a float32 model, it replaces the "
+        "float64 referee",
+    )
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -68,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     if (args.tf is None) != (args.pt is None):
         raise TfparityError("Give both --tf and --pt, or neither (then MODEL is used for both).")
     check_output_arguments(args)
+    if args.budget is not None:
+        from ..compare.budgets import budget_for
+
+        budget_for(None, args.budget)  # exit 2 on a malformed budget, before any load
     executions = execution_options(args)
     golden = bool(args.save_outputs or args.load_outputs)
     if golden and len(executions) > 1:
@@ -90,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
             localise=args.localise,
             execution=execution,
             head=args.head,
+            budget=args.budget,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))

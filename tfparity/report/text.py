@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from ..compare import Comparison
 from ..results import Divergence, Report
+from .growth import growth_table
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
 
@@ -25,6 +26,9 @@ def render(report: Report, *, verbose: bool = False) -> str:
     if shown:
         lines.append("")
         lines.extend(_table(shown))
+    growth = report.details.get("error_growth")
+    if growth:
+        lines.extend(["", *growth_table(growth)])
     lines.extend(agreement_lines(report.details.get("agreement") or []))
     for note in report.notes:
         lines.append(f"note: {note}")

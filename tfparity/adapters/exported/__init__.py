@@ -24,4 +24,8 @@ def load_export(spec: ModelSpec, companion: str | None) -> TFSide:
             "or tokenizer. Name the model it was exported from (--source MODEL) or its "
             "PyTorch reference (--pt MODEL)."
         )
+    if spec.kind == "litert":
+        from .litert import load_litert
+
+        return load_litert(spec, companion)
     raise TfparityError(f"Checking {EXPORT_KINDS[spec.kind]} is not supported yet.")

@@ -1,0 +1,265 @@
+"""The LiteRT side: a ``.tflite`` flatbuffer run by the LiteRT interpreter, checked like
+any TF side.
+
+A flatbuffer holds the computation and its weights but no Hugging Face config and no
+tokenizer: those come from the *companion* spec (the model it was converted from, or
+its PyTorch reference). Hidden states are the signature's outputs where it returns
+them (``hidden_states_<k>``), else its intermediate tensors put back onto layers by
+their TF names (:meth:`.litert_graph.Graph.located`); where the names give sub-layers,
+those are the cross-check's taps, so a divergence is localised inside the flatbuffer.
+A flatbuffer cannot be entered mid-graph, so there are no isolated runs.
+
+What the artefact holds decides how it is judged: float32 by the float64 referee like
+any TF side; quantised or float16 (:attr:`LiteRTModel.quantisation`) by budgets
+(:mod:`tfparity.compare.budgets`), which the report says.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...architectures import Architecture, Positions, for_config
+from ...architectures.heads import Head, head_of_class
+from ...errors import TfparityError
+from ...inputs import Batch, Limits, check_limits
+from ...trace import Trace
+from ..execution_options import ExecutionOptions
+from ..interfaces import TFSideBase
+from ..specs import ModelSpec, parse_spec
+from .litert_graph import Graph
+from .litert_runner import Runner, runtime_name
+
+_KERNEL = re.compile(r"^(.*?)/(?:Tensordot/)?MatMul$")
+_BIAS = re.compile(r"^(.*)/BiasAdd$")
+
+
+def companion_facts(companion: str) -> tuple[Any, Any | None, str]:
+    """The Hugging Face config and tokenizer of the ``companion`` spec (no model is
+    built), and where they came from."""
+    from ..loading import checkpoint_tokenizer, hub_snapshot, read_config
+    from ..runtime import import_transformers
+    from ..tiny import tiny_config, tiny_tokenizer
+
+    spec = parse_spec(companion)
+    if spec.kind == "tiny":
+        return tiny_config(spec.location), tiny_tokenizer(), f"{companion} (tiny config)"
+    if spec.kind in ("dir", "minilm", "hub"):
+        directory = Path(spec.location) if spec.kind != "hub" else hub_snapshot(spec.location)
+        tokenizer = checkpoint_tokenizer(import_transformers(), directory)
+        return read_config(directory), tokenizer, str(directory)
+    raise TfparityError(
+        f"'{companion}' cannot give a LiteRT model its config and tokenizer: name a "
+        "Hugging Face checkpoint (a directory, a cached hub id, minilm or tiny:<model_type>)."
+    )
+
+
+def load_litert(spec: ModelSpec, companion: str) -> LiteRTModel:
+    """The flatbuffer ``spec`` names, with ``companion``'s config and tokenizer."""
+    config, tokenizer, origin = companion_facts(companion)
+    path = Path(spec.location)
+    graph = Graph.read(path.read_bytes())
+    runner = Runner.open(path, getattr(config, "pad_token_id", None))
+    model = LiteRTModel(
+        name=spec.text,
+        runner=runner,
+        graph=graph,
+        config=config,
+        tokenizer=tokenizer,
+        source=f"LiteRT flatbuffer {path} (config and tokenizer: {origin})",
+        spec=spec,
+    )
+    model.notes.append(model.describe())
+    return model
+
+
+@dataclass
+class LiteRTModel(TFSideBase):
+    """A LiteRT flatbuffer under test, with its companion's config and tokenizer."""
+
+    name: str
+    runner: Runner
+    graph: Graph
+    config: Any
+    tokenizer: Any | None
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+    spec: ModelSpec | None = None
+    holdings: None = None  # what the flatbuffer's weights came from is not known
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def model(self) -> Any:
+        return self.runner.interpreter(keep=False)
+
+    @property
+    def quantisation(self) -> str | None:
+        """The reduced precision read from the artefact (None: float32 throughout)."""
+        return self.graph.quantisation()
+
+    @property
+    def head(self) -> Head:
+        """Base, unless the flatbuffer returns logits: then the companion's head."""
+        outputs = set(self.runner.output_names())
+        if not outputs & {"logits", "start_logits"}:
+            return Head.BASE
+        named = (getattr(self.config, "architectures", None) or [""])[0]
+        return head_of_class("TF" + named) or head_of_class(named) or Head.BASE
+
+    @property
+    def model_type(self) -> str:
+        return self.config.model_type
+
+    @property
+    def architecture(self) -> Architecture:
+        return for_config(self.config)
+
+    @property
+    def padding_aware_positions(self) -> bool:
+        return self.architecture.positions is Positions.PADDING_AWARE
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return getattr(self.config, "pad_token_id", None)
+
+    @property
+    def limits(self) -> Limits:
+        """The config's limits, and no longer sequences than the static shape takes (the
+        inputs are then made no longer, and the report says what was cut)."""
+        c = self.config
+        table = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None)
+        positions = table
+        if self.padding_aware_positions and positions:
+            positions = positions - c.pad_token_id - 1
+        static = self.runner.static[1]
+        if static is not None:
+            positions = min(positions, static) if positions else static
+        return Limits(
+            vocab_size=int(c.vocab_size),
+            max_positions=positions,
+            type_vocab_size=getattr(c, "type_vocab_size", None),
+            position_table=table,
+        )
+
+    def describe(self) -> str:
+        static = "x".join("?" if d is None else str(d) for d in self.runner.static)
+        kind = self.quantisation or "float32"
+        return (
+            f"LiteRT: run by {runtime_name()} through signature '{self.runner.signature}', "
+            f"static input shape [{static}] (inputs padded to it, padding cut from every "
+            f"output before comparing); the artefact is {kind}."
+        )
+
+    # ------------------------------------------------------------------ runs
+
+    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+        if inputs_embeds is not None:
+            raise TfparityError(self._no_embeds())
+        trace, _ = self._run(batch, taps=False)
+        return trace
+
+    def run_gathered(self, batch: Batch) -> Trace:
+        raise TfparityError(self._no_embeds())
+
+    def gather(self, input_ids: np.ndarray) -> Any:
+        raise TfparityError(self._no_embeds())
+
+    def word_embeddings(self) -> Any:
+        raise TfparityError(self._no_embeds())
+
+    def _no_embeds(self) -> str:
+        return (
+            f"{self.name} is a LiteRT flatbuffer: its signature takes token ids, so it has "
+            "no inputs_embeds path to check (run the embeds check on the model it came from)."
+        )
+
+    def _run(self, batch: Batch, taps: bool) -> tuple[Trace, dict[str, np.ndarray]]:
+        """Outputs and hidden states; with ``taps`` the sub-layer values too."""
+        check_limits(batch, self.limits)
+        located = self.graph.located(int(self.config.hidden_size))
+        outputs = set(self.runner.output_names())
+        wanted = {
+            k: i
+            for k, i in located.items()
+            if (taps or k.startswith("hidden_states[")) and k not in outputs
+        }
+        out, kept = self.runner.run(batch, keep=tuple(sorted(set(wanted.values()))))
+        arrays = {k: kept[i] for k, i in wanted.items()}
+        last = f"hidden_states[{self.config.num_hidden_layers}]"
+        if "last_hidden_state" in out and last not in out:  # HF: they are one tensor
+            arrays[last] = out["last_hidden_state"]
+        arrays.update(out)
+        hidden = {k: v for k, v in arrays.items() if k.startswith("hidden_states[")}
+        recorded = {k: v for k, v in arrays.items() if k.startswith("layer_")}
+        rest = {k: v for k, v in arrays.items() if k not in hidden and k not in recorded}
+        return Trace.from_output({**hidden, **rest}), recorded
+
+    # ------------------------------------------------------------------ other forms
+
+    def executed(self, options: ExecutionOptions) -> LiteRTModel:
+        """Itself: the interpreter runs the flatbuffer as converted, on the CPU. A device,
+        XLA or another precision asked for is refused rather than ignored."""
+        if options.xla or options.precision != "fp32" or options.device not in (None, "cpu"):
+            raise TfparityError(
+                f"{self.name} runs on the LiteRT interpreter as converted: --device, --xla "
+                "and --precision do not apply (a quantised or float16 flatbuffer says so itself)."
+            )
+        return self
+
+    def eager(self) -> LiteRTModel:
+        return self
+
+    # ------------------------------------------------------------------ localisation
+
+    def output_names(self, reference: Any) -> set[str]:
+        """The signature's outputs and the hidden states found inside the flatbuffer."""
+        names = set(self.runner.output_names())
+        located = self.graph.located(int(self.config.hidden_size))
+        names |= {k for k in located if k.startswith("hidden_states[")}
+        if "last_hidden_state" in names:
+            names.add(f"hidden_states[{self.config.num_hidden_layers}]")
+        return names
+
+    def localisable(self) -> bool:
+        """Whether the flatbuffer's names give sub-layers (then they are its taps)."""
+        return any(k.startswith("layer_") for k in self.graph.located(self.config.hidden_size))
+
+    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        return self._run(batch, taps=True)
+
+    def isolated(
+        self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
+    ) -> dict[str, np.ndarray]:
+        """None: a flatbuffer runs whole, so no sub-layer is run on PyTorch's input."""
+        return {}
+
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The float32 dense kernels and biases held as constants, by PyTorch name (a
+        fully-connected weight is stored ``[out, in]``, PyTorch's layout). A quantised
+        flatbuffer's weights are not compared: they differ by design."""
+        if self.quantisation is not None:
+            return {}
+        from transformers.modeling_tf_pytorch_utils import (
+            convert_tf_weight_name_to_pt_weight_name,
+        )
+
+        interpreter = self.runner.interpreter(keep=False)
+        found = {}
+        for t in self.graph.tensors:
+            if not t.constant or t.dtype != "FLOAT32" or ";" in t.name:
+                continue
+            kernel, bias = _KERNEL.match(t.name), _BIAS.match(t.name)
+            if not (kernel or bias) or len(t.shape) != (2 if kernel else 1):
+                continue
+            tf_name = (kernel or bias).group(1) + ("/kernel:0" if kernel else "/bias:0")
+            pt_name, _ = convert_tf_weight_name_to_pt_weight_name(tf_name, tf_weight_shape=t.shape)
+            for name in (pt_name, pt_name.split(".", 1)[-1]):
+                if name in pt_weights:
+                    found[name] = np.array(interpreter.get_tensor(t.index))
+        return found

@@ -1,0 +1,117 @@
+"""The cross-check's judgement of a quantised or reduced-precision TF side: by budgets.
+
+A side whose artefact is quantised (``TFSide.quantisation``: dynamic-range int8,
+float16, full int8) is never judged by the float64 referee, silently or otherwise: it
+differs from float32 by design. Every compared tensor is held to the budget of its
+kind (:mod:`tfparity.compare.budgets`, settable by the user), label or top-1
+agreement over the batch too, and the report says so in its judge line. Where it goes
+over, the first hidden state over budget is the divergence; either way the per-layer
+error growth names the layer that quantises worst.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from ..compare import Comparison, failed_comparison
+from ..compare.budgets import (
+    Budget,
+    LayerError,
+    budget_for,
+    error_growth,
+    judged_by_budget,
+    worst_layer,
+)
+from ..results import Divergence
+from ..trace import Trace, hidden_state_index
+from .agreement import Agreement
+
+
+def budget_of(quantisation: str | None, given: str | Budget | None) -> Budget | None:
+    """The budget that judges a side of this ``quantisation`` (None: float32), or None
+    for a float32 side the user set no budget for (the referee judges it)."""
+    if quantisation is None and given is None:
+        return None
+    return budget_for(quantisation, given)
+
+
+def judge_line(quantisation: str | None, budget: Budget) -> str:
+    what = f"quantised ({quantisation})" if quantisation else "float32"
+    return f"{what}: judged by budgets: {budget.text()}; not by the float64 referee" + (
+        " (a quantised model differs from float32 by design)" if quantisation else ""
+    )
+
+
+def judged(
+    comparisons: list[Comparison], agreement: Sequence[Agreement], budget: Budget
+) -> list[Comparison]:
+    """Every comparison judged by ``budget``, and a failing row for each agreement
+    under its share."""
+    rows = [judged_by_budget(c, budget) for c in comparisons]
+    for a in agreement:
+        if a.measure in ("label", "top-1") and a.rate < budget.agreement:
+            rows.append(
+                failed_comparison(
+                    f"{a.measure} agreement ({a.output})",
+                    f"Over budget: {a.measure} agreement {a.rate:.3f} < {budget.agreement:g} "
+                    f"({a.agree:g} of {a.total}).",
+                    [a.total],
+                    "int64",
+                )
+            )
+    return rows
+
+
+def growth(tf: Sequence[Trace], pt: Sequence[Trace], masks: Sequence[Any]) -> list[LayerError]:
+    """Per hidden state both sides hold, its relative error and what its layer added."""
+    if not tf or not pt:
+        return []
+    names = [n for n in pt[0] if hidden_state_index(n) is not None and n in tf[0]]
+    return error_growth(
+        [[np.asarray(t[n]) for n in names] for t in tf],
+        [[np.asarray(p[n]) for n in names] for p in pt],
+        list(masks),
+    )
+
+
+def worst_text(rows: Sequence[LayerError]) -> str | None:
+    worst = worst_layer(rows)
+    if worst is None:
+        return None
+    where = "embeddings" if worst.layer == "embeddings" else f"layer {worst.layer}"
+    times = f", x{worst.growth:.3g} its input's" if worst.growth else ""
+    return (
+        f"{where} (hidden_states[{worst.hidden_state}]): adds {worst.added:.3g} relative "
+        f"error, to {worst.relative_error:.3g}{times}"
+    )
+
+
+def divergence(
+    comparisons: list[Comparison], rows: Sequence[LayerError], quantisation: str | None
+) -> Divergence | None:
+    """The first hidden state over budget (else the first output), with the worst layer."""
+    failing = [c for c in comparisons if not c.passed]
+    if not failing:
+        return None
+    hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
+    hint = f"over the {quantisation or 'float32'} budget from here"
+    worst = worst_text(rows)
+    if worst:
+        hint += f"; the layer that quantises worst is {worst}"
+    if not hidden:
+        return Divergence(None, "head", "head", hint)
+    k = hidden[0]
+    return Divergence(k, "embeddings" if k == 0 else k - 1, None, hint)
+
+
+def details(rows: Sequence[LayerError], quantisation: str | None) -> dict[str, Any]:
+    found: dict[str, Any] = {"quantisation": quantisation or "none"}
+    worst = worst_text(rows)
+    if worst:
+        found["worst_layer"] = worst
+    found["error_growth"] = [{**asdict(r), "growth": r.growth} for r in rows]
+    return found
