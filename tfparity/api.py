@@ -177,12 +177,16 @@ def crosscheck(
     tf_model = bound_to_reference(tf_model, pt)
     if batches is None:
         batches = make_batches(tf_model, inputs)
+    asked = execution
     execution = (execution or tf_model.execution).settle(len(batches))
     pt_model = pt_model.in_precision(execution.precision)
     options = CrosscheckOptions(tolerance=tolerance, localise=localise)
     runner = executed(tf_model, execution)
-    if source_model is not None:
-        return _export_parity(runner, executed(source_model, execution), pt_model, batches, options)
+    if source_model is not None:  # the source runs as asked, else as it runs by default
+        source_model = executed(
+            source_model, (asked or source_model.execution).settle(len(batches))
+        )
+        return _export_parity(runner, source_model, pt_model, batches, options)
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
     if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
         reloaded = save_and_reload(tf_model)

@@ -36,6 +36,7 @@ This module imports neither TensorFlow nor torch at import time.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .adapters.execution_options import ExecutionOptions
@@ -67,6 +68,8 @@ def load_model(
     from .adapters.keras_hub import is_keras_hub_spec, load_keras_hub
     from .adapters.tf_model import TFModel
 
+    if isinstance(model, os.PathLike):  # an export's path, as pathlib gives it
+        model = os.fspath(model)
     validation.model_spec(model, "model")
     if isinstance(model, TFSideBase):
         return model
