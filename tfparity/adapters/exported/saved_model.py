@@ -248,6 +248,7 @@ def load_saved_model(spec: ModelSpec, companion: Companion) -> SavedModelSide:
             "tf.saved_model.save(model, dir, signatures=...) or Keras's model.export(dir)."
         )
     ids, embeds, notes = _choose(signatures, companion, spec)
+    notes += _keras_hub_note(ids, companion)
     head = _head(ids, companion)
     side = SavedModelSide(
         name=spec.text,
@@ -309,6 +310,18 @@ def _notes(ids: Signature, embeds: Signature | None) -> list[str]:
     if not ids.inputs.takes("attention_mask"):
         notes.append("The signature takes no attention mask: padding is attended to.")
     return notes
+
+
+def _keras_hub_note(ids: Signature, companion: Companion) -> list[str]:
+    """keras-hub's input names say the export is of a keras-hub backbone: the known
+    difference of that port, if any, explains what the outputs alone cannot place."""
+    if "token_ids" not in ids.inputs.fields:
+        return []
+    layout = for_config(companion.config).keras_hub
+    known = layout.known_difference if layout else None
+    if known is None:
+        return []
+    return [f"A keras-hub export (token_ids, padding_mask): {known.finding}"]
 
 
 def _head(ids: Signature, companion: Companion) -> Head:
