@@ -139,3 +139,22 @@ def test_a_signature_that_maps_nothing_exits_2_listing_it(tmp_path, capsys):
     assert cli.main(args) == 2
     err = capsys.readouterr().err
     assert "scores float32 [?, ?, 4]" in err and "serving_default" in err
+
+
+def test_assertion_helper_takes_an_export_with_its_source(tiny_bert_export):
+    from tfparity.assertions import assert_crosscheck
+
+    reports = assert_crosscheck(tiny_bert_export("clean"), source="tiny:bert", inputs=INPUTS)
+    assert len(reports) == 3
+    with pytest.raises(AssertionError, match="layer 1"):
+        assert_crosscheck(tiny_bert_export("faulty"), "tiny:bert", inputs=INPUTS)
+
+
+def test_sweep_takes_an_export_and_refuses_embeds_it_cannot_run(tiny_bert_export, tmp_path):
+    texts = tmp_path / "t.txt"
+    texts.write_text("the cat sat on the mat\na short one\nhello world, a test\n")
+    base = ["sweep", "--pt", "tiny:bert", "--texts", str(texts), "--progress", "none"]
+    clean, faulty = str(tiny_bert_export("clean")), str(tiny_bert_export("faulty"))
+    assert cli.main([*base, clean, "--out", str(tmp_path / "a")]) == 0  # embeds + crosscheck
+    assert cli.main([*base, faulty, "--out", str(tmp_path / "b"), "--checks", "crosscheck"]) == 1
+    assert cli.main([*base, faulty, "--out", str(tmp_path / "c")]) == 2  # no embeds signature

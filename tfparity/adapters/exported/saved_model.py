@@ -292,8 +292,8 @@ def _notes(ids: Signature, embeds: Signature | None) -> list[str]:
     out = ids.outputs
     notes = [
         f"SavedModel signature '{ids.name}' runs the input_ids path (inputs: "
-        f"{', '.join(f'{k} <- {v}' for k, v in ids.inputs.fields.items())}; outputs: "
-        f"{', '.join(f'{k} -> {v}' for k, v in out.names.items())})"
+        f"{', '.join(f'{k} <- {v}' for k, v in sorted(ids.inputs.fields.items()))}; outputs: "
+        f"{', '.join(f'{k} -> {v}' for k, v in sorted(out.names.items()))})"
         + (f"; inputs_embeds: signature '{embeds.name}'" if embeds else "")
         + "."
     ]
@@ -303,7 +303,7 @@ def _notes(ids: Signature, embeds: Signature | None) -> list[str]:
         notes.append(f"Signature outputs not compared (no counterpart): {', '.join(out.unmapped)}.")
     if not out.has_hidden_states:
         notes.append(
-            f"The signature returns no hidden states ({', '.join(out.names)} only): "
+            f"The signature returns no hidden states ({', '.join(sorted(out.names))} only): "
             "no intermediate tensors exist, so a divergence is placed at the "
             "outputs, not at a layer. Export hidden_states_<k> to localise it."
         )
