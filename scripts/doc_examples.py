@@ -145,8 +145,22 @@ def _cache_fault(work: Path) -> tuple[int, str]:
     return (0 if report.passed else 1), render_generation(report)
 
 
+def _export(spec: str, directory: Path, *, fault: bool = False) -> None:
+    """``spec`` as a SavedModel with a serving signature returning hidden states (a
+    layer-1 FFN weight scaled by 1.1 first, with ``fault``)."""
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.testing import export_saved_model, perturb_ffn
+
+    model = TFModel.load(spec)
+    if fault:
+        perturb_ffn(model, layer=1)
+    export_saved_model(model, directory)
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "gpt2-ffn": _gpt2_ffn_port,
+    "export-minilm": lambda work: _export("minilm", work / "minilm-export"),
+    "export-tiny-faulty": lambda work: _export("tiny:bert", work / "faulty-export", fault=True),
     "port_bias": lambda work: _script("make_broken_port", str(work / "port_bias")),
     "port_gelu": lambda work: _script(
         "make_broken_port", str(work / "port_gelu"), "--fault", "gelu-new"
@@ -174,6 +188,12 @@ def _litert(path: Path, quantisation: str, fault: bool = False) -> None:
 
 
 # --- excerpts -----------------------------------------------------------------------
+
+
+def _export_verdicts(text: str) -> str:
+    """The verdict of each of the three comparisons, and what they say together."""
+    keep = ("PASS ", "FAIL ", "export parity:")
+    return "\n".join(line for line in text.splitlines() if line.startswith(keep)) + "\n"
 
 
 def _divergence_and_hint(text: str) -> str:
@@ -390,6 +410,33 @@ EXAMPLES: tuple[Example, ...] = (
         tested=False,
         why_untested="converts a flatbuffer first (15 s or more); tests/test_litert.py "
         "checks the same localisation",
+    ),
+    Example(
+        "export-faulty",
+        "docs/exported-models.md",
+        1,
+        (
+            "crosscheck",
+            "faulty-export",
+            "--source",
+            "tiny:bert",
+            "--random",
+            "4",
+            "--seq-len",
+            "12",
+        ),
+        setup=("export-tiny-faulty",),
+    ),
+    Example(
+        "export-minilm",
+        "docs/exported-models.md",
+        0,
+        ("crosscheck", "minilm-export", "--source", "minilm"),
+        setup=("export-minilm",),
+        keep=_export_verdicts,
+        minilm=True,
+        tested=False,
+        why_untested="writing the MiniLM SavedModel takes about 40 s before the run",
     ),
     Example(
         "pytest-failure-message",

@@ -29,6 +29,36 @@ def minilm(load_tf_model):
     return load_tf_model("minilm")
 
 
+# ----------------------------------------------------------------- exports (SavedModels)
+# Written once per session into a temporary folder: each costs seconds to trace and save.
+
+
+@functools.cache
+def _export(root: str, kind: str):
+    from pathlib import Path
+
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.testing import export_saved_model, perturb_ffn
+
+    model = TFModel.load("tiny:bert")
+    if kind.startswith("faulty"):
+        perturb_ffn(model, layer=1)  # a layer-1 FFN weight scaled by 1.1
+    hidden = not kind.endswith("no-hidden")
+    embeds = kind == "clean"
+    return export_saved_model(model, Path(root) / kind, hidden_states=hidden, inputs_embeds=embeds)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_export(tmp_path_factory):
+    """``tiny_bert_export(kind)`` -> a SavedModel directory of tiny:bert with a serving
+    signature: ``clean`` (hidden states, and an ``embeds`` signature over
+    inputs_embeds), ``faulty`` (a layer-1 FFN weight scaled by 1.1, hidden states) or
+    ``faulty-no-hidden`` (the same fault, final outputs only). Read-only: LiteRT tests
+    convert them too."""
+    root = str(tmp_path_factory.mktemp("exports"))
+    return lambda kind="clean": _export(root, kind)
+
+
 # Floats that the CPU's kernels may move between two sweeps of the same items (another
 # batch size, thread count or instruction set): held to within this factor, not digits.
 KERNEL_FACTOR = 10.0

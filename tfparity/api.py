@@ -20,6 +20,7 @@ from .orchestration import (
     model_head,
     reference_for,
     save_and_reload,
+    source_side,
     tolerance_from,
     wants_reload,
 )
@@ -47,6 +48,7 @@ def check_embeds(
     tolerance: Tolerance | None = None,
     embeds_fn: Callable[[Batch], Any] | None = None,
     execution: Any = None,
+    source: str | None = None,
 ) -> Report:
     """Compare the ``inputs_embeds`` path with the ``input_ids`` path.
 
@@ -54,6 +56,8 @@ def check_embeds(
     model's word embeddings gathered by the batch's ids (which must match exactly).
     ``execution`` (an :class:`~tfparity.adapters.execution.ExecutionOptions`) runs the
     model on a device, eager/graph/XLA, in fp32/fp16/bf16; the report says which.
+    ``source``: for an export, the MODEL spec it came from (its config and tokenizer);
+    an export whose signatures take no ``inputs_embeds`` is refused (TfparityError).
     """
     from . import validation
     from .checks.embeds import EmbedsOptions
@@ -61,7 +65,7 @@ def check_embeds(
 
     _check_common(texts=texts, inputs=inputs, batches=batches, tolerance=tolerance)
     validation.optional_callable(embeds_fn, "embeds_fn")
-    tf_model = load_model(model)
+    tf_model = load_model(model, companion=source)
     if batches is None:
         if texts is not None:
             inputs = InputOptions(texts=validation.texts(texts))
@@ -125,6 +129,7 @@ def crosscheck(
     execution: Any = None,
     head: str | None = None,
     budget: Any = None,
+    source: str | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -154,6 +159,12 @@ def crosscheck(
     int8 or float16 LiteRT model) may differ by; such a side is always judged by a
     budget, its kind's default when none is given (never by the float64 referee).
     Given for a float32 side, it judges that side instead of the referee.
+
+    An export (a SavedModel directory, a ``.keras`` file) takes its config and tokenizer
+    from ``source``, the MODEL spec it was exported from, else from ``pt``. With
+    ``source`` the export's parity comes three ways: the export against its source (the
+    export should change nothing), the export against PyTorch (the referee) and the
+    source against PyTorch (:mod:`tfparity.checks.export_source`), in that order.
     """
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
@@ -167,21 +178,25 @@ def crosscheck(
         modes = " or ".join(repr(m) for m in LOCALISE_MODES)
         raise ValueError(f"localise must be {modes}, not {localise!r}.")
     under_test = tf if tf is not None else model
-    companion = pt if isinstance(pt, str) else None  # an export's config and tokenizer
+    companion = source if source is not None else pt if isinstance(pt, str) else None
     tf_model = load_model(under_test, allow_pickle=allow_pickle, head=head, companion=companion)
+    source_model = source_side(source, tf_model, allow_pickle=allow_pickle)
     pt_model = reference_for(
-        under_test if isinstance(under_test, str) else tf_model,
-        pt,
-        allow_pickle=allow_pickle,
-        head=model_head(tf_model) or head,
+        tf_model, pt, allow_pickle=allow_pickle, head=model_head(tf_model) or head
     )
     tf_model = bound_to_reference(tf_model, pt)
     if batches is None:
         batches = make_batches(tf_model, inputs)
+    asked = execution
     execution = (execution or tf_model.execution).settle(len(batches))
     pt_model = pt_model.in_precision(execution.precision)
     options = CrosscheckOptions(tolerance=tolerance, localise=localise, budget=budget)
     runner = executed(tf_model, execution)
+    if source_model is not None:  # the source runs as asked, else as it runs by default
+        source_model = executed(
+            source_model, (asked or source_model.execution).settle(len(batches))
+        )
+        return _export_parity(runner, source_model, pt_model, batches, options)
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
     if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
         reloaded = save_and_reload(tf_model)
@@ -189,6 +204,22 @@ def crosscheck(
             options = replace(options, label="crosscheck-reloaded")
             reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
     return reports
+
+
+def _export_parity(
+    export: Any, source: Any, pt_model: Any, batches: Sequence[Batch], options: Any
+) -> list[Report]:
+    """The export vs its source, the export vs PyTorch, the source vs PyTorch; the
+    export's runs are made once and serve the first two."""
+    from .checks.crosscheck import crosscheck as _check
+    from .checks.export_source import SOURCE_LABEL, check_export_vs_source
+
+    traces = [export.run(b) for b in batches]
+    return [
+        check_export_vs_source(export, source, batches, options.tolerance, traces),
+        _check(export, pt_model, batches, options, tf_traces=traces),
+        _check(source, pt_model, batches, replace(options, label=SOURCE_LABEL)),
+    ]
 
 
 def diagnose(

@@ -63,6 +63,7 @@ def assert_embeds_parity(
     rtol: float | None = None,
     embeds_fn: Callable[[Batch], Any] | None = None,
     device: str | None = None,
+    source: str | None = None,
 ) -> Report:
     """Assert that the ``inputs_embeds`` path matches the ``input_ids`` path.
 
@@ -70,14 +71,14 @@ def assert_embeds_parity(
     else ``texts``, else ``inputs``, else the built-in sentences. ``atol``/``rtol``
     replace the dtype defaults (one alone: the other keeps its default, see
     :func:`~tfparity.orchestration.tolerance_from`); ``embeds_fn(batch)`` supplies your
-    own embeddings.
+    own embeddings. ``source``: for an export, the MODEL spec it came from.
     """
     __tracebackhide__ = True
     from .api import check_embeds
 
     _check_arguments(texts, inputs, batches, atol, rtol)
     validation.optional_callable(embeds_fn, "embeds_fn")
-    tf_model = _tf_model(model)
+    tf_model = _tf_model(model, companion=source)
     report = check_embeds(
         tf_model,
         batches=_batches(tf_model, texts, inputs, batches),
@@ -101,6 +102,7 @@ def assert_crosscheck(
     reload: bool | None = None,
     device: str | None = None,
     head: str | None = None,
+    source: str | None = None,
 ) -> list[Report]:
     """Assert that the TF model agrees with PyTorch (float64 referee, or ``atol``/``rtol``).
 
@@ -111,17 +113,21 @@ def assert_crosscheck(
     ``save_pretrained`` and reload; by default it does so only without ``pt_model``
     (a test that names its reference checks its port once). ``head`` picks the model
     class a spec loads on both sides (default: the one its config names, see
-    :func:`tfparity.crosscheck`). Returns one Report per pass.
+    :func:`tfparity.crosscheck`). ``source``: for an export (a SavedModel, a ``.keras``
+    file), the MODEL spec it came from: the export is then checked against it too.
+    Returns one Report per pass.
     """
     __tracebackhide__ = True
     from .api import crosscheck
 
     _check_arguments(texts, inputs, batches, atol, rtol)
-    tf = _tf_model(tf_model, head)
+    companion = source or (pt_model if isinstance(pt_model, str) else None)
+    tf = _tf_model(tf_model, head, companion)
     reports = crosscheck(
         tf,
         pt=pt_model,
         head=head,
+        source=source,
         batches=_batches(tf, texts, inputs, batches),
         tolerance=tolerance_from(atol, rtol),
         reload=reload,
@@ -191,13 +197,14 @@ def _full_report(context: HelperContext | None) -> str:
     return f"full report: {context.json_path} (written when this test ends)"
 
 
-def _tf_model(model: Any, head: str | None = None) -> Any:
+def _tf_model(model: Any, head: str | None = None, companion: str | None = None) -> Any:
     from .api import load_model
 
     context = CONTEXT.get()
-    if isinstance(model, str) and head is None and context is not None and context.load:
+    plain = head is None and companion is None  # the plugin caches plain specs only
+    if isinstance(model, str) and plain and context is not None and context.load:
         return context.load(model)
-    return load_model(model, head=head)
+    return load_model(model, head=head, companion=companion)
 
 
 def _execution(device: str | None) -> Any:

@@ -36,6 +36,7 @@ This module imports neither TensorFlow nor torch at import time.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .adapters.execution_options import ExecutionOptions
@@ -58,27 +59,71 @@ def load_model(
     companion: str | None = None,
 ):
     """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model
-    (a ``keras-hub:<SPEC>`` gives a :class:`~tfparity.adapters.keras_hub.KerasHubModel`).
-    ``head`` (a kind, e.g. ``"sequence-classification"``) picks a spec's model class;
-    default: the one its config names. An export (a ``.tflite`` file, ...) takes its
-    config and tokenizer from the ``companion`` spec (:mod:`tfparity.adapters.exported`)."""
+    (a ``keras-hub:<SPEC>`` gives a :class:`~tfparity.adapters.keras_hub.KerasHubModel`;
+    an export's path, its side from :func:`~tfparity.adapters.exported.load_export`,
+    with the config and tokenizer of ``companion``: the model it was exported from, or
+    its PyTorch reference). ``head`` (a kind, e.g. ``"sequence-classification"``) picks
+    a spec's model class; default: the one its config names."""
     from . import validation
     from .adapters.keras_hub import is_keras_hub_spec, load_keras_hub
-    from .adapters.specs import is_export, parse_spec
     from .adapters.tf_model import TFModel
 
+    if isinstance(model, os.PathLike):  # an export's path, as pathlib gives it
+        model = os.fspath(model)
     validation.model_spec(model, "model")
     if isinstance(model, TFSideBase):
         return model
     if is_keras_hub_spec(model):
         return load_keras_hub(model)
-    if isinstance(model, str) and is_export(parse_spec(model)):
+    export = export_spec(model)
+    if export is not None:
         from .adapters.exported import load_export
 
-        return load_export(parse_spec(model), companion)
+        return load_export(export, companion)
     if isinstance(model, str):
         return TFModel.load(model, allow_pickle=allow_pickle, head=head_kind(head))
     return TFModel.wrap(model, tokenizer=tokenizer)
+
+
+def export_spec(model: Any) -> Any:
+    """The parsed spec when ``model`` is a spec naming an export (a SavedModel, a
+    ``.keras`` file, a LiteRT flatbuffer), else None."""
+    from .adapters.specs import is_export, parse_spec
+
+    if not isinstance(model, str):
+        return None
+    spec = parse_spec(model)
+    return spec if is_export(spec) else None
+
+
+def source_side(source: str | None, tf_model: TFSide, *, allow_pickle: bool = False) -> Any:
+    """The TF side of ``source``, the model the export ``tf_model`` came from (None
+    without one; see :func:`check_source`)."""
+    check_source(source, tf_model)
+    if source is None:
+        return None
+    return load_model(source, allow_pickle=allow_pickle, head=tf_model.head)
+
+
+def check_source(source: Any, tf_model: TFSide) -> None:
+    """``source`` names a model with a config, never an export; and only an export has a
+    source (exit 2 otherwise)."""
+    from .adapters.specs import is_export
+
+    if source is None:
+        return
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a MODEL spec (str), not {type(source).__name__}")
+    if tf_model.spec is None or not is_export(tf_model.spec):
+        raise TfparityError(
+            f"--source names the model an export came from, but {tf_model.name} is not an "
+            "export (a SavedModel directory, a .keras file, a .tflite file)."
+        )
+    if export_spec(source) is not None:
+        raise TfparityError(
+            f"--source {source} is an export itself; name the model {tf_model.name} was "
+            "exported from (a directory, minilm, tiny:<model_type>, keras-hub:<SPEC>)."
+        )
 
 
 def executed(tf_model: TFSide, execution: ExecutionOptions | None) -> TFSide:
@@ -173,9 +218,14 @@ def bound_to_reference(tf_model: TFSide, pt: Any) -> TFSide:
 
 
 def spec_of(model: str | TFSide) -> str:
-    """The MODEL spec that ``model`` was loaded from; refused for a model with none."""
+    """The MODEL spec that ``model`` was loaded from (an export: its companion's);
+    refused for a model with none."""
+    from .adapters.specs import is_export
+
     if isinstance(model, str):
         return model
+    if model.spec is not None and model.spec.inner is not None and is_export(model.spec):
+        return model.spec.inner.text  # an export: the model it came from (its companion)
     if model.spec is not None:
         return model.spec.text
     label = model.name

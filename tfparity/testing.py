@@ -10,6 +10,7 @@ failing on known faults. Each architecture's catalogue lives in its registry mod
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .architectures import Fault, lookup
@@ -27,6 +28,7 @@ __all__ = [
     "Fault",
     "by_name",
     "catalogue_for",
+    "export_saved_model",
     "ffn_fault",
     "perturb_ffn",
     "to_litert",
@@ -100,3 +102,16 @@ def ffn_fault(model_type: str, layer: int = 1, factor: float = 1.1) -> Fault:
             hint=f"scaled by {factor:.4g}",
         ),
     )
+
+
+def export_saved_model(
+    tf_model: Any, directory: str | Path, *, hidden_states: bool = True, inputs_embeds: bool = False
+) -> Path:
+    """Write ``tf_model`` (a TFModel, faults applied or not) as a SavedModel with a
+    ``serving_default`` signature over ``input_ids``/``attention_mask``/``token_type_ids``
+    returning ``last_hidden_state``, ``pooler_output`` and, with ``hidden_states``,
+    ``hidden_states_<k>``; ``inputs_embeds`` adds an ``embeds`` signature. An export to
+    check, or to convert further (LiteRT)."""
+    from .adapters.exported.writer import export_saved_model as write
+
+    return write(tf_model, directory, hidden_states=hidden_states, inputs_embeds=inputs_embeds)

@@ -78,6 +78,8 @@ class TFSide(Protocol):
     @property
     def headless_reason(self) -> str | None: ...  # why it has no token logits, or None
     @property
+    def inputs_embeds_reason(self) -> str | None: ...  # why it cannot run inputs_embeds
+    @property
     def compiles(self) -> bool: ...  # whether graph/XLA execution is open to it
     @property
     def traces(self) -> int: ...
@@ -144,6 +146,12 @@ class TFSideBase:
 
     @property
     def headless_reason(self) -> str | None:
+        return None
+
+    @property
+    def inputs_embeds_reason(self) -> str | None:
+        """Why this side cannot run ``inputs_embeds`` (an export whose signature does
+        not take them), or None: the embeds check then refuses, never passes."""
         return None
 
     @property

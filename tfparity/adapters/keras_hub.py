@@ -528,7 +528,12 @@ class KerasHubModel(TFSideBase):
             and tuple(p.variable.shape) == tuple(by_path[p.variable.path].shape)
         ]
         notes = list(self.notes)
-        if rebound:
+        if rebound and PRESET_NOTE not in notes:  # a backbone from a .keras file
+            notes.append(
+                f"Weight hints follow keras-hub's converter run on {pt_spec} ({len(rebound)} "
+                f"of {len(ports)} ported variables matched this backbone's by path)."
+            )
+        elif rebound:
             notes[notes.index(PRESET_NOTE)] = (
                 f"A keras-hub preset directory: weight hints follow keras-hub's converter "
                 f"run on {pt_spec} ({len(rebound)} of {len(ports)} ported variables matched "

@@ -36,7 +36,8 @@ class ModelSpec:
     text: str
     kind: Kind
     location: str  # a directory, a hub id, or a tiny architecture name
-    inner: ModelSpec | None = None  # keras-hub: the checkpoint it converts (else None)
+    # keras-hub: the checkpoint it converts; an export: its companion (else None)
+    inner: ModelSpec | None = None
     head: Head | None = None  # tiny:<model_type>/<head>: that task head, seeded
 
 

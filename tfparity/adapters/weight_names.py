@@ -30,11 +30,19 @@ class TFWeight:
 def tf_weights_by_pt_name(model: Any, with_base_prefix: bool = False) -> dict[str, TFWeight]:
     """``model``'s variables (an HF TF model) by PyTorch state-dict name: relative to the
     base model (``encoder.layer.0...``), or with its prefix (``bert.encoder...``)."""
+    return variables_by_pt_name(model.weights, model.base_model_prefix, with_base_prefix)
+
+
+def variables_by_pt_name(
+    variables: Any, base_model_prefix: str, with_base_prefix: bool = False
+) -> dict[str, TFWeight]:
+    """TF variables named as an HF TF model names them (``tf_bert_model/bert/...``: a
+    model's, or those a SavedModel of one restores) by PyTorch state-dict name."""
     from transformers.modeling_tf_pytorch_utils import convert_tf_weight_name_to_pt_weight_name
 
-    strip = "" if with_base_prefix else model.base_model_prefix + "."
+    strip = "" if with_base_prefix else base_model_prefix + "."
     found = {}
-    for var in model.weights:
+    for var in variables:
         name, transpose = convert_tf_weight_name_to_pt_weight_name(
             var.name, start_prefix_to_remove=strip, tf_weight_shape=var.shape
         )
@@ -45,7 +53,11 @@ def tf_weights_by_pt_name(model: Any, with_base_prefix: bool = False) -> dict[st
 def tf_weights_for(model: Any, pt_names: Any) -> dict[str, np.ndarray]:
     """TF values (PyTorch layout) for the PyTorch names ``pt_names`` use, matching
     whether those names carry the base-model prefix."""
-    base = model.base_model_prefix + "."
-    prefixed = any(k.startswith(base) for k in pt_names)
-    weights = tf_weights_by_pt_name(model, with_base_prefix=prefixed)
+    return variables_for(model.weights, model.base_model_prefix, pt_names)
+
+
+def variables_for(variables: Any, base_model_prefix: str, pt_names: Any) -> dict[str, np.ndarray]:
+    """:func:`tf_weights_for` over HF-named TF variables (see :func:`variables_by_pt_name`)."""
+    prefixed = any(k.startswith(base_model_prefix + ".") for k in pt_names)
+    weights = variables_by_pt_name(variables, base_model_prefix, with_base_prefix=prefixed)
     return {name: w.value() for name, w in weights.items() if name in pt_names}

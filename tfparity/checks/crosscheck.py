@@ -35,6 +35,7 @@ from . import DEFAULT_LOCALISE, budgeted, hints
 from .agreement import task_agreement
 from .checkpoints import checkpoint_gaps, gap_failures, gap_notes, judged
 from .embeds import ensure_finite
+from .export_source import NO_INTERMEDIATES
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,12 @@ def crosscheck(
             "Every tensor passed, so the sub-layer taps and isolated runs were skipped "
             "(`--localise always` runs them on every run)."
         )
-    if not tapped:
+    if not tapped and pt_model.localisable():  # the type has taps; this side has not
+        notes.append(
+            f"{tf_model.name} offers no sub-layer taps, so the divergence is localised to "
+            "a layer at most."
+        )
+    elif not tapped:
         notes.append(
             f"Sub-layer taps are available for {', '.join(tapped_types())}; for "
             f"{tf_model.model_type} the divergence is localised to a layer only."
@@ -367,6 +373,8 @@ def localise(
 ) -> Divergence:
     failing = [c for c in comparisons if not c.passed]
     hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
+    if not hidden and all(hidden_state_index(c.name) is None for c in comparisons):
+        return Divergence(None, "output", None, NO_INTERMEDIATES)  # an export's outputs only
     if not hidden:
         where = "pooler" if any(c.name.startswith("pooler") for c in failing) else "head"
         hint = _hint(tf_model, pt_model, where, where, runs)
@@ -425,7 +433,17 @@ def _hint(
         found += _numeric_signature(tf_model, pt_model, layer, component, runs)
     stored = not pt_weights and not pt_model.weights()  # outputs only: no weights to compare
     if not found:
-        found.append(Hint("note", hints.STORED_NOTE if stored else hints.COMPUTATION_NOTE))
+        if stored:
+            text = hints.STORED_NOTE
+        elif pt_weights and not tf_weights:  # e.g. an export of a Keras 3 model
+            text = (
+                f"The config agrees here; {tf_model.name}'s weights are not known by "
+                "PyTorch name, so they were not compared: a dropped, transposed or scaled "
+                "weight of this component, or a computation difference."
+            )
+        else:
+            text = hints.COMPUTATION_NOTE
+        found.append(Hint("note", text))
     return "; ".join(h.text for h in found)
 
 

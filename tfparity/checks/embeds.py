@@ -39,6 +39,8 @@ class NonFiniteOutputError(TfparityError):
 def check_embeds(
     model: TFModel, batches: Sequence[Batch], options: EmbedsOptions = EmbedsOptions()
 ) -> Report:
+    if model.inputs_embeds_reason is not None:  # an export without that path
+        raise TfparityError(f"The embeds check cannot run: {model.inputs_embeds_reason}")
     expected, actual = [], []
     for i, batch in enumerate(batches):
         reference = options.references[i] if options.references is not None else model.run(batch)

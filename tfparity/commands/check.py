@@ -14,6 +14,7 @@ from .common import (
     add_model_argument,
     add_output_arguments,
     add_report_arguments,
+    add_source_argument,
     check_output_arguments,
     execution_options,
     frameworks_frozen,
@@ -37,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_model_argument(p)
     add_head_argument(p)
+    add_source_argument(p)
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -54,6 +56,7 @@ def _run_check(args: argparse.Namespace) -> int:
     from ..adapters.runtime import torch_available
     from ..api import load_model, make_batches
     from ..checks.embeds import EmbedsOptions, check_embeds
+    from ..orchestration import check_source
     from ..report.jsonio import write_json
     from ..report.text import render
 
@@ -64,7 +67,10 @@ def _run_check(args: argparse.Namespace) -> int:
     keras_hub = _keras_hub_only_embeds(args)
     _check_golden_arguments(args)
     frameworks_frozen(torch=not (args.no_pt or args.load_outputs) and torch_available())
-    model = load_model(args.model, allow_pickle=args.allow_pickle, head=args.head)
+    model = load_model(
+        args.model, allow_pickle=args.allow_pickle, head=args.head, companion=args.source
+    )
+    check_source(args.source, model)
     batches = make_batches(model, inputs)
     reports, shared = [], None
     for execution in (e.settle(len(batches)) for e in executions):  # a report per device
@@ -150,10 +156,11 @@ def _crosscheck(args: argparse.Namespace, model, tf_traces, batches):
     from ..report.text import render
 
     start = time.perf_counter()
-    reference = golden_reference(args, batches, args.model)
+    reference_spec = args.source or args.model  # an export's: the model it came from
+    reference = golden_reference(args, batches, reference_spec)
     (report,) = crosscheck(
         tf=model,
-        pt=reference or args.model,
+        pt=reference or reference_spec,
         batches=batches,
         tolerance=tolerance(args),
         allow_pickle=args.allow_pickle,

@@ -36,8 +36,9 @@ def model_help() -> str:
         "(default: a real pretrained BERT), 'tiny:<model_type>' (a seeded 2-layer model: "
         f"{', '.join(tiny_types())}; PyTorch only, TF through 'keras-hub:tiny:<model_type>': "
         f"{', '.join(torch_only_tiny_types())}), 'tiny:<model_type>/<head>' (with a seeded "
-        f"task head: {', '.join(heads)}), or 'keras-hub:<SPEC>' (the checkpoint SPEC "
-        "names, converted by keras-hub)"
+        f"task head: {', '.join(heads)}), 'keras-hub:<SPEC>' (the checkpoint SPEC "
+        "names, converted by keras-hub), or an export: a SavedModel directory or a .keras "
+        "file (its config and tokenizer from --source or --pt)"
     )
 
 
@@ -48,6 +49,16 @@ def add_model_argument(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow loading pickled PyTorch checkpoints (pytorch_model.bin) "
         "with torch.load(weights_only=True)",
+    )
+
+
+def add_source_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--source",
+        metavar="SOURCE_MODEL",
+        help="for an export (a SavedModel directory, a .keras file): the MODEL spec it was "
+        "exported from, which gives its config and tokenizer; the report then compares the "
+        "export with its source, the export with PyTorch and the source with PyTorch",
     )
 
 

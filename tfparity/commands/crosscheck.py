@@ -15,6 +15,7 @@ from .common import (
     add_model_argument,
     add_output_arguments,
     add_report_arguments,
+    add_source_argument,
     check_output_arguments,
     execution_options,
     frameworks_frozen,
@@ -38,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_head_argument(p)
     p.add_argument("--tf", metavar="TF_MODEL", help="the TF port to check (a MODEL spec)")
     p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (a MODEL spec)")
+    add_source_argument(p)
     p.add_argument(
         "--no-reload",
         action="store_true",
@@ -71,12 +73,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import crosscheck
+    from ..checks.export_source import export_verdict
     from ..errors import TfparityError
+    from ..orchestration import export_spec
     from ..report.jsonio import write_json
     from ..report.text import render
 
-    if (args.tf is None) != (args.pt is None):
-        raise TfparityError("Give both --tf and --pt, or neither (then MODEL is used for both).")
+    if (args.tf is None) != (args.pt is None) and not (args.pt and export_spec(args.model)):
+        raise TfparityError(
+            "Give both --tf and --pt, or neither (then MODEL is used for both); an export "
+            "as MODEL takes --pt alone."
+        )
     check_output_arguments(args)
     if args.budget is not None:
         from ..compare.budgets import budget_for
@@ -105,10 +112,14 @@ def run(args: argparse.Namespace) -> int:
             execution=execution,
             head=args.head,
             budget=args.budget,
+            source=args.source,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))
         print()
+    verdict = export_verdict(reports)
+    if verdict:
+        print(verdict)
     print(f"crosscheck wall time: {time.perf_counter() - start:.1f} s")
     if args.json:
         write_json(reports, args.json)
@@ -121,13 +132,19 @@ def _golden_passes(args: argparse.Namespace, execution) -> list:
     saved on the way (--save-outputs); the reload pass runs against it too."""
     from ..api import crosscheck, load_model, make_batches
 
-    tf_model = load_model(args.tf or args.model, allow_pickle=args.allow_pickle, head=args.head)
+    tf_model = load_model(
+        args.tf or args.model,
+        allow_pickle=args.allow_pickle,
+        head=args.head,
+        companion=args.source or args.pt,
+    )
     batches = make_batches(tf_model, input_options(args))
     separate = args.tf is not None  # a port checked as given: no reload pass
     return crosscheck(
         args.model if separate else tf_model,
         tf=tf_model if separate else None,
-        pt=golden_reference(args, batches, args.pt or args.model),
+        pt=golden_reference(args, batches, args.pt or args.source or args.model),
+        source=args.source,
         batches=batches,
         tolerance=tolerance(args),
         reload=not args.no_reload,

@@ -41,7 +41,15 @@ class SweepSetup:
         from ..orchestration import bound_to_reference, executed, load_model, reference_for
         from ..validation import same_architecture
 
-        tf_model = bound_to_reference(load_model(model), pt)  # a keras-hub preset: --pt's
+        companion = pt if isinstance(pt, str) else None  # an export's config and tokenizer
+        tf_model = bound_to_reference(load_model(model, companion=companion), pt)
+        if "embeds" in checks and tf_model.inputs_embeds_reason is not None:
+            from ..errors import TfparityError
+
+            raise TfparityError(
+                f"The embeds check cannot run: {tf_model.inputs_embeds_reason} "
+                "(--checks crosscheck sweeps the rest)."
+            )
         pt_model = None
         if "crosscheck" in checks:
             pt_model = reference_for(model, pt).in_precision(execution.precision)

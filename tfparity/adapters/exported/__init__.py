@@ -10,9 +10,11 @@ kind :func:`~tfparity.adapters.specs.parse_spec` recognised from the path.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...errors import TfparityError
 from ..interfaces import TFSide
-from ..specs import EXPORT_KINDS, ModelSpec
+from ..specs import EXPORT_KINDS, ModelSpec, parse_spec
 
 
 def load_export(spec: ModelSpec, companion: str | None) -> TFSide:
@@ -21,11 +23,24 @@ def load_export(spec: ModelSpec, companion: str | None) -> TFSide:
     if companion is None:
         raise TfparityError(
             f"{spec.text} is {EXPORT_KINDS[spec.kind]}: it holds no Hugging Face config "
-            "or tokenizer. Name the model it was exported from (--source MODEL) or its "
-            "PyTorch reference (--pt MODEL)."
+            "or tokenizer. Name the model it was exported from (--source MODEL; the "
+            "API's source=) or its PyTorch reference (crosscheck's --pt MODEL)."
         )
+    from .companion import resolve
+
+    found = resolve(companion, spec)
+    # The side's spec names its companion: the reference defaults to that model's twin.
+    spec = replace(spec, inner=parse_spec(companion))
+    if spec.kind == "saved-model":
+        from .saved_model import load_saved_model
+
+        return load_saved_model(spec, found)
+    if spec.kind == "keras-file":
+        from .keras_file import load_keras_file
+
+        return load_keras_file(spec, found)
     if spec.kind == "litert":
         from .litert import load_litert
 
-        return load_litert(spec, companion)
+        return load_litert(spec, found)
     raise TfparityError(f"Checking {EXPORT_KINDS[spec.kind]} is not supported yet.")

@@ -30,7 +30,8 @@ from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
 from ..execution_options import ExecutionOptions
 from ..interfaces import TFSideBase
-from ..specs import ModelSpec, parse_spec
+from ..specs import ModelSpec
+from .companion import Companion
 from .litert_graph import Graph
 from .litert_runner import Runner, runtime_name
 
@@ -38,29 +39,9 @@ _KERNEL = re.compile(r"^(.*?)/(?:Tensordot/)?MatMul$")
 _BIAS = re.compile(r"^(.*)/BiasAdd$")
 
 
-def companion_facts(companion: str) -> tuple[Any, Any | None, str]:
-    """The Hugging Face config and tokenizer of the ``companion`` spec (no model is
-    built), and where they came from."""
-    from ..loading import checkpoint_tokenizer, hub_snapshot, read_config
-    from ..runtime import import_transformers
-    from ..tiny import tiny_config, tiny_tokenizer
-
-    spec = parse_spec(companion)
-    if spec.kind == "tiny":
-        return tiny_config(spec.location), tiny_tokenizer(), f"{companion} (tiny config)"
-    if spec.kind in ("dir", "minilm", "hub"):
-        directory = Path(spec.location) if spec.kind != "hub" else hub_snapshot(spec.location)
-        tokenizer = checkpoint_tokenizer(import_transformers(), directory)
-        return read_config(directory), tokenizer, str(directory)
-    raise TfparityError(
-        f"'{companion}' cannot give a LiteRT model its config and tokenizer: name a "
-        "Hugging Face checkpoint (a directory, a cached hub id, minilm or tiny:<model_type>)."
-    )
-
-
-def load_litert(spec: ModelSpec, companion: str) -> LiteRTModel:
+def load_litert(spec: ModelSpec, companion: Companion) -> LiteRTModel:
     """The flatbuffer ``spec`` names, with ``companion``'s config and tokenizer."""
-    config, tokenizer, origin = companion_facts(companion)
+    config, tokenizer, origin = companion.config, companion.tokenizer, companion.text
     path = Path(spec.location)
     graph = Graph.read(path.read_bytes())
     runner = Runner.open(path, getattr(config, "pad_token_id", None))

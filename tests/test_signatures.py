@@ -1,0 +1,88 @@
+"""Mapping a serving signature's tensors onto tfparity's names (no framework needed)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tfparity.adapters.exported.signatures import (
+    TensorInfo,
+    map_inputs,
+    map_outputs,
+)
+from tfparity.errors import TfparityError
+from tfparity.inputs import Batch
+
+CONFIG = SimpleNamespace(hidden_size=32)
+IDS = TensorInfo("int32", (None, None))
+SEQ = TensorInfo("float32", (None, None, 32))
+POOLED = TensorInfo("float32", (None, 32))
+
+
+def _batch() -> Batch:
+    ids = np.array([[0, 5, 2, 1]], np.int32)
+    return Batch(ids, np.array([[1, 1, 1, 0]], np.int32), np.zeros_like(ids))
+
+
+def test_hugging_face_and_keras_hub_input_names_feed_the_same_fields():
+    hf = map_inputs("s", {"input_ids": IDS, "attention_mask": IDS, "token_type_ids": IDS})
+    kh = map_inputs("s", {"token_ids": IDS, "padding_mask": IDS, "segment_ids": IDS})
+    batch = _batch()
+    a, b = hf.feed(batch), kh.feed(batch)
+    np.testing.assert_array_equal(a["input_ids"], b["token_ids"])
+    np.testing.assert_array_equal(a["attention_mask"], b["padding_mask"])
+    np.testing.assert_array_equal(a["token_type_ids"], b["segment_ids"])
+    assert hf.takes_ids and not hf.takes_embeds
+
+
+def test_inputs_are_cast_to_the_dtype_the_signature_declares():
+    mapped = map_inputs("s", {"input_ids": TensorInfo("int64", (None, None))})
+    assert mapped.feed(_batch())["input_ids"].dtype == np.int64
+
+
+def test_an_unknown_input_is_refused_listing_what_the_signature_has():
+    with pytest.raises(TfparityError) as err:
+        map_inputs("serving_default", {"input_ids": IDS, "mystery": IDS})
+    assert "mystery" in str(err.value) and "input_ids int32 [?, ?]" in str(err.value)
+
+
+def test_a_signature_of_ids_and_embeds_together_or_neither_is_refused():
+    with pytest.raises(TfparityError, match="one of the two"):
+        map_inputs("s", {"input_ids": IDS, "inputs_embeds": SEQ})
+    with pytest.raises(TfparityError, match="one of the two"):
+        map_inputs("s", {"attention_mask": IDS})
+
+
+def test_outputs_map_by_name_hidden_states_by_index_and_keras_hub_names():
+    out = map_outputs(
+        "s",
+        {"sequence_output": SEQ, "pooled_output": POOLED, "hidden_states_0": SEQ, "extra": SEQ},
+        CONFIG,
+    )
+    assert out.names == {
+        "sequence_output": "last_hidden_state",
+        "pooled_output": "pooler_output",
+        "hidden_states_0": "hidden_states[0]",
+    }
+    assert out.unmapped == ("extra",)  # a second [b, s, 32] tensor is not guessed at
+    assert out.has_hidden_states
+
+
+def test_an_unnamed_output_maps_by_shape_only_when_one_fits():
+    one = map_outputs("s", {"output_0": SEQ}, CONFIG)
+    assert one.names == {"output_0": "last_hidden_state"} and one.by_shape == ("output_0",)
+    with pytest.raises(TfparityError) as err:
+        map_outputs("s", {"output_0": TensorInfo("float32", (None, None, 7))}, CONFIG)
+    assert "output_0 float32 [?, ?, 7]" in str(err.value)  # lists what it has
+
+
+def test_a_stacked_hidden_states_output_splits_per_layer():
+    out = map_outputs("s", {"hidden_states": TensorInfo("float32", (3, None, None, 32))}, CONFIG)
+    arrays = out.arrays({"hidden_states": np.arange(3 * 2).reshape(3, 1, 1, 2)})
+    assert list(arrays) == ["hidden_states[0]", "hidden_states[1]", "hidden_states[2]"]
+    assert out.targets(["hidden_states[0]", "hidden_states[1]", "x"]) == {
+        "hidden_states[0]",
+        "hidden_states[1]",
+    }

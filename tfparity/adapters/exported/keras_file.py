@@ -1,0 +1,76 @@
+"""A Keras 3 ``.keras`` file as the TF side.
+
+It is loaded with keras-hub imported, so keras-hub's registered classes deserialise.
+A keras-hub backbone (or a task, whose backbone is checked) becomes a
+:class:`~tfparity.adapters.keras_hub.KerasHubModel`, checked exactly as a keras-hub
+model: its Hugging Face config fields read from the backbone's own structure (as for a
+preset), the companion's tokenizer and remaining config, and weight hints from keras-hub's
+converter run on the companion checkpoint, rebound by variable path
+(:meth:`KerasHubModel.with_reference`). Any other Keras model is a user's own model,
+which the Python API checks (a ``.keras`` file holds no mapping from its layers to
+Hugging Face's).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import TfparityError
+from ..keras_hub import KerasHubModel, import_keras_hub
+from ..specs import ModelSpec
+from .companion import Companion
+
+
+def load_keras_file(spec: ModelSpec, companion: Companion) -> KerasHubModel:
+    """The keras-hub backbone a ``.keras`` file holds, bound to ``companion``."""
+    from ...architectures import keras_hub_backbones
+    from ..keras_hub_checkpoints import preset_config, preset_fields
+
+    keras_hub = import_keras_hub()
+    held = _load(spec)
+    notes: list[str] = []
+    if isinstance(held, keras_hub.models.Task):
+        notes.append(
+            f"{spec.text} holds a keras-hub task ({type(held).__name__}): its backbone "
+            f"({type(held.backbone).__name__}) is checked; the task's head is not."
+        )
+        held = held.backbone
+    if not isinstance(held, keras_hub.models.Backbone):
+        raise TfparityError(
+            f"{spec.text} holds a {type(held).__name__}, not a keras-hub backbone or task, "
+            "so tfparity does not know which of its tensors are Hugging Face's: check a "
+            "model of your own through the Python API (tfparity.crosscheck(model, pt=...))."
+        )
+    name = type(held).__name__
+    arch = keras_hub_backbones().get(name)
+    if arch is None or arch.keras_hub is None:
+        raise TfparityError(
+            f"{spec.text} holds a {name}, which tfparity cannot map onto a transformers "
+            f"model; supported backbones: {', '.join(sorted(keras_hub_backbones()))}."
+        )
+    saved = {"class_name": name, "config": held.get_config()}
+    stated = preset_fields(saved, held)
+    model = KerasHubModel(
+        name=spec.text,
+        backbone=held,
+        tokenizer=companion.tokenizer,
+        hf_config=preset_config(saved, stated),
+        layout=arch.keras_hub,
+        source=f"Keras 3 file {spec.location} ({name}); tokenizer and config from {companion.text}",
+        notes=notes,
+        stated=stated,
+        spec=spec,
+    )
+    model.notes.append(model.how_embeds_run())
+    return model.with_reference(companion.text)
+
+
+def _load(spec: ModelSpec) -> Any:
+    import keras
+
+    try:
+        return keras.saving.load_model(spec.location, compile=False)
+    except Exception as exc:
+        raise TfparityError(
+            f"Keras could not load {spec.text}: {' '.join(str(exc).split())[:300]}"
+        ) from exc
