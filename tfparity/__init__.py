@@ -23,11 +23,16 @@ _API = (
     "check_tying",
     "crosscheck",
     "diagnose",
+    "gradients",
     "load_model",
     "make_batches",
 )
 # Lazily exported names defined outside api.py -> their module under tfparity.
-_ELSEWHERE = {"assert_crosscheck": "assertions", "assert_embeds_parity": "assertions"}
+_ELSEWHERE = {
+    "assert_crosscheck": "assertions",
+    "assert_embeds_parity": "assertions",
+    "assert_gradients": "assertions",
+}
 
 __all__ = [
     "Batch",

@@ -64,6 +64,7 @@ COMMANDS = (
     "diagnose",
     "embeddings",
     "positions",
+    "gradients",
     "sweep",
     "merge",
 )

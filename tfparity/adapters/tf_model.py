@@ -198,6 +198,23 @@ class TFModel:
 
         return WordEmbeddingGather.from_model(self.model)(np.asarray(input_ids))
 
+    def gradients(
+        self,
+        batch: Batch,
+        objective: Any,
+        *,
+        embeds: bool = False,
+        embeds_fn: Any = None,
+        reference: Any = None,
+    ) -> Any:
+        """The gradients check's scalar differentiated (a :class:`~.gradients.GradientRun`)
+        on the ``input_ids`` path or, with ``embeds``, on the ``inputs_embeds`` path fed
+        ``embeds_fn(batch)`` (default: :meth:`gather`), made inside the tape. Weights are
+        named by PyTorch name already (``reference`` is for sides that need one)."""
+        from .gradients_tf import hf_gradients
+
+        return hf_gradients(self, batch, objective, embeds, embeds_fn)
+
     # ------------------------------------------------------------------ localisation
     # What the cross-check asks of a TF side (the keras-hub adapter answers the same).
 

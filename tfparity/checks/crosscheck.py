@@ -29,6 +29,7 @@ from ..compare import (
     compare_batches,
     compare_output_batches,
     is_pooled,
+    judged_by_referee,
     referee_batches,
 )
 from ..inputs import Batch, note_truncation
@@ -310,17 +311,7 @@ def _same_start(x: np.ndarray, y: np.ndarray) -> bool:
 
 def _judged(c: Comparison, r: RefereeResult | None, referee: Referee) -> Comparison:
     """``c`` judged by its referee verdict ``r``, with the bound that decided it."""
-    if r is None or c.problem:
-        return c
-    c.passed, c.judge = r.passed, "referee"
-    c.referee = {
-        "actual_rmse": r.actual_rmse,
-        "reference_rmse": r.reference_rmse,
-        "allowed_rmse": r.allowed_rmse,
-        "factor": referee.factor,
-        "floor": referee.floor,
-    }
-    return c
+    return judged_by_referee(c, r, referee)
 
 
 @dataclass

@@ -1,0 +1,533 @@
+"""The gradients check: gradients through ``inputs_embeds`` and against PyTorch.
+
+Pipelines that work through ``inputs_embeds`` (integrated gradients, adversarial
+training, soft prompts) depend on its gradients, which no forward comparison sees: a
+gather that stops or scales the gradient leaves every output intact. The scalar
+(:mod:`tfparity.adapters.gradients`: the head's loss on seeded labels, or a seeded
+projection of a base model's last hidden state) is differentiated with respect to the
+embeddings, every hidden state and every weight, and compared twice:
+
+- **ids vs embeds** (``gradients-embeds``): the TF ``input_ids`` path against the
+  ``inputs_embeds`` path fed the Keras-side gather; the gradient that reaches the
+  word-embedding matrix through the gather must equal the ids path's (TF's
+  ``IndexedSlices`` densified), judged by a tolerance as the embeds check judges;
+- **TF vs PyTorch** (``gradients``): judged by the float64 PyTorch referee.
+
+Localisation walks *backwards*: the first hidden state, from the top, whose gradient
+diverges while the one above it agrees names the layer whose backward pass differs.
+A forward divergence changes every gradient below the scalar, so where the forward
+pass already parts (the same runs hold it) that layer is named instead. Either way the
+weights whose gradients differ most are listed with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..adapters.gradients import GradientRun, Objective
+from ..compare import (
+    Comparison,
+    Referee,
+    Tolerance,
+    compare_batches,
+    failed_comparison,
+    judged_by_referee,
+    referee_batches,
+    rmse,
+)
+from ..inputs import Batch, note_truncation
+from ..results import Divergence, Report
+from ..trace import hidden_state_index
+from ..validation import same_architecture
+
+GRAD = "grad:"  # comparison names: grad:hidden_states[1], grad:<PyTorch weight name>
+
+
+@dataclass(frozen=True)
+class GradientsOptions:
+    """``tolerance``: the ids-vs-embeds judge (None: float32's defaults) and, when given,
+    TF vs PyTorch's too instead of the float64 referee; ``embeds_fn(batch)``: your
+    embeddings, made inside the tape (default: the Keras-side gather)."""
+
+    seed: int = 0
+    tolerance: Tolerance | None = None
+    referee: Referee = Referee()
+    embeds_fn: Callable[[Batch], Any] | None = None
+    top_weights: int = 3
+
+
+@dataclass
+class Collected:
+    """One side's runs over the batches: per batch where a gradient has a batch axis,
+    summed over batches for the weights (the gradient of the summed scalar)."""
+
+    losses: list[float] = field(default_factory=list)
+    forward: list[dict[str, np.ndarray]] = field(default_factory=list)
+    hidden: list[dict[str, np.ndarray | None]] = field(default_factory=list)
+    embeds: list[np.ndarray | None] = field(default_factory=list)
+    weights: dict[str, np.ndarray | None] = field(default_factory=dict)
+    word: str | None = None
+    scalar: str = ""
+
+    def add(self, run: GradientRun) -> None:
+        self.losses.append(run.loss)
+        self.scalar = run.scalar
+        self.forward.append(run.forward)
+        self.hidden.append(run.hidden)
+        self.embeds.append(run.inputs_embeds)
+        self.word = run.word_embeddings
+        for name, grad in run.weights.items():
+            total = self.weights.get(name)
+            self.weights[name] = (
+                grad if total is None else (total if grad is None else total + grad)
+            )
+
+
+def collect(batches: Sequence[Batch], seed: int, run: Callable[[Batch, Objective], GradientRun]):
+    """``run`` on every batch with the batch's seeded objective, collected."""
+    collected = Collected()
+    for i, batch in enumerate(batches):
+        collected.add(run(batch, Objective(seed, i)))
+    return collected
+
+
+def check_gradients(
+    tf_model: Any,
+    pt_model: Any,
+    batches: Sequence[Batch],
+    options: GradientsOptions = GradientsOptions(),
+) -> list[Report]:
+    """The ids-vs-embeds report and, with ``pt_model``, the TF-vs-PyTorch report."""
+    if pt_model is not None:
+        same_architecture(tf_model, pt_model)
+    reference = pt_model.weights() if pt_model is not None else None
+    ids = collect(batches, options.seed, lambda b, o: tf_model.gradients(b, o, reference=reference))
+    embeds = collect(
+        batches,
+        options.seed,
+        lambda b, o: tf_model.gradients(
+            b, o, embeds=True, embeds_fn=options.embeds_fn, reference=reference
+        ),
+    )
+    reports = [_ids_vs_embeds(tf_model, ids, embeds, batches, options)]
+    if pt_model is not None:
+        pt = collect(batches, options.seed, lambda b, o: pt_model.gradients(b, o))
+        truth = collect(batches, options.seed, lambda b, o: pt_model.gradients(b, o, float64=True))
+        reports.append(_tf_vs_pt(tf_model, pt_model, ids, embeds, pt, truth, batches, options))
+    return [note_truncation(r, batches) for r in reports]
+
+
+# ----------------------------------------------------------------------------- ids vs embeds
+
+
+def _ids_vs_embeds(
+    tf_model: Any,
+    ids: Collected,
+    embeds: Collected,
+    batches: Sequence[Batch],
+    options: GradientsOptions,
+) -> Report:
+    masks = [b.attention_mask for b in batches]
+    tol = options.tolerance
+    forward = _forward_failures(embeds.forward, ids.forward, masks, tol)
+    rows = [
+        compare_batches(
+            [np.asarray(embeds.losses)], [np.asarray(ids.losses)], name="loss", tolerance=tol
+        )
+    ]
+    rows += _hidden_rows(embeds.hidden, ids.hidden, masks, tol, None)
+    word = ids.word
+    rows += [
+        _weight_row(
+            word, embeds.weights.get(word), ids.weights.get(word), tol, "inputs_embeds path"
+        )
+    ]
+    passed = all(c.passed for c in rows)
+    divergence = None
+    if not passed:
+        divergence = _localise(
+            rows, forward, tf_model, None, "inputs_embeds path", "input_ids path"
+        )
+        if _failed(rows, GRAD + str(word)) and not forward and _hidden_agree(rows):
+            divergence = Divergence(None, "embeddings", "embeddings", _gather_hint(rows, word))
+    return Report(
+        check="gradients-embeds",
+        model=tf_model.name,
+        passed=passed,
+        comparisons=rows,
+        first_divergence=divergence,
+        details={
+            "compares": "gradients on the inputs_embeds path (the Keras-side gather inside "
+            "the tape) vs the input_ids path",
+            "scalar": ids.scalar,
+            "judge": "tolerance",
+            "batches": len(batches),
+            "word_embeddings": word,
+            "hidden_states": _hidden_table(rows, forward, None),
+        },
+        notes=list(tf_model.notes),
+    )
+
+
+def _gather_hint(rows: list[Comparison], word: str | None) -> str:
+    """What the gather did to the matrix's gradient (stopped, scaled, other)."""
+    row = next(c for c in rows if c.name == GRAD + str(word))
+    return (
+        "Every hidden state's gradient agrees, but the gradient reaching the word-embedding "
+        f"matrix {word} through the inputs_embeds path {row.problem or 'differs'}: the "
+        "embeddings fed in are cut from the matrix (tf.stop_gradient, a numpy copy) or their "
+        "gradient is rescaled on the way back (a tf.custom_gradient in the embeds function). "
+        "Gather inside the tape: tf.gather(model.get_input_embeddings().weight, input_ids)."
+    )
+
+
+# ----------------------------------------------------------------------------- TF vs PyTorch
+
+
+def _tf_vs_pt(
+    tf_model: Any,
+    pt_model: Any,
+    ids: Collected,
+    embeds: Collected,
+    pt: Collected,
+    truth: Collected,
+    batches: Sequence[Batch],
+    options: GradientsOptions,
+) -> Report:
+    masks = [b.attention_mask for b in batches]
+    judge = _Judge(options.tolerance, options.referee)
+    forward = _forward_failures(ids.forward, pt.forward, masks, judge, truth.forward)
+    rows = [
+        judge.rows(
+            "loss",
+            [np.asarray(ids.losses)],
+            [np.asarray(pt.losses)],
+            [np.asarray(truth.losses)],
+            None,
+        )
+    ]
+    rows += _embeds_row(embeds, pt, truth, masks, judge)
+    rows += _hidden_rows(ids.hidden, pt.hidden, masks, judge, truth.hidden)
+    weights, unreached = _weight_rows(ids.weights, pt.weights, truth.weights, judge)
+    rows += weights
+    passed = all(c.passed for c in rows)
+    divergence = None if passed else _localise(rows, forward, tf_model, pt_model, "TF", "PyTorch")
+    notes = list(tf_model.notes) + list(pt_model.notes)
+    if unreached:
+        notes.append(
+            f"{len(unreached)} weight(s) get no gradient on either side (not on the scalar's "
+            f"path): {', '.join(unreached[:6])}{' ...' if len(unreached) > 6 else ''}."
+        )
+    notes += _unreachable_hidden_notes(ids.hidden, pt.hidden)
+    return Report(
+        check="gradients",
+        model=tf_model.name,
+        passed=passed,
+        comparisons=rows,
+        first_divergence=divergence,
+        details={
+            "compares": "TensorFlow (actual) vs PyTorch (expected) gradients, same weights "
+            "and inputs",
+            "scalar": ids.scalar,
+            "judge": judge.text(),
+            "reference": pt_model.name,
+            "batches": len(batches),
+            "hidden_states": _hidden_table(rows, forward, judge),
+            "weights": _weight_table(rows, ids.weights, pt.weights),
+        },
+        notes=notes,
+    )
+
+
+@dataclass
+class _Judge:
+    """A tolerance, or the float64 referee (tolerance None)."""
+
+    tolerance: Tolerance | None
+    referee: Referee
+
+    def text(self) -> str:
+        if self.tolerance is not None:
+            return "tolerance"
+        return (
+            f"float64 referee (factor {self.referee.factor:g}, floor {self.referee.floor:g} x RMS)"
+        )
+
+    def rows(
+        self, name: str, actual: list, expected: list, truth: list | None, masks: list | None
+    ) -> Comparison:
+        c = compare_batches(
+            actual, expected, name=name, masks=masks, tolerance=self.tolerance, check_dtype=False
+        )
+        if self.tolerance is not None or truth is None or c.problem:
+            return c
+        r = referee_batches(name, actual, expected, truth, masks=masks, referee=self.referee)
+        return judged_by_referee(c, r, self.referee)
+
+
+def _embeds_row(
+    embeds: Collected, pt: Collected, truth: Collected, masks: list, judge: _Judge
+) -> list[Comparison]:
+    if any(x is None for x in embeds.embeds + pt.embeds + truth.embeds):
+        return []
+    return [judge.rows(GRAD + "inputs_embeds", embeds.embeds, pt.embeds, truth.embeds, masks)]
+
+
+def _hidden_rows(
+    actual: list, expected: list, masks: list, judge: Any, truth: list | None
+) -> list[Comparison]:
+    """One row per hidden state whose gradient both sides give (a TF model that returns
+    a reshaped copy of a hidden state has none for it: see the note)."""
+    rows = []
+    for name in expected[0]:
+        if any(a.get(name) is None for a in actual) or any(e.get(name) is None for e in expected):
+            continue
+        a, e = [x[name] for x in actual], [x[name] for x in expected]
+        t = [x[name] for x in truth] if truth is not None else None
+        if isinstance(judge, _Judge):
+            rows.append(judge.rows(GRAD + name, a, e, t, masks))
+        else:
+            rows.append(compare_batches(a, e, name=GRAD + name, masks=masks, tolerance=judge))
+    return rows
+
+
+def _unreachable_hidden_notes(actual: list, expected: list) -> list[str]:
+    missing = [
+        n
+        for n in expected[0]
+        if any(a.get(n) is None for a in actual) and expected[0][n] is not None
+    ]
+    if not missing:
+        return []
+    return [
+        f"The TF model returns {', '.join(missing)} as a copy the rest of the model does not "
+        "use (a reshape), so no gradient reaches it there: those hidden states' gradients are "
+        "not compared, and the walk backwards skips them."
+    ]
+
+
+def _weight_rows(
+    actual: dict, expected: dict, truth: dict, judge: _Judge
+) -> tuple[list[Comparison], list[str]]:
+    rows, unreached = [], []
+    for name, e in expected.items():
+        if name not in actual:
+            continue
+        a, t = actual[name], truth.get(name)
+        if a is None and e is None:
+            unreached.append(name)
+            continue
+        if a is None or e is None:
+            rows.append(_one_sided(name, a, e))
+            continue
+        a = a.reshape(e.shape) if a.shape != e.shape and a.size == e.size else a
+        rows.append(judge.rows(GRAD + name, [a], [e], None if t is None else [t], None))
+    return rows, unreached
+
+
+def _weight_row(
+    name: str | None, actual: Any, expected: Any, tol: Tolerance | None, side: str
+) -> Comparison:
+    if actual is None or expected is None:
+        return _one_sided(str(name), actual, expected, side)
+    c = compare_batches([actual], [expected], name=GRAD + str(name), tolerance=tol)
+    if not c.passed and not c.problem:
+        c.problem = _relation(actual, expected)
+    return c
+
+
+def _one_sided(name: str, actual: Any, expected: Any, side: str = "TF") -> Comparison:
+    """A gradient one side gives and the other does not (None: not on its path); an
+    all-zero gradient against none agrees."""
+    given = actual if actual is not None else expected
+    if not np.any(given):
+        return compare_batches([np.zeros_like(given)], [np.zeros_like(given)], name=GRAD + name)
+    where = side if actual is None else "the reference"
+    return failed_comparison(
+        GRAD + name,
+        f"is none at all on the {where} (the gradient is stopped: tf.stop_gradient, or a "
+        "value with no gradient path)",
+        list(given.shape),
+        str(given.dtype),
+    )
+
+
+def _relation(actual: np.ndarray, expected: np.ndarray) -> str:
+    """How ``actual`` relates to ``expected``: zero, a scale of it, or neither."""
+    a, e = actual.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
+    ee = float(e @ e)
+    if not np.any(a):
+        return "is all zeros (the gradient is stopped)"  # a stop inside a tied model
+    if ee == 0:
+        return "is non-zero where the reference's is zero"
+    scale = float(a @ e) / ee
+    if rmse(a, scale * e) <= 1e-3 * np.sqrt(ee / e.size):
+        return f"is the reference's scaled by {scale:.4g}"
+    return "differs from the reference's (not a scale of it)"
+
+
+# ----------------------------------------------------------------------------- localisation
+
+
+def _forward_failures(
+    actual: list, expected: list, masks: list, judge: Any, truth: list | None = None
+) -> list[int]:
+    """The hidden states whose forward values already differ, by index."""
+    failing = []
+    for name in expected[0]:
+        a, e = [x[name] for x in actual], [x[name] for x in expected]
+        if isinstance(judge, _Judge):
+            t = [x[name] for x in truth] if truth is not None else None
+            c = judge.rows(name, a, e, t, masks)
+        else:
+            c = compare_batches(a, e, name=name, masks=masks, tolerance=judge, check_dtype=False)
+        if not c.passed:
+            failing.append(hidden_state_index(name))
+    return failing
+
+
+def _localise(
+    rows: list[Comparison],
+    forward: list[int],
+    tf_model: Any,
+    pt_model: Any,
+    actual: str,
+    expected: str,
+) -> Divergence:
+    """Where gradients first part, walking backwards (see the module's docstring)."""
+    top = _top_weights(rows)
+    if forward:
+        k = min(forward)
+        layer: Any = "embeddings" if k == 0 else k - 1
+        hint = (
+            f"The forward pass already differs at hidden_states[{k}] ({actual} vs {expected}), "
+            "so every gradient below the scalar differs with it: the cause is in the forward "
+            f"computation of {_layer_text(layer)} (tfparity crosscheck localises it to the "
+            f"sub-layer){_known(tf_model, k, layer)}"
+        )
+        return Divergence(k, layer, "embeddings" if k == 0 else None, hint + top)
+    hidden = sorted(
+        ((k, c) for c in rows if (k := hidden_state_index(c.name.removeprefix(GRAD))) is not None),
+        key=lambda kc: kc[0],
+        reverse=True,
+    )
+    for i, (k, c) in enumerate(hidden):
+        if c.passed:
+            continue
+        if i == 0:
+            hint = (
+                f"The forward pass agrees, but the gradient with respect to the last hidden "
+                f"state (hidden_states[{k}]) differs: the backward pass of the head or of the "
+                "final norm differs"
+            )
+            return Divergence(k, "head", "head", hint + top)
+        hint = (
+            f"The forward pass agrees and the gradient with respect to hidden_states[{k + 1}] "
+            f"agrees, but the gradient with respect to hidden_states[{k}] differs: layer {k}'s "
+            "backward pass differs from its forward (a custom gradient, a gradient-stopping or "
+            "non-differentiable op)"
+        )
+        return Divergence(k, k, None, hint + top)
+    if _failed(rows, GRAD + "inputs_embeds"):
+        hint = (
+            "Every hidden state's gradient agrees, but the gradient with respect to "
+            "inputs_embeds differs: the embedding layer's backward pass (positions, "
+            "token types, its norm) differs"
+        )
+        return Divergence(0, "embeddings", "embeddings", hint + top)
+    hint = "Every hidden state's gradient agrees; only weights' gradients differ"
+    return Divergence(None, "weights", None, hint + top)
+
+
+def _layer_text(layer: Any) -> str:
+    return "the embeddings" if layer == "embeddings" else f"layer {layer}"
+
+
+def _known(tf_model: Any, k: int, layer: Any) -> str:
+    known = tf_model.known_difference
+    if known is None or (known.hidden_state, known.layer) != (k, layer):
+        return ""
+    return f"; a known difference of this port: {known.finding}"
+
+
+def _top_weights(rows: list[Comparison], n: int = 3) -> str:
+    """The failing weights whose gradients differ most (relative RMSE to the reference)."""
+    failing = [c for c in rows if not c.passed and _is_weight(c.name)]
+    if not failing:
+        return "."
+    ranked = sorted(failing, key=lambda c: -_relative(c))[:n]
+    named = ", ".join(f"{c.name.removeprefix(GRAD)} ({_describe(c)})" for c in ranked)
+    return f"; the weights whose gradients differ most: {named}."
+
+
+def _describe(c: Comparison) -> str:
+    if c.problem:
+        return c.problem
+    if c.referee is not None:
+        return f"RMSE to float64 {_relative(c):.3g}x the allowed"
+    return f"mean abs diff {c.mean_abs_diff:.3g}"
+
+
+def _relative(c: Comparison) -> float:
+    if c.problem:
+        return float("inf")
+    if c.referee is not None:
+        scale = c.referee["actual_rmse"] / max(c.referee["allowed_rmse"], 1e-30)
+        return float(scale)
+    return c.mean_abs_diff
+
+
+def _is_weight(name: str) -> bool:
+    bare = name.removeprefix(GRAD)
+    return name.startswith(GRAD) and bare != "inputs_embeds" and hidden_state_index(bare) is None
+
+
+def _failed(rows: list[Comparison], name: str) -> bool:
+    return any(c.name == name and not c.passed for c in rows)
+
+
+def _hidden_agree(rows: list[Comparison]) -> bool:
+    return all(c.passed for c in rows if hidden_state_index(c.name.removeprefix(GRAD)) is not None)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def _hidden_table(rows: list[Comparison], forward: list[int], judge: Any) -> list[dict[str, Any]]:
+    table = []
+    for c in rows:
+        bare = c.name.removeprefix(GRAD)
+        k = hidden_state_index(bare) if bare != "inputs_embeds" else -1
+        if k is None:
+            continue
+        r = c.referee or {}
+        table.append(
+            {
+                "gradient": bare,
+                "forward_ok": None if k < 0 else k not in forward,
+                "max_abs_diff": c.max_abs_diff,
+                "cosine": c.cosine,
+                "rmse_vs_fp64": r.get("actual_rmse"),
+                "reference_rmse_vs_fp64": r.get("reference_rmse"),
+                "passed": c.passed,
+            }
+        )
+    return table
+
+
+def _weight_table(rows: list[Comparison], tf_weights: dict, pt_weights: dict) -> dict[str, Any]:
+    weights = [c for c in rows if _is_weight(c.name)]
+    failing = sorted((c for c in weights if not c.passed), key=lambda c: -_relative(c))
+    return {
+        "compared": len(weights),
+        "passed": sum(c.passed for c in weights),
+        "only_tf": sorted(set(tf_weights) - set(pt_weights)),
+        "differing_most": [
+            {"name": c.name.removeprefix(GRAD), "how": _describe(c), "max_abs_diff": c.max_abs_diff}
+            for c in failing[:10]
+        ],
+    }
