@@ -106,3 +106,6 @@ class GradientRun:
     weights: dict[str, np.ndarray | None] = field(default_factory=dict)
     word_embeddings: str | None = None
     scalar: str = ""  # the scalar in words (Objective.describe)
+    # Rows a side's embedding gives no gradient by design, by weight name: PyTorch's
+    # ``nn.Embedding(padding_idx=N)`` row N (TensorFlow's gather has no such rule).
+    frozen_rows: dict[str, int] = field(default_factory=dict)

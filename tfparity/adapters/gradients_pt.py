@@ -83,6 +83,13 @@ def pt_gradients(
             names(name): _grad(p) for name, p in model.named_parameters() if names(name) is not None
         },
     )
+    run.frozen_rows = {
+        names(f"{name}.weight"): int(module.padding_idx)
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Embedding)
+        and module.padding_idx is not None
+        and names(f"{name}.weight") is not None
+    }
     model.zero_grad(set_to_none=True)  # the gradients are numpy now: free them
     return run
 
