@@ -18,6 +18,10 @@
     on failure only) against the bare forward passes it needs (TF ids traced, PyTorch
     fp32 and fp64); the Ray engine on 1 vs 2 local workers, one CPU thread each, and
     the machine's ceiling for that ratio (2 single-threaded processes against one);
+(g) gradients: `tfparity gradients` (check_gradients: ids vs embeds and TF vs PyTorch,
+    float64 referee) against the bare backward passes it needs, hand-written (TF
+    input_ids and inputs_embeds under a GradientTape, PyTorch float32 and float64
+    autograd, every weight's gradient); the ratio, measured in the same run;
 (f) kernels: the sweep under --referee lazy and full, once with TF's default oneDNN CPU
     kernels and once with its Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0): float64 share,
     items/s and whether the verdicts are identical.
@@ -68,14 +72,14 @@ def main() -> int:
         "--baseline-ref",
         help="(e) also time the sweep of this git revision (e.g. 55faf23) against this tree",
     )
-    p.add_argument("--only", help="comma-separated subset of a,b,c,d,e,f (r: e's referees only)")
+    p.add_argument("--only", help="comma-separated subset of a,b,c,d,e,f,g (r: e's referees only)")
     args = p.parse_args()
     q = args.quick
     batches = args.batches or (8 if q else 31)
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e,f").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -98,6 +102,8 @@ def main() -> int:
         sweep_referees(args.model, sgemm_rate())
     if "f" in only:
         kernels(args.model)
+    if "g" in only:
+        gradients_overhead(args.model, texts, 2 if q else 4)
     if "e" in only:
         scale(
             args.model,
@@ -132,6 +138,62 @@ def corpus_file(texts: list[str], n: int, directory: Path) -> Path:
             rnd = i // len(texts)
             f.write((base if rnd == 0 else f"{base} (take {rnd}, line {i})") + "\n")
     return path
+
+
+# ----------------------------------------------------------------------------- (g)
+
+
+def gradients_overhead(spec: str, texts: list[str], n_batches: int, repeats: int = 3) -> None:
+    """`tfparity gradients` against the bare backward passes it needs (same run)."""
+    import tensorflow as tf
+
+    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.runtime import import_torch
+    from tfparity.api import load_model, make_batches
+    from tfparity.checks.gradients import check_gradients
+    from tfparity.inputs import InputOptions
+
+    torch = import_torch()
+    model, pt = load_model(spec), load_pt(spec)
+    sentences = tuple(texts[i % len(texts)] for i in range(8 * n_batches))
+    batches = make_batches(model, InputOptions(texts=sentences))
+    variables = model.model.trainable_variables
+    matrix = model.word_embeddings()
+
+    def tf_pass(batch, embeds: bool) -> None:
+        kwargs = model.call_kwargs(batch)
+        with tf.GradientTape() as tape:
+            fed = tf.gather(matrix, batch.input_ids) if embeds else None
+            out = model.model(
+                None if embeds else batch.input_ids, inputs_embeds=fed, training=False, **kwargs
+            )
+            loss = tf.reduce_sum(out.last_hidden_state)
+        [
+            np.asarray(tf.convert_to_tensor(g))
+            for g in tape.gradient(loss, variables)
+            if g is not None
+        ]
+
+    def pt_pass(m, batch) -> None:
+        m.zero_grad(set_to_none=True)
+        m(**pt.torch_inputs(batch)).last_hidden_state.sum().backward()
+        [p.grad.numpy() for p in m.parameters() if p.grad is not None]
+
+    def bare() -> None:
+        for batch in batches:
+            tf_pass(batch, False)
+            tf_pass(batch, True)
+        for m in (pt.model, pt.fp64()):
+            for batch in batches:
+                with torch.enable_grad():
+                    pt_pass(m, batch)
+
+    base = timed(bare, repeats)
+    ours = timed(lambda: check_gradients(model, pt, batches), repeats)
+    print(
+        f"(g) gradients {spec}, {n_batches} batches of 8: bare backward passes {base:.2f} s, "
+        f"tfparity gradients {ours:.2f} s, ratio {ours / base:.2f}x (target <= 1.5x)"
+    )
 
 
 # ----------------------------------------------------------------------------- (a)

@@ -155,6 +155,11 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     assert cli.main(["gradients", TINY, "--no-pt", "--pt", TINY]) == 2
     assert "--pt or --no-pt" in capsys.readouterr().err
     assert cli.main(["gradients", "tiny:not-a-model", "--no-pt"]) == 2
+    # left padding in a causal model: PyTorch's float64 gradients of the all-masked row
+    # are NaN there, so nothing is judged (exit 2), never a verdict from NaN
+    left = ["--random", "5", "--seq-len", "7", "--batch-size", "5", "--seed", "7"]
+    assert cli.main(["gradients", "keras-hub:tiny:qwen2", *left, "--padding-side", "left"]) == 2
+    assert "NaN or Inf" in capsys.readouterr().err
 
 
 def test_the_scalar_is_seeded_and_reaches_every_token():

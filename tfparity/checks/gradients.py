@@ -43,7 +43,7 @@ from ..inputs import Batch, note_truncation
 from ..results import Divergence, Report
 from ..trace import hidden_state_index
 from ..validation import same_architecture
-from .embeds import embeddings_hint
+from .embeds import NonFiniteOutputError, embeddings_hint
 
 GRAD = "grad:"  # comparison names: grad:hidden_states[1], grad:<PyTorch weight name>
 
@@ -206,6 +206,8 @@ def _tf_vs_pt(
     options: GradientsOptions,
 ) -> Report:
     masks = [b.attention_mask for b in batches]
+    _ensure_finite(truth, "PyTorch's float64 referee")
+    _ensure_finite(pt, "PyTorch")
     judge = _Judge(options.tolerance, options.referee)
     forward = _forward_failures(ids.forward, pt.forward, masks, judge, truth.forward)
     losses = [np.asarray(x.losses) for x in (ids, pt, truth)]
@@ -250,6 +252,21 @@ def _tf_vs_pt(
         },
         notes=notes,
     )
+
+
+def _ensure_finite(side: Collected, where: str) -> None:
+    """Refuse (exit 2) to judge against a reference whose loss or gradients hold NaN or
+    Inf (e.g. a fully masked row's softmax under left padding)."""
+    grads = [g for h in side.hidden for g in h.values()] + side.embeds
+    bad = not np.all(np.isfinite(side.losses)) or any(
+        g is not None and not np.all(np.isfinite(g)) for g in grads
+    )
+    if bad:
+        raise NonFiniteOutputError(
+            f"The loss or gradients of {where} hold NaN or Inf, so gradient parity cannot be "
+            "judged. A row whose every token is masked (left padding in a causal model) gives "
+            "NaN gradients in some models; pad on the right, or check the weights."
+        )
 
 
 @dataclass
@@ -351,9 +368,25 @@ def _weight_rows(
             rows.append(_one_sided(name, a, e))
             continue
         a = a.reshape(e.shape) if a.shape != e.shape and a.size == e.size else a
+        a, e, t = _touched_rows(a, e, t)
         truth_of = None if t is None else [t]
         rows.append(judge.rows(GRAD + name, [a], [e], truth_of, None, scale=scale))
     return rows, unreached
+
+
+def _touched_rows(a: np.ndarray, e: np.ndarray, t: np.ndarray | None) -> tuple:
+    """The rows (first axis) that are non-zero on some side: an embedding table's
+    gradient is zero in every row no token reaches, on every side, and those rows agree
+    by construction (comparing them costs most of a word matrix's time, for nothing)."""
+    if a.ndim < 2 or a.shape != e.shape:
+        return a, e, t
+    sides = [a, e] if t is None else [a, e, t]
+    kept = np.zeros(a.shape[0], bool)
+    for x in sides:
+        kept |= np.any(x.reshape(x.shape[0], -1) != 0, axis=1)
+    if kept.all() or not kept.any():
+        return a, e, t
+    return a[kept], e[kept], None if t is None else t[kept]
 
 
 def _without_row(grad: np.ndarray, row: int) -> np.ndarray:
@@ -393,6 +426,7 @@ def _weight_row(
 ) -> Comparison:
     if actual is None or expected is None:
         return _one_sided(str(name), actual, expected, side)
+    actual, expected, _ = _touched_rows(actual, expected, None)
     c = compare_batches([actual], [expected], name=GRAD + str(name), tolerance=tol)
     if not c.passed and not c.problem:
         c.problem = _relation(actual, expected)
