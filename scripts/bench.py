@@ -21,6 +21,10 @@
 (l) LiteRT: `crosscheck` of an fp32 LiteRT flatbuffer of MODEL (static [8, 64], hidden
     states read from its intermediate tensors) against the bare passes it needs: the
     plain interpreter's signature runner on the padded batches, PyTorch fp32 and fp64;
+(h) gradients: `tfparity gradients` (check_gradients: ids vs embeds and TF vs PyTorch,
+    float64 referee) against the bare backward passes it needs, hand-written (TF
+    input_ids and inputs_embeds under a GradientTape, PyTorch float32 and float64
+    autograd, every weight's gradient); the ratio, measured in the same run;
 (f) kernels: the sweep under --referee lazy and full, once with TF's default oneDNN CPU
     kernels and once with its Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0): float64 share,
     items/s and whether the verdicts are identical;
@@ -76,7 +80,7 @@ def main() -> int:
         help="(e) also time the sweep of this git revision (e.g. 55faf23) against this tree",
     )
     p.add_argument(
-        "--only", help="comma-separated subset of a,b,c,d,e,f,g,l (r: e's referees only)"
+        "--only", help="comma-separated subset of a,b,c,d,e,f,g,h,l (r: e's referees only)"
     )
     p.add_argument("--gen-model", default="tiny:gpt2/causal-lm", help="causal LM for (g)")
     args = p.parse_args()
@@ -85,7 +89,7 @@ def main() -> int:
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e,f,g,l").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g,h,l").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -112,6 +116,8 @@ def main() -> int:
         generation(args.gen_model, 32)
     if "l" in only:
         litert_overhead(args.model, texts, 64 if q else 256)
+    if "h" in only:
+        gradients_overhead(args.model, texts, 2 if q else 4)
     if "e" in only:
         scale(
             args.model,
@@ -146,6 +152,62 @@ def corpus_file(texts: list[str], n: int, directory: Path) -> Path:
             rnd = i // len(texts)
             f.write((base if rnd == 0 else f"{base} (take {rnd}, line {i})") + "\n")
     return path
+
+
+# ----------------------------------------------------------------------------- (g)
+
+
+def gradients_overhead(spec: str, texts: list[str], n_batches: int, repeats: int = 3) -> None:
+    """`tfparity gradients` against the bare backward passes it needs (same run)."""
+    import tensorflow as tf
+
+    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.runtime import import_torch
+    from tfparity.api import load_model, make_batches
+    from tfparity.checks.gradients import check_gradients
+    from tfparity.inputs import InputOptions
+
+    torch = import_torch()
+    model, pt = load_model(spec), load_pt(spec)
+    sentences = tuple(texts[i % len(texts)] for i in range(8 * n_batches))
+    batches = make_batches(model, InputOptions(texts=sentences))
+    variables = model.model.trainable_variables
+    matrix = model.word_embeddings()
+
+    def tf_pass(batch, embeds: bool) -> None:
+        kwargs = model.call_kwargs(batch)
+        with tf.GradientTape() as tape:
+            fed = tf.gather(matrix, batch.input_ids) if embeds else None
+            out = model.model(
+                None if embeds else batch.input_ids, inputs_embeds=fed, training=False, **kwargs
+            )
+            loss = tf.reduce_sum(out.last_hidden_state)
+        [
+            np.asarray(tf.convert_to_tensor(g))
+            for g in tape.gradient(loss, variables)
+            if g is not None
+        ]
+
+    def pt_pass(m, batch) -> None:
+        m.zero_grad(set_to_none=True)
+        m(**pt.torch_inputs(batch)).last_hidden_state.sum().backward()
+        [p.grad.numpy() for p in m.parameters() if p.grad is not None]
+
+    def bare() -> None:
+        for batch in batches:
+            tf_pass(batch, False)
+            tf_pass(batch, True)
+        for m in (pt.model, pt.fp64()):
+            for batch in batches:
+                with torch.enable_grad():
+                    pt_pass(m, batch)
+
+    base = timed(bare, repeats)
+    ours = timed(lambda: check_gradients(model, pt, batches), repeats)
+    print(
+        f"(g) gradients {spec}, {n_batches} batches of 8: bare backward passes {base:.2f} s, "
+        f"tfparity gradients {ours:.2f} s, ratio {ours / base:.2f}x (target <= 1.5x)"
+    )
 
 
 # ----------------------------------------------------------------------------- (a)

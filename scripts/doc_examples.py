@@ -336,6 +336,16 @@ EXAMPLES: tuple[Example, ...] = (
     Example("embeddings-minilm", "docs/embeddings.md", 0, ("embeddings", "minilm"), minilm=True),
     Example("embeddings-tiny-bert", "docs/embeddings.md", 0, ("embeddings", "tiny:bert")),
     Example("positions-minilm", "docs/positions.md", 0, ("positions", "minilm"), minilm=True),
+    Example("gradients-tiny-bert", "docs/gradients.md", 0, ("gradients", "tiny:bert")),
+    Example(
+        "gradients-minilm",
+        "docs/gradients.md",
+        0,
+        ("gradients", "minilm"),
+        minilm=True,
+        tested=False,
+        why_untested="four backward passes of minilm; tiny:bert's example is tested",
+    ),
     Example("devices", "docs/devices-and-modes.md", 0, ("devices",), needs_cpu_only=True),
     Example(
         "modes-minilm",

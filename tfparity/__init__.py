@@ -24,6 +24,7 @@ _API = (
     "crosscheck",
     "diagnose",
     "generate",
+    "gradients",
     "load_model",
     "make_batches",
 )
@@ -32,6 +33,7 @@ _ELSEWHERE = {
     "assert_crosscheck": "assertions",
     "assert_embeds_parity": "assertions",
     "assert_generation": "assertions",
+    "assert_gradients": "assertions",
 }
 
 __all__ = [

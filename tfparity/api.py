@@ -222,6 +222,54 @@ def _export_parity(
     ]
 
 
+def gradients(
+    model: Any = "minilm",
+    *,
+    pt: Any = None,
+    inputs: InputOptions | None = None,
+    batches: Sequence[Batch] | None = None,
+    tolerance: Tolerance | None = None,
+    seed: int = 0,
+    embeds_fn: Callable[[Batch], Any] | None = None,
+    allow_pickle: bool = False,
+    head: str | None = None,
+) -> list[Report]:
+    """Gradients through ``inputs_embeds`` and against PyTorch (see
+    :mod:`tfparity.checks.gradients`): a ``gradients-embeds`` Report (TF ``input_ids``
+    path vs the ``inputs_embeds`` path fed the Keras-side gather, or ``embeds_fn(batch)``
+    made inside the tape) and a ``gradients`` Report (TF vs PyTorch, float64 referee;
+    ``tolerance`` judges both instead). ``seed`` seeds the scalar (labels, projection).
+    ``pt``: the PyTorch reference as for :func:`crosscheck` (a MODEL spec or a live
+    model; loaded from ``model``'s spec by default); ``pt=False``: no PyTorch, the
+    ids-vs-embeds report only."""
+    from . import validation
+    from .adapters.pt_model import PTModel
+    from .checks.gradients import GradientsOptions, check_gradients
+    from .errors import TfparityError
+
+    _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
+    validation.optional_callable(embeds_fn, "embeds_fn")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, not {seed!r}.")
+    tf_model = load_model(model, allow_pickle=allow_pickle, head=head)
+    pt_model = None
+    if pt is not False:
+        under_test = model if isinstance(model, str) else tf_model
+        pt_model = reference_for(
+            under_test, pt, allow_pickle=allow_pickle, head=model_head(tf_model) or head
+        )
+        if not isinstance(pt_model, PTModel):
+            raise TfparityError(
+                "The gradients check differentiates the PyTorch reference, so it needs a "
+                "live PyTorch model (a MODEL spec or a PTModel), not stored outputs."
+            )
+        tf_model = bound_to_reference(tf_model, pt)
+    if batches is None:
+        batches = make_batches(tf_model, inputs)
+    options = GradientsOptions(seed=seed, tolerance=tolerance, embeds_fn=embeds_fn)
+    return check_gradients(tf_model.eager(), pt_model, batches, options)
+
+
 def diagnose(
     model: Any,
     input_ids: Any,

@@ -165,6 +165,41 @@ def assert_generation(
     return report
 
 
+def assert_gradients(
+    tf_model: Any = "minilm",
+    pt_model: Any = None,
+    *,
+    texts: Sequence[str] | None = None,
+    inputs: InputOptions | None = None,
+    batches: Sequence[Batch] | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    seed: int = 0,
+    embeds_fn: Callable[[Batch], Any] | None = None,
+    head: str | None = None,
+) -> list[Report]:
+    """Assert that gradients through ``inputs_embeds`` equal the ``input_ids`` path's
+    (the word-embedding matrix's too) and that TF's gradients agree with PyTorch's
+    (float64 referee, or ``atol``/``rtol``); ``pt_model=False`` skips PyTorch. See
+    :func:`tfparity.gradients`. Returns the Reports."""
+    __tracebackhide__ = True
+    from .api import gradients
+
+    _check_arguments(texts, inputs, batches, atol, rtol)
+    tf = _tf_model(tf_model, head)
+    reports = gradients(
+        tf,
+        pt=pt_model,
+        head=head,
+        batches=_batches(tf, texts, inputs, batches),
+        tolerance=tolerance_from(atol, rtol),
+        seed=seed,
+        embeds_fn=embeds_fn,
+    )
+    _conclude(reports)
+    return reports
+
+
 # ----------------------------------------------------------------------------- helpers
 
 

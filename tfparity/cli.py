@@ -65,6 +65,7 @@ COMMANDS = (
     "embeddings",
     "positions",
     "generate",
+    "gradients",
     "sweep",
     "merge",
 )

@@ -30,6 +30,7 @@ __all__ = [
     "catalogue_for",
     "export_saved_model",
     "ffn_fault",
+    "gradient_faults",
     "perturb_ffn",
     "to_litert",
     "with_config",
@@ -115,3 +116,62 @@ def export_saved_model(
     from .adapters.exported.writer import export_saved_model as write
 
     return write(tf_model, directory, hidden_states=hidden_states, inputs_embeds=inputs_embeds)
+
+
+def gradient_faults(layer_path: str = "encoder.layer.{i}") -> dict[str, tuple[Fault, ...]]:
+    """Faults only gradients show, by the gradients report that must catch them
+    (``gradients-embeds``: ids vs embeds; ``gradients``: TF vs PyTorch), with a port's
+    forward fault for contrast. ``layer_path``: where an HF TF model's main layer keeps
+    its layers (BERT's; ``h.{i}`` for GPT-2), for the backward-only layer fault.
+
+    The gather faults leave the embeddings as they are (the embeds check passes) and
+    stop or scale the gradient that flows back through them to the word-embedding
+    matrix; the backward fault scales the gradient into a layer's input, its outputs
+    unchanged (a wrong custom gradient)."""
+    from .architectures.faults import find, main_layer
+
+    def gather(factor: float) -> Any:
+        def apply(model: Any) -> Any:
+            from .adapters.gradients_tf import with_gather_gradient
+
+            return with_gather_gradient(model, factor)
+
+        return apply
+
+    def backward(model: Any) -> Any:
+        from .adapters.gradients_tf import with_layer_backward
+
+        with_layer_backward(find(main_layer(model), layer_path.format(i=1)), 0.5)
+        return model
+
+    def forward(model: Any) -> Any:
+        perturb_ffn(model, 1, 1.1)
+        return model
+
+    at_gather = dict(hidden_state=None, layer="embeddings", component="embeddings")
+    return {
+        "gradients-embeds": (
+            Fault(
+                name="gather gradient stopped",
+                apply=gather(0.0),
+                expect=Expect(**at_gather, hint="stopped"),
+            ),
+            Fault(
+                name="gather gradient scaled by 0.5",
+                apply=gather(0.5),
+                expect=Expect(**at_gather, hint="scaled by 0.5"),
+            ),
+        ),
+        "gradients": (
+            Fault(
+                name="layer 1 backward scaled by 0.5",
+                apply=backward,
+                expect=Expect(hidden_state=1, layer=1, component=None, hint="backward pass"),
+            ),
+            Fault(
+                name="FFN weight of layer 1 scaled by 1.1",
+                apply=forward,
+                expect=Expect(hidden_state=2, layer=1, component=None, hint="forward pass"),
+            ),
+        ),
+    }

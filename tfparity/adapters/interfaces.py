@@ -23,6 +23,7 @@ import numpy as np
 
 from ..architectures import Architecture, IdsOnlyTransform, KnownDifference
 from ..architectures.heads import Head
+from ..errors import TfparityError
 from ..inputs import Batch, Limits
 from ..results import Hint
 from ..trace import Trace
@@ -95,6 +96,16 @@ class TFSide(Protocol):
     def named_weights(self) -> list[tuple[str, Any]]: ...  # (name, variable)
     def traces_by_path(self) -> dict[str, int]: ...
 
+    def gradients(
+        self,
+        batch: Batch,
+        objective: Any,
+        *,
+        embeds: bool = False,
+        embeds_fn: Any = None,
+        reference: Any = None,
+    ) -> Any: ...  # a GradientRun (adapters/gradients.py)
+
     # other forms of the same model
     def executed(self, options: ExecutionOptions) -> TFSide: ...
     def eager(self) -> TFSide: ...
@@ -136,6 +147,7 @@ class Reference(Protocol):
     def weights(self) -> dict[str, np.ndarray]: ...
     def named_weights(self) -> list[tuple[str, Any]]: ...  # (name, tensor); none if stored
     def head_weight_names(self) -> list[str]: ...
+    def gradients(self, batch: Batch, objective: Any, *, float64: bool = False) -> Any: ...
     def in_precision(self, precision: str) -> Reference: ...
 
 
@@ -187,6 +199,20 @@ class TFSideBase:
     def named_weights(self) -> list[tuple[str, Any]]:
         """``(name, variable)`` of the weights it holds; none when they are not visible."""
         return []
+
+    def gradients(
+        self,
+        batch: Batch,
+        objective: Any,
+        *,
+        embeds: bool = False,
+        embeds_fn: Any = None,
+        reference: Any = None,
+    ) -> Any:
+        raise TfparityError(
+            f"{type(self).__name__} cannot be differentiated here: the gradients check "
+            "runs on Hugging Face TF models and keras-hub backbones."
+        )
 
     def reloaded(self) -> TFSide | None:
         """None: this side has no save-and-reload pass (an export is already saved)."""

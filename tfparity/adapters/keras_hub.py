@@ -88,12 +88,17 @@ class Ported:
     hf_key: str
     hook: Any
 
-    def pt_layout(self, pt_value: np.ndarray) -> tuple[np.ndarray, str | None]:
-        """The Keras value in PyTorch's layout (the hook's permutation undone), and the
-        dtype the hook casts to where it casts (a lossy conversion), else None. Entries
-        the hook drops (RoBERTa's two padding rows of the position table) are PyTorch's."""
+    def pt_layout(
+        self, pt_value: np.ndarray, value: np.ndarray | None = None
+    ) -> tuple[np.ndarray, str | None]:
+        """The Keras value (or ``value``, an array of the variable's shape: its
+        gradient) in PyTorch's layout (the hook's permutation undone), and the dtype the
+        hook casts to where it casts (a lossy conversion), else None. Entries the hook
+        drops (RoBERTa's two padding rows of the position table) are PyTorch's."""
         pt_shape = tuple(pt_value.shape)
-        value = np.asarray(self.variable.numpy())
+        # a gradient's dropped entries are zero: PyTorch's rows there get none either
+        fill = np.zeros_like(pt_value) if value is not None else pt_value
+        value = np.asarray(self.variable.numpy()) if value is None else value
         if self.hook is None:
             if value.size != pt_value.size:
                 return value, None  # described as a shape difference
@@ -103,7 +108,7 @@ class Ported:
         index = np.arange(int(np.prod(pt_shape)), dtype=np.float64).reshape(pt_shape)
         if cast is None:
             perm = np.asarray(self.hook(index, list(value.shape))).astype(np.int64).ravel()
-            out = np.asarray(pt_value, value.dtype).ravel().copy()
+            out = np.asarray(fill, value.dtype).ravel().copy()
             out[perm] = value.ravel()
             return out.reshape(pt_shape), None
         if value.shape == tuple(pt_shape):  # a cast only (or a transpose of a square)
@@ -399,6 +404,45 @@ class KerasHubModel(TFSideBase):
             # half runs here, with its own sub-layer, as its call does.
             embeds = embeds + positions(embeds)
         return [embeds, *[feed[k] for k in self._embeds_fn[1]]]
+
+    def gradients(
+        self,
+        batch: Batch,
+        objective: Any,
+        *,
+        embeds: bool = False,
+        embeds_fn: Any = None,
+        reference: dict[str, np.ndarray] | None = None,
+    ) -> Any:
+        """The gradients check's scalar differentiated (see :meth:`TFModel.gradients`).
+        Weights are named by PyTorch name in PyTorch's layout through the converter's
+        record where ``reference`` (PyTorch's weights by name) is given, else by their
+        Keras paths."""
+        from .gradients_tf import backbone_gradients
+
+        check_limits(batch, self.limits)
+        feed = self.inputs(batch)
+
+        def call(fed: Any) -> Any:
+            if fed is None:
+                return self.backbone(feed, training=False)
+            return self._embeds_function()(self._embeds_feed(feed, fed))
+
+        run, variables, grads = backbone_gradients(self, batch, objective, call, embeds, embeds_fn)
+        by_path = dict(zip((v.path for v in variables), grads, strict=True))
+        run.weights, run.word_embeddings = dict(by_path), self.word_embeddings().path
+        if reference is None:
+            return run
+        named = {}
+        for port in self.ports:
+            name = _pt_name(port.hf_key, reference)
+            grad = by_path.get(port.variable.path)
+            if name is not None and port.variable.path in by_path:
+                named[name] = None if grad is None else port.pt_layout(reference[name], grad)[0]
+                if port.variable.path == run.word_embeddings:
+                    run.word_embeddings = name
+        run.weights = named
+        return run
 
     def output_names(self, reference: Any) -> set[str]:
         """The reference's tensors this backbone has a counterpart of (a keras-hub

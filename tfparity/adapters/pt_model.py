@@ -171,6 +171,29 @@ class PTModel:
 
         return taps.weight_scope(self.config, layer, component)
 
+    def gradients(self, batch: Batch, objective: Any, *, float64: bool = False) -> Any:
+        """The gradients check's scalar differentiated on the ``input_ids`` path (a
+        :class:`~.gradients.GradientRun`), weights named as :meth:`weights` names them."""
+        from .gradients_pt import pt_gradients
+
+        torch = import_torch()
+        model = self.fp64() if float64 else self.model
+        body = model.base_model_prefix + "."
+        strip = model.base_model is not model
+
+        def named(name: str) -> str:
+            return name.removeprefix(body) if strip else name
+
+        with _default_dtype(torch.float64 if float64 else None):
+            run = pt_gradients(
+                model, self.torch_inputs(batch), batch.attention_mask, objective, named
+            )
+        word = model.get_input_embeddings().weight
+        run.word_embeddings = next(
+            (named(n) for n, p in model.named_parameters() if p is word), None
+        )
+        return run
+
     def weights(self) -> dict[str, np.ndarray]:
         """Parameters as numpy by state-dict name (for weight-level hints; float32 ones for
         a reduced-precision copy, since the TF weights stay float32 under a mixed policy).

@@ -276,6 +276,23 @@ class TFModel(TFSideBase):
             spec=self.spec,
         ).executed(self.execution)
 
+    def gradients(
+        self,
+        batch: Batch,
+        objective: Any,
+        *,
+        embeds: bool = False,
+        embeds_fn: Any = None,
+        reference: Any = None,
+    ) -> Any:
+        """The gradients check's scalar differentiated (a :class:`~.gradients.GradientRun`)
+        on the ``input_ids`` path or, with ``embeds``, on the ``inputs_embeds`` path fed
+        ``embeds_fn(batch)`` (default: :meth:`gather`), made inside the tape. Weights are
+        named by PyTorch name already (``reference`` is for sides that need one)."""
+        from .gradients_tf import hf_gradients
+
+        return hf_gradients(self, batch, objective, embeds, embeds_fn)
+
     # ------------------------------------------------------------------ localisation
     # What the cross-check asks of a TF side (the keras-hub adapter answers the same).
 

@@ -25,6 +25,7 @@ from ..compare import (
     Tolerance,
     compare_batches,
     compare_output_batches,
+    judged_by_referee,
     referee_batches,
 )
 from ..inputs import Batch, note_truncation
@@ -290,16 +291,7 @@ def _refereeing(runs: _Runs, referee: Referee, refereed: dict[str, RefereeResult
 
 def _judged(c: Comparison, r: RefereeResult | None, referee: Referee) -> Comparison:
     """``c`` judged by its referee verdict ``r``, with the bound that decided it."""
-    if r is None or c.problem:
-        return c
-    bound = {
-        "actual_rmse": r.actual_rmse,
-        "reference_rmse": r.reference_rmse,
-        "allowed_rmse": r.allowed_rmse,
-        "factor": referee.factor,
-        "floor": referee.floor,
-    }
-    return replace(c, passed=r.passed, judge="referee", referee=bound)
+    return judged_by_referee(c, r, referee)
 
 
 @dataclass

@@ -18,7 +18,15 @@ from __future__ import annotations
 from .masks import POOLED_OUTPUTS, is_pooled, leaf_mask, valid_positions
 from .nested import compare_output_batches, compare_outputs, flatten
 from .record import Comparison, failed_comparison, failure_message
-from .referee import Referee, RefereeResult, RefereeSums, referee_batches, rmse, row_rms
+from .referee import (
+    Referee,
+    RefereeResult,
+    RefereeSums,
+    judged_by_referee,
+    referee_batches,
+    rmse,
+    row_rms,
+)
 from .stats import all_finite, compare_arrays, compare_batches, to_numpy
 from .tolerance import (
     Closeness,
@@ -48,6 +56,7 @@ __all__ = [
     "failure_message",
     "flatten",
     "is_pooled",
+    "judged_by_referee",
     "leaf_mask",
     "referee_batches",
     "rmse",

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from .masks import Layout, leaf_mask
+from .record import Comparison
 from .stats import BLOCK, as_float64, to_numpy
 
 
@@ -36,6 +37,21 @@ class RefereeResult:
     allowed_rmse: float
     ratio: float | None  # actual_rmse / reference_rmse
     passed: bool
+
+
+def judged_by_referee(c: Comparison, r: RefereeResult | None, referee: Referee) -> Comparison:
+    """``c`` judged by its referee verdict ``r`` (None: as it was), with the bound that
+    decided it; a comparison that found a problem (shapes, NaN) keeps its verdict."""
+    if r is None or c.problem:
+        return c
+    bound = {
+        "actual_rmse": r.actual_rmse,
+        "reference_rmse": r.reference_rmse,
+        "allowed_rmse": r.allowed_rmse,
+        "factor": referee.factor,
+        "floor": referee.floor,
+    }
+    return replace(c, passed=r.passed, judge="referee", referee=bound)  # c is left as it was
 
 
 def referee_batches(

@@ -1,0 +1,173 @@
+"""The gradients check: clean ports pass (ids vs embeds, and TF vs PyTorch), and each
+gradient fault fails in the report that must catch it, localised and named, while the
+forward-only checks (and the other report) pass."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tfparity import InputOptions, assert_gradients, cli, gradients
+from tfparity.adapters.pt_model import load_pt
+from tfparity.adapters.tf_model import TFModel
+from tfparity.api import check_embeds, make_batches
+from tfparity.checks.gradients import GradientsOptions, check_gradients
+from tfparity.report.gradients import render_gradients
+from tfparity.testing import gradient_faults
+
+pytestmark = pytest.mark.kernels  # rerun by CI under TF's Eigen kernels too
+
+TINY = "tiny:bert"
+INPUTS = InputOptions(random=6, seq_len=12, batch_size=3, seed=1)
+FAULTS = [(check, f.name) for check, faults in gradient_faults().items() for f in faults]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """PyTorch tiny:bert (loaded from the spec, as the API does) and the batches."""
+    return load_pt(TINY), make_batches(TFModel.load(TINY), INPUTS)
+
+
+def by_check(reports):
+    return {r.check: r for r in reports}
+
+
+def test_clean_port_passes_both_comparisons(reference):
+    pt, batches = reference
+    reports = by_check(check_gradients(TFModel.load(TINY), pt, batches))
+    assert set(reports) == {"gradients-embeds", "gradients"}
+    for report in reports.values():
+        assert report.passed, [c.name for c in report.failures]
+        assert report.first_divergence is None
+    compared = {c.name for c in reports["gradients"].comparisons}
+    # the embeddings, every hidden state and the weights on the scalar's path
+    assert {
+        "loss",
+        "grad:inputs_embeds",
+        "grad:hidden_states[0]",
+        "grad:hidden_states[2]",
+    } <= compared
+    assert "grad:encoder.layer.1.output.dense.weight" in compared
+    assert reports["gradients"].comparisons[0].judge == "referee"
+    word = reports["gradients-embeds"].details["word_embeddings"]
+    assert f"grad:{word}" in {c.name for c in reports["gradients-embeds"].comparisons}
+
+
+@pytest.mark.parametrize(("check", "fault"), FAULTS)
+def test_gradient_faults_fail_localised_in_their_report(reference, check, fault):
+    pt, batches = reference
+    f = next(x for x in gradient_faults()[check] if x.name == fault)
+    broken = f.apply(TFModel.load(TINY))
+    reports = by_check(check_gradients(broken, pt, batches))
+    caught = reports[check]
+    assert caught.passed is False
+    d = caught.first_divergence
+    e = f.expect
+    assert (d.hidden_state, d.layer, d.component) == (e.hidden_state, e.layer, e.component), d
+    assert e.hint in d.hint, d.hint
+    other = "gradients" if check == "gradients-embeds" else "gradients-embeds"
+    assert reports[other].passed, [c.name for c in reports[other].failures]
+
+
+def test_gather_faults_pass_the_forward_embeds_check():
+    """Why gradients are checked at all: the forward comparison cannot see them."""
+    for fault in gradient_faults()["gradients-embeds"]:
+        broken = fault.apply(TFModel.load(TINY))
+        assert check_embeds(broken, inputs=INPUTS).passed, fault.name
+
+
+def test_a_users_embeds_fn_with_a_wrong_custom_gradient_is_named(reference):
+    import tensorflow as tf
+
+    pt, batches = reference
+    model = TFModel.load(TINY)
+    matrix = model.word_embeddings()
+
+    @tf.custom_gradient
+    def doubled_backward(x):
+        return tf.identity(x), lambda upstream: 2.0 * upstream
+
+    def embeds_fn(batch):
+        return doubled_backward(tf.gather(matrix, batch.input_ids))
+
+    options = GradientsOptions(embeds_fn=embeds_fn)
+    report = by_check(check_gradients(model, None, batches, options))["gradients-embeds"]
+    assert not report.passed
+    assert report.first_divergence.layer == "embeddings"
+    assert "scaled by 2" in report.first_divergence.hint
+    right = GradientsOptions(embeds_fn=lambda b: tf.gather(matrix, b.input_ids))
+    assert check_gradients(model, None, batches, right)[0].passed
+
+
+def test_a_task_head_is_differentiated_through_its_loss():
+    reports = gradients("tiny:bert/sequence-classification", inputs=INPUTS)
+    assert all(r.passed for r in reports), [c.name for r in reports for c in r.failures]
+    assert "cross-entropy of logits" in reports[1].details["scalar"]
+    assert "grad:classifier.weight" in {c.name for c in reports[1].comparisons}
+
+
+def test_keras_hub_backbone_passes_and_its_gather_fault_is_caught():
+    spec = "keras-hub:tiny:qwen2"
+    reports = by_check(gradients(spec, inputs=INPUTS))
+    assert all(r.passed for r in reports.values())
+    assert "grad:layers.1.mlp.down_proj.weight" in {
+        c.name for c in reports["gradients"].comparisons
+    }
+    from tfparity.api import load_model
+
+    broken = gradient_faults()["gradients-embeds"][1].apply(load_model(spec))
+    report = by_check(gradients(broken, pt=spec, inputs=INPUTS))["gradients-embeds"]
+    assert not report.passed and "scaled by 0.5" in report.first_divergence.hint
+
+
+def test_gpt2_says_which_hidden_states_it_cannot_differentiate():
+    """transformers' TF GPT-2 returns reshaped copies of its hidden states: no gradient
+    reaches them, which the report says rather than compare nothing silently."""
+    report = by_check(gradients("tiny:gpt2", inputs=INPUTS))["gradients"]
+    assert report.passed
+    assert any("no gradient reaches it" in n for n in report.notes)
+
+
+def test_report_renders_and_the_assertion_raises_with_reports(reference):
+    pt, batches = reference
+    fault = gradient_faults()["gradients"][0]
+    broken = fault.apply(TFModel.load(TINY))
+    with pytest.raises(AssertionError) as info:
+        assert_gradients(broken, pt, batches=batches)
+    assert "FAIL gradients" in str(info.value)
+    text = render_gradients(info.value.reports[1])
+    assert "first divergence: hidden_states[1] · layer 1" in text
+    assert "gradient w.r.t." in text and "FAIL gradients:" in text
+    reports = assert_gradients(TFModel.load(TINY), pt, batches=batches)
+    assert all(r.passed for r in reports)
+
+
+def test_cli_exit_codes_and_json(tmp_path, capsys):
+    out = tmp_path / "g.json"
+    args = ["gradients", TINY, "--random", "3", "--seq-len", "8", "--json", str(out)]
+    assert cli.main(args) == 0
+    data = json.loads(out.read_text())
+    assert data["check"] == "gradients-embeds+gradients" and data["passed"] is True
+    assert {r["check"] for r in data["reports"]} == {"gradients-embeds", "gradients"}
+    assert cli.main(["gradients", TINY, "--no-pt", "--random", "2", "--seq-len", "8"]) == 0
+    assert cli.main(["gradients", TINY, "--no-pt", "--pt", TINY]) == 2
+    assert "--pt or --no-pt" in capsys.readouterr().err
+    assert cli.main(["gradients", "tiny:not-a-model", "--no-pt"]) == 2
+    # left padding in a causal model: PyTorch's float64 gradients of the all-masked row
+    # are NaN there, so nothing is judged (exit 2), never a verdict from NaN
+    left = ["--random", "5", "--seq-len", "7", "--batch-size", "5", "--seed", "7"]
+    assert cli.main(["gradients", "keras-hub:tiny:qwen2", *left, "--padding-side", "left"]) == 2
+    assert "NaN or Inf" in capsys.readouterr().err
+
+
+def test_the_scalar_is_seeded_and_reaches_every_token():
+    a = by_check(gradients(TINY, pt=False, inputs=INPUTS, seed=0))["gradients-embeds"]
+    b = by_check(gradients(TINY, pt=False, inputs=INPUTS, seed=1))["gradients-embeds"]
+    loss_a = next(c for c in a.comparisons if c.name == "loss")
+    loss_b = next(c for c in b.comparisons if c.name == "loss")
+    assert loss_a.worst_expected != loss_b.worst_expected
+    with pytest.raises(ValueError, match="seed"):
+        gradients(TINY, pt=False, seed=-1)
+    assert np.isfinite(loss_a.worst_expected)

@@ -1,0 +1,157 @@
+"""Where gradients first part, and the gradients check's tables (see
+:mod:`.gradients`): the walk backwards from the hidden states' gradients, the forward
+divergence that explains a whole column of them, and the weights whose gradients
+differ most."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..compare import Comparison
+from ..results import Divergence
+from ..trace import hidden_state_index
+
+GRAD = "grad:"  # comparison names: grad:hidden_states[1], grad:<PyTorch weight name>
+
+
+def localise(
+    rows: list[Comparison],
+    forward: list[int],
+    tf_model: Any,
+    pt_model: Any,
+    actual: str,
+    expected: str,
+) -> Divergence:
+    """Where gradients first part, walking backwards (see the module's docstring)."""
+    top = _top_weights(rows)
+    if forward:
+        k = min(forward)
+        layer: Any = "embeddings" if k == 0 else k - 1
+        hint = (
+            f"The forward pass already differs at hidden_states[{k}] ({actual} vs {expected}), "
+            "so every gradient below the scalar differs with it: the cause is in the forward "
+            f"computation of {_layer_text(layer)} (tfparity crosscheck localises it to the "
+            f"sub-layer){_known(tf_model, k, layer)}"
+        )
+        return Divergence(k, layer, "embeddings" if k == 0 else None, hint + top)
+    hidden = sorted(
+        ((k, c) for c in rows if (k := hidden_state_index(c.name.removeprefix(GRAD))) is not None),
+        key=lambda kc: kc[0],
+        reverse=True,
+    )
+    for i, (k, c) in enumerate(hidden):
+        if c.passed:
+            continue
+        if i == 0:
+            hint = (
+                f"The forward pass agrees, but the gradient with respect to the last hidden "
+                f"state (hidden_states[{k}]) differs: the backward pass of the head or of the "
+                "final norm differs"
+            )
+            return Divergence(k, "head", "head", hint + top)
+        hint = (
+            f"The forward pass agrees and the gradient with respect to hidden_states[{k + 1}] "
+            f"agrees, but the gradient with respect to hidden_states[{k}] differs: layer {k}'s "
+            "backward pass differs from its forward (a custom gradient, a gradient-stopping or "
+            "non-differentiable op)"
+        )
+        return Divergence(k, k, None, hint + top)
+    if failed(rows, GRAD + "inputs_embeds"):
+        hint = (
+            "Every hidden state's gradient agrees, but the gradient with respect to "
+            "inputs_embeds differs: the embedding layer's backward pass (positions, "
+            "token types, its norm) differs"
+        )
+        return Divergence(0, "embeddings", "embeddings", hint + top)
+    hint = "Every hidden state's gradient agrees; only weights' gradients differ"
+    return Divergence(None, "weights", None, hint + top)
+
+
+def _layer_text(layer: Any) -> str:
+    return "the embeddings" if layer == "embeddings" else f"layer {layer}"
+
+
+def _known(tf_model: Any, k: int, layer: Any) -> str:
+    known = tf_model.known_difference
+    if known is None or (known.hidden_state, known.layer) != (k, layer):
+        return ""
+    return f"; a known difference of this port: {known.finding}"
+
+
+def _top_weights(rows: list[Comparison], n: int = 3) -> str:
+    """The failing weights whose gradients differ most (relative RMSE to the reference)."""
+    failing = [c for c in rows if not c.passed and _is_weight(c.name)]
+    if not failing:
+        return "."
+    ranked = sorted(failing, key=lambda c: -_relative(c))[:n]
+    named = ", ".join(f"{c.name.removeprefix(GRAD)} ({_describe(c)})" for c in ranked)
+    return f"; the weights whose gradients differ most: {named}."
+
+
+def _describe(c: Comparison) -> str:
+    if c.problem:
+        return c.problem
+    if c.referee is not None:
+        return f"RMSE to float64 {_relative(c):.3g}x the allowed"
+    return f"mean abs diff {c.mean_abs_diff:.3g}"
+
+
+def _relative(c: Comparison) -> float:
+    if c.problem:
+        return float("inf")
+    if c.referee is not None:
+        scale = c.referee["actual_rmse"] / max(c.referee["allowed_rmse"], 1e-30)
+        return float(scale)
+    return c.mean_abs_diff
+
+
+def _is_weight(name: str) -> bool:
+    bare = name.removeprefix(GRAD)
+    return name.startswith(GRAD) and bare != "inputs_embeds" and hidden_state_index(bare) is None
+
+
+def failed(rows: list[Comparison], name: str) -> bool:
+    return any(c.name == name and not c.passed for c in rows)
+
+
+def hidden_agree(rows: list[Comparison]) -> bool:
+    return all(c.passed for c in rows if hidden_state_index(c.name.removeprefix(GRAD)) is not None)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def hidden_table(rows: list[Comparison], forward: list[int], judge: Any) -> list[dict[str, Any]]:
+    table = []
+    for c in rows:
+        bare = c.name.removeprefix(GRAD)
+        k = hidden_state_index(bare) if bare != "inputs_embeds" else -1
+        if k is None:
+            continue
+        r = c.referee or {}
+        table.append(
+            {
+                "gradient": bare,
+                "forward_ok": None if k < 0 else k not in forward,
+                "max_abs_diff": c.max_abs_diff,
+                "cosine": c.cosine,
+                "rmse_vs_fp64": r.get("actual_rmse"),
+                "reference_rmse_vs_fp64": r.get("reference_rmse"),
+                "passed": c.passed,
+            }
+        )
+    return table
+
+
+def weight_table(rows: list[Comparison], tf_weights: dict, pt_weights: dict) -> dict[str, Any]:
+    weights = [c for c in rows if _is_weight(c.name)]
+    failing = sorted((c for c in weights if not c.passed), key=lambda c: -_relative(c))
+    return {
+        "compared": len(weights),
+        "passed": sum(c.passed for c in weights),
+        "only_tf": sorted(set(tf_weights) - set(pt_weights)),
+        "differing_most": [
+            {"name": c.name.removeprefix(GRAD), "how": _describe(c), "max_abs_diff": c.max_abs_diff}
+            for c in failing[:10]
+        ],
+    }

@@ -1,0 +1,69 @@
+"""``tfparity gradients``: gradients through inputs_embeds, and TF's against PyTorch's."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from .common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_head_argument,
+    add_input_arguments,
+    add_model_argument,
+    add_report_arguments,
+    frameworks_frozen,
+    input_options,
+    tolerance,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gradients",
+        help="gradients through inputs_embeds (ids vs embeds) and TF vs PyTorch",
+        description="Differentiate a seeded scalar (the head's loss on seeded labels, or a "
+        "seeded projection of a base model's last hidden state) with respect to "
+        "inputs_embeds, every hidden state and every weight. Compare the input_ids path "
+        "with the inputs_embeds path fed the Keras-side gather (the word-embedding "
+        "matrix's gradient must match), and TF with PyTorch (float64 referee). The first "
+        "divergent layer is found walking backwards from the hidden states' gradients.",
+    )
+    add_model_argument(p)
+    add_head_argument(p)
+    p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (a MODEL spec)")
+    p.add_argument(
+        "--no-pt", action="store_true", help="skip PyTorch: the ids-vs-embeds comparison only"
+    )
+    add_input_arguments(p)
+    add_report_arguments(p)
+    p.set_defaults(func=_run_gradients)
+
+
+def _run_gradients(args: argparse.Namespace) -> int:
+    from ..api import gradients
+    from ..errors import TfparityError
+    from ..report.gradients import render_gradients
+    from ..report.jsonio import write_json
+
+    if args.no_pt and args.pt:
+        raise TfparityError("Give --pt or --no-pt, not both.")
+    inputs = input_options(args)
+    frameworks_frozen(torch=not args.no_pt)
+    start = time.perf_counter()
+    reports = gradients(
+        args.model,
+        pt=False if args.no_pt else args.pt,
+        inputs=inputs,
+        tolerance=tolerance(args),
+        seed=args.seed,
+        allow_pickle=args.allow_pickle,
+        head=args.head,
+    )
+    for report in reports:
+        print(render_gradients(report, verbose=args.verbose))
+        print()
+    print(f"gradients wall time: {time.perf_counter() - start:.1f} s")
+    if args.json:
+        write_json(reports, args.json)
+    return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
