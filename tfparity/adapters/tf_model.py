@@ -213,13 +213,20 @@ class TFModel(TFSideBase):
         return Trace.from_output(out)
 
     def _eager_call(self, kind: str, x: Any, kwargs: dict[str, Any]) -> Any:
-        """One call of the HF model. Its layers need the first positional argument even
-        when it is None (the ``inputs_embeds`` path), so it is always passed."""
         if kind == "gather":
             x = self._in_compute_dtype(import_tf().gather(self.word_embeddings(), x))
-        ids, embeds = (x, None) if kind == "ids" else (None, x)
+        return self.forward(x, None, kwargs) if kind == "ids" else self.forward(None, x, kwargs)
+
+    def forward(self, input_ids: Any, inputs_embeds: Any, kwargs: dict[str, Any]) -> Any:
+        """One eager call of the HF model, all hidden states (what a gradient tape
+        records). Its layers need the first positional argument even when it is None
+        (the ``inputs_embeds`` path), so it is always passed."""
         return self.model(
-            ids, inputs_embeds=embeds, output_hidden_states=True, training=False, **kwargs
+            input_ids,
+            inputs_embeds=inputs_embeds,
+            output_hidden_states=True,
+            training=False,
+            **kwargs,
         )
 
     def _in_compute_dtype(self, inputs_embeds: Any) -> Any:
