@@ -27,7 +27,11 @@ _API = (
     "make_batches",
 )
 # Lazily exported names defined outside api.py -> their module under tfparity.
-_ELSEWHERE = {"assert_crosscheck": "assertions", "assert_embeds_parity": "assertions"}
+_ELSEWHERE = {
+    "assert_crosscheck": "assertions",
+    "assert_embeds_parity": "assertions",
+    "user_model": "adapters.user",
+}
 
 __all__ = [
     "Batch",

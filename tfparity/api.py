@@ -124,6 +124,8 @@ def crosscheck(
     tf_traces: Sequence[Any] | None = None,
     execution: Any = None,
     head: str | None = None,
+    layers: dict[Any, int] | None = None,
+    weights: dict[str, Any] | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -148,6 +150,13 @@ def crosscheck(
     ``execution`` (an :class:`~tfparity.adapters.execution.ExecutionOptions`) runs the TF
     side on a device, eager/graph/XLA, in fp32/fp16/bf16 (default: as ``tf`` runs); in
     fp16/bf16 PyTorch runs in that precision too, and its error to float64 sets the bar.
+
+    A model of your own (``tf=``: a callable, a Keras 3 or tf-keras model) takes its
+    config and tokenizer from ``pt`` (required). ``layers`` maps its layers to Hugging
+    Face hidden states (``{"embeddings_ln": 0, "block_0": 1}``: the divergence is
+    localised to a layer) and ``weights`` its variables to PyTorch weight names
+    (``{"block_0/ffn_up/kernel": ("encoder.layer.0.intermediate.dense.weight",
+    "transpose")}``: the hints name the weight); see docs/your-own-model.md.
     """
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
@@ -157,7 +166,9 @@ def crosscheck(
         modes = " or ".join(repr(m) for m in LOCALISE_MODES)
         raise ValueError(f"localise must be {modes}, not {localise!r}.")
     under_test = tf if tf is not None else model
-    tf_model = load_model(under_test, allow_pickle=allow_pickle, head=head)
+    tf_model = load_model(
+        under_test, allow_pickle=allow_pickle, head=head, pt=pt, layers=layers, weights=weights
+    )
     pt_model = reference_for(
         under_test if isinstance(under_test, str) else tf_model,
         pt,

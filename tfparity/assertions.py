@@ -101,6 +101,8 @@ def assert_crosscheck(
     reload: bool | None = None,
     device: str | None = None,
     head: str | None = None,
+    layers: dict[Any, int] | None = None,
+    weights: dict[str, Any] | None = None,
 ) -> list[Report]:
     """Assert that the TF model agrees with PyTorch (float64 referee, or ``atol``/``rtol``).
 
@@ -111,13 +113,15 @@ def assert_crosscheck(
     ``save_pretrained`` and reload; by default it does so only without ``pt_model``
     (a test that names its reference checks its port once). ``head`` picks the model
     class a spec loads on both sides (default: the one its config names, see
-    :func:`tfparity.crosscheck`). Returns one Report per pass.
+    :func:`tfparity.crosscheck`). A model of your own (a callable, a Keras 3 or tf-keras
+    model) needs ``pt_model``; ``layers``/``weights`` map it onto Hugging Face hidden
+    states and weight names (see :func:`tfparity.crosscheck`). Returns one Report per pass.
     """
     __tracebackhide__ = True
     from .api import crosscheck
 
     _check_arguments(texts, inputs, batches, atol, rtol)
-    tf = _tf_model(tf_model, head)
+    tf = _tf_model(tf_model, head, pt=pt_model, layers=layers, weights=weights)
     reports = crosscheck(
         tf,
         pt=pt_model,
@@ -161,13 +165,15 @@ def _full_report(context: HelperContext | None) -> str:
     return f"full report: {context.json_path} (written when this test ends)"
 
 
-def _tf_model(model: Any, head: str | None = None) -> Any:
+def _tf_model(model: Any, head: str | None = None, **user: Any) -> Any:
+    """The TF side; ``user``: ``pt``, ``layers``, ``weights`` for a model of your own."""
     from .api import load_model
 
     context = CONTEXT.get()
     if isinstance(model, str) and head is None and context is not None and context.load:
-        return context.load(model)
-    return load_model(model, head=head)
+        if user.get("layers") is None and user.get("weights") is None:
+            return context.load(model)
+    return load_model(model, head=head, **user)
 
 
 def _execution(device: str | None) -> Any:
