@@ -283,3 +283,43 @@ def test_only_eager_float32(port):
 
     with pytest.raises(TfparityError, match="models of your own run eagerly in float32"):
         tfparity.crosscheck(tf=port, pt="tiny:bert", execution=ExecutionOptions(xla=True))
+
+
+def test_the_docs_page_shows_the_example_module_as_it_is():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "your-own-model.md").read_text()
+    block = page.split("<!-- code: tfparity/examples/keras_bert.py -->\n```python\n")[1]
+    shown = block.split("\n```\n<!-- end of code -->")[0]
+    assert shown == (root / "tfparity" / "examples" / "keras_bert.py").read_text().rstrip("\n")
+
+
+def test_subclassed_keras_model_with_nested_layers_as_keys(port):
+    class Wrapper(keras.Model):
+        def __init__(self, inner):
+            super().__init__(name="wrapper")
+            self.inner = inner
+
+        def call(self, inputs):
+            return self.inner(inputs)["last_hidden_state"]
+
+    _scale_ffn(port)
+    model = Wrapper(port)
+    layers = {port.get_layer("block_0"): 1, port.get_layer("block_1"): 2}
+    report = _check(model, layers=layers)
+    assert (report.first_divergence.hidden_state, report.first_divergence.layer) == (2, 1)
+    assert {c.name for c in report.comparisons} >= {"hidden_states[1]", "last_hidden_state"}
+
+
+def test_a_callable_with_a_task_head_is_checked_against_the_head_its_spec_names(load_tf_model):
+    spec = "tiny:bert/sequence-classification"
+    classifier = load_tf_model(spec).model
+
+    def classify(inputs):
+        return {"logits": classifier(**inputs, training=False).logits}
+
+    report = _check(classify, pt=spec)
+    assert report.passed, [c.name for c in report.failures]
+    assert [c.name for c in report.comparisons] == ["logits"]
+    assert report.details["head"] == "sequence-classification"

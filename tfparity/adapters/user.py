@@ -93,25 +93,27 @@ class UserModel(TFSideBase):
         if isinstance(pt, str) and pt == self.reference:
             return self
         if isinstance(pt, str):
-            config, tokenizer = reference_facts(pt)
+            config, tokenizer, head = reference_facts(pt)
         else:
-            config, tokenizer = pt.config, None
+            config, tokenizer, head = pt.config, None, None
         label = pt if isinstance(pt, str) else type(pt).__name__
         check_range(self.layers, _layer_count(config), label)
         side = replace(
             self,
             config=config,
-            tokenizer=self.tokenizer or tokenizer,
+            tokenizer=tokenizer if self.tokenizer is None else self.tokenizer,
             reference=pt if isinstance(pt, str) else None,
+            chosen_head=self.chosen_head if self.chosen_head is not None else head,
             source=f"a {self.kind} of your own, with the config and tokenizer of {label}",
             produced=set(),
         )
-        side.notes = self._map_notes(side)
+        side.notes = side.map_notes()
         return side
 
-    def _map_notes(self, side: UserModel) -> list[str]:
+    def map_notes(self) -> list[str]:
+        """What the maps leave out: no layer map, a partial one, no weight map."""
         notes = []
-        count = _layer_count(side.config)
+        count = _layer_count(self.config)
         if not self.layers:
             notes.append(NO_LAYER_MAP)
         elif count is not None and len(self.layers) < count + 1:
@@ -257,7 +259,7 @@ class UserModel(TFSideBase):
         """The variable of this model that ``weights=`` maps onto ``name``."""
         for entry in self.weight_map:
             if entry.pt_name == name or name.endswith("." + entry.pt_name):
-                return f"your {entry.path}"
+                return f"in your model: {entry.path}"
         return None
 
     def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[str]:
@@ -300,9 +302,10 @@ def _layer_count(config: Any) -> int | None:
     return getattr(config, "num_hidden_layers", None)
 
 
-def reference_facts(pt: str) -> tuple[Any, Any]:
+def reference_facts(pt: str) -> tuple[Any, Any, Head | None]:
     """The Hugging Face config and tokenizer of the checkpoint the MODEL spec ``pt``
-    names (a ``keras-hub:`` spec: the checkpoint it converts)."""
+    names (a ``keras-hub:`` spec: the checkpoint it converts), and the head the spec
+    names (``tiny:bert/sequence-classification``), if any."""
     from . import tiny
     from .keras_hub_checkpoints import checkpoint_dir, read_hf_config, spec_tokenizer
     from .specs import EXPORT_KINDS, parse_spec
@@ -315,9 +318,9 @@ def reference_facts(pt: str) -> tuple[Any, Any]:
     if spec.kind in EXPORT_KINDS:
         raise TfparityError(f"'{pt}' is {EXPORT_KINDS[spec.kind]}, not a PyTorch reference.")
     if spec.kind == "tiny":
-        return tiny.tiny_config(spec.location), tiny.tiny_tokenizer()
+        return tiny.tiny_config(spec.location), tiny.tiny_tokenizer(), spec.head
     directory = checkpoint_dir(spec)
-    return read_hf_config(directory), spec_tokenizer(spec, directory)
+    return read_hf_config(directory), spec_tokenizer(spec, directory), spec.head
 
 
 def user_model(
