@@ -4,6 +4,7 @@ localised to the right hidden state, layer and component (the fault catalogue)."
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -217,12 +218,13 @@ def test_shared_tf_traces_are_used_instead_of_a_new_run(tiny_reference):
     assert not report.passed  # the (doctored) shared traces were judged, not a fresh run
 
 
-def test_a_leaf_that_repeats_an_earlier_one_is_compared_once(tiny_reference, monkeypatch):
-    """last_hidden_state is hidden_states[-1]: its comparison and referee are reused,
-    renamed; the doctored-trace test above shows a TF difference still fails."""
+def test_every_leaf_is_compared_and_judged_on_its_own(tiny_reference, monkeypatch):
+    """last_hidden_state is hidden_states[-1]: both are compared and refereed (no twin
+    bookkeeping), with the same verdict; a failure block would name them together."""
     import dataclasses
 
     import tfparity.checks.crosscheck as module
+    from tfparity.report.text import grouped
 
     pt_model, batches = tiny_reference
     calls = []
@@ -233,64 +235,36 @@ def test_a_leaf_that_repeats_an_earlier_one_is_compared_once(tiny_reference, mon
         lambda *a, name, **k: calls.append(name) or real(*a, name=name, **k),
     )
     report = run_crosscheck(TFModel.load(TINY), pt_model, batches)
-    assert report.passed and "last_hidden_state" not in calls
     by = {c.name: c for c in report.comparisons}
     last = max((n for n in by if n.startswith("hidden_states[")), key=lambda n: int(n[14:-1]))
-    assert len(calls) == len(by) - 1 and last in calls
+    assert report.passed and sorted(calls) == sorted(by)
     assert dataclasses.replace(by["last_hidden_state"], name=last) == by[last]
     assert by["last_hidden_state"].judge == "referee"
+    assert (by[last], ["last_hidden_state"]) in grouped(report.comparisons)  # one block
 
 
-def test_repeat_of_needs_float64_twins_and_equal_tf_and_pytorch_arrays():
-    from tfparity.checks.crosscheck import _Compared, _repeat_of
+def test_judging_by_the_referee_returns_a_new_comparison():
+    from tfparity.checks.crosscheck import _judged
+    from tfparity.compare import Referee, RefereeResult, compare
 
-    pt, tf = [np.ones((2, 3, 4))], [np.ones((2, 3, 4), np.float32)]
-    masks = [np.ones((2, 3))]
-    first = _Compared("a", tf, pt, {"masks": masks, "tolerance": None})
-
-    def again(actual=tf, expected=pt, kwargs=None, twins=("a",)):
-        kwargs = kwargs or {"masks": masks, "tolerance": None}
-        return _repeat_of(_Compared("b", actual, expected, kwargs), [first], set(twins))
-
-    assert again() is first
-    assert again(twins=()) is None  # the float64 runs differ
-    assert again(actual=[tf[0].copy()]) is first  # equal values suffice
-    changed = tf[0].copy()
-    changed[1, 2, 3] += 1e-6
-    assert again(actual=[changed]) is None
-    assert again(actual=[tf[0].astype(np.float64)]) is None  # another dtype
-    assert again(expected=[pt[0].copy()]) is first  # equal PyTorch arrays too
-    assert again(expected=[pt[0] * 2]) is None
-    assert again(kwargs={"masks": [masks[0].copy()], "tolerance": None}) is None
-    assert again(kwargs={"masks": masks, "tolerance": Tolerance(atol=1.0, rtol=0.0)}) is None
+    c = compare(np.ones((2, 3)), np.ones((2, 3)) + 1.0, name="x")
+    r = RefereeResult("x", 1.0, 1.0, 3.0, 1.0, passed=True)
+    judged = _judged(c, r, Referee())
+    assert judged is not c and judged.passed and judged.judge == "referee"
+    assert not c.passed and c.judge != "referee"  # the tolerance verdict is left as it was
 
 
-def test_float64_twins_are_the_leaves_equal_in_every_batch():
-    from tfparity.checks.crosscheck import _add_truth, _Runs
-    from tfparity.trace import Trace
+def test_weight_hints_are_records_naming_their_weight():
+    from tfparity.checks.hints import config_differences, weight_differences
 
-    x = np.arange(24.0).reshape(2, 3, 4)
-    runs = _Runs(tf=[Trace({"h": x, "last": x, "other": x})] * 2)
-    runs.pt = list(runs.tf)
-    mask = np.ones((2, 3))
-    _add_truth(runs, 0, Trace({"h": x, "last": x.copy(), "other": x.copy()}), mask)
-    _add_truth(runs, 1, Trace({"h": x, "last": x, "other": x + 1}), mask)
-    assert runs.twins == {"h": set(), "last": {"h"}, "other": set()}
-    assert runs.referee["h"].batches == 2 and runs.referee["h"].n == 2 * 24
-
-
-def test_a_leaf_equal_only_in_a_later_batch_is_no_twin():
-    from tfparity.checks.crosscheck import _add_truth, _Runs
-    from tfparity.trace import Trace
-
-    x = np.arange(24.0).reshape(2, 3, 4)
-    runs = _Runs(tf=[Trace({"h": x, "late": x})] * 3)
-    runs.pt = list(runs.tf)
-    mask = np.ones((2, 3))
-    _add_truth(runs, 0, Trace({"h": x, "late": x + 1}), mask)
-    for i in (1, 2):  # equal from here on: still not equal in every batch
-        _add_truth(runs, i, Trace({"h": x, "late": x.copy()}), mask)
-    assert runs.twins == {"h": set(), "late": set()}
+    pt = {"a.weight": np.ones((2, 2)), "a.bias": np.ones(2)}
+    tf = {"a.weight": np.zeros((2, 2)), "a.bias": np.ones(2)}
+    (hint,) = weight_differences(tf, pt, "a.")
+    assert (hint.kind, hint.weight) == ("weight", "a.weight") and "all zeros" in hint.text
+    assert weight_differences(pt, pt, "a.") == []
+    tf_config = SimpleNamespace(model_type="bert", hidden_size=4)
+    (diff,) = config_differences(tf_config, SimpleNamespace(model_type="bert", hidden_size=8))
+    assert diff.kind == "config" and diff.weight is None and "hidden_size" in diff.text
 
 
 # ----------------------------------------------------------------------------- precision

@@ -323,3 +323,12 @@ def test_a_callable_with_a_task_head_is_checked_against_the_head_its_spec_names(
     assert report.passed, [c.name for c in report.failures]
     assert [c.name for c in report.comparisons] == ["logits"]
     assert report.details["head"] == "sequence-classification"
+
+
+def test_weights_the_map_leaves_out_are_named_as_not_compared(port, maps):
+    _scale_ffn(port)
+    partial = {k: v for k, v in maps["weights"].items() if "ffn_up" not in k}
+    report = _check(port, layers=maps["layers"], weights=partial)
+    hint = report.first_divergence.hint
+    assert "weights= does not map" in hint and "not compared" in hint
+    assert "scaled by" not in hint  # the broken kernel is not in the map: not compared

@@ -12,6 +12,17 @@ from .compare import Comparison
 Component = Literal["embeddings", "attention", "intermediate", "output", "pooler", "head"]
 
 
+@dataclass(frozen=True)
+class Hint:
+    """One likely cause of a divergence: its kind (``config``, ``weight``, ``unported``,
+    ``activation``, ``layernorm``, ``note``), the PyTorch weight it names (if any), and
+    the sentence a user reads. Kept as a record so nothing parses the sentence back."""
+
+    kind: str
+    text: str
+    weight: str | None = None
+
+
 @dataclass
 class Divergence:
     """Where two runs first part.

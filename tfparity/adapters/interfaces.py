@@ -16,6 +16,7 @@ import this one without an import cycle.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -23,10 +24,24 @@ import numpy as np
 from ..architectures import Architecture, IdsOnlyTransform, KnownDifference
 from ..architectures.heads import Head
 from ..inputs import Batch, Limits
+from ..results import Hint
 from ..trace import Trace
 from .execution_options import ExecutionOptions
 from .holdings import Holdings
 from .specs import ModelSpec
+
+
+@dataclass(frozen=True)
+class FeedForwardWeights:
+    """A block's feed-forward weights around its activation, as float64 numpy, for the
+    numeric hints (which activation, which LayerNorm epsilon reproduces each side):
+    ``up`` and ``down`` as ``([in, out] kernel, [out] bias)``; ``norm`` as (gamma, beta,
+    epsilon), None for a pre-norm block."""
+
+    up: tuple[np.ndarray, np.ndarray]
+    down: tuple[np.ndarray, np.ndarray]
+    norm: tuple[np.ndarray, np.ndarray, float] | None
+    activation: str  # the TF side's activation name
 
 
 class TFSide(Protocol):
@@ -89,11 +104,11 @@ class TFSide(Protocol):
     def isolated(
         self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
     ) -> dict[str, np.ndarray]: ...
-    def feed_forward(self, layer: int) -> Any: ...
+    def feed_forward(self, layer: int) -> FeedForwardWeights | None: ...
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
     def unported(
         self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str
-    ) -> list[str]: ...
+    ) -> list[Hint]: ...
     def weight_note(self, name: str) -> str | None: ...
 
 
@@ -108,8 +123,12 @@ class Reference(Protocol):
     def config(self) -> Any: ...
     def run(self, batch: Batch, *, float64: bool = False) -> Trace: ...
     def recorded(
-        self, batch: Batch, *, float64: bool = False
+        self, batch: Batch, *, float64: bool = False, tapped: bool = False
     ) -> tuple[Trace, dict[str, np.ndarray]]: ...
+    def localisable(self) -> bool: ...  # whether recorded(tapped=True) has sub-layers
+    def weight_scope(
+        self, layer: int | str, component: str | None
+    ) -> list[tuple[str, str]]: ...  # (name prefix, name part) of a component's weights
     def weights(self) -> dict[str, np.ndarray]: ...
     def named_weights(self) -> list[tuple[str, Any]]: ...  # (name, tensor); none if stored
     def head_weight_names(self) -> list[str]: ...
@@ -174,13 +193,14 @@ class TFSideBase:
     ) -> dict[str, np.ndarray]:
         raise NotImplementedError(f"{type(self).__name__} has no isolated runs")
 
-    def feed_forward(self, layer: int) -> Any:
+    def feed_forward(self, layer: int) -> FeedForwardWeights | None:
         return None
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {}
 
-    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[str]:
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
+        """PyTorch weights the side's converter never ported, as hints."""
         return []
 
     def weight_note(self, name: str) -> str | None:

@@ -36,9 +36,10 @@ from ..architectures.keras_hub_layouts import block as nth_block
 from ..compare import to_numpy
 from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
+from ..results import Hint
 from ..trace import Trace
 from .execution_options import ExecutionOptions, eager_only
-from .interfaces import TFSideBase
+from .interfaces import FeedForwardWeights, TFSideBase
 from .keras_hub_checkpoints import (
     checkpoint_dir,
     checkpoint_of,
@@ -51,6 +52,7 @@ from .keras_hub_checkpoints import (
 from .keras_hub_taps import BlockRecording
 from .runtime import import_tf
 from .specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
+from .taps import feed_forward_weights
 
 
 def import_keras_hub() -> Any:
@@ -428,10 +430,10 @@ class KerasHubModel(TFSideBase):
         _, recorded = self._run(batch, taps=True, substitute=pt_taps, block_inputs=pt_hidden)
         return recorded
 
-    def feed_forward(self, layer: int) -> Any:
+    def feed_forward(self, layer: int) -> FeedForwardWeights | None:
         if self.layout is None or self.layout.feed_forward is None:
             return None
-        return self.layout.feed_forward(nth_block(self.backbone, layer))
+        return feed_forward_weights(self.layout.feed_forward(nth_block(self.backbone, layer)))
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Keras values in PyTorch's layout by PyTorch name, through the converter's
@@ -448,14 +450,15 @@ class KerasHubModel(TFSideBase):
                 self.casts[name] = cast
         return found
 
-    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[str]:
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
         """PyTorch weights under ``prefix`` that the converter never ported (read with
         port_weight), named: the backbone runs without them."""
         if not self.ports:
             return []
         ported = {_pt_name(p.hf_key, pt_weights) for p in self.ports}
+        text = "weight {} is not ported by keras-hub's converter (the backbone runs without it)"
         return [
-            f"weight {name} is not ported by keras-hub's converter (the backbone runs without it)"
+            Hint("unported", text.format(name), weight=name)
             for name in pt_weights
             if name.startswith(prefix)
             and contains in name

@@ -159,6 +159,18 @@ class PTModel:
             trace = self.run(batch, float64=float64)
         return trace, recorded
 
+    def localisable(self) -> bool:
+        """Whether its architecture has sub-layer taps (see :mod:`.taps`)."""
+        from . import taps
+
+        return taps.supported(self.config)
+
+    def weight_scope(self, layer: int | str, component: str | None) -> list[tuple[str, str]]:
+        """Where a component's parameters are, by name (see :func:`.taps.weight_scope`)."""
+        from . import taps
+
+        return taps.weight_scope(self.config, layer, component)
+
     def weights(self) -> dict[str, np.ndarray]:
         """Parameters as numpy by state-dict name (for weight-level hints; float32 ones for
         a reduced-precision copy, since the TF weights stay float32 under a mixed policy).

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..architectures import COMPONENTS, FeedForward, SubLayers, Tap, for_config, registry
+from ..architectures import COMPONENTS, FeedForward, SubLayers, Tap, for_config
 from ..compare import to_numpy
 from ..inputs import Batch
+from .interfaces import FeedForwardWeights
 from .runtime import import_tf, import_torch
 
 
@@ -33,14 +34,6 @@ def family_of(config: Any) -> SubLayers | None:
 
 def supported(config: Any) -> bool:
     return family_of(config) is not None
-
-
-def tapped_types() -> tuple[str, ...]:
-    """The HF TF model types localised to the sub-layer (for messages; PyTorch-only
-    families, whose TF side is keras-hub's, are not HF TF models)."""
-    return tuple(
-        t for t, arch in registry().items() if arch.sublayers is not None and arch.tf_class
-    )
 
 
 def numpy_weights(dense: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -66,6 +59,14 @@ def feed_forward(tf_model: Any, layer: int) -> FeedForward | None:
     return family_of(tf_model.config).feed_forward(_tf_main(tf_model), layer, tf_model.config)
 
 
+def feed_forward_weights(ffn: FeedForward | None) -> FeedForwardWeights | None:
+    """``ffn``'s layers read into numpy, for the numeric hints."""
+    if ffn is None:
+        return None
+    norm = None if ffn.norm is None else norm_params(ffn.norm)
+    return FeedForwardWeights(numpy_weights(ffn.up), numpy_weights(ffn.down), norm, ffn.activation)
+
+
 def weight_scope(config: Any, layer: int | str, component: str | None) -> list[tuple[str, str]]:
     """Where a component's PyTorch parameters are, as (name prefix, name part) pairs for
     weight hints. Families name them exactly; for other architectures every parameter
@@ -77,13 +78,6 @@ def weight_scope(config: Any, layer: int | str, component: str | None) -> list[t
     if isinstance(layer, int):
         return [("", f".{layer}.")]
     return {"embeddings": [("", "embed")], "pooler": [("", "pooler")]}.get(component, [])
-
-
-def feed_forward_activation(config: Any) -> str:
-    """The activation's config value, under whichever name the architecture uses
-    (``hidden_act``; DistilBERT's ``activation``; GPT's ``activation_function``, ``afn``)."""
-    names = ("hidden_act", "activation", "activation_function", "afn")
-    return next((v for n in names if (v := getattr(config, n, None))), "")
 
 
 # ----------------------------------------------------------------------------- TF

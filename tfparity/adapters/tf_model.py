@@ -29,7 +29,7 @@ from .devices import short_name
 from .execution import clone_model, placed
 from .execution_options import ExecutionOptions
 from .holdings import Holdings
-from .interfaces import TFSideBase
+from .interfaces import FeedForwardWeights, TFSideBase
 from .loading import Loaded, build, load_tf
 from .runtime import import_tf
 from .specs import DEFAULT_MODEL, ModelSpec, parse_spec
@@ -302,11 +302,11 @@ class TFModel(TFSideBase):
 
         return taps.isolate(self.model, pt_taps, pt_hidden, batch)
 
-    def feed_forward(self, layer: int) -> Any:
+    def feed_forward(self, layer: int) -> FeedForwardWeights | None:
         """The dense layers and norm around layer ``layer``'s activation, or None."""
         from . import taps
 
-        return taps.feed_forward(self.model, layer)
+        return taps.feed_forward_weights(taps.feed_forward(self.model, layer))
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """TF values in PyTorch's layout, by the PyTorch names ``pt_weights`` use."""

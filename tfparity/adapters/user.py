@@ -20,6 +20,7 @@ from ..architectures import Architecture, Positions, for_config
 from ..architectures.heads import Head, head_of_config, parse_head
 from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
+from ..results import Hint
 from ..trace import Trace
 from .execution_options import ExecutionOptions, eager_only
 from .interfaces import TFSideBase
@@ -262,7 +263,7 @@ class UserModel(TFSideBase):
                 return f"in your model: {entry.path}"
         return None
 
-    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[str]:
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
         """The reference's weights here that ``weights=`` leaves out (not compared)."""
         if not self.weight_map:
             return []
@@ -276,7 +277,7 @@ class UserModel(TFSideBase):
         if not left:
             return []
         shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
-        return [f"weights= does not map {shown} (not compared)"]
+        return [Hint("unported", f"weights= does not map {shown} (not compared)")]
 
 
 def _head(head: Head | str | None) -> Head | None:

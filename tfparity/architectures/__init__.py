@@ -43,7 +43,9 @@ __all__ = [
     "for_config",
     "keras_hub_backbones",
     "lookup",
+    "activation_name",
     "registry",
+    "tapped_types",
     "tiny_types",
     "torch_only_tiny_types",
 ]
@@ -93,6 +95,22 @@ def keras_hub_backbones() -> Mapping[str, Architecture]:
         if arch.keras_hub is not None:
             found.setdefault(arch.keras_hub.backbone, arch)
     return MappingProxyType(found)
+
+
+def tapped_types() -> tuple[str, ...]:
+    """The HF TF model types localised to the sub-layer (for messages; PyTorch-only
+    families, whose TF side is keras-hub's, are not HF TF models)."""
+    return tuple(
+        t for t, arch in registry().items() if arch.sublayers is not None and arch.tf_class
+    )
+
+
+def activation_name(config: Any) -> str:
+    """The feed-forward activation's config value, under whichever name the
+    architecture uses (``hidden_act``; DistilBERT's ``activation``; GPT's
+    ``activation_function``, ``afn``)."""
+    names = ("hidden_act", "activation", "activation_function", "afn")
+    return next((v for n in names if (v := getattr(config, n, None))), "")
 
 
 def tiny_types() -> tuple[str, ...]:

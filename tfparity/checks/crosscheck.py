@@ -14,10 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
-from ..adapters import taps
 from ..adapters.interfaces import Reference, TFSide
+from ..architectures import activation_name, tapped_types
 from ..architectures.heads import Head
 from ..compare import (
     Comparison,
@@ -27,11 +25,10 @@ from ..compare import (
     Tolerance,
     compare_batches,
     compare_output_batches,
-    is_pooled,
     referee_batches,
 )
 from ..inputs import Batch, note_truncation
-from ..results import Divergence, Report
+from ..results import Divergence, Hint, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
 from . import DEFAULT_LOCALISE, hints
@@ -59,8 +56,6 @@ class _Runs:
     tf: list[Trace] = field(default_factory=list)
     pt: list[Trace] = field(default_factory=list)
     referee: dict[str, RefereeSums] = field(default_factory=dict)
-    # Per leaf, the earlier leaves whose float64 values equal its own in every batch.
-    twins: dict[str, set[str]] = field(default_factory=dict)
     tf_taps: list[dict] = field(default_factory=list)
     pt_taps: list[dict] = field(default_factory=list)
     pt64_taps: list[dict] = field(default_factory=list)
@@ -79,7 +74,7 @@ def crosscheck(
     same_architecture(tf_model, pt_model)
     # what the checkpoints hold decides what is judged (exit 2 for what cannot be)
     gaps = checkpoint_gaps(tf_model.holdings, pt_model.holdings)
-    tapped = tf_model.localisable() and taps.supported(pt_model.config)
+    tapped = tf_model.localisable() and pt_model.localisable()
     runs = _run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
     masks = [b.attention_mask for b in batches]
     refereed: dict[str, RefereeResult] = {}
@@ -151,14 +146,14 @@ def crosscheck(
 def _untapped_note(tf_model: TFSide, pt_model: Reference) -> str:
     """Why the divergence is localised to a layer only: the architecture has no taps,
     or this side (a model of the user's own, some keras-hub ports) has none of its own."""
-    if taps.supported(pt_model.config):
+    if pt_model.localisable():
         return (
             f"{tf_model.name} has no sub-layer taps of its own ({tf_model.model_type} has "
             "them in its Hugging Face TF model), so the divergence is localised to a layer "
             "only."
         )
     return (
-        f"Sub-layer taps are available for {', '.join(taps.tapped_types())}; for "
+        f"Sub-layer taps are available for {', '.join(tapped_types())}; for "
         f"{tf_model.model_type} the divergence is localised to a layer only."
     )
 
@@ -200,21 +195,11 @@ def _run_all(
 
 
 def _add_truth(runs: _Runs, i: int, truth: Trace, mask: Any) -> None:
-    """Batch ``i``'s float64 run, added to each leaf's referee sums and then let go;
-    which leaves it holds twice is noted (:func:`_repeat_of`)."""
-    seen: list[tuple[str, np.ndarray]] = []
+    """Batch ``i``'s float64 run, added to each leaf's referee sums and then let go."""
     for name in truth:
-        if name not in runs.tf[i] or name not in runs.pt[i]:
-            continue
-        t = truth[name]
-        sums = runs.referee.setdefault(name, RefereeSums())
-        sums.add(runs.tf[i][name], runs.pt[i][name], t, mask, name=name)
-        # After batch 0 only the leaves still twins can stay so: the rest are not compared.
-        still = None if i == 0 else runs.twins.get(name, set())
-        runs.twins[name] = {
-            other for other, u in seen if (still is None or other in still) and _equal([t], [u])
-        }
-        seen.append((name, t))
+        if name in runs.tf[i] and name in runs.pt[i]:
+            sums = runs.referee.setdefault(name, RefereeSums())
+            sums.add(runs.tf[i][name], runs.pt[i][name], truth[name], mask, name=name)
 
 
 def _add_tapped_run(runs: _Runs, tf_model: TFSide, pt_model: Reference, batch: Batch) -> Trace:
@@ -243,94 +228,32 @@ def _outputs_of(tf_model: TFSide, trace: Trace) -> Trace:
 
 def _refereeing(runs: _Runs, referee: Referee, refereed: dict[str, RefereeResult]) -> Callable:
     """A leaf comparison that also takes the leaf's float64 referee verdict (into
-    ``refereed``, by name) where every float64 run held it. A leaf that repeats an
-    earlier one (:func:`_repeat_of`) takes its results instead of comparing again."""
-    done: list[_Compared] = []
+    ``refereed``, by name) where every float64 run held it."""
 
     def compare(actual: list, expected: list, *, name: str, **kwargs: Any) -> Comparison:
+        comparison = compare_batches(actual, expected, name=name, **kwargs)
         sums = runs.referee.get(name)
-        if sums is None or sums.batches != len(runs.tf):
-            return compare_batches(actual, expected, name=name, **kwargs)
-        leaf = _Compared(name, actual, expected, kwargs)
-        earlier = _repeat_of(leaf, done, runs.twins.get(name, set()))
-        if earlier is not None:
-            if earlier.name in refereed:
-                refereed[name] = replace(refereed[earlier.name], name=name)
-            return replace(earlier.comparison, name=name)
-        leaf.comparison = compare_batches(actual, expected, name=name, **kwargs)
-        verdict = sums.result(name, referee)
-        if verdict is not None:
-            refereed[name] = verdict
-        done.append(leaf)
-        return leaf.comparison
+        if sums is not None and sums.batches == len(runs.tf):
+            verdict = sums.result(name, referee)
+            if verdict is not None:
+                refereed[name] = verdict
+        return comparison
 
     return compare
-
-
-@dataclass
-class _Compared:
-    """One leaf's batches on the TF and PyTorch sides, how it was compared, the result."""
-
-    name: str
-    actual: list
-    expected: list
-    kwargs: dict
-    comparison: Comparison | None = None
-
-
-def _repeat_of(leaf: _Compared, done: list[_Compared], twins: set[str]) -> _Compared | None:
-    """The earlier leaf whose comparison this one's would repeat exactly: equal arrays,
-    batch by batch, on all three sides (``last_hidden_state`` is ``hidden_states[-1]``;
-    ``twins``: the earlier leaves equal to this one in every float64 run), the same
-    masks and options, so it need not be compared again; a leaf that is not certainly
-    a repeat is compared."""
-    options = {k: v for k, v in leaf.kwargs.items() if k != "masks"}
-    for d in done:
-        if (
-            d.name in twins
-            and d.kwargs.get("masks") is leaf.kwargs.get("masks")
-            and is_pooled(d.name) == is_pooled(leaf.name)  # the masks apply alike
-            and {k: v for k, v in d.kwargs.items() if k != "masks"} == options
-            and _equal(leaf.expected, d.expected)
-            and _equal(leaf.actual, d.actual)
-        ):
-            return d
-    return None
-
-
-def _equal(xs: list, ys: list) -> bool:
-    """Equal batches (values, shape, dtype), the first few elements checked first so
-    that a leaf unlike this one is passed over at once."""
-    return all(
-        x is y
-        or x.__array_interface__ == y.__array_interface__  # one buffer, viewed alike
-        or (
-            x.shape == y.shape and x.dtype == y.dtype and _same_start(x, y) and np.array_equal(x, y)
-        )
-        for x, y in zip(xs, ys, strict=True)
-    )
-
-
-def _same_start(x: np.ndarray, y: np.ndarray) -> bool:
-    """The first few elements bitwise equal: a filter cheap enough for every pair of
-    leaves in a batch. It may reject equal arrays (-0.0 against 0.0), which are then
-    compared as if unlike; it never accepts: ``np.array_equal`` decides."""
-    return x.reshape(-1)[:8].tobytes() == y.reshape(-1)[:8].tobytes()
 
 
 def _judged(c: Comparison, r: RefereeResult | None, referee: Referee) -> Comparison:
     """``c`` judged by its referee verdict ``r``, with the bound that decided it."""
     if r is None or c.problem:
         return c
-    c.passed, c.judge = r.passed, "referee"
-    c.referee = {
+    bound = {
         "actual_rmse": r.actual_rmse,
         "reference_rmse": r.reference_rmse,
         "allowed_rmse": r.allowed_rmse,
         "factor": referee.factor,
         "floor": referee.floor,
     }
-    return c
+    return replace(c, passed=r.passed, judge="referee", referee=bound)
 
 
 @dataclass
@@ -462,8 +385,8 @@ def _component_of(layer: int, components: list[Component]) -> str | None:
 def _hint(
     tf_model: TFSide, pt_model: Reference, layer: Any, component: str | None, runs: _Runs
 ) -> str:
-    parts = hints.config_differences(tf_model.config, pt_model.config)
-    scope = taps.weight_scope(pt_model.config, layer, component)
+    found = hints.config_differences(tf_model.config, pt_model.config)
+    scope = pt_model.weight_scope(layer, component)
     if layer == "head":  # the head's own weights, and the pooler that feeds it
         scope = [(name, "") for name in pt_model.head_weight_names()]
     if layer == "output":  # no hidden state says where: every weight may be the one
@@ -471,37 +394,26 @@ def _hint(
     pt_weights = pt_model.weights() if scope else {}
     tf_weights = tf_model.weights_for(pt_weights) if pt_weights else {}
     for prefix, contains in scope if pt_weights else []:
-        found = hints.weight_differences(tf_weights, pt_weights, prefix, contains)
-        parts += [_with_weight_note(tf_model, p) for p in found]
-        parts += tf_model.unported(pt_weights, prefix, contains)  # a converter's own map
+        differ = hints.weight_differences(tf_weights, pt_weights, prefix, contains)
+        found += [_with_weight_note(tf_model, h) for h in differ]
+        found += tf_model.unported(pt_weights, prefix, contains)  # a converter's own map
     if isinstance(layer, int) and runs.pt_taps and tf_model.localisable():
-        parts += _numeric_signature(tf_model, pt_model, layer, component, runs)
+        found += _numeric_signature(tf_model, pt_model, layer, component, runs)
     stored = not pt_weights and not pt_model.weights()  # outputs only: no weights to compare
-    if not parts and stored:
-        parts.append(
-            "The config agrees here; the weights were not compared (the PyTorch reference "
-            "is stored outputs, not a model): a dropped, transposed or shifted weight of "
-            "this component, or a computation difference. Rerun against the live PyTorch "
-            "model for weight-level hints."
-        )
-    if not parts:
-        parts.append(
-            "Config and weights agree here, so the computation itself differs "
-            "(attention scaling, mask constant, softmax, or a custom layer)."
-        )
-    return "; ".join(parts)
+    if not found:
+        found.append(Hint("note", hints.STORED_NOTE if stored else hints.COMPUTATION_NOTE))
+    return "; ".join(h.text for h in found)
 
 
-def _with_weight_note(tf_model: TFSide, hint: str) -> str:
+def _with_weight_note(tf_model: TFSide, hint: Hint) -> Hint:
     """A weight hint, with what the TF side knows of how that weight was converted."""
-    name = hint.split()[1] if hint.startswith("weight ") else ""
-    extra = tf_model.weight_note(name) if name else None
-    return f"{hint} ({extra})" if extra else hint
+    extra = tf_model.weight_note(hint.weight) if hint.weight else None
+    return replace(hint, text=f"{hint.text} ({extra})") if extra else hint
 
 
 def _numeric_signature(
     tf_model: TFSide, pt_model: Reference, layer: int, component: str | None, runs: _Runs
-) -> list[str]:
+) -> list[Hint]:
     """Which activation (intermediate) or LayerNorm epsilon (output) reproduces each side,
     computed from PyTorch's inputs to the component and the TF weights."""
     ffn = tf_model.feed_forward(layer)
@@ -510,24 +422,21 @@ def _numeric_signature(
     pt_rec, tf_iso = runs.pt_taps[0], runs.isolated[0]
     attn = pt_rec[f"layer_{layer}.attention"]
     if component == "intermediate":
-        kernel, bias = taps.numpy_weights(ffn.up)
-        pt_act = taps.feed_forward_activation(pt_model.config)
-        return [
-            hints.activation_hint(
-                attn @ kernel + bias,
-                pt_rec[f"layer_{layer}.intermediate"],
-                tf_iso[f"layer_{layer}.intermediate"],
-                ffn.activation,
-                pt_act,
-            )
-        ]
-    if component == "output":
-        kernel, bias = taps.numpy_weights(ffn.down)
+        kernel, bias = ffn.up
+        text = hints.activation_hint(
+            attn @ kernel + bias,
+            pt_rec[f"layer_{layer}.intermediate"],
+            tf_iso[f"layer_{layer}.intermediate"],
+            ffn.activation,
+            activation_name(pt_model.config),
+        )
+        return [Hint("activation", text)]
+    if component == "output" and ffn.norm is not None:
+        kernel, bias = ffn.down
         pre = pt_rec[f"layer_{layer}.intermediate"] @ kernel + bias + attn
-        if ffn.norm is None:
-            return []
-        gamma, beta, eps = taps.norm_params(ffn.norm)
-        return [hints.layernorm_hint(pre, gamma, beta, pt_rec[f"layer_{layer}.output"], eps)]
+        gamma, beta, eps = ffn.norm
+        text = hints.layernorm_hint(pre, gamma, beta, pt_rec[f"layer_{layer}.output"], eps)
+        return [Hint("layernorm", text)]
     return []
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..architectures import for_config
 from ..compare import rmse
+from ..results import Hint
 
 # Fields every architecture has (through transformers' attribute maps); each
 # architecture adds its own (activation, norm epsilon, ...) in the registry.
@@ -29,6 +30,17 @@ COMMON_CONFIG_FIELDS = (
 )
 EPSILONS = (1e-12, 1e-6, 1e-5, 1e-3)
 
+STORED_NOTE = (
+    "The config agrees here; the weights were not compared (the PyTorch reference "
+    "is stored outputs, not a model): a dropped, transposed or shifted weight of "
+    "this component, or a computation difference. Rerun against the live PyTorch "
+    "model for weight-level hints."
+)
+COMPUTATION_NOTE = (
+    "Config and weights agree here, so the computation itself differs "
+    "(attention scaling, mask constant, softmax, or a custom layer)."
+)
+
 
 def config_fields(tf_config: Any, pt_config: Any) -> tuple[str, ...]:
     """The fields to compare: the common ones and both architectures' own."""
@@ -36,12 +48,12 @@ def config_fields(tf_config: Any, pt_config: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(COMMON_CONFIG_FIELDS + own))
 
 
-def config_differences(tf_config: Any, pt_config: Any) -> list[str]:
+def config_differences(tf_config: Any, pt_config: Any) -> list[Hint]:
     diffs = []
     for key in config_fields(tf_config, pt_config):
         a, b = getattr(tf_config, key, None), getattr(pt_config, key, None)
         if a != b:
-            diffs.append(f"config {key}: {a!r} (TF) vs {b!r} (PyTorch)")
+            diffs.append(Hint("config", f"config {key}: {a!r} (TF) vs {b!r} (PyTorch)"))
     return diffs
 
 
@@ -50,7 +62,7 @@ def weight_differences(
     pt_weights: dict[str, np.ndarray],
     prefix: str,
     contains: str = "",
-) -> list[str]:
+) -> list[Hint]:
     """TF weights (by PyTorch name, in PyTorch's layout) under the name ``prefix`` (and
     holding ``contains``) that differ from PyTorch's, described."""
     found = []
@@ -65,7 +77,7 @@ def weight_differences(
             tf_value = tf_value.reshape(pt_value.shape)
         if tf_value.shape == pt_value.shape and np.allclose(tf_value, pt_value, atol=0, rtol=0):
             continue
-        found.append(describe_weight(name, tf_value, pt_value))
+        found.append(Hint("weight", describe_weight(name, tf_value, pt_value), weight=name))
     return found
 
 

@@ -174,9 +174,12 @@ def _load_head(tf_model: Any) -> tuple[Any, str | None]:
         return None, "a question-answering head has spans, not labels: no top-1 agreement"
     if kind is not Head.BASE:  # its logits: labels, or tokens of an LM head
         return (lambda trace: trace["logits"]), None
+    spec = tf_model.spec
+    if spec is None:
+        return None, f"{tf_model.name} is held in memory: no checkpoint to load its LM head from"
     try:
-        has = checkpoint_has_head(tf_model, tf_model.name)
-    except Exception:  # a model held in memory with an unusual config
+        has = checkpoint_has_head(tf_model, spec.text)
+    except Exception:  # an unusual config
         has = False
     if not has:
         return None, (
@@ -184,7 +187,7 @@ def _load_head(tf_model: Any) -> tuple[Any, str | None]:
             f"{getattr(tf_model.config, 'architectures', None)}), so top-1 token agreement "
             "cannot be measured"
         )
-    head = find_head(TFModel.load(tf_model.name, lm_head=True))
+    head = find_head(TFModel.load(spec.text, lm_head=True))
     if head is None or head.logits is None:
         return None, f"the LM head of {tf_model.name} cannot be applied to hidden states"
     return (lambda trace: head.logits(trace["last_hidden_state"])), None
