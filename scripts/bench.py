@@ -20,7 +20,11 @@
     the machine's ceiling for that ratio (2 single-threaded processes against one);
 (f) kernels: the sweep under --referee lazy and full, once with TF's default oneDNN CPU
     kernels and once with its Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0): float64 share,
-    items/s and whether the verdicts are identical.
+    items/s and whether the verdicts are identical;
+(g) generate: `tfparity.generate` on a tiny GPT-2 causal LM (3 prompts x 32 new tokens,
+    models loaded beforehand) against the bare HF TF `generate` and PyTorch `generate`
+    calls that produce the same tokens; with the start from inputs_embeds, also against
+    those plus the bare greedy loop from embeddings (HF TF generate refuses them).
 
     python scripts/bench.py            # default sizes: a few minutes on 2 CPU cores
     python scripts/bench.py --quick    # smaller sizes, about a minute or two
@@ -68,14 +72,15 @@ def main() -> int:
         "--baseline-ref",
         help="(e) also time the sweep of this git revision (e.g. 55faf23) against this tree",
     )
-    p.add_argument("--only", help="comma-separated subset of a,b,c,d,e,f (r: e's referees only)")
+    p.add_argument("--only", help="comma-separated subset of a,b,c,d,e,f,g (r: e's referees only)")
+    p.add_argument("--gen-model", default="tiny:gpt2/causal-lm", help="causal LM for (g)")
     args = p.parse_args()
     q = args.quick
     batches = args.batches or (8 if q else 31)
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e,f").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -98,6 +103,8 @@ def main() -> int:
         sweep_referees(args.model, sgemm_rate())
     if "f" in only:
         kernels(args.model)
+    if "g" in only:
+        generation(args.gen_model, 32)
     if "e" in only:
         scale(
             args.model,
@@ -601,6 +608,57 @@ def ray_scaling(spec: str, texts: list[str], n_ray: int) -> None:
         f"    the machine's own ceiling: 2 single-threaded processes do {parallel_ceiling():.2f}x "
         "the work of one in the same time (matmuls, median of 3)"
     )
+
+
+def generation(spec: str, new_tokens: int, repeats: int = 3) -> None:
+    """(g) `tfparity.generate` against the bare generate calls giving the same tokens."""
+    import torch
+
+    from tfparity.adapters.generation_tf import generate_from_embeds
+    from tfparity.adapters.greedy import greedy_config
+    from tfparity.api import generate, load_model, make_batches
+    from tfparity.checks.generation import DEFAULT_PROMPTS, prompts_of
+    from tfparity.inputs import InputOptions
+    from tfparity.orchestration import reference_for
+
+    tf_model = load_model(spec)
+    pt_model = reference_for(spec, head=tf_model.head)
+    batches = make_batches(tf_model, InputOptions(texts=DEFAULT_PROMPTS))
+    prompts = prompts_of(batches, new_tokens, tf_model.limits)
+    config = greedy_config(new_tokens, tf_model.pad_token_id)
+    tf_model.model.generation_config.eos_token_id = None  # as tfparity decodes: no early stop
+
+    def bare_tf() -> None:
+        for p in prompts:
+            ids = p[None].astype(np.int32)
+            tf_model.model.generate(ids, attention_mask=np.ones_like(ids), generation_config=config)
+
+    def bare_pt() -> None:
+        with torch.no_grad():
+            for p in prompts:
+                ids = torch.from_numpy(p[None].astype(np.int64))
+                pt_model.model.generate(
+                    ids, attention_mask=torch.ones_like(ids), generation_config=config,
+                    eos_token_id=None,
+                )  # fmt: skip
+
+    def bare_embeds() -> None:
+        for p in prompts:
+            generate_from_embeds(tf_model, p, new_tokens)
+
+    def ours(embeds: bool) -> Callable[[], object]:
+        return lambda: generate(tf_model, pt=pt_model, new_tokens=new_tokens, embeds=embeds)
+
+    t_tf, t_pt, t_emb = (timed(f, repeats) for f in (bare_tf, bare_pt, bare_embeds))
+    t_ids, t_all = timed(ours(False), repeats), timed(ours(True), repeats)
+    print(f"\n(g) generate, {spec}, {len(prompts)} prompts x {new_tokens} new tokens")
+    print(f"  bare TF generate {t_tf:.2f} s, PyTorch generate {t_pt:.2f} s, loop from embeds "
+          f"{t_emb:.2f} s")  # fmt: skip
+    print(f"  tfparity generate --no-embeds {t_ids:.2f} s: {t_ids / (t_tf + t_pt):.2f}x "
+          "the bare TF + PyTorch generate")  # fmt: skip
+    bare = t_tf + t_pt + t_emb
+    print(f"  tfparity generate {t_all:.2f} s: {t_all / (t_tf + t_pt):.2f}x the bare TF + "
+          f"PyTorch generate, {t_all / bare:.2f}x with the bare loop from embeds")  # fmt: skip
 
 
 def _json(line: str) -> dict:

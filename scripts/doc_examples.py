@@ -121,7 +121,32 @@ def _task_heads(work: Path) -> None:
     port.tokenizer.save_pretrained(work / "seqcls-tf-badhead")
 
 
+def _gpt2_ffn_port(work: Path) -> None:
+    """The tiny GPT-2 causal LM with layer 1's MLP up-projection scaled by 1.5, saved."""
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.testing import perturb_ffn
+
+    port = TFModel.load("tiny:gpt2/causal-lm")
+    perturb_ffn(port, 1, 1.5)
+    port.model.save_pretrained(work / "gpt2-ffn")
+    port.tokenizer.save_pretrained(work / "gpt2-ffn")
+
+
+def _cache_fault(work: Path) -> tuple[int, str]:
+    """`tfparity.generate` on the tiny GPT-2 whose cached steps' positions are shifted."""
+    from tfparity import generate
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.report.generation import render_generation
+    from tfparity.testing import CACHE_FAULTS
+
+    spec = "tiny:gpt2/causal-lm"
+    port = CACHE_FAULTS[0].apply(TFModel.load(spec))
+    report = generate(port, pt=spec, new_tokens=8, texts=["Hello world."])
+    return (0 if report.passed else 1), render_generation(report)
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
+    "gpt2-ffn": _gpt2_ffn_port,
     "port_bias": lambda work: _script("make_broken_port", str(work / "port_bias")),
     "port_gelu": lambda work: _script(
         "make_broken_port", str(work / "port_gelu"), "--fault", "gelu-new"
@@ -312,6 +337,20 @@ EXAMPLES: tuple[Example, ...] = (
         why_untested="245 items, about 25 s; the tested minilm examples already take about 60 s",
     ),
     Example("your-own-model", "docs/your-own-model.md", 0, run=_own_model),
+    Example(
+        "generate-tiny-gpt2",
+        "docs/generate.md",
+        0,
+        ("generate", "tiny:gpt2/causal-lm", "--new-tokens", "16"),
+    ),
+    Example(
+        "generate-broken-port",
+        "docs/generate.md",
+        1,
+        ("generate", "gpt2-ffn", "--pt", "tiny:gpt2/causal-lm", "--new-tokens", "16"),
+        setup=("gpt2-ffn",),
+    ),
+    Example("generate-cache-fault", "docs/generate.md", 1, run=_cache_fault),
     Example(
         "pytest-failure-message",
         "docs/ci-and-pytest.md",

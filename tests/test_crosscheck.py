@@ -245,9 +245,9 @@ def test_every_leaf_is_compared_and_judged_on_its_own(tiny_reference, monkeypatc
 
 def test_judging_by_the_referee_returns_a_new_comparison():
     from tfparity.checks.crosscheck import _judged
-    from tfparity.compare import Referee, RefereeResult, compare
+    from tfparity.compare import Referee, RefereeResult, compare_arrays
 
-    c = compare(np.ones((2, 3)), np.ones((2, 3)) + 1.0, name="x")
+    c = compare_arrays(np.ones((2, 3)), np.ones((2, 3)) + 1.0, name="x")
     r = RefereeResult("x", 1.0, 1.0, 3.0, 1.0, passed=True)
     judged = _judged(c, r, Referee())
     assert judged is not c and judged.passed and judged.judge == "referee"

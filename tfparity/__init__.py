@@ -23,6 +23,7 @@ _API = (
     "check_tying",
     "crosscheck",
     "diagnose",
+    "generate",
     "load_model",
     "make_batches",
 )
@@ -30,6 +31,7 @@ _API = (
 _ELSEWHERE = {
     "assert_crosscheck": "assertions",
     "assert_embeds_parity": "assertions",
+    "assert_generation": "assertions",
     "user_model": "adapters.user",
 }
 

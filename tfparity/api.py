@@ -264,3 +264,90 @@ def _check_common(**arguments: Any) -> None:
         validation.sequence_of(arguments["batches"], Batch, "batches")
     if "tolerance" in arguments:
         validation.tolerance(arguments["tolerance"])
+
+
+def generate(
+    model: Any = "tiny:gpt2/causal-lm",
+    *,
+    pt: Any = None,
+    new_tokens: int | None = None,
+    texts: Sequence[str] | None = None,
+    inputs: InputOptions | None = None,
+    embeds: bool = True,
+    allow_pickle: bool = False,
+) -> Report:
+    """Greedy generation, TF against PyTorch, each through its own KV-cache path (HF TF
+    ``generate``, PyTorch ``generate``): per prompt the tokens agreed, the first divergent
+    step with both sides' margins, per step (both fed PyTorch's tokens) the largest logit
+    difference, the top-5 overlap and the float64 referee's verdict; a near-tie flip told
+    from a defect; each cached TF step against a recomputation without cache; and, where
+    the TF class's call takes ``inputs_embeds``, generation started from gathered
+    embeddings (``embeds=False`` skips it). Where tokens part by a defect, the
+    cross-check of the teacher-forced sequence names the layer (``report.first_divergence``).
+
+    ``model``: a causal LM (a MODEL spec, loaded with its LM head; a TFModel; a Hugging
+    Face TF causal LM). ``pt``: the PyTorch reference, as for :func:`crosscheck` (default:
+    loaded afresh from ``model``'s spec). ``new_tokens``: greedy steps per prompt
+    (default 32). Prompts: ``texts``, else ``inputs`` (texts or seeded random ids), else
+    three short built-in ones; each prompt decodes alone, without padding.
+    """
+    from . import validation
+    from .architectures.heads import Head
+    from .checks.generation import (
+        DEFAULT_NEW_TOKENS,
+        DEFAULT_PROMPTS,
+        GenerationOptions,
+        check_generation,
+        check_new_tokens,
+        prompts_of,
+    )
+
+    _check_common(texts=texts, inputs=inputs)
+    new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
+    check_new_tokens(new_tokens)
+    validation.instance(embeds, bool, "embeds", "a bool")
+    tf_model = _causal_lm(model, allow_pickle)
+    pt_model = reference_for(
+        model if isinstance(model, str) else tf_model,
+        pt,
+        allow_pickle=allow_pickle,
+        head=Head.CAUSAL_LM,
+    )
+    if texts is not None:
+        inputs = InputOptions(texts=validation.texts(texts))
+    elif inputs is None or (inputs.texts is None and inputs.random is None):
+        inputs = replace(inputs or InputOptions(), texts=DEFAULT_PROMPTS)
+    prompts = prompts_of(make_batches(tf_model, inputs), new_tokens, tf_model.limits)
+    options = GenerationOptions(new_tokens=new_tokens, embeds=embeds)
+    return check_generation(tf_model, pt_model, prompts, options)
+
+
+def _causal_lm(model: Any, allow_pickle: bool) -> Any:
+    """The TF causal LM under test: a spec loads with its LM head (its config's class, or
+    ``tiny:<type>/causal-lm``'s); refused (exit 2) where there is none to generate with."""
+    from .adapters.keras_hub import is_keras_hub_spec
+    from .adapters.specs import parse_spec
+    from .architectures.heads import Head
+    from .errors import TfparityError
+
+    if isinstance(model, str) and is_keras_hub_spec(model):
+        raise TfparityError(
+            f"generate covers Hugging Face TF causal LMs; '{model}' is a keras-hub model, "
+            "whose CausalLM generation is not covered yet."
+        )
+    head = None
+    if isinstance(model, str) and parse_spec(model).head is None:
+        head = "causal-lm"  # the body's spec, generated with its family's causal LM head
+    tf_model = load_model(model, allow_pickle=allow_pickle, head=head)
+    if not tf_model.architecture.causal:
+        raise TfparityError(
+            f"{tf_model.name} is a {tf_model.model_type} model, which is not a causal "
+            "language model: generate needs one (gpt2, gpt-sw3, opt, ctrl, gptj, xglm, "
+            "openai-gpt, mistral)."
+        )
+    if tf_model.head is not Head.CAUSAL_LM:
+        raise TfparityError(
+            f"{tf_model.name} has no LM head (it is a {tf_model.head.value} model): "
+            "generate needs a causal LM head, e.g. tiny:gpt2/causal-lm."
+        )
+    return tf_model

@@ -135,20 +135,50 @@ def assert_crosscheck(
     return reports
 
 
+def assert_generation(
+    model: Any = "tiny:gpt2/causal-lm",
+    pt_model: Any = None,
+    *,
+    new_tokens: int = 8,
+    texts: Sequence[str] | None = None,
+    inputs: InputOptions | None = None,
+    embeds: bool = True,
+) -> Report:
+    """Assert that greedy generation agrees, TF against PyTorch (:func:`tfparity.generate`):
+    every token, or a flip only at a near-tie; every cached TF step consistent with its
+    recomputation; generation from gathered ``inputs_embeds`` like the ids path. The
+    error's first line names the first divergent step and the layer the cross-check
+    finds, or the first cached step that differs. ``new_tokens`` defaults to 8 (tests
+    stay fast; the CLI's default is 32)."""
+    __tracebackhide__ = True
+    from .api import generate
+    from .report.generation import assertion_message
+
+    validation.texts(texts)
+    validation.instance(inputs, InputOptions, "inputs", "an InputOptions")
+    report = generate(
+        model, pt=pt_model, new_tokens=new_tokens, texts=texts, inputs=inputs, embeds=embeds
+    )
+    _conclude([report], assertion_message)
+    return report
+
+
 # ----------------------------------------------------------------------------- helpers
 
 
-def _conclude(reports: list[Report]) -> None:
-    """Hand the reports to the plugin (for --tfparity-json), then judge them."""
+def _conclude(reports: list[Report], message: Callable | None = None) -> None:
+    """Hand the reports to the plugin (for --tfparity-json), then judge them; ``message``
+    builds the failure's text (default: the tensor checks' brief message)."""
     __tracebackhide__ = True  # pytest shows the test's line, not this frame's locals
     from .report.brief import assertion_message
 
+    message = message or assertion_message
     context = CONTEXT.get()
     if context is not None:
         context.reports.extend(reports)
     if all(r.passed for r in reports):
         return
-    error = AssertionError(assertion_message(reports, _full_report(context)))
+    error = AssertionError(message(reports, _full_report(context)))
     error.reports = reports  # type: ignore[attr-defined]
     raise error
 

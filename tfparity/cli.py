@@ -64,6 +64,7 @@ COMMANDS = (
     "diagnose",
     "embeddings",
     "positions",
+    "generate",
     "sweep",
     "merge",
 )

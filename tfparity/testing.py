@@ -16,10 +16,13 @@ from .architectures import Fault, lookup
 from .architectures.bert import FAULTS as CATALOGUE
 from .architectures.bert import LAYOUT as BERT_LAYOUT
 from .architectures.faults import Expect, scale, with_config
+from .architectures.generation_faults import CACHE_FAULTS, CacheFault
 from .errors import TfparityError
 
 __all__ = [
+    "CACHE_FAULTS",
     "CATALOGUE",
+    "CacheFault",
     "Expect",
     "Fault",
     "by_name",

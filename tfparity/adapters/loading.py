@@ -144,6 +144,7 @@ def _load_tiny(arch: str, head: Head = Head.BASE, lm_head: bool = False) -> Load
     if lm_head or head is not Head.BASE:
         # the body gets exactly tiny:<model_type>'s weights; only the head its own
         _copy_matching(_load_tiny(arch).model, model)
+        _tie_output_embeddings(model)
     return Loaded(model, tiny.tiny_tokenizer(), config, f"tiny:{arch}{own} (seeded random weights)")
 
 
@@ -154,6 +155,22 @@ def _copy_matching(source: Any, target: Any) -> None:
         match = by_path.get(var.name.split("/", 1)[-1])
         if match is not None and match.shape == var.shape:
             var.assign(match)
+
+
+def _tie_output_embeddings(model: Any) -> None:
+    """A seeded LM head that its config ties to the word embeddings, made equal to them:
+    transformers' TF XGLM keeps ``lm_head`` as a Dense layer of its own (and its
+    ``get_output_embeddings`` returns None), which the seeds filled with other values,
+    while PyTorch ties it (a converted checkpoint holds the tied matrix on both sides)."""
+    from .gather import word_embedding_matrix
+
+    if not model.config.tie_word_embeddings:
+        return
+    matrix = word_embedding_matrix(model)
+    for var in model.trainable_weights:
+        scope = var.name.split("/")
+        if len(scope) > 1 and scope[1] == "lm_head" and tuple(var.shape) == matrix.shape[::-1]:
+            var.assign(import_tf().transpose(matrix))
 
 
 def build(model: Any) -> None:

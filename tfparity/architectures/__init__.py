@@ -52,7 +52,16 @@ __all__ = [
 
 # Modules of this package that hold machinery, not a family.
 _MACHINERY = frozenset(
-    {"base", "faults", "findings", "heads", "sublayers", "generic", "keras_hub_layouts"}
+    {
+        "base",
+        "faults",
+        "findings",
+        "generation_faults",
+        "heads",
+        "sublayers",
+        "generic",
+        "keras_hub_layouts",
+    }
 )
 
 

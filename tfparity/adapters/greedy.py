@@ -1,0 +1,48 @@
+"""Greedy decoding on either side: the record both sides return, and the generation
+settings both use, so that HF TF ``generate`` and PyTorch ``generate`` decode alike.
+
+Greedy, no sampling, no beams, no logits processors (the step logits are then the raw
+logits), and the end-of-sequence token does not stop decoding: every prompt gets its N
+new tokens on both sides, so step k means the same thing on both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class GreedyRun:
+    """One prompt decoded greedily: ``tokens`` [N] and the logits each step chose from
+    ``logits`` [N, vocab] (float32, as the side computed them). ``cached``: whether the
+    steps after the first ran on a KV cache (False where the model keeps none)."""
+
+    tokens: np.ndarray
+    logits: np.ndarray
+    cached: bool = True
+
+
+def greedy_config(new_tokens: int, pad_token_id: int | None) -> Any:
+    """transformers' GenerationConfig for greedy decoding of exactly ``new_tokens``
+    tokens, returning each step's scores (TF) and raw logits (PyTorch)."""
+    from .runtime import import_transformers
+
+    t = import_transformers()
+    return t.GenerationConfig(
+        do_sample=False,
+        num_beams=1,
+        max_new_tokens=new_tokens,
+        pad_token_id=0 if pad_token_id is None else pad_token_id,
+        output_scores=True,
+        output_logits=True,
+        return_dict_in_generate=True,
+    )
+
+
+def fed_sequence(prompt: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """The ids a decoder is fed to choose ``tokens`` after ``prompt``: the prompt and
+    every token but the last, as one int32 row [1, len(prompt) + len(tokens) - 1]."""
+    return np.concatenate([np.asarray(prompt), np.asarray(tokens)[:-1]]).astype(np.int32)[None]

@@ -1,0 +1,332 @@
+"""Greedy generation, TF against PyTorch: a causal LM port is judged by the tokens it
+generates, through its own KV-cache path (HF TF ``generate`` against PyTorch
+``generate``).
+
+Per prompt: the tokens agreed, the first divergent step with both sides' top-1 minus
+top-2 margins there, and per step (teacher-forced: both sides fed PyTorch's tokens) the
+largest logit difference, the top-k overlap and the float64 referee's verdict. The verdict
+tells a near-tie flip from a defect (:mod:`.generation_steps`). On the TF side, each
+cached step is compared with a recomputation without cache, and generation started from
+gathered ``inputs_embeds`` with the ids path. Where tokens part by a defect, the
+cross-check on the teacher-forced sequence names the layer.
+
+The frameworks are the adapters' (:mod:`tfparity.adapters.generation_tf`,
+:mod:`~tfparity.adapters.generation_pt`); this module judges numpy arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..adapters import generation_pt, generation_tf
+from ..adapters.greedy import GreedyRun, fed_sequence
+from ..adapters.pt_model import PTModel
+from ..adapters.tf_model import TFModel
+from ..compare import Comparison, Referee, compare_arrays
+from ..errors import TfparityError
+from ..inputs import Batch, Limits
+from ..results import Divergence, Report
+from .generation_steps import (
+    Forced,
+    PromptSteps,
+    cache_bounds,
+    judge_cache,
+    judge_embeds,
+    judge_steps,
+)
+
+DEFAULT_NEW_TOKENS = 32
+# Prompts when none are given: short, so that a prompt and 32 new tokens fit the tiny
+# models' 64 positions (the other checks' built-in sentences run to 60 tokens there).
+DEFAULT_PROMPTS = (
+    "The quick brown fox",
+    "Hello world.",
+    "Numerical parity means that two implementations",
+)
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """``new_tokens`` greedy steps per prompt; ``embeds``: also generate from gathered
+    ``inputs_embeds`` on the TF side; ``localise``: cross-check the teacher-forced
+    sequence where tokens part by a defect, to name the layer."""
+
+    new_tokens: int = DEFAULT_NEW_TOKENS
+    referee: Referee = Referee()
+    embeds: bool = True
+    localise: bool = True
+
+
+@dataclass
+class _Prompt:
+    """One prompt's runs and its judged steps."""
+
+    index: int
+    prompt: np.ndarray
+    tf: GreedyRun
+    pt: GreedyRun
+    forced: Forced
+    steps: PromptSteps
+    recomputed: np.ndarray
+    embeds: GreedyRun | None = None
+    embeds_recomputed: np.ndarray | None = None
+
+
+def check_generation(
+    tf_model: TFModel,
+    pt_model: PTModel,
+    prompts: Sequence[np.ndarray],
+    options: GenerationOptions = GenerationOptions(),
+) -> Report:
+    """``prompts``: one id array per prompt, without padding (each decodes alone)."""
+    refusal = generation_tf.embeds_refusal(tf_model) if options.embeds else None
+    runs = _runs(tf_model, pt_model, prompts, options, refusal)
+    comparisons = [c for run in runs for c in _comparisons(run)]
+    passed = all(c.passed for c in comparisons)
+    divergence = None if passed else _localise(tf_model, pt_model, runs, options)
+    return Report(
+        check="generate",
+        model=tf_model.name,
+        passed=passed,
+        comparisons=comparisons,
+        first_divergence=divergence,
+        notes=list(tf_model.notes) + list(pt_model.notes) + _notes(tf_model, runs, refusal),
+        details={
+            "compares": "TF generate (actual) vs PyTorch generate (expected), greedy, "
+            "same weights and prompts",
+            "judge": f"float64 referee per step (factor {options.referee.factor:g}, floor "
+            f"{options.referee.floor:g} x RMS); a flip within 4x its allowed RMSE is a near-tie",
+            "reference": pt_model.name,
+            "prompts": len(runs),
+            "new_tokens": options.new_tokens,
+            "kv_cache": "yes" if generation_tf.keeps_cache(tf_model) else "none (recomputes)",
+            "embeds_start": refusal or ("compared" if options.embeds else "not run"),
+            "generation": [_prompt_row(run) for run in runs],
+        },
+    )
+
+
+def _runs(
+    tf_model: TFModel,
+    pt_model: PTModel,
+    prompts: Sequence[np.ndarray],
+    options: GenerationOptions,
+    refusal: str | None,
+) -> list[_Prompt]:
+    """Both sides' generation, the teacher-forced and recomputed logits, judged. One
+    framework at a time: switching between TensorFlow's and PyTorch's thread pools prompt
+    by prompt slows both (each spins after its work, holding cores)."""
+    n = options.new_tokens
+    tf_runs = [generation_tf.tf_generate(tf_model, p, n) for p in prompts]
+    starts: list[GreedyRun | None] = [None] * len(prompts)
+    if options.embeds and refusal is None:
+        starts = [generation_tf.generate_from_embeds(tf_model, p, n) for p in prompts]
+    pt_runs = [generation_pt.pt_generate(pt_model, p, n) for p in prompts]
+    fed = [(p, r.tokens) for p, r in zip(prompts, pt_runs, strict=True)]
+    pt32 = [generation_pt.step_logits(pt_model, p, t) for p, t in fed]
+    pt64 = [generation_pt.step_logits(pt_model, p, t, float64=True) for p, t in fed]
+    runs = []
+    for i, prompt in enumerate(prompts):
+        tf_run, pt_run, start = tf_runs[i], pt_runs[i], starts[i]
+        known: dict[bytes, np.ndarray] = {}  # TF's recomputations, by the tokens fed
+        fed = _recomputed(tf_model, prompt, pt_run.tokens, known)
+        forced = Forced(tf=fed, pt=pt32[i], pt64=pt64[i], pt_cached=pt_run.logits)
+        steps = judge_steps(tf_run.tokens, tf_run.logits, pt_run.tokens, forced, options.referee)
+        bounds = cache_bounds(forced, options.referee)
+        recomputed = _recomputed(tf_model, prompt, tf_run.tokens, known)
+        judge_cache(steps, tf_run.logits, recomputed, bounds)
+        run = _Prompt(i, np.asarray(prompt), tf_run, pt_run, forced, steps, recomputed)
+        if start is not None:
+            run.embeds = start
+            run.embeds_recomputed = _recomputed(tf_model, prompt, start.tokens, known)
+            judge_embeds(steps, start.logits, run.embeds_recomputed, bounds)
+        runs.append(run)
+    return runs
+
+
+def _recomputed(
+    tf_model: TFModel, prompt: np.ndarray, tokens: np.ndarray, known: dict
+) -> np.ndarray:
+    """TF's step logits for ``tokens`` without a cache; made once per token sequence."""
+    key = np.asarray(tokens).tobytes()
+    if key not in known:
+        known[key] = generation_tf.step_logits(tf_model, prompt, tokens)
+    return known[key]
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def _comparisons(run: _Prompt) -> list[Comparison]:
+    """Per prompt: the tokens (teacher-forced logits, judged by their flips), the TF
+    cache against recomputation, and the start from ``inputs_embeds`` (where it ran)."""
+    s, i = run.steps, run.index
+    found = [
+        _judged(f"prompt {i}: tokens", run.forced.tf, run.forced.pt, _tokens_problem(s)),
+        _judged(
+            f"prompt {i}: TF cache",
+            run.tf.logits,
+            run.recomputed,
+            _steps_problem(s, "cache", "cached step {k} differs from recomputation"),
+        ),
+    ]
+    if run.embeds is not None:
+        text = "step {k} started from inputs_embeds differs from the ids path"
+        found.append(
+            _judged(
+                f"prompt {i}: from inputs_embeds",
+                run.embeds.logits,
+                run.embeds_recomputed,
+                _steps_problem(s, "embeds", text),
+            )
+        )
+    return found
+
+
+def _judged(name: str, actual: np.ndarray, expected: np.ndarray, problem: str | None) -> Comparison:
+    """The logits' statistics, with the generation's verdict (``problem``: None passes):
+    the steps' judge decides, not a tolerance."""
+    c = compare_arrays(actual, expected, name=name, check_dtype=False)
+    c.passed, c.problem, c.judge, c.referee = problem is None, problem, "referee", None
+    return c
+
+
+def _tokens_problem(s: PromptSteps) -> str | None:
+    if not s.defects:
+        return None
+    d = s.first_divergence
+    first = (
+        f"first divergent step {d.step}: TF {d.tf_token}, PyTorch {d.pt_token} (margins TF "
+        f"{d.tf_margin:.3g}, PyTorch {d.pt_margin:.3g}); "
+        if d is not None
+        else "the free-running tokens agree, but "
+    )
+    return (
+        f"{first}fed PyTorch's tokens, TF's choice flips by more than the noise at "
+        f"step(s) {_list(s.defects)}"
+    )
+
+
+def _steps_problem(s: PromptSteps, kind: str, text: str) -> str | None:
+    """The first failing step of ``kind`` ("cache" or "embeds"), with its RMSE."""
+    failing = s.cache_failures if kind == "cache" else s.embeds_failures
+    if not failing:
+        return None
+    k = failing[0]
+    step = s.steps[k]
+    got = step.cache_rmse if kind == "cache" else step.embeds_rmse
+    return (
+        f"{text.format(k=k)}: RMSE {got:.3g} over {step.cache_allowed:.3g} allowed; "
+        f"{len(failing)} of {len(s.steps)} steps differ"
+    )
+
+
+def _list(steps: list[int], most: int = 8) -> str:
+    shown = ", ".join(str(k) for k in steps[:most])
+    return shown + (f", ... ({len(steps)} in all)" if len(steps) > most else "")
+
+
+def _localise(
+    tf_model: TFModel, pt_model: PTModel, runs: list[_Prompt], options: GenerationOptions
+) -> Divergence | None:
+    """Where tokens part by a defect: the layer the cross-check finds on the first such
+    prompt's teacher-forced sequence (the prompt and PyTorch's tokens)."""
+    bad = next((r for r in runs if r.steps.defects), None)
+    if bad is None:
+        return None
+    d = bad.steps.first_divergence
+    step = d.step if d is not None else bad.steps.defects[0]
+    where = f"prompt {bad.index}, first divergent step {step}"
+    if not options.localise:
+        return Divergence(None, "head", None, f"{where} (localisation not run)")
+    from .crosscheck import CrosscheckOptions, crosscheck
+
+    ids = fed_sequence(bad.prompt, bad.pt.tokens)
+    found = crosscheck(tf_model, pt_model, [Batch(ids, np.ones_like(ids))], CrosscheckOptions())
+    divergence = found.first_divergence
+    if divergence is None:
+        return Divergence(
+            None,
+            "head",
+            None,
+            f"{where}; the cross-check of the teacher-forced sequence passes: the "
+            "difference is in generation itself, not in one forward pass",
+        )
+    divergence.hint = f"{where}; the cross-check finds: {divergence.hint}"
+    return divergence
+
+
+def _notes(tf_model: TFModel, runs: list[_Prompt], refusal: str | None) -> list[str]:
+    notes = []
+    if not generation_tf.keeps_cache(tf_model):
+        notes.append(
+            f"{type(tf_model.model).__name__} keeps no KV cache: its generate recomputes "
+            "every step, so cache consistency compares two recomputations."
+        )
+    if refusal:
+        notes.append(f"Generation from inputs_embeds not compared: {refusal}.")
+    ties = [(r.index, k) for r in runs for k in r.steps.near_ties]
+    if ties:
+        where = ", ".join(f"prompt {i} step {k}" for i, k in ties[:5])
+        notes.append(
+            f"Near-tie flips (both margins within the referee's bound of floating-point "
+            f"noise, not a defect): {where}" + (f" ({len(ties)} in all)" if len(ties) > 5 else "")
+        )
+    off = [(r.index, r.steps.referee_failures) for r in runs if r.steps.referee_failures]
+    if off and not any(r.steps.defects for r in runs):
+        where = "; ".join(f"prompt {i} steps {_list(ks, 4)}" for i, ks in off[:3])
+        notes.append(
+            "Every token agrees, but the teacher-forced logits exceed the float64 referee's "
+            f"bound at {where}: run `tfparity crosscheck` to see where they part."
+        )
+    return notes
+
+
+def _prompt_row(run: _Prompt) -> dict:
+    """One prompt for the JSON and the text: tokens, the first divergence, the steps."""
+    s = run.steps
+    return {
+        "prompt": run.index,
+        "prompt_tokens": len(run.prompt),
+        "tokens_agreed": s.agreed,
+        "new_tokens": len(s.steps),
+        "first_divergent_step": asdict(s.first_divergence) if s.first_divergence else None,
+        "tf_tokens": [int(t) for t in run.tf.tokens],
+        "pt_tokens": [int(t) for t in run.pt.tokens],
+        "embeds_tokens": [int(t) for t in run.embeds.tokens] if run.embeds else None,
+        "defects": s.defects,
+        "near_ties": s.near_ties,
+        "referee_failures": s.referee_failures,
+        "cache_failures": s.cache_failures,
+        "embeds_failures": s.embeds_failures,
+        "steps": [asdict(step) for step in s.steps],
+    }
+
+
+def prompts_of(batches: Sequence[Batch], new_tokens: int, limits: Limits) -> list[np.ndarray]:
+    """Each sequence of ``batches`` without its padding: one prompt each, decoded alone
+    (padding changes a decoder's numbers, and the two sides pad differently). Refused
+    (exit 2) where a prompt and ``new_tokens`` exceed the model's positions."""
+    check_new_tokens(new_tokens)
+    prompts = [
+        ids[np.asarray(mask, bool)]
+        for b in batches
+        for ids, mask in zip(b.input_ids, b.attention_mask, strict=True)
+    ]
+    longest = max(len(p) for p in prompts)
+    if limits.max_positions is not None and longest + new_tokens > limits.max_positions:
+        raise TfparityError(
+            f"The longest prompt has {longest} tokens; with {new_tokens} new tokens that is "
+            f"{longest + new_tokens} positions, and the model has {limits.max_positions}: "
+            "ask for fewer new tokens or give shorter prompts."
+        )
+    return prompts
+
+
+def check_new_tokens(new_tokens: int) -> None:
+    """A usage error (exit 2) for a step count that is not a positive int."""
+    if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
+        raise TfparityError(f"new_tokens must be an int >= 1, not {new_tokens!r}.")

@@ -1,0 +1,164 @@
+"""Render a generate Report: one row per prompt (tokens agreed, the first divergent step
+and both margins there, flips, the largest logit difference, the top-5 overlap, the
+referee, the cache, the start from embeddings), then the steps of the first prompt that
+fails (every prompt's with ``verbose``), the notes, the first divergence and the verdict.
+Reads Report.details only; no numpy, no frameworks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..results import Report
+from .sections import table
+from .text import divergence_text
+
+_FACTS = ("compares", "judge", "reference", "prompts", "new_tokens", "kv_cache", "embeds_start")
+
+
+def render_generation(report: Report, *, verbose: bool = False) -> str:
+    d = report.details
+    lines = [f"tfparity {report.check} · {report.model}"]
+    lines += [f"  {k}: {d[k]}" for k in _FACTS if k in d]
+    prompts: list[dict[str, Any]] = d.get("generation", [])
+    lines += ["", *prompt_table(prompts)]
+    failing = [p for p in prompts if _fails(p)]
+    for p in prompts if verbose else failing[:1]:
+        lines += ["", f"prompt {p['prompt']}, step by step (TF fed PyTorch's tokens):"]
+        lines += step_table(p["steps"])
+    lines += [f"note: {n}" for n in report.notes]
+    if report.first_divergence is not None:
+        f = report.first_divergence
+        lines += ["", f"first divergence: {divergence_text(f)}"]
+        if f.hint:
+            lines.append(f"hint: {f.hint}")
+    lines += ["", verdict(report)]
+    return "\n".join(lines)
+
+
+def verdict(report: Report) -> str:
+    """``PASS generate: ...`` or ``FAIL generate: <the first failing part's problem>``."""
+    d = report.details
+    if report.passed:
+        prompts = d.get("generation", [])
+        ties = sum(len(p["near_ties"]) for p in prompts)
+        agreed = (
+            "every token agrees" if not ties else f"tokens agree but for {ties} near-tie flip(s)"
+        )
+        return (
+            f"PASS {report.check}: {d.get('prompts')} prompt(s) x {d.get('new_tokens')} new "
+            f"tokens; {agreed}, the cache consistent"
+        )
+    bad = report.failures
+    first = f"{bad[0].name}: {bad[0].problem}" if bad else "see above"
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    return f"FAIL {report.check}: {first}{more}"
+
+
+def assertion_message(reports: list[Report], full_report: str) -> str:
+    """What a failing :func:`~tfparity.assertions.assert_generation` says: the verdict
+    first (pytest's summary line shows it), the first divergence and its hint, the prompt
+    table, then where the full report is."""
+    report = next(r for r in reports if not r.passed)
+    lines = [f"{verdict(report)} · {report.model}"]
+    f = report.first_divergence
+    if f is not None:
+        lines.append(f"first divergence: {divergence_text(f)}")
+        if f.hint:
+            lines.append(f"hint: {f.hint}")
+    lines += ["", *prompt_table(report.details.get("generation", [])), "", full_report]
+    return "\n".join(lines)
+
+
+def _fails(p: dict[str, Any]) -> bool:
+    return bool(p["defects"] or p["cache_failures"] or p["embeds_failures"])
+
+
+def _ok(failing: list[int] | None, total: int) -> str:
+    if failing is None:
+        return "-"
+    return "ok" if not failing else f"{len(failing)}/{total} FAIL"
+
+
+def prompt_table(prompts: list[dict[str, Any]]) -> list[str]:
+    header = (
+        "prompt",
+        "agreed",
+        "first divergent step",
+        "margins TF/PT",
+        "flips (near-tie)",
+        "max logit diff",
+        "min top-5",
+        "referee",
+        "cache",
+        "embeds",
+    )
+    rows = []
+    for p in prompts:
+        n, steps, first = p["new_tokens"], p["steps"], p["first_divergent_step"]
+        flips = len(p["defects"]) + len(p["near_ties"])
+        rows.append(
+            (
+                str(p["prompt"]),
+                f"{p['tokens_agreed']}/{n}",
+                f"{first['step']}: TF {first['tf_token']}, PT {first['pt_token']}{_why(first)}"
+                if first
+                else "-",
+                f"{first['tf_margin']:.3g}/{first['pt_margin']:.3g}" if first else "-",
+                f"{flips} ({len(p['near_ties'])})",
+                f"{max(s['max_logit_diff'] for s in steps):.3g}",
+                f"{min(s['top_k_overlap'] for s in steps):.0%}",
+                _ok(p["referee_failures"], n),
+                _ok(p["cache_failures"], n),
+                _ok(p["embeds_failures"] if p["embeds_tokens"] is not None else None, n),
+            )
+        )
+    return table(header, rows)
+
+
+def _why(first: dict[str, Any]) -> str:
+    """What the first divergence is: a near-tie, or a flip of TF's cached decoding only
+    (recomputed without cache, TF chooses PyTorch's token)."""
+    if first["near_tie"]:
+        return " (near-tie)"
+    return " (cache)" if first["recomputed_agrees"] else ""
+
+
+def step_table(steps: list[dict[str, Any]]) -> list[str]:
+    header = (
+        "step",
+        "TF",
+        "PT",
+        "TF fed PT's",
+        "max logit diff",
+        "top-5",
+        "rmse/fp64 (allowed)",
+        "margin TF/PT",
+        "flip",
+        "cache rmse (allowed)",
+        "embeds rmse",
+    )
+    rows = [
+        (
+            str(s["step"]),
+            str(s["tf_token"]),
+            str(s["pt_token"]),
+            str(s["forced_tf_token"]),
+            f"{s['max_logit_diff']:.3g}",
+            f"{s['top_k_overlap']:.0%}",
+            f"{s['rmse_vs_fp64']:.3g} ({s['allowed_rmse']:.3g})"
+            + ("" if s["refereed_ok"] else " FAIL"),
+            f"{s['tf_margin']:.3g}/{s['pt_margin']:.3g}",
+            s["flip"],
+            _rmse(s["cache_rmse"], s["cache_allowed"], s["cache_ok"]),
+            _rmse(s["embeds_rmse"], None, s["embeds_ok"]),
+        )
+        for s in steps
+    ]
+    return table(header, rows)
+
+
+def _rmse(value: float | None, allowed: float | None, ok: bool | None) -> str:
+    if value is None:
+        return "-"
+    bound = f" ({allowed:.3g})" if allowed is not None else ""
+    return f"{value:.3g}{bound}" + ("" if ok else " FAIL")
