@@ -18,7 +18,7 @@ LAYERS = (
     ("checks", "report"),
     ("orchestration",),
     ("api", "assertions", "sweep"),
-    ("", "__main__", "cli", "commands", "pytest_plugin", "keras", "testing"),
+    ("", "__main__", "cli", "commands", "pytest_plugin", "keras", "testing", "examples"),
 )
 
 # Upward imports the design page names, each with its reason there.
@@ -30,6 +30,7 @@ FRAMEWORK_USERS = {
     ("sweep.ray_engine", "torch"),
     ("architectures.keras_hub_layouts", "keras"),  # a fault: swap a backbone's GELU
     ("architectures.generic", "transformers"),  # transformers' own tables of TF classes
+    ("examples.keras_bert", "keras"),  # a user's own Keras 3 model: the docs' example
 }
 
 

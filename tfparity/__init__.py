@@ -34,6 +34,7 @@ _ELSEWHERE = {
     "assert_embeds_parity": "assertions",
     "assert_generation": "assertions",
     "assert_gradients": "assertions",
+    "user_model": "adapters.user",
 }
 
 __all__ = [

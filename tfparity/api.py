@@ -130,6 +130,8 @@ def crosscheck(
     head: str | None = None,
     budget: Any = None,
     source: str | None = None,
+    layers: dict[Any, int] | None = None,
+    weights: dict[str, Any] | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -165,6 +167,13 @@ def crosscheck(
     ``source`` the export's parity comes three ways: the export against its source (the
     export should change nothing), the export against PyTorch (the referee) and the
     source against PyTorch (:mod:`tfparity.checks.export_source`), in that order.
+
+    A model of your own (``tf=``: a callable, a Keras 3 or tf-keras model) takes its
+    config and tokenizer from ``pt`` (required). ``layers`` maps its layers to Hugging
+    Face hidden states (``{"embeddings_ln": 0, "block_0": 1}``: the divergence is
+    localised to a layer) and ``weights`` its variables to PyTorch weight names
+    (``{"block_0/ffn_up/kernel": ("encoder.layer.0.intermediate.dense.weight",
+    "transpose")}``: the hints name the weight); see docs/your-own-model.md.
     """
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
@@ -179,7 +188,15 @@ def crosscheck(
         raise ValueError(f"localise must be {modes}, not {localise!r}.")
     under_test = tf if tf is not None else model
     companion = source if source is not None else pt if isinstance(pt, str) else None
-    tf_model = load_model(under_test, allow_pickle=allow_pickle, head=head, companion=companion)
+    tf_model = load_model(
+        under_test,
+        allow_pickle=allow_pickle,
+        head=head,
+        companion=companion,
+        pt=pt,
+        layers=layers,
+        weights=weights,
+    )
     source_model = source_side(source, tf_model, allow_pickle=allow_pickle)
     pt_model = reference_for(
         tf_model, pt, allow_pickle=allow_pickle, head=model_head(tf_model) or head

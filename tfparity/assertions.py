@@ -103,6 +103,8 @@ def assert_crosscheck(
     device: str | None = None,
     head: str | None = None,
     source: str | None = None,
+    layers: dict[Any, int] | None = None,
+    weights: dict[str, Any] | None = None,
 ) -> list[Report]:
     """Assert that the TF model agrees with PyTorch (float64 referee, or ``atol``/``rtol``).
 
@@ -115,14 +117,16 @@ def assert_crosscheck(
     class a spec loads on both sides (default: the one its config names, see
     :func:`tfparity.crosscheck`). ``source``: for an export (a SavedModel, a ``.keras``
     file), the MODEL spec it came from: the export is then checked against it too.
-    Returns one Report per pass.
+    A model of your own (a callable, a Keras 3 or tf-keras
+    model) needs ``pt_model``; ``layers``/``weights`` map it onto Hugging Face hidden
+    states and weight names (see :func:`tfparity.crosscheck`). Returns one Report per pass.
     """
     __tracebackhide__ = True
     from .api import crosscheck
 
     _check_arguments(texts, inputs, batches, atol, rtol)
     companion = source or (pt_model if isinstance(pt_model, str) else None)
-    tf = _tf_model(tf_model, head, companion)
+    tf = _tf_model(tf_model, head, companion=companion, pt=pt_model, layers=layers, weights=weights)
     reports = crosscheck(
         tf,
         pt=pt_model,
@@ -232,14 +236,16 @@ def _full_report(context: HelperContext | None) -> str:
     return f"full report: {context.json_path} (written when this test ends)"
 
 
-def _tf_model(model: Any, head: str | None = None, companion: str | None = None) -> Any:
+def _tf_model(model: Any, head: str | None = None, **given: Any) -> Any:
+    """The TF side; ``given``: ``companion`` for an export, ``pt``, ``layers``,
+    ``weights`` for a model of your own."""
     from .api import load_model
 
     context = CONTEXT.get()
-    plain = head is None and companion is None  # the plugin caches plain specs only
+    plain = head is None and not any(given.get(k) for k in ("companion", "layers", "weights"))
     if isinstance(model, str) and plain and context is not None and context.load:
-        return context.load(model)
-    return load_model(model, head=head, companion=companion)
+        return context.load(model)  # the plugin caches plain specs only
+    return load_model(model, head=head, **given)
 
 
 def _execution(device: str | None) -> Any:

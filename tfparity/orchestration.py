@@ -57,20 +57,39 @@ def load_model(
     tokenizer: Any = None,
     head: Any = None,
     companion: str | None = None,
+    pt: Any = None,
+    layers: dict[Any, int] | None = None,
+    weights: dict[str, Any] | None = None,
 ):
-    """A :class:`~tfparity.adapters.tf_model.TFModel` for a spec, or a wrapped model
-    (a ``keras-hub:<SPEC>`` gives a :class:`~tfparity.adapters.keras_hub.KerasHubModel`;
-    an export's path, its side from :func:`~tfparity.adapters.exported.load_export`,
-    with the config and tokenizer of ``companion``: the model it was exported from, or
-    its PyTorch reference). ``head`` (a kind, e.g. ``"sequence-classification"``) picks
-    a spec's model class; default: the one its config names."""
+    """The TF side for ``model``: a :class:`~tfparity.adapters.tf_model.TFModel` for a
+    spec (a ``keras-hub:<SPEC>`` gives a
+    :class:`~tfparity.adapters.keras_hub.KerasHubModel`; an export's path, its side from
+    :func:`~tfparity.adapters.exported.load_export`, with the config and tokenizer of
+    ``companion``: the model it was exported from, or its PyTorch reference), or for an
+    object the side :func:`~tfparity.adapters.objects.object_side` picks: a Hugging Face
+    TF model, a keras-hub backbone, or a model of the user's own (a callable, a Keras 3
+    or tf-keras model), which takes its config and tokenizer from the reference ``pt``
+    and its maps from ``layers``/``weights`` (:mod:`tfparity.adapters.user_maps`).
+    ``head`` (a kind, e.g. ``"sequence-classification"``) picks a spec's model class;
+    default: the one its config names."""
     from . import validation
     from .adapters.keras_hub import is_keras_hub_spec, load_keras_hub
+    from .adapters.objects import object_side
     from .adapters.tf_model import TFModel
+    from .adapters.user import UserModel
 
     if isinstance(model, os.PathLike):  # an export's path, as pathlib gives it
         model = os.fspath(model)
     validation.model_spec(model, "model")
+    maps = layers is not None or weights is not None
+    if isinstance(model, UserModel) and not maps:
+        return model.bound(pt)
+    if isinstance(model, (TFSideBase, str)) and maps:
+        raise TfparityError(
+            "layers= and weights= are for a model of your own (a callable, a Keras 3 or "
+            "tf-keras model); a MODEL spec or a loaded side has its own (for a UserModel: "
+            "tfparity.user_model(model, layers=..., weights=...))."
+        )
     if isinstance(model, TFSideBase):
         return model
     if is_keras_hub_spec(model):
@@ -82,7 +101,9 @@ def load_model(
         return load_export(export, companion)
     if isinstance(model, str):
         return TFModel.load(model, allow_pickle=allow_pickle, head=head_kind(head))
-    return TFModel.wrap(model, tokenizer=tokenizer)
+    return object_side(
+        model, pt=pt, layers=layers, weights=weights, tokenizer=tokenizer, head=head_kind(head)
+    )
 
 
 def export_spec(model: Any) -> Any:

@@ -124,6 +124,24 @@ def parse_mode(mode: str, device: str | None = None) -> ExecutionOptions:
     )
 
 
+def eager_only(options: ExecutionOptions, who: str) -> ExecutionOptions:
+    """``options`` for a side that runs eagerly in float32 on TensorFlow's default
+    placement only (keras-hub, a user's own model): anything else asked for explicitly
+    is exit 2, never ignored; ``auto`` settles on eager, what really runs."""
+    explicit_graph = options.graph and not options.auto
+    if options.precision != "fp32" or options.xla or explicit_graph:
+        raise TfparityError(
+            f"{who} run eagerly in float32 here; --precision fp16/bf16, --graph and "
+            "--xla are for Hugging Face TF models."
+        )
+    if options.device and "CPU" not in options.device.upper():
+        raise TfparityError(
+            f"{who} run on TensorFlow's default placement here; --device "
+            f"{options.device} is for Hugging Face TF models."
+        )
+    return replace(options, graph=False)
+
+
 def is_gpu(device: str | None) -> bool:
     return bool(device) and short_name(device).startswith("gpu")
 

@@ -38,7 +38,7 @@ from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
 from ..results import Hint
 from ..trace import Trace
-from .execution_options import ExecutionOptions
+from .execution_options import ExecutionOptions, eager_only
 from .interfaces import FeedForwardWeights, TFSideBase
 from .keras_hub_checkpoints import (
     checkpoint_dir,
@@ -599,18 +599,7 @@ class KerasHubModel(TFSideBase):
     def executed(self, options: ExecutionOptions) -> KerasHubModel:
         """This model under an ExecutionOptions: eager float32 on TensorFlow's default
         placement only; anything else asked for explicitly is exit 2, never ignored."""
-        explicit_graph = options.graph and not options.auto
-        if options.precision != "fp32" or options.xla or explicit_graph:
-            raise TfparityError(
-                "keras-hub models run eagerly in float32 here; --precision fp16/bf16, "
-                "--graph and --xla are for Hugging Face TF models."
-            )
-        if options.device and "CPU" not in options.device.upper():
-            raise TfparityError(
-                f"keras-hub models run on TensorFlow's default placement here; --device "
-                f"{options.device} is for Hugging Face TF models."
-            )
-        runs = replace(options, graph=False)  # auto settles on eager: what really runs
+        runs = eager_only(options, "keras-hub models")
         return self if runs == self.execution else replace(self, execution=runs)
 
 

@@ -121,16 +121,8 @@ def crosscheck(
             "Every tensor passed, so the sub-layer taps and isolated runs were skipped "
             "(`--localise always` runs them on every run)."
         )
-    if not tapped and pt_model.localisable():  # the type has taps; this side has not
-        notes.append(
-            f"{tf_model.name} offers no sub-layer taps, so the divergence is localised to "
-            "a layer at most."
-        )
-    elif not tapped:
-        notes.append(
-            f"Sub-layer taps are available for {', '.join(tapped_types())}; for "
-            f"{tf_model.model_type} the divergence is localised to a layer only."
-        )
+    if not tapped and any(hidden_state_index(c.name) is not None for c in comparisons):
+        notes.append(_untapped_note(tf_model, pt_model))
     report = Report(
         check=options.label,
         model=tf_model.name,
@@ -201,6 +193,21 @@ def _budgeted(
         },
     )
     return note_truncation(report, batches)
+
+
+def _untapped_note(tf_model: TFSide, pt_model: Reference) -> str:
+    """Why the divergence is localised to a layer only: the architecture has no taps,
+    or this side (a model of the user's own, some keras-hub ports) has none of its own."""
+    if pt_model.localisable():
+        return (
+            f"{tf_model.name} has no sub-layer taps of its own ({tf_model.model_type} has "
+            "them in its Hugging Face TF model), so the divergence is localised to a layer "
+            "only."
+        )
+    return (
+        f"Sub-layer taps are available for {', '.join(tapped_types())}; for "
+        f"{tf_model.model_type} the divergence is localised to a layer only."
+    )
 
 
 def _taps_state(tapped: bool, components: list) -> str:
@@ -368,9 +375,9 @@ def localise(
     if not hidden and all(hidden_state_index(c.name) is None for c in comparisons):
         return Divergence(None, "output", None, NO_INTERMEDIATES)  # an export's outputs only
     if not hidden:
-        where = "pooler" if any(c.name.startswith("pooler") for c in failing) else "head"
+        where = _past_hidden_states(tf_model, failing, comparisons)
         hint = _hint(tf_model, pt_model, where, where, runs)
-        return Divergence(None, where, where, hint)
+        return Divergence(None, where, where if where != "output" else None, hint)
     k = hidden[0]
     if k == 0:
         hint = _hint(tf_model, pt_model, "embeddings", "embeddings", runs)
@@ -380,6 +387,20 @@ def localise(
     component = _component_of(layer, components)
     hint = _hint(tf_model, pt_model, layer, component, runs)
     return Divergence(k, layer, component, _known(tf_model, k, layer, component, hint))
+
+
+def _past_hidden_states(
+    tf_model: TFSide, failing: list[Comparison], comparisons: list[Comparison]
+) -> str:
+    """Where a divergence that no hidden state shows is: the pooler, the head, or, for
+    a base model whose hidden states were not compared at all (a model of the user's
+    own without a layer map), its output."""
+    compared = any(hidden_state_index(c.name) is not None for c in comparisons)
+    if not compared and any(c.name == "last_hidden_state" for c in failing):
+        return "output"  # before the pooler, which reads it
+    if any(c.name.startswith("pooler") for c in failing):
+        return "pooler"
+    return "head" if compared or tf_model.head is not Head.BASE else "output"
 
 
 def _known(tf_model: TFSide, hidden_state: int, layer: Any, component: Any, hint: str) -> str:
@@ -415,6 +436,8 @@ def _hint(
     scope = pt_model.weight_scope(layer, component)
     if layer == "head":  # the head's own weights, and the pooler that feeds it
         scope = [(name, "") for name in pt_model.head_weight_names()]
+    if layer == "output":  # no hidden state says where: every weight may be the one
+        scope = [("", "")]
     pt_weights = pt_model.weights() if scope else {}
     tf_weights = tf_model.weights_for(pt_weights) if pt_weights else {}
     for prefix, contains in scope if pt_weights else []:

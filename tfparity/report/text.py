@@ -63,8 +63,9 @@ def verdict_line(report: Report) -> str:
 def divergence_text(d: Divergence) -> str:
     """``hidden_states[2] · layer 1 · component intermediate``: where two runs part."""
     where = f" · component {d.component}" if d.component else " (sub-layers not tapped)"
-    if d.hidden_state is None and d.layer == "output":  # an export's outputs alone
-        return "the outputs (no hidden states to place it at a layer)"
+    if d.layer == "output":  # no hidden state compared (an export's outputs alone, a
+        # model of the user's own without a layer map)
+        return "the outputs (no hidden state compared, so not localised to a layer)"
     if d.hidden_state is None:  # every hidden state agrees: the pooler or the head
         return f"{d.layer} (past the last hidden state)"
     return f"hidden_states[{d.hidden_state}] · layer {d.layer}{where}"

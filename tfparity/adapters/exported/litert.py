@@ -154,6 +154,10 @@ class LiteRTModel(TFSideBase):
     def word_embeddings(self) -> Any:
         raise TfparityError(self._no_embeds())
 
+    @property
+    def inputs_embeds_reason(self) -> str | None:
+        return self._no_embeds()
+
     def _no_embeds(self) -> str:
         return (
             f"{self.name} is a LiteRT flatbuffer: its signature takes token ids, so it has "

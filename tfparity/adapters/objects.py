@@ -1,0 +1,107 @@
+"""Which TF side a Python object the user holds becomes: a Hugging Face TF model (its
+own :class:`~.tf_model.TFModel`), a keras-hub backbone (the keras-hub side, its weights
+traced through keras-hub's converter run on the reference's checkpoint), or anything
+else runnable, a model of the user's own (:class:`~.user.UserModel`).
+
+A keras-hub backbone or a model of the user's own carries no Hugging Face config or
+tokenizer: those come from the reference ``pt``, which they therefore need.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..architectures.heads import Head
+from ..errors import TfparityError
+from .interfaces import TFSide
+from .runtime import import_transformers
+
+HELD_NOTE = "A keras-hub backbone held in memory"
+
+
+def object_side(
+    obj: Any,
+    *,
+    pt: Any = None,
+    layers: dict[Any, int] | None = None,
+    weights: dict[str, Any] | None = None,
+    tokenizer: Any = None,
+    head: Head | None = None,
+) -> TFSide:
+    """The TF side for ``obj`` (see the module's docstring); ``layers``/``weights`` are
+    for a model of the user's own (elsewhere tfparity knows both: exit 2)."""
+    from .user import user_model
+
+    if is_hf_tf_model(obj):
+        _refuse_maps(layers, weights, "a Hugging Face TF model, whose layers and weights")
+        from .tf_model import TFModel
+
+        return TFModel.wrap(obj, tokenizer=tokenizer)
+    if is_keras_hub_backbone(obj):
+        _refuse_maps(layers, weights, "a keras-hub backbone, whose layers and weights")
+        return held_backbone(obj, pt)
+    side = user_model(obj, layers=layers, weights=weights, tokenizer=tokenizer, head=head)
+    return side.bound(pt)
+
+
+def is_hf_tf_model(obj: Any) -> bool:
+    """A transformers TF model (tf-keras): only asked once tf-keras is imported, as it
+    is wherever such a model exists."""
+    tf_keras = sys.modules.get("tf_keras")
+    if tf_keras is None or not isinstance(obj, tf_keras.Model):
+        return False
+    return isinstance(obj, import_transformers().TFPreTrainedModel)
+
+
+def is_keras_hub_backbone(obj: Any) -> bool:
+    keras_hub = sys.modules.get("keras_hub")
+    return keras_hub is not None and isinstance(obj, keras_hub.models.Backbone)
+
+
+def _refuse_maps(layers: Any, weights: Any, what: str) -> None:
+    if layers is not None or weights is not None:
+        raise TfparityError(
+            f"layers= and weights= are for a model of your own; this is {what} tfparity "
+            "already knows. Leave them out."
+        )
+
+
+def held_backbone(backbone: Any, pt: Any) -> TFSide:
+    """A keras-hub backbone the user holds, as the keras-hub side: its Hugging Face
+    config from its own structure and the reference's checkpoint, the tokenizer and
+    the weight mapping from keras-hub's converter run on that checkpoint (as for a
+    keras-hub preset, :meth:`KerasHubModel.with_reference`)."""
+    from ..architectures import keras_hub_backbones
+    from .keras_hub import PRESET_NOTE, KerasHubModel, import_keras_hub
+    from .keras_hub_checkpoints import preset_config, preset_fields
+
+    if not isinstance(pt, str):
+        raise TfparityError(
+            f"{type(backbone).__name__} is a keras-hub backbone held in memory: it takes its "
+            "tokenizer and weight mapping from the checkpoint of its PyTorch reference. "
+            "Pass pt=<MODEL spec> (the Hugging Face checkpoint it holds)."
+        )
+    import_keras_hub()  # the TensorFlow backend, or exit 2
+    name = type(backbone).__name__
+    if name not in keras_hub_backbones():
+        raise TfparityError(
+            f"{name} is a keras-hub backbone tfparity cannot map onto a transformers model; "
+            f"supported backbones: {', '.join(sorted(keras_hub_backbones()))}."
+        )
+    saved = {"class_name": name, "config": backbone.get_config()}
+    stated = preset_fields(saved, backbone)
+    side = KerasHubModel(
+        name=f"{name} (in memory)",
+        backbone=backbone,
+        tokenizer=None,
+        hf_config=preset_config(saved, stated),
+        layout=keras_hub_backbones()[name].keras_hub,
+        source=f"keras-hub {name} held in memory",
+        notes=[PRESET_NOTE],
+        stated=stated,
+    )
+    side.notes.append(side.how_embeds_run())
+    bound = side.with_reference(pt)
+    bound.notes = [n.replace("A keras-hub preset directory", HELD_NOTE) for n in bound.notes]
+    return bound

@@ -1,0 +1,363 @@
+"""A model of the user's own as the TF side: a plain Python callable, or a Keras 3 or
+tf-keras model (functional or subclassed), checked against a PyTorch reference.
+
+Such a model carries no Hugging Face config or tokenizer: both come from the reference
+it is checked against (``pt=``), which is therefore required. How it is called, and its
+layers recorded, is :mod:`.user_calls`. The maps of :mod:`.user_maps` add what a
+registered architecture knows: ``layers=`` gives hidden states, so a divergence is
+localised to a layer; ``weights=`` gives the weight hints their names.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..architectures import Architecture, Positions, for_config
+from ..architectures.heads import Head, head_of_config, parse_head
+from ..errors import TfparityError
+from ..inputs import Batch, Limits, check_limits
+from ..results import Hint
+from ..trace import Trace
+from .execution_options import ExecutionOptions, eager_only
+from .interfaces import TFSideBase
+from .user_calls import (
+    CALLABLE,
+    Callee,
+    LayerRecording,
+    available_inputs,
+    keras_kind,
+)
+from .user_maps import (
+    LayerEntry,
+    WeightEntry,
+    check_range,
+    layer_entries,
+    pt_name_in,
+    unknown,
+    weight_entries,
+)
+
+NO_LAYER_MAP = (
+    "No layer map was given (layers=): only the model's outputs are compared, so a "
+    "divergence is reported at the output, not localised to a layer. Map your layers to "
+    "Hugging Face hidden states (layers={'embeddings_ln': 0, 'block_0': 1, ...}) to "
+    "localise it."
+)
+NO_WEIGHT_MAP = (
+    "No weights map was given (weights=): weight hints cannot name a weight. Map your "
+    "variables to Hugging Face weight names (weights={'block_0/ffn_up/kernel': "
+    "('encoder.layer.0.intermediate.dense.weight', 'transpose'), ...}) to have them."
+)
+
+
+@dataclass
+class UserModel(TFSideBase):
+    """A user's model, with the config and tokenizer of the reference it is bound to
+    (:meth:`bound`); ``layers``/``weight_map``: the maps of :mod:`.user_maps`."""
+
+    name: str
+    model: Any
+    kind: str
+    layers: tuple[LayerEntry, ...] = ()
+    weight_map: tuple[WeightEntry, ...] = ()
+    config: Any = None  # the reference's Hugging Face config, once bound
+    tokenizer: Any | None = None
+    reference: str | None = None  # the spec it was bound to (None: an object, or unbound)
+    chosen_head: Head | None = None
+    source: str = "in memory"
+    notes: list[str] = field(default_factory=list)
+    holdings: None = None  # what its weights hold is not known
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
+    spec: None = None  # held in memory: the reference is never its own
+    # The output names its last run produced (the reference is compared on these).
+    produced: set[str] = field(default_factory=set)
+
+    # ------------------------------------------------------------------ binding
+
+    def bound(self, pt: Any) -> UserModel:
+        """This model with the config and tokenizer of its reference ``pt`` (a MODEL
+        spec, or a reference object's config); the maps checked against both."""
+        if pt is None:
+            if self.config is None:
+                raise TfparityError(
+                    f"{self.name} is a {self.kind} of your own: it takes its Hugging Face "
+                    "config and tokenizer from the PyTorch reference it is checked "
+                    "against. Pass pt=<MODEL spec> (e.g. crosscheck(tf=model, "
+                    "pt='tiny:bert')); check_embeds and the other checks are for Hugging "
+                    "Face and keras-hub models."
+                )
+            return self
+        if isinstance(pt, str) and pt == self.reference:
+            return self
+        if isinstance(pt, str):
+            config, tokenizer, head = reference_facts(pt)
+        else:
+            config, tokenizer, head = pt.config, None, None
+        label = pt if isinstance(pt, str) else type(pt).__name__
+        check_range(self.layers, _layer_count(config), label)
+        side = replace(
+            self,
+            config=config,
+            tokenizer=tokenizer if self.tokenizer is None else self.tokenizer,
+            reference=pt if isinstance(pt, str) else None,
+            chosen_head=self.chosen_head if self.chosen_head is not None else head,
+            source=f"a {self.kind} of your own, with the config and tokenizer of {label}",
+            produced=set(),
+        )
+        side.notes = side.map_notes()
+        return side
+
+    def map_notes(self) -> list[str]:
+        """What the maps leave out: no layer map, a partial one, no weight map."""
+        notes = []
+        count = _layer_count(self.config)
+        if not self.layers:
+            notes.append(NO_LAYER_MAP)
+        elif count is not None and len(self.layers) < count + 1:
+            mapped = ", ".join(str(e.hidden_state) for e in self.layers)
+            notes.append(
+                f"layers= maps hidden states {mapped} of 0..{count}: those are compared, and "
+                "a divergence is localised to the first mapped one that parts (an earlier "
+                "unmapped layer may be where it starts)."
+            )
+        if not self.weight_map:
+            notes.append(NO_WEIGHT_MAP)
+        return notes
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def head(self) -> Head:
+        """The model class its reference loads: the one asked for, else its config's."""
+        if self.chosen_head is not None:
+            return self.chosen_head
+        return head_of_config(getattr(self.config, "architectures", None))
+
+    @property
+    def model_type(self) -> str:
+        return self.config.model_type
+
+    @property
+    def architecture(self) -> Architecture:
+        return for_config(self.config)
+
+    @property
+    def padding_aware_positions(self) -> bool:
+        return self.architecture.positions is Positions.PADDING_AWARE
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return getattr(self.config, "pad_token_id", None)
+
+    @property
+    def headless_reason(self) -> str | None:
+        if self.head in (Head.MASKED_LM, Head.CAUSAL_LM):
+            return None
+        return (
+            f"{self.name} is a model of your own with no LM head, so top-1 token "
+            "agreement is not measured"
+        )
+
+    @property
+    def limits(self) -> Limits:
+        """The reference config's limits: ids past them would be gathered silently."""
+        c = self.config
+        positions = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None)
+        table = positions if positions and positions > 0 else None
+        if self.padding_aware_positions and positions:
+            positions = positions - c.pad_token_id - 1
+        return Limits(
+            vocab_size=int(c.vocab_size),
+            max_positions=positions if positions and positions > 0 else None,
+            type_vocab_size=getattr(c, "type_vocab_size", None),
+            position_table=table,
+        )
+
+    def named_weights(self) -> list[tuple[str, Any]]:
+        return list(self.callee.variables().items())
+
+    def word_embeddings(self) -> Any:
+        raise TfparityError(
+            f"{self.name} is a model of your own: tfparity does not know its word "
+            "embeddings, so only the cross-check runs on it (crosscheck(tf=..., pt=...))."
+        )
+
+    def gather(self, input_ids: np.ndarray) -> Any:
+        return self.word_embeddings()
+
+    def run_gathered(self, batch: Batch) -> Trace:
+        return self.word_embeddings()
+
+    def executed(self, options: ExecutionOptions) -> UserModel:
+        runs = eager_only(options, "models of your own")
+        return self if runs == self.execution else replace(self, execution=runs)
+
+    def eager(self) -> UserModel:
+        return self
+
+    # ------------------------------------------------------------------ runs
+
+    @property
+    def inputs_embeds_reason(self) -> str | None:
+        return f"{self.name} is a model of your own: it has no inputs_embeds path."
+
+    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+        """One run on the batch: its outputs, and the mapped layers' outputs as
+        ``hidden_states[k]``."""
+        if inputs_embeds is not None:
+            raise TfparityError(self.inputs_embeds_reason)
+        self.bound(None)  # refuses an unbound model
+        check_limits(batch, self.limits)
+        callee = self.callee
+        with LayerRecording(callee.layer_objects(self.layers)) as recording:
+            out = callee.call(callee.feed(available_inputs(batch, self.config)))
+        arrays = {**callee.outputs(out, self.layers), **recording.hidden_states()}
+        self._variables_of_map()  # a mistyped variable path is exit 2 on the first run
+        trace = Trace.from_output(arrays)
+        self.produced = set(trace)
+        return trace
+
+    @property
+    def callee(self) -> Callee:
+        return Callee(self.model, self.kind, self.name)
+
+    def _variables_of_map(self) -> dict[str, Any]:
+        """The model's variables, every path ``weights=`` names among them (else exit 2)."""
+        if not self.weight_map:
+            return {}
+        if self.kind == CALLABLE:
+            raise TfparityError(
+                "weights= maps Keras variables, and a plain callable has none: pass the "
+                "Keras model itself, or leave weights= out."
+            )
+        variables = self.callee.variables()
+        for entry in self.weight_map:
+            if entry.path not in variables:
+                raise unknown("the variable", entry.path, list(variables), "weights=")
+        return variables
+
+    # ------------------------------------------------------------------ hints
+
+    def output_names(self, reference: Any) -> set[str] | None:
+        """The tensors its runs produce: the mapped hidden states and its outputs."""
+        return set(self.produced) or None
+
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The mapped variables' values in PyTorch's layout, by PyTorch name."""
+        variables = self._variables_of_map()
+        found = {}
+        for entry in self.weight_map:
+            name = pt_name_in(entry.pt_name, pt_weights)
+            if name is None:
+                raise unknown("the PyTorch weight", entry.pt_name, list(pt_weights), "weights=")
+            value = np.asarray(variables[entry.path].numpy())
+            found[name] = entry.pt_layout(value, tuple(pt_weights[name].shape))
+        return found
+
+    def weight_note(self, name: str) -> str | None:
+        """The variable of this model that ``weights=`` maps onto ``name``."""
+        for entry in self.weight_map:
+            if entry.pt_name == name or name.endswith("." + entry.pt_name):
+                return f"in your model: {entry.path}"
+        return None
+
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
+        """The reference's weights here that ``weights=`` leaves out (not compared)."""
+        if not self.weight_map:
+            return []
+        mapped = {pt_name_in(e.pt_name, pt_weights) for e in self.weight_map}
+        left = [
+            n
+            for n in pt_weights
+            if n.startswith(prefix) and contains in n and n not in mapped
+            and not n.endswith("position_ids")
+        ]  # fmt: skip
+        if not left:
+            return []
+        shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+        return [Hint("unported", f"weights= does not map {shown} (not compared)")]
+
+
+def _head(head: Head | str | None) -> Head | None:
+    """``head`` as a Head (a kind's name, e.g. ``"sequence-classification"``)."""
+    if head is None or isinstance(head, Head):
+        return head
+    try:
+        return parse_head(head)
+    except ValueError as exc:
+        raise TfparityError(str(exc)) from None
+
+
+def _label(model: Any, kind: str) -> str:
+    """A Keras model's own name; a function's name; else its class's."""
+    if kind != CALLABLE:
+        return str(model.name)
+    if isinstance(model, (types.FunctionType, types.MethodType)):
+        return model.__name__
+    return type(model).__name__
+
+
+def _layer_count(config: Any) -> int | None:
+    return getattr(config, "num_hidden_layers", None)
+
+
+def reference_facts(pt: str) -> tuple[Any, Any, Head | None]:
+    """The Hugging Face config and tokenizer of the checkpoint the MODEL spec ``pt``
+    names (a ``keras-hub:`` spec: the checkpoint it converts), and the head the spec
+    names (``tiny:bert/sequence-classification``), if any."""
+    from . import tiny
+    from .keras_hub_checkpoints import checkpoint_dir, read_hf_config, spec_tokenizer
+    from .specs import EXPORT_KINDS, parse_spec
+
+    spec = parse_spec(pt)
+    if spec.kind == "keras-hub":
+        if spec.inner is None:
+            raise TfparityError(f"'{pt}' is a keras-hub preset: it holds no PyTorch reference.")
+        spec = spec.inner
+    if spec.kind in EXPORT_KINDS:
+        raise TfparityError(f"'{pt}' is {EXPORT_KINDS[spec.kind]}, not a PyTorch reference.")
+    if spec.kind == "tiny":
+        return tiny.tiny_config(spec.location), tiny.tiny_tokenizer(), spec.head
+    directory = checkpoint_dir(spec)
+    return read_hf_config(directory), spec_tokenizer(spec, directory), spec.head
+
+
+def user_model(
+    model: Any,
+    *,
+    layers: dict[Any, int] | None = None,
+    weights: dict[str, Any] | None = None,
+    name: str | None = None,
+    tokenizer: Any = None,
+    head: Head | str | None = None,
+) -> UserModel:
+    """A model of your own as a TF side (a callable, a Keras 3 or a tf-keras model),
+    unbound: the cross-check binds it to its reference (``crosscheck(tf=side,
+    pt=...)``). ``layers``: layer name (or the layer) -> Hugging Face hidden state
+    index; ``weights``: Keras variable path -> PyTorch weight name, or ``(name,
+    "transpose" | function)`` (:mod:`tfparity.adapters.user_maps`). ``head`` names the
+    reference's model class (default: its config's). A layer name the model lacks is
+    refused here (exit 2); hidden-state indices once the reference is known."""
+    kind = keras_kind(model) or (CALLABLE if callable(model) else None)
+    if kind is None:
+        raise TfparityError(
+            f"{type(model).__name__} is neither a MODEL spec, a Keras model nor a callable: "
+            "tfparity cannot run it."
+        )
+    side = UserModel(
+        name=name or _label(model, kind),
+        model=model,
+        kind=kind,
+        layers=layer_entries(layers),
+        weight_map=weight_entries(weights),
+        tokenizer=tokenizer,
+        chosen_head=_head(head),
+    )
+    side.callee.layer_objects(side.layers)  # unknown layer names: exit 2 now, not mid-check
+    if side.weight_map and (kind == CALLABLE or side.model.weights):
+        side._variables_of_map()  # built: its variable paths are known now
+    return side

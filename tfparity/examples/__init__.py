@@ -1,0 +1,1 @@
+"""Complete examples the docs show and the tests run (docs/your-own-model.md)."""
