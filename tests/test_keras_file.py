@@ -73,11 +73,24 @@ def test_keras_hub_saved_model_export_maps_keras_hub_names(exports):
     assert any("keras-hub" in n and "gelu" in n.lower() for n in vs_pt.notes)
 
 
-def test_a_keras_file_of_another_model_exits_2_naming_its_class(tmp_path, capsys):
+def test_a_keras_file_of_another_model_is_checked_as_a_model_of_your_own(tmp_path, capsys):
+    """Not a keras-hub model: its outputs are compared as a user's model (here an
+    embedding lookup, not BERT: it fails at the outputs, exit 1); a model whose inputs
+    tfparity cannot feed exits 2 naming them."""
     import keras
 
+    from tfparity.adapters.tiny import tiny_config
+
+    config = tiny_config("bert")
+    ids = keras.Input((None,), dtype="int32", name="input_ids")
+    hidden = keras.layers.Embedding(config.vocab_size, config.hidden_size)(ids)
+    keras.Model(ids, hidden).save(tmp_path / "mine.keras")
+    args = ["crosscheck", str(tmp_path / "mine.keras"), "--pt", "tiny:bert", "--no-reload"]
+    assert cli.main([*args, "--random", "2", "--seq-len", "8"]) == 1
+    out = capsys.readouterr().out
+    assert "as a model of your own" in out and "not localised to a layer" in out
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
-    model.save(tmp_path / "mine.keras")
-    args = ["crosscheck", str(tmp_path / "mine.keras"), "--source", "tiny:bert"]
+    model.save(tmp_path / "other.keras")
+    args = ["crosscheck", str(tmp_path / "other.keras"), "--pt", "tiny:bert"]
     assert cli.main([*args, "--random", "2"]) == 2
-    assert "holds a Sequential, not a keras-hub backbone" in capsys.readouterr().err
+    assert "other.keras" in capsys.readouterr().err

@@ -22,8 +22,10 @@ from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
 from ..results import Hint
 from ..trace import Trace
+from .companion import resolve
 from .execution_options import ExecutionOptions, eager_only
 from .interfaces import TFSideBase
+from .specs import ModelSpec
 from .user_calls import (
     CALLABLE,
     Callee,
@@ -72,7 +74,9 @@ class UserModel(TFSideBase):
     notes: list[str] = field(default_factory=list)
     holdings: None = None  # what its weights hold is not known
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
-    spec: None = None  # held in memory: the reference is never its own
+    # None: held in memory, the reference is never its own; a .keras file: its export
+    # spec, whose companion (``inner``) is the reference
+    spec: ModelSpec | None = None
     # The output names its last run produced (the reference is compared on these).
     produced: set[str] = field(default_factory=set)
 
@@ -94,7 +98,8 @@ class UserModel(TFSideBase):
         if isinstance(pt, str) and pt == self.reference:
             return self
         if isinstance(pt, str):
-            config, tokenizer, head = reference_facts(pt)
+            found = resolve(pt, self.name)
+            config, tokenizer, head = found.config, found.tokenizer, found.head
         else:
             config, tokenizer, head = pt.config, None, None
         label = pt if isinstance(pt, str) else type(pt).__name__
@@ -303,27 +308,6 @@ def _label(model: Any, kind: str) -> str:
 
 def _layer_count(config: Any) -> int | None:
     return getattr(config, "num_hidden_layers", None)
-
-
-def reference_facts(pt: str) -> tuple[Any, Any, Head | None]:
-    """The Hugging Face config and tokenizer of the checkpoint the MODEL spec ``pt``
-    names (a ``keras-hub:`` spec: the checkpoint it converts), and the head the spec
-    names (``tiny:bert/sequence-classification``), if any."""
-    from . import tiny
-    from .keras_hub_checkpoints import checkpoint_dir, read_hf_config, spec_tokenizer
-    from .specs import EXPORT_KINDS, parse_spec
-
-    spec = parse_spec(pt)
-    if spec.kind == "keras-hub":
-        if spec.inner is None:
-            raise TfparityError(f"'{pt}' is a keras-hub preset: it holds no PyTorch reference.")
-        spec = spec.inner
-    if spec.kind in EXPORT_KINDS:
-        raise TfparityError(f"'{pt}' is {EXPORT_KINDS[spec.kind]}, not a PyTorch reference.")
-    if spec.kind == "tiny":
-        return tiny.tiny_config(spec.location), tiny.tiny_tokenizer(), spec.head
-    directory = checkpoint_dir(spec)
-    return read_hf_config(directory), spec_tokenizer(spec, directory), spec.head
 
 
 def user_model(

@@ -106,9 +106,20 @@ class Callee:
         return None
 
     def call(self, feed: Any) -> Any:
-        if self.kind == CALLABLE:
-            return self.model(feed)
-        return self.model(feed, training=False)
+        """The model called on ``feed``; a model that cannot take tfparity's inputs is
+        bad input (exit 2, naming what it was given), not a crash to report."""
+        try:
+            return self.model(feed) if self.kind == CALLABLE else self.model(feed, training=False)
+        except TfparityError:
+            raise
+        except Exception as exc:
+            given = feed.items() if isinstance(feed, dict) else [("a tensor", feed)]
+            shapes = ", ".join(f"{k} {tuple(np.shape(v))}" for k, v in given)
+            first = " ".join(str(exc).split())[:200]
+            raise TfparityError(
+                f"{self.name} could not be called with tfparity's inputs ({shapes}): "
+                f"{type(exc).__name__}: {first}"
+            ) from exc
 
     def outputs(self, out: Any, layers: tuple[LayerEntry, ...]) -> dict[str, Any]:
         """The model's return value as named arrays: a tensor is the last hidden state;

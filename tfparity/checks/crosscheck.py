@@ -373,7 +373,8 @@ def localise(
     failing = [c for c in comparisons if not c.passed]
     hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
     if not hidden and all(hidden_state_index(c.name) is None for c in comparisons):
-        return Divergence(None, "output", None, NO_INTERMEDIATES)  # an export's outputs only
+        hint = _hint(tf_model, pt_model, "output", "output", runs)  # every weight, if mapped
+        return Divergence(None, "output", None, f"{NO_INTERMEDIATES} {hint}")
     if not hidden:
         where = _past_hidden_states(tf_model, failing, comparisons)
         hint = _hint(tf_model, pt_model, where, where, runs)

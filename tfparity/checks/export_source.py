@@ -29,8 +29,9 @@ from .modes import mode_tolerance, reference_magnitudes
 LABEL = "export-vs-source"
 SOURCE_LABEL = "crosscheck-source"
 NO_INTERMEDIATES = (
-    "No intermediate tensors exist: the export returns no hidden states, so the "
-    "divergence cannot be placed at a layer (export hidden_states_<k> to localise it)."
+    "No hidden states were compared (an export that returns none, a model of your own "
+    "without a layer map), so the divergence cannot be placed at a layer (export "
+    "hidden_states_<k>, or pass layers=, to localise it)."
 )
 
 

@@ -8,21 +8,24 @@ preset), the companion's tokenizer and remaining config, and weight hints from k
 converter run on the companion checkpoint, rebound by variable path
 (:meth:`KerasHubModel.with_reference`). Any other Keras model is a user's own model,
 which the Python API checks (a ``.keras`` file holds no mapping from its layers to
-Hugging Face's).
+Hugging Face's), on its outputs.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...errors import TfparityError
+from ..companion import Companion
+from ..interfaces import TFSide
 from ..keras_hub import KerasHubModel, import_keras_hub
 from ..specs import ModelSpec
-from .companion import Companion
 
 
-def load_keras_file(spec: ModelSpec, companion: Companion) -> KerasHubModel:
-    """The keras-hub backbone a ``.keras`` file holds, bound to ``companion``."""
+def load_keras_file(spec: ModelSpec, companion: Companion) -> TFSide:
+    """The keras-hub backbone a ``.keras`` file holds, bound to ``companion``; any other
+    Keras model as a model of the user's own."""
     from ...architectures import keras_hub_backbones
     from ..keras_hub_checkpoints import preset_config, preset_fields
 
@@ -36,11 +39,7 @@ def load_keras_file(spec: ModelSpec, companion: Companion) -> KerasHubModel:
         )
         held = held.backbone
     if not isinstance(held, keras_hub.models.Backbone):
-        raise TfparityError(
-            f"{spec.text} holds a {type(held).__name__}, not a keras-hub backbone or task, "
-            "so tfparity does not know which of its tensors are Hugging Face's: check a "
-            "model of your own through the Python API (tfparity.crosscheck(model, pt=...))."
-        )
+        return _users_own(held, spec, companion)
     name = type(held).__name__
     arch = keras_hub_backbones().get(name)
     if arch is None or arch.keras_hub is None:
@@ -63,6 +62,21 @@ def load_keras_file(spec: ModelSpec, companion: Companion) -> KerasHubModel:
     )
     model.notes.append(model.how_embeds_run())
     return model.with_reference(companion.text)
+
+
+def _users_own(held: Any, spec: ModelSpec, companion: Companion) -> TFSide:
+    """Any other Keras model in the file: checked as a model of the user's own, on its
+    outputs (a file holds no map from its layers to Hugging Face's; the Python API's
+    ``layers=`` gives one)."""
+    from ..user import user_model
+
+    side = user_model(held, name=spec.text).bound(companion.text)
+    side.notes.append(
+        f"{spec.text} holds a {type(held).__name__}, not a keras-hub model: its outputs "
+        "are compared as a model of your own (for layer localisation, load it and pass "
+        "layers= to tfparity.crosscheck; see docs/your-own-model.md)."
+    )
+    return replace(side, spec=spec, source=f"Keras 3 file {spec.location}")
 
 
 def _load(spec: ModelSpec) -> Any:

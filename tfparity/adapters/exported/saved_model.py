@@ -24,12 +24,12 @@ from ...architectures.heads import Head, head_of_config
 from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
+from ..companion import Companion
 from ..execution import placed
 from ..execution_options import ExecutionOptions
 from ..interfaces import TFSideBase
 from ..runtime import import_tf
 from ..specs import ModelSpec
-from .companion import Companion
 from .signatures import InputMap, OutputMap, TensorInfo, map_inputs, map_outputs
 
 SERVING = "serving_default"
