@@ -321,7 +321,7 @@ def _config_dir(tmp_path: Path, name: str, data: dict) -> Path:
 
 @pytest.mark.parametrize("name", sorted(REAL_CONFIGS))
 def test_real_checkpoint_configs_are_accepted(tmp_path, name):
-    from tfparity.adapters.loading import read_config
+    from tfparity.adapters.checkpoint_files import read_config
 
     config = read_config(_config_dir(tmp_path, name, REAL_CONFIGS[name]))
     assert config.model_type == REAL_CONFIGS[name]["model_type"]
@@ -330,7 +330,7 @@ def test_real_checkpoint_configs_are_accepted(tmp_path, name):
 def test_every_registered_architecture_default_config_is_accepted(tmp_path):
     import transformers
 
-    from tfparity.adapters.loading import read_config
+    from tfparity.adapters.checkpoint_files import read_config
     from tfparity.architectures import registry
 
     for model_type in sorted(registry()):
@@ -347,7 +347,7 @@ def test_every_registered_architecture_default_config_is_accepted(tmp_path):
     ],
 )
 def test_configs_transformers_refuses_are_refused_naming_the_field(tmp_path, change, named):
-    from tfparity.adapters.loading import read_config
+    from tfparity.adapters.checkpoint_files import read_config
 
     data = {**REAL_CONFIGS["microsoft/deberta-v3-base"], **change}
     with pytest.raises(TfparityError, match="config.json") as info:

@@ -41,16 +41,14 @@ from ..trace import Trace
 from .execution_options import ExecutionOptions, eager_only
 from .interfaces import FeedForwardWeights, TFSideBase
 from .keras_hub_checkpoints import (
-    checkpoint_dir,
     checkpoint_of,
     preset_backbone,
     preset_config,
     preset_fields,
-    read_hf_config,
-    spec_tokenizer,
 )
 from .keras_hub_taps import BlockRecording
 from .runtime import import_tf
+from .sources import checkpoint_dir, read_config, spec_tokenizer
 from .specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
 from .taps import feed_forward_weights
 
@@ -158,7 +156,7 @@ def load_keras_hub(text: str) -> KerasHubModel:
             f"keras-hub could not convert {directory}: {' '.join(str(exc).split())[:300]}"
         ) from exc
     stated = None if saved is None else preset_fields(saved, backbone)
-    hf_config = read_hf_config(directory) if saved is None else preset_config(saved, stated)
+    hf_config = read_config(directory) if saved is None else preset_config(saved, stated)
     layout = for_config(hf_config).keras_hub
     notes: list[str] = []
     if layout is None:
@@ -585,7 +583,7 @@ class KerasHubModel(TFSideBase):
                 "does not state, are that checkpoint's."
             )
         hf_config = self.hf_config
-        reference = read_hf_config(directory)
+        reference = read_config(directory)
         if type(reference) is type(hf_config):  # the checkpoint of the same family
             hf_config = reference.__class__.from_dict({**reference.to_dict(), **self.stated})
         return replace(

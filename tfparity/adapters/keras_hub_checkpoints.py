@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TfparityError
+from .sources import checkpoint_dir
 from .specs import ModelSpec
 
 
@@ -18,25 +19,6 @@ def checkpoint_of(spec: ModelSpec) -> tuple[Path, bool]:
     if spec.inner is None:
         return Path(spec.location), True
     return checkpoint_dir(spec.inner), False
-
-
-def checkpoint_dir(spec: ModelSpec) -> Path:
-    """The Hugging Face checkpoint directory a plain MODEL spec names."""
-    from . import tiny_checkpoints
-    from .loading import hub_snapshot
-
-    if spec.kind == "tiny":
-        return tiny_checkpoints.checkpoint_dir(spec.location)
-    if spec.kind == "hub":
-        return hub_snapshot(spec.location)
-    return Path(spec.location)
-
-
-def read_hf_config(directory: Path) -> Any:
-    from .runtime import import_transformers
-
-    t = import_transformers()
-    return t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
 
 
 def preset_backbone(directory: Path) -> dict[str, Any]:
@@ -80,14 +62,3 @@ def preset_config(saved: dict[str, Any], stated: dict[str, Any]) -> Any:
 
     model_type = keras_hub_backbones()[saved["class_name"]].model_type
     return import_transformers().AutoConfig.for_model(model_type, **stated)
-
-
-def spec_tokenizer(spec: ModelSpec, directory: Path) -> Any:
-    """The transformers tokenizer of the checkpoint a plain MODEL spec names."""
-    from . import tiny
-    from .loading import checkpoint_tokenizer
-    from .runtime import import_transformers
-
-    if spec.kind == "tiny":
-        return tiny.tiny_tokenizer()
-    return checkpoint_tokenizer(import_transformers(), directory)

@@ -317,7 +317,8 @@ def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) 
     a ``tiny:`` model or a TF-only directory is loaded in TF and its weights copied in.
     Never from a TF model in memory: that one may be the (broken) model under test.
     """
-    from .loading import hub_snapshot, load_tf
+    from .loading import load_tf
+    from .sources import checkpoint_dir
     from .specs import parse_spec
 
     parsed = parse_spec(spec)
@@ -331,13 +332,11 @@ def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) 
         spec = parsed.text
     if parsed.kind == "tiny":
         if for_config_type(parsed.location).tf_class is None:  # seeded in PyTorch
-            from .tiny_checkpoints import checkpoint_dir
-
             kind = head or parsed.head or Head.BASE  # the checkpoint is saved with its LM head
-            model = PTModel.from_dir(checkpoint_dir(parsed.location), head=kind).model
+            model = PTModel.from_dir(checkpoint_dir(parsed), head=kind).model
             return cls_from_model(model, f"PyTorch {spec}")
         return PTModel.from_tf(load_tf(parsed, head=head).model, name=f"PyTorch {spec}")
-    directory = Path(parsed.location) if parsed.kind != "hub" else hub_snapshot(parsed.location)
+    directory = checkpoint_dir(parsed)
     files = {p.name for p in directory.iterdir()}
     if not files & set(PT_SAFETENSORS + PT_PICKLE):
         tf_weights = load_tf(parsed, allow_pickle=allow_pickle, head=head).model

@@ -22,9 +22,9 @@ from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
 from ..results import Hint
 from ..trace import Trace
-from .companion import resolve
 from .execution_options import ExecutionOptions, eager_only
 from .interfaces import TFSideBase
+from .sources import resolve
 from .specs import ModelSpec
 from .user_calls import (
     CALLABLE,

@@ -26,7 +26,7 @@ def load_export(spec: ModelSpec, companion: str | None) -> TFSide:
             "or tokenizer. Name the model it was exported from (--source MODEL; the "
             "API's source=) or its PyTorch reference (crosscheck's --pt MODEL)."
         )
-    from ..companion import resolve
+    from ..sources import resolve
 
     found = resolve(companion, spec.text)
     # The side's spec names its companion: the reference defaults to that model's twin.

@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import TfparityError
-from ..companion import Companion
 from ..interfaces import TFSide
 from ..keras_hub import KerasHubModel, import_keras_hub
+from ..sources import Companion
 from ..specs import ModelSpec
 
 

@@ -28,9 +28,9 @@ from ...architectures.heads import Head, head_of_class
 from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
-from ..companion import Companion
 from ..execution_options import ExecutionOptions
 from ..interfaces import TFSideBase
+from ..sources import Companion
 from ..specs import ModelSpec
 from .litert_graph import Graph
 from .litert_runner import Runner, runtime_name

@@ -24,11 +24,11 @@ from ...architectures.heads import Head, head_of_config
 from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
-from ..companion import Companion
 from ..execution import placed
 from ..execution_options import ExecutionOptions
 from ..interfaces import TFSideBase
 from ..runtime import import_tf
+from ..sources import Companion
 from ..specs import ModelSpec
 from .signatures import InputMap, OutputMap, TensorInfo, map_inputs, map_outputs
 

@@ -1,17 +1,19 @@
-"""The companion of an export or of a user's own model: the model it came from (or its
-reference), which holds what the model itself does not (the Hugging Face config and
-the tokenizer), resolved through the loaders' own spec resolution
-(:func:`~tfparity.adapters.keras_hub_checkpoints.checkpoint_dir`,
-:func:`~tfparity.adapters.loading.read_config`,
-:func:`~tfparity.adapters.keras_hub_checkpoints.spec_tokenizer`)."""
+"""The one place a MODEL spec is resolved to its checkpoint: the directory (a tiny
+model's seeded one, a cached hub snapshot, a local directory), its config and its
+tokenizer; for keras-hub's converter, the PyTorch reference, exports' companions (the
+model an export came from holds what the export does not) and users' models alike.
+Reading a directory's files is :mod:`.checkpoint_files`'s."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..architectures.heads import Head
 from ..errors import TfparityError
+from .checkpoint_files import checkpoint_tokenizer, local_dir, read_config
+from .runtime import import_transformers
 from .specs import EXPORT_KINDS, ModelSpec, is_export, parse_spec
 
 
@@ -36,8 +38,6 @@ def resolve(text: str, for_whom: str) -> Companion:
     export, a model of the user's own); exit 2 for a companion that holds none (another
     export, a keras-hub preset)."""
     from . import tiny
-    from .keras_hub_checkpoints import checkpoint_dir, spec_tokenizer
-    from .loading import read_config
 
     spec = parse_spec(text)
     if is_export(spec):
@@ -57,3 +57,21 @@ def resolve(text: str, for_whom: str) -> Companion:
         return Companion(text, spec, tiny.tiny_config(spec.location), tiny.tiny_tokenizer())
     directory = checkpoint_dir(spec)
     return Companion(text, spec, read_config(directory), spec_tokenizer(spec, directory))
+
+
+def checkpoint_dir(spec: ModelSpec) -> Path:
+    """The Hugging Face checkpoint directory a plain MODEL spec names."""
+    from . import tiny_checkpoints
+
+    if spec.kind == "tiny":
+        return tiny_checkpoints.checkpoint_dir(spec.location)
+    return local_dir(spec)
+
+
+def spec_tokenizer(spec: ModelSpec, directory: Path) -> Any:
+    """The transformers tokenizer of the checkpoint a plain MODEL spec names."""
+    from . import tiny
+
+    if spec.kind == "tiny":
+        return tiny.tiny_tokenizer()
+    return checkpoint_tokenizer(import_transformers(), directory)
