@@ -21,9 +21,6 @@ from tfparity.assertions import assert_generation
 from tfparity.cli import main
 from tfparity.testing import CACHE_FAULTS, perturb_ffn
 
-# Verdicts that rest on rounding levels: CI reruns them under TF's Eigen kernels.
-pytestmark = pytest.mark.kernels
-
 CAUSAL = ("gpt2", "gpt-sw3", "opt", "ctrl", "gptj", "xglm", "openai-gpt", "mistral")
 PROMPTS = ("The quick brown fox", "Hello world.")
 GPT2 = "tiny:gpt2/causal-lm"
@@ -34,6 +31,7 @@ def test_every_registered_causal_lm_with_a_tf_class_is_covered():
     assert set(CAUSAL) == {t for t in tiny_types() if lookup(t).causal}
 
 
+@pytest.mark.kernels  # clean verdicts rest on rounding levels: rerun under Eigen kernels
 @pytest.mark.parametrize("model_type", CAUSAL)
 def test_a_clean_tiny_causal_lm_agrees_on_every_token_and_its_cache(model_type):
     report = generate(f"tiny:{model_type}/causal-lm", new_tokens=N, texts=PROMPTS[:1])
