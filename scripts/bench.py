@@ -80,7 +80,9 @@ def main() -> int:
         help="(e) also time the sweep of this git revision (e.g. 55faf23) against this tree",
     )
     p.add_argument(
-        "--only", help="comma-separated subset of a,b,c,d,e,f,g,h,l (r: e's referees only)"
+        "--only",
+        help="comma-separated subset of a,b,c,d,e,f,g,h,l (r: e's referees only; "
+        "x: e's cross-check overhead only)",
     )
     p.add_argument("--gen-model", default="tiny:gpt2/causal-lm", help="causal LM for (g)")
     args = p.parse_args()
@@ -112,6 +114,8 @@ def main() -> int:
         sweep_referees(args.model, sgemm_rate())
     if "f" in only:
         kernels(args.model)
+    if "x" in only:
+        crosscheck_overhead(args.model, texts, args.cross_sentences or 256)
     if "g" in only:
         generation(args.gen_model, 32)
     if "l" in only:

@@ -168,3 +168,9 @@ def test_no_capability_probe_on_a_side_where_the_interfaces_are_used():
             if isinstance(target, ast.Name) and target.id in SIDE_NAMES:
                 probes.append(f"{name}:{node.lineno} {node.func.id}({target.id}, ...)")
     assert probes == []
+
+
+def test_no_module_is_over_600_lines():
+    """A module that long holds more than one job; split it by concern."""
+    long = {n: len(p.read_text().splitlines()) for n, p in modules().items()}
+    assert {n: lines for n, lines in long.items() if lines > 600} == {}

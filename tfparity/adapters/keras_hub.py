@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,6 +45,7 @@ from .keras_hub_checkpoints import (
     preset_config,
     preset_fields,
 )
+from .keras_hub_ports import Ported, pt_name, recording_ports
 from .keras_hub_taps import BlockRecording
 from .runtime import import_tf
 from .sources import checkpoint_dir, read_config, spec_tokenizer
@@ -76,62 +76,6 @@ def import_keras_hub() -> Any:
 
 def is_keras_hub_spec(spec: Any) -> bool:
     return isinstance(spec, str) and spec.strip().startswith(KERAS_HUB)
-
-
-@dataclass(frozen=True)
-class Ported:
-    """One ``port_weight`` call: the Keras variable, the HF weight key, the hook."""
-
-    variable: Any
-    hf_key: str
-    hook: Any
-
-    def pt_layout(
-        self, pt_value: np.ndarray, value: np.ndarray | None = None
-    ) -> tuple[np.ndarray, str | None]:
-        """The Keras value (or ``value``, an array of the variable's shape: its
-        gradient) in PyTorch's layout (the hook's permutation undone), and the dtype the
-        hook casts to where it casts (a lossy conversion), else None. Entries the hook
-        drops (RoBERTa's two padding rows of the position table) are PyTorch's."""
-        pt_shape = tuple(pt_value.shape)
-        # a gradient's dropped entries are zero: PyTorch's rows there get none either
-        fill = np.zeros_like(pt_value) if value is not None else pt_value
-        value = np.asarray(self.variable.numpy()) if value is None else value
-        if self.hook is None:
-            if value.size != pt_value.size:
-                return value, None  # described as a shape difference
-            return value.reshape(pt_shape), None
-        probe = self.hook(np.zeros(pt_shape, np.float32), list(value.shape))
-        cast = None if np.asarray(probe).dtype == np.float32 else str(np.asarray(probe).dtype)
-        index = np.arange(int(np.prod(pt_shape)), dtype=np.float64).reshape(pt_shape)
-        if cast is None:
-            perm = np.asarray(self.hook(index, list(value.shape))).astype(np.int64).ravel()
-            out = np.asarray(fill, value.dtype).ravel().copy()
-            out[perm] = value.ravel()
-            return out.reshape(pt_shape), None
-        if value.shape == tuple(pt_shape):  # a cast only (or a transpose of a square)
-            return value, cast
-        return value.reshape(pt_shape[::-1]).T, cast  # cast + transpose (Mistral's head)
-
-
-@contextlib.contextmanager
-def recording_ports() -> Iterator[list[Ported]]:
-    """Record every ``SafetensorLoader.port_weight`` call made in the body."""
-    from keras_hub.src.utils.transformers import safetensor_utils
-
-    loader = safetensor_utils.SafetensorLoader
-    original = loader.port_weight
-    records: list[Ported] = []
-
-    def port_weight(self: Any, keras_variable: Any, hf_weight_key: str, hook_fn: Any = None):
-        records.append(Ported(keras_variable, hf_weight_key, hook_fn))
-        return original(self, keras_variable, hf_weight_key, hook_fn)
-
-    loader.port_weight = port_weight
-    try:
-        yield records
-    finally:
-        loader.port_weight = original
 
 
 # ----------------------------------------------------------------------------- loading
@@ -433,7 +377,7 @@ class KerasHubModel(TFSideBase):
             return run
         named = {}
         for port in self.ports:
-            name = _pt_name(port.hf_key, reference)
+            name = pt_name(port.hf_key, reference)
             grad = by_path.get(port.variable.path)
             if name is not None and port.variable.path in by_path:
                 named[name] = None if grad is None else port.pt_layout(reference[name], grad)[0]
@@ -483,7 +427,7 @@ class KerasHubModel(TFSideBase):
         found: dict[str, np.ndarray] = {}
         self.casts.clear()
         for port in self.ports:
-            name = _pt_name(port.hf_key, pt_weights)
+            name = pt_name(port.hf_key, pt_weights)
             if name is None:
                 continue
             value, cast = port.pt_layout(pt_weights[name])
@@ -497,7 +441,7 @@ class KerasHubModel(TFSideBase):
         port_weight), named: the backbone runs without them."""
         if not self.ports:
             return []
-        ported = {_pt_name(p.hf_key, pt_weights) for p in self.ports}
+        ported = {pt_name(p.hf_key, pt_weights) for p in self.ports}
         text = "weight {} is not ported by keras-hub's converter (the backbone runs without it)"
         return [
             Hint("unported", text.format(name), weight=name)
@@ -599,12 +543,3 @@ class KerasHubModel(TFSideBase):
         placement only; anything else asked for explicitly is exit 2, never ignored."""
         runs = eager_only(options, "keras-hub models")
         return self if runs == self.execution else replace(self, execution=runs)
-
-
-def _pt_name(hf_key: str, pt_weights: dict[str, np.ndarray]) -> str | None:
-    if hf_key in pt_weights:
-        return hf_key
-    for name in pt_weights:  # the converter's keys may carry the model prefix, or not
-        if hf_key.endswith("." + name) or name.endswith("." + hf_key):
-            return name
-    return None

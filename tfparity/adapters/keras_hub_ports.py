@@ -1,0 +1,79 @@
+"""keras-hub's converter, recorded: which Keras variable each Hugging Face weight was
+ported into (``port_weight`` calls), and how to read a variable back in PyTorch's
+layout, for weight hints and gradient names."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Ported:
+    """One ``port_weight`` call: the Keras variable, the HF weight key, the hook."""
+
+    variable: Any
+    hf_key: str
+    hook: Any
+
+    def pt_layout(
+        self, pt_value: np.ndarray, value: np.ndarray | None = None
+    ) -> tuple[np.ndarray, str | None]:
+        """The Keras value (or ``value``, an array of the variable's shape: its
+        gradient) in PyTorch's layout (the hook's permutation undone), and the dtype the
+        hook casts to where it casts (a lossy conversion), else None. Entries the hook
+        drops (RoBERTa's two padding rows of the position table) are PyTorch's."""
+        pt_shape = tuple(pt_value.shape)
+        # a gradient's dropped entries are zero: PyTorch's rows there get none either
+        fill = np.zeros_like(pt_value) if value is not None else pt_value
+        value = np.asarray(self.variable.numpy()) if value is None else value
+        if self.hook is None:
+            if value.size != pt_value.size:
+                return value, None  # described as a shape difference
+            return value.reshape(pt_shape), None
+        probe = self.hook(np.zeros(pt_shape, np.float32), list(value.shape))
+        cast = None if np.asarray(probe).dtype == np.float32 else str(np.asarray(probe).dtype)
+        index = np.arange(int(np.prod(pt_shape)), dtype=np.float64).reshape(pt_shape)
+        if cast is None:
+            perm = np.asarray(self.hook(index, list(value.shape))).astype(np.int64).ravel()
+            out = np.asarray(fill, value.dtype).ravel().copy()
+            out[perm] = value.ravel()
+            return out.reshape(pt_shape), None
+        if value.shape == tuple(pt_shape):  # a cast only (or a transpose of a square)
+            return value, cast
+        return value.reshape(pt_shape[::-1]).T, cast  # cast + transpose (Mistral's head)
+
+
+@contextlib.contextmanager
+def recording_ports() -> Iterator[list[Ported]]:
+    """Record every ``SafetensorLoader.port_weight`` call made in the body."""
+    from keras_hub.src.utils.transformers import safetensor_utils
+
+    loader = safetensor_utils.SafetensorLoader
+    original = loader.port_weight
+    records: list[Ported] = []
+
+    def port_weight(self: Any, keras_variable: Any, hf_weight_key: str, hook_fn: Any = None):
+        records.append(Ported(keras_variable, hf_weight_key, hook_fn))
+        return original(self, keras_variable, hf_weight_key, hook_fn)
+
+    loader.port_weight = port_weight
+    try:
+        yield records
+    finally:
+        loader.port_weight = original
+
+
+def pt_name(hf_key: str, pt_weights: dict[str, np.ndarray]) -> str | None:
+    """The PyTorch name a converter's HF key stands for in ``pt_weights`` (the keys may
+    carry the model prefix, or not), or None."""
+    if hf_key in pt_weights:
+        return hf_key
+    for name in pt_weights:  # the converter's keys may carry the model prefix, or not
+        if hf_key.endswith("." + name) or name.endswith("." + hf_key):
+            return name
+    return None
