@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from ..adapters.interfaces import Reference, TFSide
 from ..architectures import activation_name, tapped_types
 from ..architectures.heads import Head
@@ -283,9 +285,13 @@ def _outputs_of(tf_model: TFSide, trace: Trace) -> Trace:
 def _refereeing(runs: _Runs, referee: Referee, refereed: dict[str, RefereeResult]) -> Callable:
     """A leaf comparison that also takes the leaf's float64 referee verdict (into
     ``refereed``, by name) where every float64 run held it."""
+    done: dict[str, tuple[list, list, Comparison]] = {}
 
     def compare(actual: list, expected: list, *, name: str, **kwargs: Any) -> Comparison:
-        comparison = compare_batches(actual, expected, name=name, **kwargs)
+        comparison = _alias_of(name, actual, expected, done)
+        if comparison is None:
+            comparison = compare_batches(actual, expected, name=name, **kwargs)
+        done[name] = (actual, expected, comparison)
         sums = runs.referee.get(name)
         if sums is not None and sums.batches == len(runs.tf):
             verdict = sums.result(name, referee)
@@ -294,6 +300,21 @@ def _refereeing(runs: _Runs, referee: Referee, refereed: dict[str, RefereeResult
         return comparison
 
     return compare
+
+
+def _alias_of(
+    name: str, actual: list, expected: list, done: dict[str, tuple[list, list, Comparison]]
+) -> Comparison | None:
+    """``last_hidden_state`` is the last of ``hidden_states`` in most models: where it
+    holds the very same arrays on both sides, that leaf's comparison is its own, renamed
+    (compared once; its referee verdict still comes from its own float64 sums)."""
+    hidden = [n for n in done if hidden_state_index(n) is not None]
+    if name != "last_hidden_state" or not hidden:
+        return None
+    a, e, c = done[max(hidden, key=hidden_state_index)]
+    pairs = zip([*a, *e], [*actual, *expected], strict=True)
+    same = all(x.shape == y.shape and np.array_equal(x, y) for x, y in pairs)
+    return replace(c, name=name) if same else None
 
 
 def _judged(c: Comparison, r: RefereeResult | None, referee: Referee) -> Comparison:

@@ -283,11 +283,9 @@ class _Blocks:
         k = int(np.argmax(d))
         if d[k] > totals.worst_diff:
             totals.worst, totals.worst_diff = at + k, float(d[k])
-        # einsum, not np.dot: BLAS threads spin after each call, and on a loaded machine
-        # (or between a framework's runs) they make the sums many times slower
-        sums.aa += float(np.einsum("i,i->", x, x))
-        sums.bb += float(np.einsum("i,i->", y, y))
-        sums.ab += float(np.einsum("i,i->", x, y))
+        sums.aa += float(np.dot(x, x))
+        sums.bb += float(np.dot(y, y))
+        sums.ab += float(np.dot(x, y))
 
 
 def as_float64(x: np.ndarray, buffer: np.ndarray) -> np.ndarray:
