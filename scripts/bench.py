@@ -209,7 +209,7 @@ def gradients_overhead(spec: str, texts: list[str], n_batches: int, repeats: int
     base = timed(bare, repeats)
     ours = timed(lambda: check_gradients(model, pt, batches), repeats)
     print(
-        f"(g) gradients {spec}, {n_batches} batches of 8: bare backward passes {base:.2f} s, "
+        f"(h) gradients {spec}, {n_batches} batches of 8: bare backward passes {base:.2f} s, "
         f"tfparity gradients {ours:.2f} s, ratio {ours / base:.2f}x (target <= 1.5x)"
     )
 
