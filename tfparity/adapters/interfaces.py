@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..architectures import Architecture, IdsOnlyTransform, KnownDifference
+from ..architectures import Architecture, IdsOnlyTransform, KnownDifference, Positions, for_config
 from ..architectures.heads import Head
 from ..errors import TfparityError
 from ..inputs import Batch, Limits
@@ -151,10 +151,56 @@ class Reference(Protocol):
     def in_precision(self, precision: str) -> Reference: ...
 
 
+_UNSET: Any = object()
+
+
+def config_limits(
+    config: Any, *, vocab_size: int | None = None, type_vocab_size: Any = _UNSET
+) -> Limits:
+    """What a model of ``config`` accepts: its vocabulary (``vocab_size``: the side's own
+    word matrix's rows, where it has one), its positions (RoBERTa-style ids start after
+    ``padding_idx``, so fewer tokens than table rows; none for relative positions, XLNet
+    and T5, whose field is 0 or negative) and token types (``type_vocab_size``: the
+    side's own count, else the config's)."""
+    positions = getattr(config, "max_position_embeddings", None) or getattr(
+        config, "n_positions", None
+    )
+    table = positions if positions and positions > 0 else None
+    if for_config(config).positions is Positions.PADDING_AWARE and positions:
+        positions = positions - config.pad_token_id - 1
+    types = (
+        getattr(config, "type_vocab_size", None) if type_vocab_size is _UNSET else type_vocab_size
+    )
+    return Limits(
+        vocab_size=int(config.vocab_size if vocab_size is None else vocab_size),
+        max_positions=positions if positions and positions > 0 else None,
+        type_vocab_size=types,
+        position_table=table,
+    )
+
+
 class TFSideBase:
     """The answers of a TF side that lacks a capability, stated once. Subclasses
     override what they have; nothing here is ever a silent pass: a side that cannot be
     localised says ``localisable() is False`` and the report says so."""
+
+    # Facts of the Hugging Face config the side runs under (``self.config``).
+
+    @property
+    def model_type(self) -> str:
+        return self.config.model_type  # type: ignore[attr-defined]
+
+    @property
+    def architecture(self) -> Architecture:
+        return for_config(self.config)  # type: ignore[attr-defined]
+
+    @property
+    def padding_aware_positions(self) -> bool:
+        return self.architecture.positions is Positions.PADDING_AWARE
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return getattr(self.config, "pad_token_id", None)  # type: ignore[attr-defined]
 
     @property
     def headless_reason(self) -> str | None:

@@ -38,7 +38,7 @@ from ..inputs import Batch, Limits, check_limits
 from ..results import Hint
 from ..trace import Trace
 from .execution_options import ExecutionOptions, eager_only
-from .interfaces import FeedForwardWeights, TFSideBase
+from .interfaces import FeedForwardWeights, TFSideBase, config_limits
 from .keras_hub_checkpoints import (
     checkpoint_of,
     preset_backbone,
@@ -124,6 +124,45 @@ def load_keras_hub(text: str) -> KerasHubModel:
     )
     model.notes.append(model.how_embeds_run())
     return model
+
+
+def backbone_side(
+    backbone: Any,
+    *,
+    name: str,
+    source: str,
+    notes: list[str],
+    tokenizer: Any = None,
+    spec: ModelSpec | None = None,
+) -> KerasHubModel:
+    """A keras-hub backbone held as an object (from a ``.keras`` file, or the user's),
+    as the keras-hub side: its Hugging Face config read from its own structure, as for
+    a preset (bind it to a checkpoint with :meth:`KerasHubModel.with_reference`); exit 2
+    for a backbone tfparity cannot map onto transformers."""
+    from ..architectures import keras_hub_backbones
+
+    kind = type(backbone).__name__
+    arch = keras_hub_backbones().get(kind)
+    if arch is None or arch.keras_hub is None:
+        raise TfparityError(
+            f"{name} is a {kind}, which tfparity cannot map onto a transformers model; "
+            f"supported backbones: {', '.join(sorted(keras_hub_backbones()))}."
+        )
+    saved = {"class_name": kind, "config": backbone.get_config()}
+    stated = preset_fields(saved, backbone)
+    side = KerasHubModel(
+        name=name,
+        backbone=backbone,
+        tokenizer=tokenizer,
+        hf_config=preset_config(saved, stated),
+        layout=arch.keras_hub,
+        source=source,
+        notes=notes,
+        stated=stated,
+        spec=spec,
+    )
+    side.notes.append(side.how_embeds_run())
+    return side
 
 
 PRESET_NOTE = (
@@ -217,18 +256,9 @@ class KerasHubModel(TFSideBase):
 
     @property
     def limits(self) -> Limits:
-        c = self.hf_config
-        positions = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None)
-        table = positions if positions and positions > 0 else None
-        if self.padding_aware_positions and positions:
-            positions = positions - c.pad_token_id - 1
+        vocab = int(self.word_embeddings().shape[0])
         types = getattr(self.backbone, "num_segments", None)
-        return Limits(
-            vocab_size=int(self.word_embeddings().shape[0]),
-            max_positions=positions,
-            type_vocab_size=types,
-            position_table=table,
-        )
+        return config_limits(self.hf_config, vocab_size=vocab, type_vocab_size=types)
 
     def _lookup(self) -> Any:
         """The layer that embeds token ids: ``token_embedding``, or a token-and-position

@@ -72,9 +72,7 @@ def held_backbone(backbone: Any, pt: Any) -> TFSide:
     config from its own structure and the reference's checkpoint, the tokenizer and
     the weight mapping from keras-hub's converter run on that checkpoint (as for a
     keras-hub preset, :meth:`KerasHubModel.with_reference`)."""
-    from ..architectures import keras_hub_backbones
-    from .keras_hub import PRESET_NOTE, KerasHubModel, import_keras_hub
-    from .keras_hub_checkpoints import preset_config, preset_fields
+    from .keras_hub import PRESET_NOTE, backbone_side, import_keras_hub
 
     if not isinstance(pt, str):
         raise TfparityError(
@@ -84,24 +82,12 @@ def held_backbone(backbone: Any, pt: Any) -> TFSide:
         )
     import_keras_hub()  # the TensorFlow backend, or exit 2
     name = type(backbone).__name__
-    if name not in keras_hub_backbones():
-        raise TfparityError(
-            f"{name} is a keras-hub backbone tfparity cannot map onto a transformers model; "
-            f"supported backbones: {', '.join(sorted(keras_hub_backbones()))}."
-        )
-    saved = {"class_name": name, "config": backbone.get_config()}
-    stated = preset_fields(saved, backbone)
-    side = KerasHubModel(
+    side = backbone_side(
+        backbone,
         name=f"{name} (in memory)",
-        backbone=backbone,
-        tokenizer=None,
-        hf_config=preset_config(saved, stated),
-        layout=keras_hub_backbones()[name].keras_hub,
         source=f"keras-hub {name} held in memory",
         notes=[PRESET_NOTE],
-        stated=stated,
     )
-    side.notes.append(side.how_embeds_run())
     bound = side.with_reference(pt)
     bound.notes = [n.replace("A keras-hub preset directory", HELD_NOTE) for n in bound.notes]
     return bound

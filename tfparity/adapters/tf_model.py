@@ -18,7 +18,6 @@ from ..architectures import (
     Architecture,
     IdsOnlyTransform,
     KnownDifference,
-    Positions,
     for_config,
 )
 from ..architectures.heads import Head, head_of_class
@@ -29,7 +28,7 @@ from .devices import short_name
 from .execution import clone_model, placed
 from .execution_options import ExecutionOptions
 from .holdings import Holdings
-from .interfaces import FeedForwardWeights, TFSideBase
+from .interfaces import FeedForwardWeights, TFSideBase, config_limits
 from .loading import Loaded, build, load_tf
 from .runtime import import_tf
 from .specs import DEFAULT_MODEL, ModelSpec, parse_spec
@@ -94,10 +93,6 @@ class TFModel(TFSideBase):
     # ------------------------------------------------------------------ facts
 
     @property
-    def model_type(self) -> str:
-        return self.config.model_type
-
-    @property
     def compiles(self) -> bool:
         return True
 
@@ -113,21 +108,7 @@ class TFModel(TFSideBase):
 
     @property
     def limits(self) -> Limits:
-        positions = getattr(self.config, "max_position_embeddings", None) or getattr(
-            self.config, "n_positions", None
-        )
-        table = positions if positions and positions > 0 else None
-        # RoBERTa-style position ids start after padding_idx: fewer tokens than rows.
-        if self.padding_aware_positions:
-            positions = positions - self.config.pad_token_id - 1 if positions else None
-        if positions is not None and positions <= 0:  # XLNet, T5: relative positions
-            positions = None
-        return Limits(
-            vocab_size=int(self.word_embeddings().shape[0]),
-            max_positions=positions,
-            type_vocab_size=getattr(self.config, "type_vocab_size", None),
-            position_table=table,
-        )
+        return config_limits(self.config, vocab_size=int(self.word_embeddings().shape[0]))
 
     @property
     def known_difference(self) -> KnownDifference | None:
@@ -142,14 +123,6 @@ class TFModel(TFSideBase):
         from .gather import ids_only_change
 
         return ids_only_change(self.config)
-
-    @property
-    def padding_aware_positions(self) -> bool:
-        return self.architecture.positions is Positions.PADDING_AWARE
-
-    @property
-    def pad_token_id(self) -> int | None:
-        return getattr(self.config, "pad_token_id", None)
 
     def embedding_layer(self) -> Any:
         """The layer that embeds ids (see :func:`.gather.embedding_layer`)."""

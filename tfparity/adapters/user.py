@@ -16,14 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from ..architectures import Architecture, Positions, for_config
 from ..architectures.heads import Head, head_of_config, parse_head
 from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
 from ..results import Hint
 from ..trace import Trace
 from .execution_options import ExecutionOptions, eager_only
-from .interfaces import TFSideBase
+from .interfaces import TFSideBase, config_limits
 from .sources import resolve
 from .specs import ModelSpec
 from .user_calls import (
@@ -143,22 +142,6 @@ class UserModel(TFSideBase):
         return head_of_config(getattr(self.config, "architectures", None))
 
     @property
-    def model_type(self) -> str:
-        return self.config.model_type
-
-    @property
-    def architecture(self) -> Architecture:
-        return for_config(self.config)
-
-    @property
-    def padding_aware_positions(self) -> bool:
-        return self.architecture.positions is Positions.PADDING_AWARE
-
-    @property
-    def pad_token_id(self) -> int | None:
-        return getattr(self.config, "pad_token_id", None)
-
-    @property
     def headless_reason(self) -> str | None:
         if self.head in (Head.MASKED_LM, Head.CAUSAL_LM):
             return None
@@ -170,17 +153,7 @@ class UserModel(TFSideBase):
     @property
     def limits(self) -> Limits:
         """The reference config's limits: ids past them would be gathered silently."""
-        c = self.config
-        positions = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None)
-        table = positions if positions and positions > 0 else None
-        if self.padding_aware_positions and positions:
-            positions = positions - c.pad_token_id - 1
-        return Limits(
-            vocab_size=int(c.vocab_size),
-            max_positions=positions if positions and positions > 0 else None,
-            type_vocab_size=getattr(c, "type_vocab_size", None),
-            position_table=table,
-        )
+        return config_limits(self.config)
 
     def named_weights(self) -> list[tuple[str, Any]]:
         return list(self.callee.variables().items())

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import TfparityError
 from ..interfaces import TFSide
-from ..keras_hub import KerasHubModel, import_keras_hub
+from ..keras_hub import backbone_side, import_keras_hub
 from ..sources import Companion
 from ..specs import ModelSpec
 
@@ -26,9 +26,6 @@ from ..specs import ModelSpec
 def load_keras_file(spec: ModelSpec, companion: Companion) -> TFSide:
     """The keras-hub backbone a ``.keras`` file holds, bound to ``companion``; any other
     Keras model as a model of the user's own."""
-    from ...architectures import keras_hub_backbones
-    from ..keras_hub_checkpoints import preset_config, preset_fields
-
     keras_hub = import_keras_hub()
     held = _load(spec)
     notes: list[str] = []
@@ -40,28 +37,16 @@ def load_keras_file(spec: ModelSpec, companion: Companion) -> TFSide:
         held = held.backbone
     if not isinstance(held, keras_hub.models.Backbone):
         return _users_own(held, spec, companion)
-    name = type(held).__name__
-    arch = keras_hub_backbones().get(name)
-    if arch is None or arch.keras_hub is None:
-        raise TfparityError(
-            f"{spec.text} holds a {name}, which tfparity cannot map onto a transformers "
-            f"model; supported backbones: {', '.join(sorted(keras_hub_backbones()))}."
-        )
-    saved = {"class_name": name, "config": held.get_config()}
-    stated = preset_fields(saved, held)
-    model = KerasHubModel(
+    side = backbone_side(
+        held,
         name=spec.text,
-        backbone=held,
-        tokenizer=companion.tokenizer,
-        hf_config=preset_config(saved, stated),
-        layout=arch.keras_hub,
-        source=f"Keras 3 file {spec.location} ({name}); tokenizer and config from {companion.text}",
+        source=f"Keras 3 file {spec.location} ({type(held).__name__}); tokenizer and config "
+        f"from {companion.text}",
         notes=notes,
-        stated=stated,
+        tokenizer=companion.tokenizer,
         spec=spec,
     )
-    model.notes.append(model.how_embeds_run())
-    return model.with_reference(companion.text)
+    return side.with_reference(companion.text)
 
 
 def _users_own(held: Any, spec: ModelSpec, companion: Companion) -> TFSide:

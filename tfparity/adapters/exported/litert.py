@@ -17,19 +17,18 @@ any TF side; quantised or float16 (:attr:`LiteRTModel.quantisation`) by budgets
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...architectures import Architecture, Positions, for_config
 from ...architectures.heads import Head, head_of_class
 from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
 from ..execution_options import ExecutionOptions
-from ..interfaces import TFSideBase
+from ..interfaces import TFSideBase, config_limits
 from ..sources import Companion
 from ..specs import ModelSpec
 from .litert_graph import Graph
@@ -94,39 +93,15 @@ class LiteRTModel(TFSideBase):
         return head_of_class("TF" + named) or head_of_class(named) or Head.BASE
 
     @property
-    def model_type(self) -> str:
-        return self.config.model_type
-
-    @property
-    def architecture(self) -> Architecture:
-        return for_config(self.config)
-
-    @property
-    def padding_aware_positions(self) -> bool:
-        return self.architecture.positions is Positions.PADDING_AWARE
-
-    @property
-    def pad_token_id(self) -> int | None:
-        return getattr(self.config, "pad_token_id", None)
-
-    @property
     def limits(self) -> Limits:
         """The config's limits, and no longer sequences than the static shape takes (the
         inputs are then made no longer, and the report says what was cut)."""
-        c = self.config
-        table = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None)
-        positions = table
-        if self.padding_aware_positions and positions:
-            positions = positions - c.pad_token_id - 1
+        limits = config_limits(self.config)
         static = self.runner.static[1]
-        if static is not None:
-            positions = min(positions, static) if positions else static
-        return Limits(
-            vocab_size=int(c.vocab_size),
-            max_positions=positions,
-            type_vocab_size=getattr(c, "type_vocab_size", None),
-            position_table=table,
-        )
+        if static is None:
+            return limits
+        most = limits.max_positions
+        return replace(limits, max_positions=min(most, static) if most else static)
 
     def describe(self) -> str:
         static = "x".join("?" if d is None else str(d) for d in self.runner.static)

@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ...architectures import Architecture, Positions, for_config
+from ...architectures import for_config
 from ...architectures.heads import Head, head_of_config
 from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
 from ..execution import placed
 from ..execution_options import ExecutionOptions
-from ..interfaces import TFSideBase
+from ..interfaces import TFSideBase, config_limits
 from ..runtime import import_tf
 from ..sources import Companion
 from ..specs import ModelSpec
@@ -69,34 +69,8 @@ class SavedModelSide(TFSideBase):
         return self.loaded
 
     @property
-    def model_type(self) -> str:
-        return self.config.model_type
-
-    @property
-    def architecture(self) -> Architecture:
-        return for_config(self.config)
-
-    @property
-    def padding_aware_positions(self) -> bool:
-        return self.architecture.positions is Positions.PADDING_AWARE
-
-    @property
-    def pad_token_id(self) -> int | None:
-        return getattr(self.config, "pad_token_id", None)
-
-    @property
     def limits(self) -> Limits:
-        c = self.config
-        positions = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None)
-        table = positions if positions and positions > 0 else None
-        if self.padding_aware_positions and positions:
-            positions = positions - c.pad_token_id - 1
-        return Limits(
-            vocab_size=int(c.vocab_size),
-            max_positions=positions if positions and positions > 0 else None,
-            type_vocab_size=getattr(c, "type_vocab_size", None),
-            position_table=table,
-        )
+        return config_limits(self.config)
 
     @property
     def headless_reason(self) -> str | None:
