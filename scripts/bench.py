@@ -28,6 +28,11 @@
 (f) kernels: the sweep under --referee lazy and full, once with TF's default oneDNN CPU
     kernels and once with its Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0): float64 share,
     items/s and whether the verdicts are identical;
+(k) a head model: `tfparity check` (the embeds check and one cross-check pass, as the
+    CLI runs them) on a fine-tuned-shaped sequence classifier (MiniLM's body and a seeded
+    3-label classifier, saved by save_pretrained in a temporary directory) against the
+    bare compiled passes it needs (TF ids and TF embeds as fresh tf.functions, PyTorch
+    fp32 and fp64), both cold (tracing included), alternated over rounds;
 (g) generate: `tfparity.generate` on a tiny GPT-2 causal LM (3 prompts x 32 new tokens,
     models loaded beforehand) against the bare HF TF `generate` and PyTorch `generate`
     calls that produce the same tokens; with the start from inputs_embeds, also against
@@ -81,7 +86,7 @@ def main() -> int:
     )
     p.add_argument(
         "--only",
-        help="comma-separated subset of a,b,c,d,e,f,g,h,l (r: e's referees only; "
+        help="comma-separated subset of a,b,c,d,e,f,g,h,k,l (r: e's referees only; "
         "x: e's cross-check overhead only)",
     )
     p.add_argument("--gen-model", default="tiny:gpt2/causal-lm", help="causal LM for (g)")
@@ -91,7 +96,7 @@ def main() -> int:
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e,f,g,h,l").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g,h,k,l").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -120,6 +125,8 @@ def main() -> int:
         generation(args.gen_model, 32)
     if "l" in only:
         litert_overhead(args.model, texts, 64 if q else 256)
+    if "k" in only:
+        head_check_overhead(texts, args.cross_sentences or 248)
     if "h" in only:
         gradients_overhead(args.model, texts, 2 if q else 4)
     if "e" in only:
@@ -620,6 +627,87 @@ def crosscheck_overhead(spec: str, texts: list[str], n_cross: int, rounds: int =
         f"    page faults per run (medians): crosscheck {statistics.median(faults['ours']):.0f}, "
         f"bare passes {statistics.median(faults['bare']):.0f} (the cross-check keeps its TF "
         "and PyTorch fp32 outputs to compare them: fresh memory, touched once)"
+    )
+
+
+def fine_tuned_minilm(directory: Path) -> str:
+    """MiniLM's body with a seeded 3-label classifier (and the pooler it feeds),
+    saved by save_pretrained with MiniLM's tokenizer: shaped like a user's fine-tuned
+    checkpoint, which none on this machine is."""
+    import shutil
+
+    from transformers import BertForSequenceClassification
+
+    from tfparity.adapters.runtime import import_torch
+    from tfparity.adapters.sources import checkpoint_dir
+    from tfparity.adapters.specs import parse_spec
+
+    torch = import_torch()
+    source = checkpoint_dir(parse_spec("minilm"))
+    torch.manual_seed(0)
+    model = BertForSequenceClassification.from_pretrained(str(source), num_labels=3)
+    model.config.architectures = ["BertForSequenceClassification"]
+    model.save_pretrained(str(directory), safe_serialization=True)
+    for f in source.iterdir():
+        if f.name.startswith(("vocab", "tokenizer", "special_tokens")):
+            shutil.copy(f, directory / f.name)
+    return str(directory)
+
+
+def head_check_overhead(texts: list[str], n: int, rounds: int = 5) -> None:
+    """(k): `tfparity check` on a head model against the bare compiled passes it
+    needs, both cold (fresh tf.functions, tracing included, as a command run pays it)."""
+    from tfparity.adapters.execution_options import ExecutionOptions
+    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.runtime import import_torch
+    from tfparity.api import crosscheck, load_model, make_batches
+    from tfparity.checks.embeds import EmbedsOptions, check_embeds
+    from tfparity.inputs import InputOptions
+
+    torch = import_torch()
+    with tempfile.TemporaryDirectory(prefix="tfparity-bench-head-") as tmp:
+        spec = fine_tuned_minilm(Path(tmp))
+        model, pt = load_model(spec), load_pt(spec)
+    sentences = [texts[i % len(texts)] for i in range(n)]
+    batches = make_batches(model, InputOptions(texts=tuple(sentences), batch_size=8))
+    execution = ExecutionOptions(auto=True).settle(len(batches))
+
+    def bare():
+        graph = model.executed(execution)
+        for b in batches:
+            graph.run(b)
+            graph.run(b, graph.gather(b.input_ids))
+        with torch.no_grad():
+            for m in (pt.model, pt.fp64()):
+                for b in batches:
+                    m(**pt.torch_inputs(b), output_hidden_states=True)
+
+    verdicts = []
+
+    def ours():  # what `tfparity check` runs (commands/check.py), models loaded
+        executed = model.executed(execution)
+        references = [executed.run(b) for b in batches]
+        embeds = check_embeds(executed, batches, EmbedsOptions(references=references))
+        (cross,) = crosscheck(tf=executed, pt=pt, batches=batches, tf_traces=references)
+        verdicts.append(f"embeds {embeds.passed}, crosscheck {cross.passed} ({len(cross.comparisons)} tensors)")
+
+    bare(), ours()  # warm-up: weight caches, the float64 copy
+    gc.freeze()  # as the CLI does once the frameworks are imported
+    times: dict[str, list[float]] = {}
+    runs = (("bare", bare), ("ours", ours))
+    for i in range(rounds):  # alternated: the machine drifts (ratios taken per round)
+        for label, fn in runs if i % 2 == 0 else runs[::-1]:
+            start = time.perf_counter()
+            fn()
+            times.setdefault(label, []).append(time.perf_counter() - start)
+    ratios = [o / b for o, b in zip(times["ours"], times["bare"], strict=True)]
+    print(
+        f"\n(k) head model: tfparity check on MiniLM + a seeded 3-label classifier, "
+        f"{len(sentences)} sentences ({len(batches)} batches, TF "
+        f"{execution.runner_kind}): {statistics.median(times['ours']):.2f} s vs bare TF "
+        f"ids + TF embeds + PT fp32 + PT fp64 {statistics.median(times['bare']):.2f} s, "
+        f"tracing included in both: {statistics.median(ratios):.2f}x (goal <= 1.0x; "
+        f"rounds {', '.join(f'{r:.2f}' for r in ratios)}); verdicts {verdicts[-1]}"
     )
 
 
