@@ -157,8 +157,20 @@ def _export(spec: str, directory: Path, *, fault: bool = False) -> None:
     export_saved_model(model, directory)
 
 
+def _prompts(work: Path) -> None:
+    """Four short prompts, one per line: a corpus for ``sweep --generate``."""
+    lines = (
+        "The quick brown fox",
+        "Hello world.",
+        "Numerical parity means that two implementations",
+        "A sweep decodes every line of its corpus",
+    )
+    (work / "prompts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "gpt2-ffn": _gpt2_ffn_port,
+    "prompts": _prompts,
     "export-minilm": lambda work: _export("minilm", work / "minilm-export"),
     "export-tiny-faulty": lambda work: _export("tiny:bert", work / "faulty-export", fault=True),
     "port_bias": lambda work: _script("make_broken_port", str(work / "port_bias")),
@@ -379,6 +391,22 @@ EXAMPLES: tuple[Example, ...] = (
         minilm=True,
         tested=False,
         why_untested="245 items, about 25 s; the tested minilm examples already take about 60 s",
+    ),
+    Example(
+        "sweep-generate-tiny-gpt2",
+        "docs/sweep.md",
+        0,
+        ("sweep", "tiny:gpt2/causal-lm", "--texts", "prompts.txt", "--generate", "8")
+        + ("--out", "gen", "--progress", "none"),
+        setup=("prompts",),
+    ),
+    Example(
+        "sweep-generate-broken-port",
+        "docs/sweep.md",
+        1,
+        ("sweep", "gpt2-ffn", "--pt", "tiny:gpt2/causal-lm", "--texts", "prompts.txt")
+        + ("--generate", "8", "--checks", "crosscheck", "--out", "gen-ffn", "--progress", "none"),
+        setup=("gpt2-ffn", "prompts"),
     ),
     Example("your-own-model", "docs/your-own-model.md", 0, run=_own_model),
     Example(

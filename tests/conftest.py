@@ -87,6 +87,13 @@ def _differences(a, b, path: str) -> list[str]:
 
 
 @pytest.fixture(scope="session")
+def record_differences():
+    """``record_differences(a, b)`` -> where two JSON values (e.g. two sweeps' records of
+    one item) differ: every count, verdict and name exactly, floats within KERNEL_FACTOR."""
+    return lambda a, b: _differences(a, b, "record")
+
+
+@pytest.fixture(scope="session")
 def sweep_differences():
     """``sweep_differences(a, b)`` -> where two sweep summaries of the same items differ:
     every count, verdict and name exactly, floats to within KERNEL_FACTOR."""

@@ -330,3 +330,43 @@ def check_new_tokens(new_tokens: int) -> None:
     """A usage error (exit 2) for a step count that is not a positive int."""
     if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
         raise TfparityError(f"new_tokens must be an int >= 1, not {new_tokens!r}.")
+
+
+# ----------------------------------------------------------------------------- per prompt
+
+
+@dataclass
+class PromptVerdict:
+    """One prompt judged alone: its row (as in a report's ``details["generation"]``) and
+    its comparisons (the tokens, the TF cache, the start from ``inputs_embeds`` where it
+    ran), each with the verdict :func:`check_generation` gives it."""
+
+    row: dict
+    comparisons: list[Comparison]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.comparisons)
+
+    @property
+    def failing(self) -> list[str]:
+        """The failing comparisons by what they compare: "tokens", "TF cache", ..."""
+        return [c.name.split(": ", 1)[-1] for c in self.comparisons if not c.passed]
+
+    @property
+    def problems(self) -> list[str]:
+        return [c.problem for c in self.comparisons if not c.passed and c.problem]
+
+
+def judge_prompts(
+    tf_model: TFModel,
+    pt_model: PTModel,
+    prompts: Sequence[np.ndarray],
+    options: GenerationOptions = GenerationOptions(),
+) -> list[PromptVerdict]:
+    """Each prompt's generation judged exactly as :func:`check_generation` judges it, one
+    verdict per prompt, without the report's parts across prompts (localisation, notes):
+    for callers that keep a verdict per prompt, such as ``tfparity sweep --generate``."""
+    refusal = generation_tf.embeds_refusal(tf_model) if options.embeds else None
+    runs = _runs(tf_model, pt_model, prompts, options, refusal)
+    return [PromptVerdict(_prompt_row(run), _comparisons(run)) for run in runs]

@@ -46,7 +46,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--checks",
         metavar="LIST",
         help="comma-separated: embeds, crosscheck, positions (default: embeds, plus "
-        "crosscheck when PyTorch is installed)",
+        "crosscheck when PyTorch is installed; with --generate, none but generate)",
+    )
+    p.add_argument(
+        "--generate",
+        type=int,
+        metavar="N",
+        help="also decode N new greedy tokens from each item (a prompt, alone, unpadded) "
+        "with TF generate and PyTorch generate, each through its own KV cache, as "
+        "`tfparity generate` judges them: tokens agreed, first divergent step and both "
+        "margins, near-tie or defect, cache consistency. Needs a causal LM with its head; "
+        "an item must fit the model's positions with N tokens more",
     )
     p.add_argument(
         "--out",
@@ -167,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         execution=execution,
         referee=args.referee,
         engine=engine,
+        generate=args.generate,
     )
     if args.resume and args.overwrite:
         raise TfparityError(

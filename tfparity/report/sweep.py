@@ -25,9 +25,10 @@ def render_summary(summary: dict, out: str) -> str:
             f"{run.get('load_seconds')} s), traces {run.get('traces')}"
         )
     if "execution" in run:
+        generate = f"; generate: {run['generate_execution']}" if "generate_execution" in run else ""
         lines.append(
             f"  ran: {run['execution']} on {run.get('device', 'default')}, "
-            f"precision {run.get('precision', 'fp32')}"
+            f"precision {run.get('precision', 'fp32')}{generate}"
         )
     referee = run.get("referee")
     if referee:
@@ -55,6 +56,8 @@ def render_summary(summary: dict, out: str) -> str:
         )
     notes = {c["top1_note"] for c in summary["per_check"].values() if c["top1_note"]}
     lines += [f"note: top-1: {n}" for n in sorted(notes)]
+    if "generation" in summary:
+        lines += [""] + _generation(summary["generation"])
     # passed is None for a skipped item (too long): it is counted as skipped, not failed
     bad = [w for w in summary["worst_items"] if w["passed"] is False][:5]
     if bad:
@@ -62,7 +65,7 @@ def render_summary(summary: dict, out: str) -> str:
         lines.append("failed items (worst first):")
         for w in bad:
             diffs = ", ".join(f"{k} {_g(v)}" for k, v in w["max_abs_diff"].items())
-            lines.append(f"  #{w['index']} [{w['id']}] {diffs}: {w['text'][:70]}")
+            lines.append(f"  #{w['index']} [{w['id']}] {diffs}{_parted(w)}: {w['text'][:70]}")
     if summary["skipped"]:
         lines.append(
             f"note: {summary['skipped']} items skipped as too long for the model "
@@ -74,6 +77,43 @@ def render_summary(summary: dict, out: str) -> str:
         f"{verdict} sweep: {summary['passed']}/{summary['items']} items passed; see {out}/"
     )
     return "\n".join(lines)
+
+
+def _generation(g: dict) -> list[str]:
+    """The generate check over the corpus: token agreement, where tokens part and why."""
+    agreement = "-" if g["token_agreement"] is None else f"{100 * g['token_agreement']:.1f}%"
+    v, first = g["verdicts"], g["first_divergent_step"]
+    lines = [
+        f"generate: {g['new_tokens']} new tokens per item, greedy, TF generate vs PyTorch "
+        "generate, each through its own KV cache",
+        f"  tokens agreed: {g['tokens_agreed']}/{g['tokens']} ({agreement}); items with "
+        f"every token agreed: {g['items_all_agreed']}/{g['items']}",
+    ]
+    if g["items_diverged"]:
+        steps = ", ".join(f"{k}: {n}" for k, n in first["histogram"].items())
+        lines.append(
+            f"  items whose tokens part: {g['items_diverged']}; first divergent step min "
+            f"{first['min']}, median {first['median']:g}, max {first['max']} (step: items "
+            f"{steps})"
+        )
+    lines.append(
+        f"  why: near-tie {v['near-tie']} (rounding, not a defect), defect {v['defect']}, "
+        f"cache {v['cache']}; TF cache inconsistent in {g['items_cache_inconsistent']} items"
+    )
+    if g["items_logits_off"]:
+        lines.append(
+            f"  teacher-forced logits beyond the float64 referee in {g['items_logits_off']} "
+            "items (a flip decides a verdict; where tokens agree, the cross-check shows where "
+            "the logits part)"
+        )
+    return lines
+
+
+def _parted(worst: dict) -> str:
+    g = worst.get("generation")
+    if not g or g["first_divergent_step"] is None:
+        return ""
+    return f" (tokens part at step {g['first_divergent_step']}, {g['verdict']})"
 
 
 def _g(x: float | None) -> str:

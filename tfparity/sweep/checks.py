@@ -3,7 +3,8 @@
 Each check reuses the TF ``input_ids`` run (computed once per batch) and adds what it
 needs: the embeds check the ``inputs_embeds`` run; the cross-check PyTorch fp32 and the
 float64 referee; the positions check explicit position ids and one seeded permutation
-per item (seeded by the item's index, so it does not depend on the batch).
+per item (seeded by the item's index, so it does not depend on the batch). The generate
+check (:mod:`.generate`) runs each item's prompt alone, unpadded, and needs none of it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..checks.positions import EQUIVARIANCE_TOLERANCE
 from ..compare import Referee, Tolerance, row_rms
 from ..trace import Trace
 from .bucketing import PaddedBatch
+from .generate import GenerateCheck
 from .itemcheck import RowResult, compared_rows, judged, referee_verdicts, top1_counts
 from .lazy_referee import LazyReferee
 
@@ -30,7 +32,7 @@ class BatchContext:
     """What the checks share for one batch: the padded batch and the TF ids run."""
 
     padded: PaddedBatch
-    tf_ids: Trace
+    tf_ids: Trace | None  # None: only the generate check runs, which does not use it
 
     @property
     def mask(self) -> np.ndarray:
@@ -58,6 +60,8 @@ class SweepChecks:
     # "full": a float64 pass for every row.
     referee_mode: str = "lazy"
     lazy: LazyReferee | None = None
+    # The generate check (``--generate N``), which runs each item's prompt alone.
+    generate: GenerateCheck | None = None
 
     def __post_init__(self) -> None:
         if self.lazy is None:
@@ -174,6 +178,9 @@ class SweepChecks:
         lazy.items += len(rows)
         lazy.items_fp64 += len(need_rows)
         return verdicts, need_rows
+
+    def _generate(self, ctx: BatchContext) -> list[RowResult]:
+        return self.generate.run(ctx.padded)
 
     def _positions(self, ctx: BatchContext) -> list[RowResult]:
         from ..adapters.embedding_parts import default_position_ids, position_facts

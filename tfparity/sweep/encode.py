@@ -24,9 +24,16 @@ class TooLong:
     item: Item
     tokens: int
     limit: int
+    new_tokens: int = 0  # --generate's new tokens, which ``limit`` leaves room for
 
     @property
     def reason(self) -> str:
+        if self.new_tokens:
+            return (
+                f"{self.tokens} tokens, and with {self.new_tokens} new tokens more than the "
+                f"model's {self.limit + self.new_tokens} positions (pass --truncate to cut "
+                f"it to {self.limit})"
+            )
         return (
             f"{self.tokens} tokens, more than the model's {self.limit} positions "
             "(pass --truncate to cut it)"
@@ -34,9 +41,15 @@ class TooLong:
 
 
 def encode(
-    tokenizer: Any, items: Iterable[Item], *, limit: int | None, truncate: bool
+    tokenizer: Any,
+    items: Iterable[Item],
+    *,
+    limit: int | None,
+    truncate: bool,
+    new_tokens: int = 0,
 ) -> Iterator[Encoded | TooLong]:
-    """Encoded items (or TooLong), in the order given."""
+    """Encoded items (or TooLong), in the order given; ``limit``: the longest item (for
+    ``--generate``, the model's positions less ``new_tokens``)."""
     if tokenizer is None:
         raise TfparityError("This model has no tokenizer, so it cannot run over a text corpus.")
     it = iter(items)
@@ -51,7 +64,7 @@ def encode(
         for row, item in enumerate(chunk):
             ids = np.asarray(enc["input_ids"][row], np.int32)
             if limit and len(ids) > limit:
-                yield TooLong(item, len(ids), limit)
+                yield TooLong(item, len(ids), limit, new_tokens)
                 continue
             tt = None if types is None else np.asarray(types[row], np.int32)
             yield Encoded(item, ids, tt)

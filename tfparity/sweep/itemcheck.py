@@ -30,6 +30,7 @@ class RowResult:
     top1_tokens: int | None = None
     note: str | None = None
     fp64: bool | None = None  # the referee's float64 pass ran for this item (None: no referee)
+    generation: dict | None = None  # the generate check's figures (sweep.generate.row_result)
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -45,6 +46,8 @@ class RowResult:
             out["note"] = self.note
         if self.fp64 is not None:
             out["referee"] = "fp64" if self.fp64 else "fp32+margin"
+        if self.generation is not None:
+            out["generation"] = self.generation
         return out
 
 

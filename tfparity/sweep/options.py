@@ -37,3 +37,7 @@ class SweepOptions:
     # Which engine runs the batches, by its options' type (runner.ENGINES): None, in
     # this process (local.LocalEngine); a ray_engine.RayOptions, on Ray actors.
     engine: Any = None
+    # --generate N: N new greedy tokens per item, TF generate against PyTorch generate
+    # (the "generate" check, sweep.generate); None: no generation. Without ``checks`` it
+    # runs alone.
+    generate: int | None = None

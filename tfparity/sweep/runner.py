@@ -19,6 +19,7 @@ from ..errors import TfparityError
 from .checks import CHECKS
 from .corpus import DEFAULT_CORPUS, CorpusInfo, check_shard, iter_items, scan
 from .engine import EngineStart, SweepEngine
+from .generate import GENERATE, check_generate_options
 from .local import LocalEngine
 from .options import SweepOptions
 from .progress import Progress
@@ -60,15 +61,21 @@ def default_checks() -> tuple[str, ...]:
     return ("embeds", "crosscheck") if torch_available() else ("embeds",)
 
 
-def resolve_checks(checks: tuple[str, ...] | None) -> tuple[str, ...]:
-    chosen = tuple(checks) if checks else default_checks()
+def resolve_checks(checks: tuple[str, ...] | None, generate: int | None = None) -> tuple[str, ...]:
+    """The checks to run: ``checks`` (default: embeds, plus crosscheck with torch), then
+    generate with ``--generate`` (alone when ``checks`` is not given)."""
+    if checks:
+        chosen = tuple(checks)
+    else:
+        chosen = () if generate is not None else default_checks()
     unknown = [c for c in chosen if c not in CHECKS]
     if unknown or len(set(chosen)) != len(chosen):
+        how = " (generation runs with --generate N, not --checks)" if GENERATE in unknown else ""
         raise TfparityError(
             f"Unknown or repeated check in --checks: {', '.join(unknown) or ','.join(chosen)}. "
-            f"Known: {', '.join(CHECKS)}."
+            f"Known: {', '.join(CHECKS)}{how}."
         )
-    return chosen
+    return chosen + ((GENERATE,) if generate is not None else ())
 
 
 def run_sweep(
@@ -85,7 +92,7 @@ def run_sweep(
     loaded from the model's own spec, so a broken TFModel is checked against correct
     weights (:func:`tfparity.orchestration.reference_for`).
     """
-    checks = resolve_checks(options.checks)
+    checks = resolve_checks(options.checks, options.generate)
     if options.batch_size < 1:
         raise TfparityError(f"--batch-size must be at least 1 (got {options.batch_size}).")
     if options.referee not in ("lazy", "full"):
@@ -99,6 +106,8 @@ def run_sweep(
     info = scan(texts or DEFAULT_CORPUS)
     check_shard(options.shard, info)
     execution = _execution(options, checks, info.items, model)
+    if options.generate is not None:
+        check_generate_options(model, options.generate, checks, execution, options.tolerance)
     out = Path(out)
     name = model if isinstance(model, str) else model.name
     manifest = _manifest(name, checks, info, options, pt)
@@ -108,10 +117,7 @@ def run_sweep(
     source: SweepEngine = start_engine(model, checks, pt, options, execution)
     try:
         start = time.perf_counter()
-        manifest["top1_note"] = {
-            c: "not measured by the positions check" if c == "positions" else source.top1_note
-            for c in checks
-        }
+        manifest["top1_note"] = {c: _top1_note(c, source.top1_note) for c in checks}
         write_json(out / MANIFEST, manifest)
         done, already = read_done(out / RESULTS, info.items)
         todo = options.shard.size(info.items) - already
@@ -154,6 +160,14 @@ def run_sweep(
     return SweepResult(summary, out)
 
 
+def _top1_note(check: str, note: str | None) -> str | None:
+    """Why a check has no top-1 figures: the positions check measures none; the generate
+    check always has them (its model has an LM head); the others, as the engine says."""
+    if check == "positions":
+        return "not measured by the positions check"
+    return None if check == GENERATE else note
+
+
 def _execution(options: SweepOptions, checks: tuple[str, ...], items: int, model: Any) -> Any:
     """The sweep's ExecutionOptions (default: graph, float32; eager for a model that
     runs eagerly only, see :func:`~tfparity.orchestration.compiles`), refused (exit 2)
@@ -176,7 +190,7 @@ def _manifest(
     name: str, checks: tuple[str, ...], info: CorpusInfo, options: SweepOptions, pt: Any = None
 ) -> dict:
     tol = options.tolerance
-    return {
+    manifest = {
         "tfparity_version": __version__,
         "model": name,
         "reference": _reference(pt),
@@ -192,6 +206,9 @@ def _manifest(
             "precision": options.execution.precision if options.execution else "fp32",
         },
     }
+    if options.generate is not None:  # only then: older sweeps' outputs still resume
+        manifest["options"]["generate"] = options.generate
+    return manifest
 
 
 def _reference(pt: Any) -> str | None:

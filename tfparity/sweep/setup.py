@@ -16,6 +16,7 @@ from .bucketing import Bucketer, PaddedBatch, bucket_lengths
 from .checks import BatchContext, SweepChecks
 from .corpus import Item
 from .encode import TooLong, encode
+from .generate import GENERATE, GenerateCheck, generation_refusal, prompt_limit
 from .options import SweepOptions
 
 
@@ -38,24 +39,34 @@ class SweepSetup:
     def load(
         cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
     ) -> SweepSetup:
+        from ..architectures.heads import Head
+        from ..errors import TfparityError
         from ..orchestration import bound_to_reference, executed, load_model, reference_for
         from ..validation import same_architecture
 
         companion = pt if isinstance(pt, str) else None  # an export's config and tokenizer
         tf_model = bound_to_reference(load_model(model, companion=companion), pt)
+        generating = GENERATE in checks
+        refusal = generation_refusal(tf_model) if generating else None
+        if refusal:
+            raise TfparityError(refusal + ".")
         if "embeds" in checks and tf_model.inputs_embeds_reason is not None:
-            from ..errors import TfparityError
-
             raise TfparityError(
                 f"The embeds check cannot run: {tf_model.inputs_embeds_reason} "
                 "(--checks crosscheck sweeps the rest)."
             )
         pt_model = None
-        if "crosscheck" in checks:
-            pt_model = reference_for(model, pt).in_precision(execution.precision)
+        if "crosscheck" in checks or generating:
+            kind = Head.CAUSAL_LM if generating else None  # generate's: a causal LM's class
+            pt_model = reference_for(model, pt, head=kind).in_precision(execution.precision)
             same_architecture(tf_model, pt_model)  # as the cross-check refuses it: exit 2
         head, note = _load_head(tf_model)
         runner_model = executed(tf_model, execution)
+        limit = _limit(tf_model)
+        generate = None
+        if generating:
+            limit = prompt_limit(limit, options.generate)  # a prompt and its new tokens fit
+            generate = GenerateCheck(tf_model, pt_model, options.generate, execution)
         runner = SweepChecks(
             runner_model,
             tf_model,
@@ -64,9 +75,10 @@ class SweepSetup:
             tolerance=options.tolerance,
             seed=options.seed,
             referee_mode=options.referee,
+            generate=generate,
         )
         side = options.padding_side or getattr(tf_model.tokenizer, "padding_side", "right")
-        return cls(tf_model, runner_model, checks, runner, _limit(tf_model), options, note, side)
+        return cls(tf_model, runner_model, checks, runner, limit, options, note, side)
 
     def encoding(self) -> Encoding:
         """What the driver needs to tokenize and bucket items as this process does."""
@@ -78,21 +90,32 @@ class SweepSetup:
             with_types=bool(getattr(self.tf_model.config, "type_vocab_size", 0)),
             # XLA compiles once per input shape: give it a few fixed bucket shapes.
             fixed_shapes=self.runner_model.execution.xla,
+            new_tokens=self.options.generate or 0,
         )
 
     def run_facts(self) -> dict:
         """The run facts of summary.json's ``run`` that this process knows."""
-        return {
+        facts = {
             "traces": self.runner_model.traces,
             "traces_by_path": self.runner_model.traces_by_path(),
             **self.runner_model.execution.describe(),
             "buckets": bucket_lengths(self.limit),
-            "referee": self.runner.referee_stats(),
+            # the float64 referee's passes of the cross-check (generate's are its own)
+            "referee": self.runner.referee_stats() if "crosscheck" in self.checks else None,
         }
+        if GENERATE in self.checks:  # HF TF generate runs eagerly, whatever the others do
+            how = "eager (Hugging Face TF generate)"
+            if any(name != GENERATE for name in self.checks):
+                facts["generate_execution"] = how
+            else:  # no batched run: what runs is generate's alone
+                facts["execution"] = how
+        return facts
 
     def run_batch(self, padded: PaddedBatch) -> list[dict]:
         """The result records of one padded batch, one per real row, in its order."""
-        ctx = BatchContext(padded, self.runner_model.run(_without_positions(padded.batch)))
+        batched = any(name != GENERATE for name in self.checks)  # they share the TF ids run
+        tf_ids = self.runner_model.run(_without_positions(padded.batch)) if batched else None
+        ctx = BatchContext(padded, tf_ids)
         per_check = {name: self.runner.run(name, ctx) for name in self.checks}
         records = []
         for r, item in enumerate(padded.items):
@@ -122,6 +145,7 @@ class Encoding:
     padding_side: str
     with_types: bool
     fixed_shapes: bool = False
+    new_tokens: int = 0  # --generate's: each item must fit ``limit`` with these on top
 
 
 def padded_stream(
@@ -137,7 +161,10 @@ def padded_stream(
         with_types=enc.with_types,
         fixed_shapes=enc.fixed_shapes,
     )
-    for e in encode(enc.tokenizer, items, limit=enc.limit, truncate=options.truncate):
+    encoded = encode(
+        enc.tokenizer, items, limit=enc.limit, truncate=options.truncate, new_tokens=enc.new_tokens
+    )
+    for e in encoded:
         if isinstance(e, TooLong):
             yield [_skipped_record(e)]
             continue

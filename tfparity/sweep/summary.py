@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from .generate import GENERATE
+from .generation_summary import GenerationTally
+
 WORST = 10
 
 
@@ -48,6 +51,7 @@ def summarise(
     """
     checks: list[str] = list(meta["checks"])
     tally = {c: _CheckTally() for c in checks}
+    generation = GenerationTally() if GENERATE in checks else None
     seen: set[int] = set()
     items = passed = skipped = 0
     heap: list[tuple] = []
@@ -62,6 +66,8 @@ def summarise(
         for name, result in line.get("checks", {}).items():
             if name in tally:
                 _count(tally[name], result)
+            if name == GENERATE and generation is not None:
+                generation.add(result)
         entry = (_badness(line), -index, index)
         if len(heap) < worst:
             heapq.heappush(heap, (entry, line))
@@ -69,7 +75,7 @@ def summarise(
             heapq.heapreplace(heap, (entry, line))
     worst_lines = [line for _, line in sorted(heap, key=lambda e: e[0], reverse=True)]
     top1_notes = meta.get("top1_note") or {}
-    return {
+    out = {
         "model": meta["model"],
         "checks": checks,
         "corpus": meta["corpus"],
@@ -82,6 +88,9 @@ def summarise(
         "per_check": {name: _check_summary(t, top1_notes.get(name)) for name, t in tally.items()},
         "worst_items": [_worst_entry(line) for line in worst_lines],
     }
+    if generation is not None:
+        out["generation"] = generation.to_dict()
+    return out
 
 
 def _count(t: _CheckTally, result: dict) -> None:
@@ -142,4 +151,13 @@ def _worst_entry(line: dict) -> dict:
     }
     if "skipped" in line:
         out["skipped"] = line["skipped"]
+    g = line.get("checks", {}).get(GENERATE, {}).get("generation")
+    if g:
+        first = g["first_divergent_step"]
+        out["generation"] = {
+            "tokens_agreed": g["tokens_agreed"],
+            "new_tokens": g["new_tokens"],
+            "first_divergent_step": None if first is None else first["step"],
+            "verdict": g["verdict"],
+        }
     return out
