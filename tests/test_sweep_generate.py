@@ -19,7 +19,9 @@ import pytest
 
 from tfparity.adapters.tf_model import TFModel
 from tfparity.cli import main
-from tfparity.sweep import SweepOptions, run_sweep
+from tfparity.report.sweep import render_summary
+from tfparity.sweep import SweepOptions, run_sweep, summarise
+from tfparity.sweep.generate import VERDICTS, verdict
 from tfparity.testing import perturb_ffn
 
 GPT2 = "tiny:gpt2/causal-lm"
@@ -91,6 +93,53 @@ def test_a_clean_causal_lm_agrees_on_every_token_of_every_item(clean):
     assert g["first_divergent_step"]["min"] is None
     assert g["verdicts"] == {"agree": 4, "near-tie": 0, "cache": 0, "defect": 0}
     assert clean.summary["per_check"]["generate"]["passed"] == 4
+
+
+def test_merged_generate_shards_give_the_generation_figures_again(clean, tmp_path):
+    """The figures come from the result lines alone, so a merge recomputes them."""
+    assert main(["merge", str(clean.out), "--out", str(tmp_path / "m")]) == 0
+    merged = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert merged["generation"] == clean.summary["generation"]
+
+
+def _line(index: int, first: dict | None, **generation) -> dict:
+    g = {"new_tokens": 8, "tokens_agreed": 8 if first is None else first["step"]}
+    g |= {"first_divergent_step": first, "defects": [], "near_ties": [], "cache_ok": True}
+    g |= {"referee_failures": [], **generation}
+    g["verdict"] = verdict(g)
+    passed = g["verdict"] in ("agree", "near-tie")
+    checks = {"generate": {"passed": passed, "max_abs_diff": 0.1, "generation": g}}
+    return {"index": index, "id": str(index), "text": "t", "passed": passed, "checks": checks}
+
+
+def _first(step: int, *, near_tie: bool = False, recomputed_agrees: bool = False) -> dict:
+    return {"step": step, "near_tie": near_tie, "recomputed_agrees": recomputed_agrees}
+
+
+def test_near_ties_are_counted_apart_from_defects_and_from_the_cache():
+    """Numpy only: the summary of four items, one of each verdict (a near-tie is rare on
+    real models, so it is made here)."""
+    lines = [
+        _line(0, None),
+        _line(1, _first(5, near_tie=True), near_ties=[5]),
+        _line(2, _first(2, recomputed_agrees=True), cache_ok=False, cache_failures=[2]),
+        _line(3, _first(0), defects=[0, 3], referee_failures=[0, 3]),
+    ]
+    assert [x["checks"]["generate"]["generation"]["verdict"] for x in lines] == list(VERDICTS)
+    meta = {"model": "m", "checks": ["generate"], "corpus": {"items": 4, "path": "c.txt"}}
+    g = summarise(lines, meta)["generation"]
+    assert g["verdicts"] == {"agree": 1, "near-tie": 1, "cache": 1, "defect": 1}
+    assert (g["tokens_agreed"], g["tokens"], g["items_all_agreed"]) == (8 + 5 + 2 + 0, 32, 1)
+    assert g["items_diverged"] == 3 and g["items_cache_inconsistent"] == 1
+    assert g["first_divergent_step"] == {
+        "min": 0,
+        "median": 2.0,
+        "max": 5,
+        "histogram": {"0": 1, "2": 1, "5": 1},
+    }
+    assert g["items_logits_off"] == 1
+    text = render_summary({**summarise(lines, meta), "run": {}}, "out")
+    assert "why: near-tie 1 (rounding, not a defect), defect 1, cache 1" in text
 
 
 def test_a_broken_port_fails_with_each_items_first_divergent_step(broken):
