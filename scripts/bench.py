@@ -689,7 +689,8 @@ def head_check_overhead(texts: list[str], n: int, rounds: int = 5) -> None:
         references = [executed.run(b) for b in batches]
         embeds = check_embeds(executed, batches, EmbedsOptions(references=references))
         (cross,) = crosscheck(tf=executed, pt=pt, batches=batches, tf_traces=references)
-        verdicts.append(f"embeds {embeds.passed}, crosscheck {cross.passed} ({len(cross.comparisons)} tensors)")
+        n_compared = len(cross.comparisons)
+        verdicts.append(f"embeds {embeds.passed}, crosscheck {cross.passed} ({n_compared} tensors)")
 
     bare(), ours()  # warm-up: weight caches, the float64 copy
     gc.freeze()  # as the CLI does once the frameworks are imported
