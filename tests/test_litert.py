@@ -30,6 +30,7 @@ def flatbuffers(tmp_path_factory):
     paths = {
         "fp32": to_litert(clean, root / "fp32.tflite"),
         "int8": to_litert(clean, root / "int8.tflite", quantisation="dynamic-range int8"),
+        "full": to_litert(clean, root / "full.tflite", quantisation="full int8"),
     }
     broken = TFModel.load("tiny:bert")
     perturb_ffn(broken, layer=1, factor=1.1)
@@ -84,6 +85,23 @@ def test_dynamic_range_int8_is_judged_by_budgets_with_its_worst_layer(flatbuffer
     growth = report.details["error_growth"]
     assert [r["hidden_state"] for r in growth] == [0, 1, 2]
     assert all(r["relative_error"] > 0 for r in growth)  # it is quantised: it differs
+
+
+def test_full_int8_reads_every_hidden_state_dequantised_and_is_judged_by_budgets(flatbuffers):
+    model = side(flatbuffers["full"])
+    assert model.quantisation == "full int8"
+    (report,) = crosscheck(model, pt="tiny:bert", inputs=INPUTS)
+    assert report.details["judge"].startswith("quantised (full int8): judged by budgets")
+    by_name = {c.name: c for c in report.comparisons}
+    # the hidden states are int8 tensors inside the flatbuffer: read with their scales,
+    # every layer is there, close to PyTorch's (a raw int8 read would be far off)
+    assert {"hidden_states[0]", "hidden_states[1]", "hidden_states[2]"} <= set(by_name)
+    assert all(by_name[f"hidden_states[{k}]"].cosine > 0.99 for k in range(3))
+    assert report.passed
+    growth = report.details["error_growth"]
+    assert [r["hidden_state"] for r in growth] == [0, 1, 2]
+    tight = crosscheck(model, pt="tiny:bert", inputs=INPUTS, budget="cosine=0.99999")[0]
+    assert not tight.passed and "quantises worst" in tight.first_divergence.hint
 
 
 def test_a_tight_user_budget_fails_the_int8_model_naming_where(flatbuffers):

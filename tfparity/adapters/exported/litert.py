@@ -150,7 +150,7 @@ class LiteRTModel(TFSideBase):
             if (taps or k.startswith("hidden_states[")) and k not in outputs
         }
         out, kept = self.runner.run(batch, keep=tuple(sorted(set(wanted.values()))))
-        arrays = {k: kept[i] for k, i in wanted.items()}
+        arrays = {k: self.graph.tensors[i].real(kept[i]) for k, i in wanted.items()}
         last = f"hidden_states[{self.config.num_hidden_layers}]"
         if "last_hidden_state" in out and last not in out:  # HF: they are one tensor
             arrays[last] = out["last_hidden_state"]

@@ -11,14 +11,20 @@ intermediate tensors (:mod:`.litert_graph`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ...errors import TfparityError
 from ..runtime import import_tf
 
 # Quantisation recipes, named as the report names what it finds in the artefact.
-QUANTISATIONS = ("fp32", "dynamic-range int8", "float16")
+QUANTISATIONS = ("fp32", "dynamic-range int8", "float16", "full int8")
+# Calibration batches of seeded random ids for full-integer quantisation where no texts
+# are given: activation ranges need inputs (a shipped recipe uses a sample of real data).
+CALIBRATION_BATCHES = 8
 
 
 def to_litert(
@@ -29,11 +35,15 @@ def to_litert(
     batch: int = 2,
     seq: int = 16,
     hidden_states: bool = False,
+    calibration: Sequence[str] | None = None,
 ) -> Path:
     """Convert ``tf_model`` (a :class:`~tfparity.adapters.tf_model.TFModel`) to a LiteRT
     flatbuffer at ``path`` with static input shapes ``[batch, seq]``; ``quantisation``:
     one of :data:`QUANTISATIONS` (dynamic-range int8 is ``Optimize.DEFAULT``; float16
-    adds ``supported_types=[float16]``)."""
+    adds ``supported_types=[float16]``; full int8 adds a representative dataset, the
+    ``calibration`` texts tokenized to ``[batch, seq]`` or else seeded random ids, so
+    activations are quantised too, with float kernels where an operator has no integer
+    one, the converter's default)."""
     if quantisation not in QUANTISATIONS:
         raise TfparityError(
             f"Unknown quantisation {quantisation!r}; one of {', '.join(QUANTISATIONS)}."
@@ -60,6 +70,37 @@ def to_litert(
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
     if quantisation == "float16":
         converter.target_spec.supported_types = [tf.float16]
+    if quantisation == "full int8":
+        feeds = _calibration(tf_model, calibration, batch, seq)
+        converter.representative_dataset = lambda: ([f[n] for n in names] for f in feeds)
     path = Path(path)
     path.write_bytes(converter.convert())
     return path
+
+
+def _calibration(
+    tf_model: Any, texts: Sequence[str] | None, batch: int, seq: int
+) -> list[dict[str, np.ndarray]]:
+    """The converter's calibration feeds: ``texts`` tokenized (padded and cut to ``seq``),
+    ``batch`` rows at a time, or seeded random ids with full attention."""
+    if texts:
+        enc = tf_model.tokenizer(
+            list(texts), padding="max_length", truncation=True, max_length=seq, return_tensors="np"
+        )
+        n = max(batch, len(texts) - len(texts) % batch)  # whole batches; few texts repeat
+        ids, mask = (
+            np.resize(enc["input_ids"], (n, seq)),
+            np.resize(enc["attention_mask"], (n, seq)),
+        )
+    else:
+        rng = np.random.default_rng(0)
+        shape = (batch * CALIBRATION_BATCHES, seq)
+        ids = rng.integers(0, int(tf_model.limits.vocab_size), shape)
+        mask = np.ones(shape)
+    ids, mask = ids.astype(np.int32), mask.astype(np.int32)
+    return [
+        {"input_ids": i, "attention_mask": m, "token_type_ids": np.zeros_like(i)}
+        for i, m in zip(
+            np.split(ids, len(ids) // batch), np.split(mask, len(mask) // batch), strict=True
+        )
+    ]

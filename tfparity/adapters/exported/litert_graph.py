@@ -22,6 +22,7 @@ FULL_INT8, FULL_INT16X8 = "full int8", "full int16x8"
 DYNAMIC_RANGE = "dynamic-range int8"
 FLOAT16 = "float16"
 _INTEGER_WEIGHTS = {"INT8", "UINT8", "INT4"}
+_ACTIVATION_INTEGERS = {"INT8", "UINT8", "INT16"}
 _RENAMED = re.compile(r"^(StatefulPartitionedCall|PartitionedCall|Identity)(_\d+)?(:\d+)?$")
 
 
@@ -33,6 +34,28 @@ class TensorInfo:
     dtype: str  # the schema's name: FLOAT32, INT8, ...
     constant: bool  # its values live in the flatbuffer (a weight)
     quantised: bool  # it carries quantisation scales
+    # One scale and zero point for the whole tensor (a quantised activation's), else None
+    scale: float | None = None
+    zero_point: int = 0
+
+    def real(self, values: Any) -> Any:
+        """The real values an integer activation stands for, ``(q - zero_point) * scale``
+        (float32); a float tensor as it is."""
+        if self.scale is None or self.dtype not in _ACTIVATION_INTEGERS:
+            return values
+        import numpy as np
+
+        return ((np.asarray(values, np.float32) - self.zero_point) * self.scale).astype(np.float32)
+
+    @property
+    def activation(self) -> bool:
+        """A computed value tfparity can read as real numbers: float32, or an integer
+        tensor with one scale (full-integer models' activations)."""
+        if self.constant:
+            return False
+        return self.dtype == "FLOAT32" or (
+            self.dtype in _ACTIVATION_INTEGERS and self.scale is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -63,6 +86,7 @@ class Graph:
             # Large models keep data outside the flatbuffer (Offset > 1), small ones inside.
             constant = buffer is not None and (buffer.DataLength() > 0 or buffer.Offset() > 1)
             q = t.Quantization()
+            one_scale = q is not None and q.ScaleLength() == 1
             tensors.append(
                 TensorInfo(
                     index=i,
@@ -71,6 +95,8 @@ class Graph:
                     dtype=types.get(t.Type(), str(t.Type())),
                     constant=constant,
                     quantised=q is not None and q.ScaleLength() > 0,
+                    scale=float(q.Scale(0)) if one_scale else None,
+                    zero_point=int(q.ZeroPoint(0)) if one_scale and q.ZeroPointLength() else 0,
                 )
             )
         operators = []
@@ -119,15 +145,16 @@ class Graph:
         return scope
 
     def located(self, width: int) -> dict[str, int]:
-        """Tensor indices by what they are: ``hidden_states[k]`` (the last float tensor
-        of ``width`` features in the embeddings' scope, k = 0, or layer k-1's) and the
-        sub-layer taps ``layer_{i}.{component}`` where the names give components (the
-        last float tensor in that component's scope). Unnamed layers give nothing."""
+        """Tensor indices by what they are: ``hidden_states[k]`` (the last activation,
+        float or quantised, of ``width`` features in the embeddings' scope, k = 0, or
+        layer k-1's) and the sub-layer taps ``layer_{i}.{component}`` where the names give
+        components (the last activation in that component's scope). Unnamed layers give
+        nothing."""
         found: dict[str, int] = {}
         seen_layer = False
         for index, name in self.scopes().items():
             t = self.tensors[index]
-            if t.dtype != "FLOAT32" or len(t.shape) != 3:
+            if not t.activation or len(t.shape) != 3:
                 continue
             layer = layer_of(name)
             if layer is None:
