@@ -821,7 +821,6 @@ def generation(spec: str, new_tokens: int, repeats: int = 3) -> None:
     """(g) `tfparity.generate` against the bare generate calls giving the same tokens."""
     import torch
 
-    from tfparity.adapters.generation_tf import generate_from_embeds
     from tfparity.adapters.greedy import greedy_config
     from tfparity.api import generate, load_model, make_batches
     from tfparity.checks.generation import DEFAULT_PROMPTS, prompts_of
@@ -851,7 +850,7 @@ def generation(spec: str, new_tokens: int, repeats: int = 3) -> None:
 
     def bare_embeds() -> None:
         for p in prompts:
-            generate_from_embeds(tf_model, p, new_tokens)
+            tf_model.generator().generate_from_embeds(p, new_tokens)
 
     def ours(embeds: bool) -> Callable[[], object]:
         return lambda: generate(tf_model, pt=pt_model, new_tokens=new_tokens, embeds=embeds)

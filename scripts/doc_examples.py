@@ -424,6 +424,22 @@ EXAMPLES: tuple[Example, ...] = (
     ),
     Example("generate-cache-fault", "docs/generate.md", 1, run=_cache_fault),
     Example(
+        "generate-keras-hub-qwen2",
+        "docs/generate.md",
+        0,
+        ("generate", "keras-hub:tiny:qwen2", "--new-tokens", "8", "--text", "Hello world."),
+        tested=False,
+        why_untested="tests/test_keras_hub_task.py runs the same generation and checks it",
+    ),
+    Example(
+        "crosscheck-keras-hub-causal-lm",
+        "docs/keras-hub.md",
+        0,
+        ("crosscheck", "keras-hub:tiny:gpt2/causal-lm", "--no-reload", "--random", "2"),
+        tested=False,
+        why_untested="tests/test_keras_hub_task.py runs the same cross-check and checks it",
+    ),
+    Example(
         "litert-int8",
         "docs/litert.md",
         0,

@@ -154,7 +154,7 @@ def test_the_cli_exits_1_on_a_saved_broken_port_with_json(tmp_path, capsys):
         (["tiny:gpt2/sequence-classification"], "has no LM head"),
         (["tiny:gpt2", "--new-tokens", "0"], "new_tokens must be an int >= 1"),
         (["tiny:gpt2", "--new-tokens", "60"], "positions"),
-        (["keras-hub:tiny:gpt2"], "not covered yet"),
+        (["keras-hub:tiny:bert"], "no CausalLM task for BertBackbone"),
     ],
 )
 def test_bad_input_exits_2_naming_why(argv, words, capsys):

@@ -377,15 +377,18 @@ def generate(
     step with both sides' margins, per step (both fed PyTorch's tokens) the largest logit
     difference, the top-5 overlap and the float64 referee's verdict; a near-tie flip told
     from a defect; each cached TF step against a recomputation without cache; and, where
-    the TF class's call takes ``inputs_embeds``, generation started from gathered
-    embeddings (``embeds=False`` skips it). Where tokens part by a defect, the
-    cross-check of the teacher-forced sequence names the layer (``report.first_divergence``).
+    the TF side can (the TF class's call takes ``inputs_embeds``; a keras-hub task's graph
+    from its token lookup on), generation started from gathered embeddings
+    (``embeds=False`` skips it). Where tokens part by a defect, the cross-check of the
+    teacher-forced sequence names the layer (``report.first_divergence``).
 
     ``model``: a causal LM (a MODEL spec, loaded with its LM head; a TFModel; a Hugging
-    Face TF causal LM). ``pt``: the PyTorch reference, as for :func:`crosscheck` (default:
-    loaded afresh from ``model``'s spec). ``new_tokens``: greedy steps per prompt
-    (default 32). Prompts: ``texts``, else ``inputs`` (texts or seeded random ids), else
-    three short built-in ones; each prompt decodes alone, without padding.
+    Face TF causal LM; ``keras-hub:<SPEC>``, its keras-hub ``CausalLM`` task, whose own
+    ``generate`` runs with a greedy sampler). ``pt``: the PyTorch reference, as for
+    :func:`crosscheck` (default: loaded afresh from ``model``'s spec). ``new_tokens``:
+    greedy steps per prompt (default 32). Prompts: ``texts``, else ``inputs`` (texts or
+    seeded random ids), else three short built-in ones; each prompt decodes alone,
+    without padding.
     """
     from . import validation
     from .architectures.heads import Head
@@ -421,25 +424,22 @@ def generate(
 def _causal_lm(model: Any, allow_pickle: bool) -> Any:
     """The TF causal LM under test: a spec loads with its LM head (its config's class, or
     ``tiny:<type>/causal-lm``'s); refused (exit 2) where there is none to generate with."""
-    from .adapters.keras_hub import is_keras_hub_spec
     from .adapters.specs import parse_spec
     from .architectures.heads import Head
     from .errors import TfparityError
 
-    if isinstance(model, str) and is_keras_hub_spec(model):
-        raise TfparityError(
-            f"generate covers Hugging Face TF causal LMs; '{model}' is a keras-hub model, "
-            "whose CausalLM generation is not covered yet."
-        )
     head = None
-    if isinstance(model, str) and parse_spec(model).head is None:
-        head = "causal-lm"  # the body's spec, generated with its family's causal LM head
+    if isinstance(model, str):
+        spec = parse_spec(model)  # keras-hub:tiny:<type>/<head>: the inner spec names it
+        if spec.head is None and (spec.inner is None or spec.inner.head is None):
+            head = "causal-lm"  # the body's spec, generated with its causal LM head
     tf_model = load_model(model, allow_pickle=allow_pickle, head=head)
     if not tf_model.architecture.causal:
         raise TfparityError(
             f"{tf_model.name} is a {tf_model.model_type} model, which is not a causal "
             "language model: generate needs one (gpt2, gpt-sw3, opt, ctrl, gptj, xglm, "
-            "openai-gpt, mistral)."
+            "openai-gpt, mistral; through keras-hub: gpt2, llama, mistral, qwen2, qwen3, "
+            "gemma)."
         )
     if tf_model.head is not Head.CAUSAL_LM:
         raise TfparityError(

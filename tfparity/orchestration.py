@@ -63,7 +63,9 @@ def load_model(
 ):
     """The TF side for ``model``: a :class:`~tfparity.adapters.tf_model.TFModel` for a
     spec (a ``keras-hub:<SPEC>`` gives a
-    :class:`~tfparity.adapters.keras_hub.KerasHubModel`; an export's path, its side from
+    :class:`~tfparity.adapters.keras_hub.KerasHubModel`, or its causal-LM task where
+    ``head``, the spec or the checkpoint's config names one,
+    :mod:`tfparity.adapters.keras_hub_task`; an export's path, its side from
     :func:`~tfparity.adapters.exported.load_export`, with the config and tokenizer of
     ``companion``: the model it was exported from, or its PyTorch reference), or for an
     object the side :func:`~tfparity.adapters.objects.object_side` picks: a Hugging Face
@@ -73,7 +75,8 @@ def load_model(
     ``head`` (a kind, e.g. ``"sequence-classification"``) picks a spec's model class;
     default: the one its config names."""
     from . import validation
-    from .adapters.keras_hub import is_keras_hub_spec, load_keras_hub
+    from .adapters.keras_hub import is_keras_hub_spec
+    from .adapters.keras_hub_task import load_keras_hub_side
     from .adapters.objects import object_side
     from .adapters.tf_model import TFModel
     from .adapters.user import UserModel
@@ -93,7 +96,7 @@ def load_model(
     if isinstance(model, TFSideBase):
         return model
     if is_keras_hub_spec(model):
-        return load_keras_hub(model)
+        return load_keras_hub_side(model, head_kind(head))
     export = export_spec(model)
     if export is not None:
         from .adapters.exported import load_export
@@ -227,7 +230,7 @@ def reference_for(
 
 def model_head(model: str | TFSide) -> Any:
     """The kind of model class a loaded TF side is (a keras-hub backbone: the base
-    model); None for a spec, whose config decides."""
+    model; its causal-LM task: a causal LM); None for a spec, whose config decides."""
     return None if isinstance(model, str) else model.head
 
 

@@ -161,19 +161,23 @@ def backbone_gradients(
     embeds: bool,
     embeds_fn: EmbedsFn | None,
 ) -> tuple[GradientRun, list[Any], list[np.ndarray | None]]:
-    """One tape run of a keras-hub backbone: ``call(fed)`` runs it (``fed`` None: the
-    ids path). Hidden states are the blocks' input and output tensors, as
-    :class:`~.keras_hub_taps.BlockRecording` records their values, the last one the
-    backbone's ``sequence_output``. Returns the run, the trainable variables and their
-    gradients (the adapter maps them to PyTorch names through its converter)."""
+    """One tape run of a keras-hub backbone or task: ``call(fed)`` runs it (``fed``
+    None: the ids path) and returns its outputs by name (``sequence_output``, and a
+    task's ``logits``, which the objective then reads). Hidden states are the blocks'
+    input and output tensors, as :class:`~.keras_hub_taps.BlockRecording` records their
+    values, the last one the backbone's ``sequence_output``. Returns the run, the
+    trainable variables and their gradients (the adapter maps them to PyTorch names
+    through its converter)."""
     tf = import_tf()
     variables = list(model.backbone.trainable_variables)
     with tf.GradientTape() as tape, block_tensors(model.backbone) as blocks:
         fed = _fed(tf, tape, model, batch, embeds_fn) if embeds else None
         out = call(fed)
-        seq = out["sequence_output"] if isinstance(out, dict) else out
+        seq = out["sequence_output"]
         hidden = [blocks.inputs[0], *blocks.outputs[:-1], seq] if blocks.inputs else [seq]
         outputs = {"last_hidden_state": seq}
+        if "logits" in out:  # a task: the head's loss, as for HF head models
+            outputs["logits"] = out["logits"]
         loss = tf_loss(outputs, _terms(objective, outputs, batch))
     run, grads = _differentiate(tf, tape, loss, fed, hidden, variables)
     return _with_scalar(run, outputs, batch), variables, grads

@@ -17,7 +17,7 @@ import this one without an import cycle.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from .execution_options import ExecutionOptions
 from .holdings import Holdings
 from .specs import ModelSpec
 
+if TYPE_CHECKING:
+    from .greedy import GreedyRun
+
 
 @dataclass(frozen=True)
 class FeedForwardWeights:
@@ -43,6 +46,21 @@ class FeedForwardWeights:
     down: tuple[np.ndarray, np.ndarray]
     norm: tuple[np.ndarray, np.ndarray, float] | None
     activation: str  # the TF side's activation name
+
+
+class Generator(Protocol):
+    """Greedy generation on a TF side, as ``tfparity generate`` judges it: the side's own
+    decoding (its KV-cache path where it keeps one), each step's logits recomputed
+    without a cache, and a start from gathered ``inputs_embeds`` where the side can.
+    A side hands one out through :meth:`TFSide.generator` (or refuses, exit 2)."""
+
+    keeps_cache: bool  # whether steps after the first run on a KV cache
+    embeds_refusal: str | None  # why generation cannot start from inputs_embeds; None: can
+    notes: list[str]  # how this side generates, in words, for the report
+
+    def generate(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun: ...
+    def generate_from_embeds(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun: ...
+    def step_logits(self, prompt: np.ndarray, tokens: np.ndarray) -> np.ndarray: ...
 
 
 class TFSide(Protocol):
@@ -125,6 +143,9 @@ class TFSide(Protocol):
         self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str
     ) -> list[Hint]: ...
     def weight_note(self, name: str) -> str | None: ...
+
+    # generation
+    def generator(self) -> Generator: ...  # exit 2 where the side cannot generate
 
 
 class Reference(Protocol):
@@ -294,3 +315,13 @@ class TFSideBase:
 
     def weight_note(self, name: str) -> str | None:
         return None
+
+    def generator(self) -> Generator:
+        """Refused (exit 2): this side has no greedy decoding tfparity can drive (an
+        export, a user's model); the message names the kind."""
+        name = self.name  # type: ignore[attr-defined]
+        raise TfparityError(
+            f"{name} is a {type(self).__name__}, which tfparity cannot generate with: "
+            "`tfparity generate` drives Hugging Face TF causal LMs (HF TF generate) and "
+            "keras-hub CausalLM tasks (CausalLM.generate with a greedy sampler)."
+        )

@@ -339,20 +339,30 @@ class KerasHubModel(TFSideBase):
     ) -> tuple[Trace, dict[str, np.ndarray]]:
         feed = self.inputs(batch)
         with BlockRecording(self.backbone, self.layout, taps, substitute, block_inputs) as rec:
-            if inputs_embeds is None:
-                out = self.backbone(feed, training=False)
-            else:
-                out = self._embeds_function()(self._embeds_feed(feed, inputs_embeds))
-        arrays = {f"hidden_states[{k}]": v for k, v in enumerate(rec.hidden_states())}
-        if not isinstance(out, dict):  # GPT-2's backbone returns the sequence alone
-            out = {"sequence_output": out}
+            out = self.forward(feed, inputs_embeds)
+        return self.trace_of(out, rec.hidden_states()), rec.taps
+
+    def forward(self, feed: dict[str, Any], inputs_embeds: Any = None) -> dict[str, Any]:
+        """The backbone's outputs (``sequence_output``, ``pooled_output`` where it has
+        one) as tensors, on the ids path or the graph cut after the token lookup."""
+        if inputs_embeds is None:
+            out = self.backbone(feed, training=False)
+        else:
+            out = self._embeds_function()(self._embeds_feed(feed, inputs_embeds))
+        return out if isinstance(out, dict) else {"sequence_output": out}  # GPT-2's: a tensor
+
+    def trace_of(self, out: dict[str, Any], hidden: list[np.ndarray]) -> Trace:
+        """A run's Trace in Hugging Face's names: the recorded hidden states (the last
+        one the backbone's sequence_output, after the final norm), last_hidden_state and
+        pooler_output."""
+        arrays = {f"hidden_states[{k}]": v for k, v in enumerate(hidden)}
         seq = to_numpy(out["sequence_output"])
         if arrays:
             arrays[f"hidden_states[{len(arrays) - 1}]"] = seq
         arrays["last_hidden_state"] = seq
         if "pooled_output" in out:
             arrays["pooler_output"] = to_numpy(out["pooled_output"])
-        return Trace(arrays), rec.taps
+        return Trace(arrays)
 
     def _embeds_function(self) -> Any:
         if self._embeds_fn is None:
@@ -395,10 +405,8 @@ class KerasHubModel(TFSideBase):
         check_limits(batch, self.limits)
         feed = self.inputs(batch)
 
-        def call(fed: Any) -> Any:
-            if fed is None:
-                return self.backbone(feed, training=False)
-            return self._embeds_function()(self._embeds_feed(feed, fed))
+        def call(fed: Any) -> dict[str, Any]:
+            return self.forward(feed, fed)
 
         run, variables, grads = backbone_gradients(self, batch, objective, call, embeds, embeds_fn)
         by_path = dict(zip((v.path for v in variables), grads, strict=True))

@@ -322,7 +322,8 @@ def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) 
     from .specs import parse_spec
 
     parsed = parse_spec(spec)
-    if parsed.kind == "keras-hub":  # the checkpoint keras-hub converts, in PyTorch
+    converted = parsed.kind == "keras-hub"
+    if converted:  # the checkpoint keras-hub converts, in PyTorch
         if parsed.inner is None:
             raise TfparityError(
                 f"'{spec}' is a keras-hub preset: it holds no PyTorch reference; give one "
@@ -331,8 +332,12 @@ def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) 
         parsed = parsed.inner
         spec = parsed.text
     if parsed.kind == "tiny":
-        if for_config_type(parsed.location).tf_class is None:  # seeded in PyTorch
-            kind = head or parsed.head or Head.BASE  # the checkpoint is saved with its LM head
+        kind = head or parsed.head or Head.BASE  # the checkpoint is saved with its LM head
+        # Seeded in PyTorch, or keras-hub's task: the saved checkpoint's head is seeded in
+        # PyTorch (an untied lm_head differs from the TF class's seeded one).
+        if for_config_type(parsed.location).tf_class is None or (
+            converted and kind is not Head.BASE
+        ):
             model = PTModel.from_dir(checkpoint_dir(parsed), head=kind).model
             return cls_from_model(model, f"PyTorch {spec}")
         return PTModel.from_tf(load_tf(parsed, head=head).model, name=f"PyTorch {spec}")

@@ -273,6 +273,14 @@ class TFModel(TFSideBase):
 
         return hf_gradients(self, batch, objective, embeds, embeds_fn)
 
+    def generator(self) -> Any:
+        """Greedy generation through HF TF ``generate`` (a
+        :class:`~.generation_tf.HFGenerator`); the check refuses a model with no LM
+        head before it asks."""
+        from .generation_tf import HFGenerator
+
+        return HFGenerator(self)
+
     # ------------------------------------------------------------------ localisation
     # What the cross-check asks of a TF side (the keras-hub adapter answers the same).
 

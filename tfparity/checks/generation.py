@@ -10,8 +10,11 @@ cached step is compared with a recomputation without cache, and generation start
 gathered ``inputs_embeds`` with the ids path. Where tokens part by a defect, the
 cross-check on the teacher-forced sequence names the layer.
 
-The frameworks are the adapters' (:mod:`tfparity.adapters.generation_tf`,
-:mod:`~tfparity.adapters.generation_pt`); this module judges numpy arrays.
+The frameworks are the adapters': the TF side's decoding is the
+:class:`~tfparity.adapters.interfaces.Generator` it declares (``tf_model.generator()``:
+HF TF ``generate``, or keras-hub ``CausalLM.generate``; a side that cannot generate
+refuses, exit 2), PyTorch's :mod:`~tfparity.adapters.generation_pt`; this module judges
+numpy arrays.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..adapters import generation_pt, generation_tf
+from ..adapters import generation_pt
 from ..adapters.greedy import GreedyRun, fed_sequence
+from ..adapters.interfaces import Generator, TFSide
 from ..adapters.pt_model import PTModel
-from ..adapters.tf_model import TFModel
 from ..compare import Comparison, Referee, compare_arrays
 from ..errors import TfparityError
 from ..inputs import Batch, Limits
@@ -76,14 +79,15 @@ class _Prompt:
 
 
 def check_generation(
-    tf_model: TFModel,
+    tf_model: TFSide,
     pt_model: PTModel,
     prompts: Sequence[np.ndarray],
     options: GenerationOptions = GenerationOptions(),
 ) -> Report:
     """``prompts``: one id array per prompt, without padding (each decodes alone)."""
-    refusal = generation_tf.embeds_refusal(tf_model) if options.embeds else None
-    runs = _runs(tf_model, pt_model, prompts, options, refusal)
+    generator = tf_model.generator()  # exit 2 where the side cannot generate
+    refusal = generator.embeds_refusal if options.embeds else None
+    runs = _runs(generator, pt_model, prompts, options, refusal)
     comparisons = [c for run in runs for c in _comparisons(run)]
     passed = all(c.passed for c in comparisons)
     divergence = None if passed else _localise(tf_model, pt_model, runs, options)
@@ -93,7 +97,10 @@ def check_generation(
         passed=passed,
         comparisons=comparisons,
         first_divergence=divergence,
-        notes=list(tf_model.notes) + list(pt_model.notes) + _notes(tf_model, runs, refusal),
+        notes=list(tf_model.notes)
+        + list(pt_model.notes)
+        + list(generator.notes)
+        + _notes(tf_model, generator, runs, refusal),
         details={
             "compares": "TF generate (actual) vs PyTorch generate (expected), greedy, "
             "same weights and prompts",
@@ -102,7 +109,7 @@ def check_generation(
             "reference": pt_model.name,
             "prompts": len(runs),
             "new_tokens": options.new_tokens,
-            "kv_cache": "yes" if generation_tf.keeps_cache(tf_model) else "none (recomputes)",
+            "kv_cache": "yes" if generator.keeps_cache else "none (recomputes)",
             "embeds_start": refusal or ("compared" if options.embeds else "not run"),
             "generation": [_prompt_row(run) for run in runs],
         },
@@ -110,7 +117,7 @@ def check_generation(
 
 
 def _runs(
-    tf_model: TFModel,
+    generator: Generator,
     pt_model: PTModel,
     prompts: Sequence[np.ndarray],
     options: GenerationOptions,
@@ -120,10 +127,10 @@ def _runs(
     framework at a time: switching between TensorFlow's and PyTorch's thread pools prompt
     by prompt slows both (each spins after its work, holding cores)."""
     n = options.new_tokens
-    tf_runs = [generation_tf.tf_generate(tf_model, p, n) for p in prompts]
+    tf_runs = [generator.generate(p, n) for p in prompts]
     starts: list[GreedyRun | None] = [None] * len(prompts)
     if options.embeds and refusal is None:
-        starts = [generation_tf.generate_from_embeds(tf_model, p, n) for p in prompts]
+        starts = [generator.generate_from_embeds(p, n) for p in prompts]
     pt_runs = [generation_pt.pt_generate(pt_model, p, n) for p in prompts]
     fed = [(p, r.tokens) for p, r in zip(prompts, pt_runs, strict=True)]
     pt32 = [generation_pt.step_logits(pt_model, p, t) for p, t in fed]
@@ -132,28 +139,28 @@ def _runs(
     for i, prompt in enumerate(prompts):
         tf_run, pt_run, start = tf_runs[i], pt_runs[i], starts[i]
         known: dict[bytes, np.ndarray] = {}  # TF's recomputations, by the tokens fed
-        fed = _recomputed(tf_model, prompt, pt_run.tokens, known)
+        fed = _recomputed(generator, prompt, pt_run.tokens, known)
         forced = Forced(tf=fed, pt=pt32[i], pt64=pt64[i], pt_cached=pt_run.logits)
         steps = judge_steps(tf_run.tokens, tf_run.logits, pt_run.tokens, forced, options.referee)
         bounds = cache_bounds(forced, options.referee)
-        recomputed = _recomputed(tf_model, prompt, tf_run.tokens, known)
+        recomputed = _recomputed(generator, prompt, tf_run.tokens, known)
         judge_cache(steps, tf_run.logits, recomputed, bounds)
         run = _Prompt(i, np.asarray(prompt), tf_run, pt_run, forced, steps, recomputed)
         if start is not None:
             run.embeds = start
-            run.embeds_recomputed = _recomputed(tf_model, prompt, start.tokens, known)
+            run.embeds_recomputed = _recomputed(generator, prompt, start.tokens, known)
             judge_embeds(steps, start.logits, run.embeds_recomputed, bounds)
         runs.append(run)
     return runs
 
 
 def _recomputed(
-    tf_model: TFModel, prompt: np.ndarray, tokens: np.ndarray, known: dict
+    generator: Generator, prompt: np.ndarray, tokens: np.ndarray, known: dict
 ) -> np.ndarray:
     """TF's step logits for ``tokens`` without a cache; made once per token sequence."""
     key = np.asarray(tokens).tobytes()
     if key not in known:
-        known[key] = generation_tf.step_logits(tf_model, prompt, tokens)
+        known[key] = generator.step_logits(prompt, tokens)
     return known[key]
 
 
@@ -230,7 +237,7 @@ def _list(steps: list[int], most: int = 8) -> str:
 
 
 def _localise(
-    tf_model: TFModel, pt_model: PTModel, runs: list[_Prompt], options: GenerationOptions
+    tf_model: TFSide, pt_model: PTModel, runs: list[_Prompt], options: GenerationOptions
 ) -> Divergence | None:
     """Where tokens part by a defect: the layer the cross-check finds on the first such
     prompt's teacher-forced sequence (the prompt and PyTorch's tokens)."""
@@ -259,9 +266,11 @@ def _localise(
     return divergence
 
 
-def _notes(tf_model: TFModel, runs: list[_Prompt], refusal: str | None) -> list[str]:
+def _notes(
+    tf_model: TFSide, generator: Generator, runs: list[_Prompt], refusal: str | None
+) -> list[str]:
     notes = []
-    if not generation_tf.keeps_cache(tf_model):
+    if not generator.keeps_cache:
         notes.append(
             f"{type(tf_model.model).__name__} keeps no KV cache: its generate recomputes "
             "every step, so cache consistency compares two recomputations."
