@@ -208,7 +208,8 @@ class KerasHubModel(TFSideBase):
 
     @property
     def head(self) -> Head:
-        """A keras-hub backbone is a base model (its task models are not checked yet)."""
+        """A keras-hub backbone is a base model (its causal-LM task is
+        :class:`~.keras_hub_task.KerasHubCausalLM`)."""
         return Head.BASE
 
     # What its checkpoint held is not known: keras-hub's converter does not say.
@@ -247,7 +248,8 @@ class KerasHubModel(TFSideBase):
         """Why top-1 token agreement is not measured: a backbone has no LM head."""
         return (
             f"{self.name} is a keras-hub backbone ({type(self.backbone).__name__}) with no "
-            "LM head, so top-1 token agreement cannot be measured"
+            "LM head, so top-1 token agreement cannot be measured (a causal LM's task: "
+            "--head causal-lm)"
         )
 
     @property
