@@ -368,7 +368,7 @@ class PromptVerdict:
 
 
 def judge_prompts(
-    tf_model: TFModel,
+    tf_model: TFSide,
     pt_model: PTModel,
     prompts: Sequence[np.ndarray],
     options: GenerationOptions = GenerationOptions(),
@@ -376,6 +376,7 @@ def judge_prompts(
     """Each prompt's generation judged exactly as :func:`check_generation` judges it, one
     verdict per prompt, without the report's parts across prompts (localisation, notes):
     for callers that keep a verdict per prompt, such as ``tfparity sweep --generate``."""
-    refusal = generation_tf.embeds_refusal(tf_model) if options.embeds else None
-    runs = _runs(tf_model, pt_model, prompts, options, refusal)
+    generator = tf_model.generator()  # exit 2 where the side cannot generate
+    refusal = generator.embeds_refusal if options.embeds else None
+    runs = _runs(generator, pt_model, prompts, options, refusal)
     return [PromptVerdict(_prompt_row(run), _comparisons(run)) for run in runs]
