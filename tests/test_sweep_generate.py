@@ -228,6 +228,17 @@ def test_an_item_too_long_with_its_new_tokens_is_skipped_naming_why(tmp_path):
     assert "--truncate to cut it to 14" in line["skipped"]
 
 
+def test_a_keras_hub_causal_lm_sweeps_through_its_own_generate(corpus, tmp_path):
+    out = tmp_path / "kh"
+    result = run_sweep(
+        "keras-hub:tiny:qwen2/causal-lm", corpus, out, SweepOptions(generate=4, progress="none")
+    )
+    assert result.passed, result.summary
+    g = result.summary["generation"]
+    assert g["tokens_agreed"] == g["tokens"] == 4 * len(PROMPTS)
+    assert all(r["checks"]["generate"]["generation"]["cache_ok"] for r in records(out).values())
+
+
 @pytest.mark.parametrize(
     "argv, words",
     [
@@ -236,7 +247,7 @@ def test_an_item_too_long_with_its_new_tokens_is_skipped_naming_why(tmp_path):
         ([GPT2, "--generate", "64"], "no prompt fits with 64 new tokens"),
         (["tiny:bert", "--generate", "4"], "not a causal language model"),
         (["tiny:gpt2", "--generate", "4"], "has no LM head"),
-        (["keras-hub:tiny:gpt2", "--generate", "4"], "not covered yet"),
+        (["keras-hub:tiny:gpt2", "--generate", "4"], "has no LM head"),  # the backbone
         ([GPT2, "--generate", "4", "--precision", "bf16"], "--precision bf16"),
         ([GPT2, "--generate", "4", "--xla"], "--xla cannot apply"),
         ([GPT2, "--generate", "4", "--atol", "1e-3"], "judged by the float64 referee"),

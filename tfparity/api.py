@@ -425,7 +425,7 @@ def _causal_lm(model: Any, allow_pickle: bool) -> Any:
     """The TF causal LM under test: a spec loads with its LM head (its config's class, or
     ``tiny:<type>/causal-lm``'s); refused (exit 2) where there is none to generate with."""
     from .adapters.specs import parse_spec
-    from .architectures.heads import Head
+    from .checks.generation import generation_refusal
     from .errors import TfparityError
 
     head = None
@@ -434,16 +434,7 @@ def _causal_lm(model: Any, allow_pickle: bool) -> Any:
         if spec.head is None and (spec.inner is None or spec.inner.head is None):
             head = "causal-lm"  # the body's spec, generated with its causal LM head
     tf_model = load_model(model, allow_pickle=allow_pickle, head=head)
-    if not tf_model.architecture.causal:
-        raise TfparityError(
-            f"{tf_model.name} is a {tf_model.model_type} model, which is not a causal "
-            "language model: generate needs one (gpt2, gpt-sw3, opt, ctrl, gptj, xglm, "
-            "openai-gpt, mistral; through keras-hub: gpt2, llama, mistral, qwen2, qwen3, "
-            "gemma)."
-        )
-    if tf_model.head is not Head.CAUSAL_LM:
-        raise TfparityError(
-            f"{tf_model.name} has no LM head (it is a {tf_model.head.value} model): "
-            "generate needs a causal LM head, e.g. tiny:gpt2/causal-lm."
-        )
+    refusal = generation_refusal(tf_model)
+    if refusal:
+        raise TfparityError(refusal + ".")
     return tf_model

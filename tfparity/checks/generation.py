@@ -315,6 +315,32 @@ def _prompt_row(run: _Prompt) -> dict:
     }
 
 
+def generation_refusal(tf_model: TFSide) -> str | None:
+    """Why ``tf_model`` cannot be judged by its generation; None where it can: a causal
+    LM with its LM head, on a side that declares greedy decoding (HF TF models and
+    keras-hub CausalLM tasks; the others' ``generator()`` says why not)."""
+    from ..architectures.heads import Head
+
+    if not tf_model.architecture.causal:
+        return (
+            f"{tf_model.name} is a {tf_model.model_type} model, which is not a causal "
+            "language model: generation needs one (gpt2, gpt-sw3, opt, ctrl, gptj, xglm, "
+            "openai-gpt, mistral; through keras-hub: gpt2, llama, mistral, qwen2, qwen3, "
+            "gemma)"
+        )
+    if tf_model.head is not Head.CAUSAL_LM:
+        return (
+            f"{tf_model.name} has no LM head (it is a {tf_model.head.value} model): "
+            "generation needs a causal LM head, e.g. tiny:gpt2/causal-lm or "
+            "keras-hub:tiny:qwen2/causal-lm"
+        )
+    try:
+        tf_model.generator()
+    except TfparityError as exc:
+        return str(exc).rstrip(".")
+    return None
+
+
 def prompts_of(batches: Sequence[Batch], new_tokens: int, limits: Limits) -> list[np.ndarray]:
     """Each sequence of ``batches`` without its padding: one prompt each, decoded alone
     (padding changes a decoder's numbers, and the two sides pad differently). Refused

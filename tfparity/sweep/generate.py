@@ -32,23 +32,17 @@ def check_generate_options(
     model: Any, new_tokens: Any, checks: tuple[str, ...], execution: Any, tolerance: Any
 ) -> None:
     """Refuse (exit 2) what ``--generate`` cannot honour, before any model loads: a step
-    count that is not a positive int, a keras-hub spec, and the ways of running that apply
-    to the batched checks only (generation runs Hugging Face TF ``generate`` eagerly in
-    float32). The model itself is judged once loaded (:func:`generation_refusal`)."""
-    from ..adapters.keras_hub import is_keras_hub_spec
-
+    count that is not a positive int, and the ways of running that apply to the batched
+    checks only (generation runs the side's own ``generate`` eagerly in float32). The
+    model itself is judged once loaded
+    (:func:`tfparity.checks.generation.generation_refusal`)."""
     if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
         raise TfparityError(
             f"--generate takes the number of new tokens per item, an int >= 1 (got {new_tokens!r})."
         )
-    if isinstance(model, str) and is_keras_hub_spec(model):
-        raise TfparityError(
-            f"--generate covers Hugging Face TF causal LMs; '{model}' is a keras-hub model, "
-            "whose CausalLM generation is not covered yet."
-        )
     if execution.precision != "fp32" or execution.xla:
         raise TfparityError(
-            "--generate decodes with Hugging Face TF generate, eagerly in float32, and "
+            "--generate decodes with the model's own generate, eagerly in float32, and "
             f"judges it against float32 PyTorch; --precision {execution.precision}"
             f"{' and --xla' if execution.xla else ''} cannot apply to it: sweep those "
             "without --generate."
@@ -58,31 +52,6 @@ def check_generate_options(
             "--atol/--rtol set the tolerance of the per-token checks (--checks), but the "
             "generate check is judged by the float64 referee: drop them, or add --checks."
         )
-
-
-def generation_refusal(tf_model: Any) -> str | None:
-    """Why ``tf_model`` (the sweep's loaded TF side) cannot be generated from; None where
-    it can: a Hugging Face TF causal LM, with its LM head."""
-    from ..adapters.tf_model import TFModel
-    from ..architectures.heads import Head
-
-    if not isinstance(tf_model, TFModel):
-        return (
-            f"--generate covers Hugging Face TF causal LMs (their own generate); "
-            f"{tf_model.name} is a {type(tf_model).__name__}, whose generation is not "
-            "covered yet"
-        )
-    if not tf_model.architecture.causal:
-        return (
-            f"{tf_model.name} is a {tf_model.model_type} model, which is not a causal "
-            "language model: --generate needs one (e.g. tiny:gpt2/causal-lm)"
-        )
-    if tf_model.head is not Head.CAUSAL_LM:
-        return (
-            f"{tf_model.name} has no LM head (it is a {tf_model.head.value} model): "
-            "--generate needs a causal LM with its head, e.g. tiny:gpt2/causal-lm"
-        )
-    return None
 
 
 def prompt_limit(limit: int | None, new_tokens: int) -> int | None:
@@ -103,7 +72,7 @@ class GenerateCheck:
     """The generate check of one process: the TF causal LM, its PyTorch reference and
     the way TF runs (device, TF32), with N new tokens per item."""
 
-    tf_model: Any  # a TFModel (generation_refusal said yes)
+    tf_model: Any  # a TF side that can generate (checks.generation.generation_refusal)
     pt_model: Any
     new_tokens: int
     execution: Any

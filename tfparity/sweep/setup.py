@@ -16,7 +16,7 @@ from .bucketing import Bucketer, PaddedBatch, bucket_lengths
 from .checks import BatchContext, SweepChecks
 from .corpus import Item
 from .encode import TooLong, encode
-from .generate import GENERATE, GenerateCheck, generation_refusal, prompt_limit
+from .generate import GENERATE, GenerateCheck, prompt_limit
 from .options import SweepOptions
 
 
@@ -40,6 +40,7 @@ class SweepSetup:
         cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
     ) -> SweepSetup:
         from ..architectures.heads import Head
+        from ..checks.generation import generation_refusal
         from ..errors import TfparityError
         from ..orchestration import bound_to_reference, executed, load_model, reference_for
         from ..validation import same_architecture
