@@ -13,6 +13,7 @@ from .common import (
     add_input_arguments,
     add_model_argument,
     add_output_arguments,
+    add_pt_config_argument,
     add_report_arguments,
     add_source_argument,
     check_output_arguments,
@@ -20,6 +21,7 @@ from .common import (
     frameworks_frozen,
     golden_reference,
     input_options,
+    pt_config,
     tolerance,
     write_outputs,
 )
@@ -39,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_argument(p)
     add_head_argument(p)
     add_source_argument(p)
+    add_pt_config_argument(p)
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -64,6 +67,7 @@ def _run_check(args: argparse.Namespace) -> int:
     inputs = input_options(args)  # bad inputs and a bad --device fail before loading
     executions = execution_options(args)
     check_output_arguments(args)
+    pt_config(args)  # exit 2 on a malformed item, before any load
     keras_hub = _keras_hub_only_embeds(args)
     _check_golden_arguments(args)
     frameworks_frozen(torch=not (args.no_pt or args.load_outputs) and torch_available())
@@ -165,6 +169,7 @@ def _crosscheck(args: argparse.Namespace, model, tf_traces, batches):
         tolerance=tolerance(args),
         allow_pickle=args.allow_pickle,
         tf_traces=tf_traces,
+        pt_config=pt_config(args),
     )
     report.details["seconds"] = round(time.perf_counter() - start, 2)
     print()

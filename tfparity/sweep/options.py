@@ -37,3 +37,6 @@ class SweepOptions:
     # Which engine runs the batches, by its options' type (runner.ENGINES): None, in
     # this process (local.LocalEngine); a ray_engine.RayOptions, on Ray actors.
     engine: Any = None
+    # The cross-check's PyTorch reference built with these config fields changed
+    # (--pt-config, see adapters.reference_config); None: the checkpoint's own config.
+    pt_config: dict[str, Any] | None = None

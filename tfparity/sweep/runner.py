@@ -88,6 +88,8 @@ def run_sweep(
     checks = resolve_checks(options.checks)
     if options.batch_size < 1:
         raise TfparityError(f"--batch-size must be at least 1 (got {options.batch_size}).")
+    if options.pt_config and "crosscheck" not in checks:
+        raise TfparityError("--pt-config changes the cross-check's reference: add crosscheck.")
     if options.referee not in ("lazy", "full"):
         raise TfparityError(f"--referee must be lazy or full (got {options.referee!r}).")
     start_engine = ENGINES.get(type(options.engine))
@@ -149,6 +151,7 @@ def run_sweep(
         "seconds": round(seconds, 3),
         "items_per_second": round(written / seconds, 2) if seconds > 0 else None,
         **facts,
+        **({"pt_config": options.pt_config} if options.pt_config else {}),
     }
     write_json(out / SUMMARY, summary)
     return SweepResult(summary, out)
@@ -190,6 +193,8 @@ def _manifest(
             "truncate": options.truncate,
             "seed": options.seed,
             "precision": options.execution.precision if options.execution else "fp32",
+            # A reference other than the checkpoint's (absent: its own, as before).
+            **({"pt_config": options.pt_config} if options.pt_config else {}),
         },
     }
 

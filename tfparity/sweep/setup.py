@@ -52,7 +52,8 @@ class SweepSetup:
             )
         pt_model = None
         if "crosscheck" in checks:
-            pt_model = reference_for(model, pt).in_precision(execution.precision)
+            reference = reference_for(model, pt, pt_config=options.pt_config)
+            pt_model = reference.in_precision(execution.precision)
             same_architecture(tf_model, pt_model)  # as the cross-check refuses it: exit 2
         head, note = _load_head(tf_model)
         runner_model = executed(tf_model, execution)
