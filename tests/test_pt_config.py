@@ -281,3 +281,16 @@ def test_gradients_and_sweep_run_against_the_changed_reference(tmp_path, capsys)
     args = ["sweep", "tiny:bert", "--checks", "embeds", "--out", str(tmp_path / "embeds")]
     assert cli.main([*args, "--pt-config", "hidden_act=gelu_pytorch_tanh"]) == 2
     assert "add crosscheck" in capsys.readouterr().err  # it would change nothing: refused
+
+
+def test_check_runs_its_cross_check_against_the_changed_reference(capsys):
+    """tiny:bert's own TF model (exact GELU) passes the embeds check and fails its
+    cross-check pass against the tanh reference; a `check` with no cross-check to
+    change refuses the option rather than ignore it."""
+    args = ["check", "tiny:bert", "--random", "2", "--seq-len", "8"]
+    assert cli.main([*args, "--pt-config", "hidden_act=gelu_pytorch_tanh"]) == 1
+    out = capsys.readouterr().out
+    assert "PASS embeds" in out and "FAIL crosscheck" in out and CHANGED in out
+    assert cli.main([*args, "--no-pt", "--pt-config", "hidden_act=gelu"]) == 2
+    assert cli.main(["check", SPEC, "--pt-config", "hidden_act=gelu_pytorch_tanh"]) == 2
+    assert "use `tfparity crosscheck`" in capsys.readouterr().err

@@ -26,7 +26,7 @@ from ..inputs import Batch
 from ..trace import Trace
 from .holdings import Holdings, refuse_unused_body
 from .loading import PT_PICKLE, PT_SAFETENSORS, pt_head_class
-from .reference_config import changed_note, label, overridden, rejected
+from .reference_config import apply_changes, changed_note, label, rejected, rejecting
 from .runtime import import_torch, import_transformers
 
 
@@ -59,8 +59,8 @@ class PTModel:
         :mod:`.reference_config`) and copy the TF weights in (TF -> PT)."""
         from transformers.modeling_tf_pytorch_utils import load_tf2_model_in_pytorch_model
 
-        config, changed = _changed(tf_model.config, changes)
-        with _rejecting(changes):
+        config, changed = apply_changes(tf_model.config, changes)
+        with rejecting(changes):
             model = _twin_of(tf_model, config)
             _, info = load_tf2_model_in_pytorch_model(
                 model, tf_model, allow_missing_keys=True, output_loading_info=True
@@ -92,7 +92,7 @@ class PTModel:
         directory = Path(directory)
         t = import_transformers()
         config = t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
-        config, changed = _changed(config, changes)
+        config, changed = apply_changes(config, changes)
         files = {p.name for p in directory.iterdir()}
         if not files & set(PT_SAFETENSORS):
             if not files & set(PT_PICKLE):
@@ -299,29 +299,6 @@ def _twin_of(tf_model: Any, config: Any) -> Any:
     if twin is None:
         return _build(config)
     return twin._from_config(config, attn_implementation="eager")
-
-
-def _changed(config: Any, changes: Mapping[str, Any] | None) -> tuple[Any, dict]:
-    """``config`` with ``changes`` set (a copy; itself without any), and what changed:
-    field -> (the checkpoint's value, the reference's)."""
-    if not changes:
-        return config, {}
-    changed = overridden(config, changes)
-    return changed, {k: (getattr(config, k), v) for k, v in changes.items()}
-
-
-@contextlib.contextmanager
-def _rejecting(changes: Mapping[str, Any] | None) -> Iterator[None]:
-    """transformers' refusal to build a model with ``changes`` as an exit 2 naming
-    them; without changes, errors pass as they are."""
-    try:
-        yield
-    except TfparityError:
-        raise
-    except Exception as exc:
-        if not changes:
-            raise
-        raise rejected(changes, exc) from exc
 
 
 def _build(config: Any) -> Any:

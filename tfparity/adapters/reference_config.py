@@ -15,9 +15,10 @@ does not (:func:`changed_note`).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..architectures.findings import pt_config_item
@@ -70,6 +71,29 @@ def checked(pt_config: Any) -> dict[str, Any] | None:
             f"{{'hidden_act': 'gelu_pytorch_tanh'}}), not {pt_config!r}"
         )
     return dict(pt_config) or None
+
+
+def apply_changes(config: Any, changes: Mapping[str, Any] | None) -> tuple[Any, dict]:
+    """``config`` with ``changes`` set (a copy; ``config`` itself without any), and what
+    changed: field -> (the checkpoint's value, the reference's)."""
+    if not changes:
+        return config, {}
+    changed = overridden(config, changes)
+    return changed, {k: (getattr(config, k), v) for k, v in changes.items()}
+
+
+@contextlib.contextmanager
+def rejecting(changes: Mapping[str, Any] | None) -> Iterator[None]:
+    """transformers' refusal to build a model with ``changes`` as an exit 2 naming
+    them; without changes, errors pass as they are."""
+    try:
+        yield
+    except TfparityError:
+        raise
+    except Exception as exc:
+        if not changes:
+            raise
+        raise rejected(changes, exc) from exc
 
 
 def overridden(config: Any, changes: Mapping[str, Any]) -> Any:

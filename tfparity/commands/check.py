@@ -59,6 +59,7 @@ def _run_check(args: argparse.Namespace) -> int:
     from ..adapters.runtime import torch_available
     from ..api import load_model, make_batches
     from ..checks.embeds import EmbedsOptions, check_embeds
+    from ..errors import TfparityError
     from ..orchestration import check_source
     from ..report.jsonio import write_json
     from ..report.text import render
@@ -67,8 +68,13 @@ def _run_check(args: argparse.Namespace) -> int:
     inputs = input_options(args)  # bad inputs and a bad --device fail before loading
     executions = execution_options(args)
     check_output_arguments(args)
-    pt_config(args)  # exit 2 on a malformed item, before any load
+    changes = pt_config(args)  # exit 2 on a malformed item, before any load
     keras_hub = _keras_hub_only_embeds(args)
+    if changes and (keras_hub or args.no_pt):
+        raise TfparityError(
+            "--pt-config changes the cross-check's PyTorch reference, and this `check` runs "
+            + ("no cross-check: use `tfparity crosscheck`." if keras_hub else "none (--no-pt).")
+        )
     _check_golden_arguments(args)
     frameworks_frozen(torch=not (args.no_pt or args.load_outputs) and torch_available())
     model = load_model(
