@@ -168,7 +168,21 @@ def _prompts(work: Path) -> None:
     (work / "prompts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _keras_hub_exports(work: Path) -> None:
+    """keras-hub's tiny BERT backbone as Keras 3 files: ``bert.keras`` as converted, and
+    ``bert-faulty.keras`` with layer 1's FFN kernel scaled by 1.1."""
+    from tfparity.adapters.keras_hub import load_keras_hub
+    from tfparity.architectures import keras_hub_layouts
+    from tfparity.architectures.faults import scale
+
+    backbone = load_keras_hub("keras-hub:tiny:bert").backbone
+    backbone.save(work / "bert.keras")
+    scale(keras_hub_layouts.block(backbone, 1)._feedforward_intermediate_dense.kernel, 1.1)
+    backbone.save(work / "bert-faulty.keras")
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
+    "keras-hub-exports": _keras_hub_exports,
     "gpt2-ffn": _gpt2_ffn_port,
     "prompts": _prompts,
     "export-minilm": lambda work: _export("minilm", work / "minilm-export"),
@@ -205,6 +219,12 @@ def _litert(path: Path, quantisation: str, fault: bool = False) -> None:
 def _export_verdicts(text: str) -> str:
     """The verdict of each of the three comparisons, and what they say together."""
     keep = ("PASS ", "FAIL ", "export parity:")
+    return "\n".join(line for line in text.splitlines() if line.startswith(keep)) + "\n"
+
+
+def _verdicts_and_divergences(text: str) -> str:
+    """The verdicts of an export's three comparisons and where each failing one parts."""
+    keep = ("PASS ", "FAIL ", "export parity:", "first divergence:")
     return "\n".join(line for line in text.splitlines() if line.startswith(keep)) + "\n"
 
 
@@ -313,6 +333,71 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("port_gelu",),
         keep=_divergence_and_hint,
         minilm=True,
+    ),
+    Example(
+        "crosscheck-keras-hub-gelu",
+        "docs/crosscheck.md",
+        1,
+        ("crosscheck", "keras-hub:tiny:bert", "--no-reload", "--random", "4", "--seq-len", "16"),
+        keep=_divergence_and_hint,
+    ),
+    Example(
+        "crosscheck-pt-config",
+        "docs/crosscheck.md",
+        0,
+        (
+            "crosscheck",
+            "keras-hub:tiny:bert",
+            "--pt-config",
+            "hidden_act=gelu_pytorch_tanh",
+            "--no-reload",
+            "--random",
+            "4",
+            "--seq-len",
+            "16",
+        ),
+    ),
+    Example(
+        "export-keras-hub-pt-config",
+        "docs/exported-models.md",
+        0,
+        (
+            "crosscheck",
+            "bert.keras",
+            "--source",
+            "keras-hub:tiny:bert",
+            "--pt-config",
+            "hidden_act=gelu_pytorch_tanh",
+            "--random",
+            "4",
+            "--seq-len",
+            "16",
+        ),
+        setup=("keras-hub-exports",),
+        keep=_export_verdicts,
+        tested=False,
+        why_untested="tests/test_pt_config.py checks the same verdicts on its own exports",
+    ),
+    Example(
+        "export-keras-hub-pt-config-faulty",
+        "docs/exported-models.md",
+        1,
+        (
+            "crosscheck",
+            "bert-faulty.keras",
+            "--source",
+            "keras-hub:tiny:bert",
+            "--pt-config",
+            "hidden_act=gelu_pytorch_tanh",
+            "--random",
+            "4",
+            "--seq-len",
+            "16",
+        ),
+        setup=("keras-hub-exports",),
+        keep=_verdicts_and_divergences,
+        tested=False,
+        why_untested="tests/test_pt_config.py checks the same localisation on its own exports",
     ),
     Example(
         "crosscheck-task-head",

@@ -75,7 +75,8 @@ def row(inner: str) -> dict:
 
 
 def _short(hint: str) -> str:
-    first = hint.split("; tried")[0].split(" (tried")[0]
+    # the rerun a known difference suggests (--pt-config) has its own section on the page
+    first = hint.split("; to check the rest")[0].split("; tried")[0].split(" (tried")[0]
     return first.replace("|", "/")[:300]
 
 

@@ -132,6 +132,7 @@ def crosscheck(
     source: str | None = None,
     layers: dict[Any, int] | None = None,
     weights: dict[str, Any] | None = None,
+    pt_config: dict[str, Any] | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -174,6 +175,11 @@ def crosscheck(
     localised to a layer) and ``weights`` its variables to PyTorch weight names
     (``{"block_0/ffn_up/kernel": ("encoder.layer.0.intermediate.dense.weight",
     "transpose")}``: the hints name the weight); see docs/your-own-model.md.
+
+    ``pt_config`` (``{"hidden_act": "gelu_pytorch_tanh"}``; ``--pt-config``) builds the
+    PyTorch reference (and its float64 referee) from its checkpoint's config with these
+    fields changed, e.g. to check the rest of a port whose known difference is one
+    config field; every report says the reference is not the checkpoint's own.
     """
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
@@ -199,7 +205,11 @@ def crosscheck(
     )
     source_model = source_side(source, tf_model, allow_pickle=allow_pickle)
     pt_model = reference_for(
-        tf_model, pt, allow_pickle=allow_pickle, head=model_head(tf_model) or head
+        tf_model,
+        pt,
+        allow_pickle=allow_pickle,
+        head=model_head(tf_model) or head,
+        pt_config=pt_config,
     )
     tf_model = bound_to_reference(tf_model, pt)
     if batches is None:
@@ -250,6 +260,7 @@ def gradients(
     embeds_fn: Callable[[Batch], Any] | None = None,
     allow_pickle: bool = False,
     head: str | None = None,
+    pt_config: dict[str, Any] | None = None,
 ) -> list[Report]:
     """Gradients through ``inputs_embeds`` and against PyTorch (see
     :mod:`tfparity.checks.gradients`): a ``gradients-embeds`` Report (TF ``input_ids``
@@ -258,7 +269,7 @@ def gradients(
     ``tolerance`` judges both instead). ``seed`` seeds the scalar (labels, projection).
     ``pt``: the PyTorch reference as for :func:`crosscheck` (a MODEL spec or a live
     model; loaded from ``model``'s spec by default); ``pt=False``: no PyTorch, the
-    ids-vs-embeds report only."""
+    ids-vs-embeds report only. ``pt_config``: as for :func:`crosscheck`."""
     from . import validation
     from .adapters.pt_model import PTModel
     from .checks.gradients import GradientsOptions, check_gradients
@@ -273,7 +284,11 @@ def gradients(
     if pt is not False:
         under_test = model if isinstance(model, str) else tf_model
         pt_model = reference_for(
-            under_test, pt, allow_pickle=allow_pickle, head=model_head(tf_model) or head
+            under_test,
+            pt,
+            allow_pickle=allow_pickle,
+            head=model_head(tf_model) or head,
+            pt_config=pt_config,
         )
         if not isinstance(pt_model, PTModel):
             raise TfparityError(
@@ -371,6 +386,7 @@ def generate(
     inputs: InputOptions | None = None,
     embeds: bool = True,
     allow_pickle: bool = False,
+    pt_config: dict[str, Any] | None = None,
 ) -> Report:
     """Greedy generation, TF against PyTorch, each through its own KV-cache path (HF TF
     ``generate``, PyTorch ``generate``): per prompt the tokens agreed, the first divergent
@@ -389,6 +405,7 @@ def generate(
     greedy steps per prompt (default 32). Prompts: ``texts``, else ``inputs`` (texts or
     seeded random ids), else three short built-in ones; each prompt decodes alone,
     without padding.
+    ``pt_config``: as for :func:`crosscheck`.
     """
     from . import validation
     from .architectures.heads import Head
@@ -411,6 +428,7 @@ def generate(
         pt,
         allow_pickle=allow_pickle,
         head=Head.CAUSAL_LM,
+        pt_config=pt_config,
     )
     if texts is not None:
         inputs = InputOptions(texts=validation.texts(texts))

@@ -204,14 +204,28 @@ def head_kind(head: Any) -> Any:
 
 
 def reference_for(
-    model: str | TFSide, pt: Any = None, *, allow_pickle: bool = False, head: Any = None
+    model: str | TFSide,
+    pt: Any = None,
+    *,
+    allow_pickle: bool = False,
+    head: Any = None,
+    pt_config: Any = None,
 ) -> Reference:
     """The PyTorch reference for the TF model ``model`` (a MODEL spec or a loaded model):
     ``pt`` as given when it is an object, else loaded from the spec ``pt`` or, without
-    one, from ``model``'s own spec (see the module's docstring)."""
+    one, from ``model``'s own spec (see the module's docstring). ``pt_config``
+    (``--pt-config``): config fields a reference loaded from a spec is built with
+    instead of its checkpoint's (:mod:`tfparity.adapters.reference_config`)."""
     from .adapters.pt_model import PTModel, load_pt
+    from .adapters.reference_config import checked
     from .adapters.runtime import import_torch, import_transformers
 
+    changes = checked(pt_config)
+    if changes and pt is not None and not isinstance(pt, str):
+        raise TfparityError(
+            f"pt_config (--pt-config) builds a reference from a MODEL spec; pt="
+            f"{type(pt).__name__} is a reference already built: change its config yourself."
+        )
     if pt is not None and not isinstance(pt, str):
         if isinstance(pt, PTModel):  # a live model or a StoredReference
             return pt
@@ -225,7 +239,7 @@ def reference_for(
     import_torch()  # a clear exit 2 when PyTorch is missing
     # The reference is the TF model's own kind of class (its checkpoint's, or --head's).
     kind = model_head(model) or head_kind(head)
-    return load_pt(spec, allow_pickle=allow_pickle, head=kind)
+    return load_pt(spec, allow_pickle=allow_pickle, head=kind, changes=changes)
 
 
 def model_head(model: str | TFSide) -> Any:

@@ -154,6 +154,9 @@ class Reference(Protocol):
     name: str
     notes: list[str]
     holdings: Holdings | None
+    # Config fields it runs with instead of its checkpoint's (--pt-config): field ->
+    # (the checkpoint's value, its own); empty for the checkpoint's own config.
+    config_changes: dict[str, tuple[Any, Any]]
 
     @property
     def config(self) -> Any: ...

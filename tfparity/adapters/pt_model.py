@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from ..inputs import Batch
 from ..trace import Trace
 from .holdings import Holdings, refuse_unused_body
 from .loading import PT_PICKLE, PT_SAFETENSORS, pt_head_class
+from .reference_config import apply_changes, changed_note, label, rejected, rejecting
 from .runtime import import_torch, import_transformers
 
 
@@ -38,24 +39,39 @@ class PTModel:
     config: Any
     notes: list[str] = field(default_factory=list)
     holdings: Holdings | None = None  # what its checkpoint held; None: not known
+    # Config fields changed from the checkpoint's (--pt-config, see .reference_config):
+    # field -> (the checkpoint's value, the reference's); empty: the checkpoint's own.
+    config_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     _fp64: Any = None
     _master: Any = None  # the float32 model a reduced-precision copy was made from
 
+    def __post_init__(self) -> None:
+        # Every report on a changed reference says so (copies made by replace() too).
+        note = changed_note(self.config_changes) if self.config_changes else None
+        if note and note not in self.notes:
+            self.notes = [note, *self.notes]
+
     @classmethod
-    def from_tf(cls, tf_model: Any, name: str = "") -> PTModel:
-        """Build from ``tf_model.config`` and copy the TF weights in (TF -> PT)."""
+    def from_tf(
+        cls, tf_model: Any, name: str = "", changes: Mapping[str, Any] | None = None
+    ) -> PTModel:
+        """Build from ``tf_model.config`` (with ``changes`` set, see
+        :mod:`.reference_config`) and copy the TF weights in (TF -> PT)."""
         from transformers.modeling_tf_pytorch_utils import load_tf2_model_in_pytorch_model
 
-        model = _twin_of(tf_model)
-        _, info = load_tf2_model_in_pytorch_model(
-            model, tf_model, allow_missing_keys=True, output_loading_info=True
-        )
+        config, changed = apply_changes(tf_model.config, changes)
+        with rejecting(changes):
+            model = _twin_of(tf_model, config)
+            _, info = load_tf2_model_in_pytorch_model(
+                model, tf_model, allow_missing_keys=True, output_loading_info=True
+            )
         notes = _missing_note(model, info.get("missing_keys", []))
         return cls(
             name or f"{type(model).__name__} (from TF weights)",
             _eval(model),
-            tf_model.config,
+            config,
             notes,
+            config_changes=changed,
         )
 
     @classmethod
@@ -66,14 +82,17 @@ class PTModel:
         allow_pickle: bool = False,
         label: str | None = None,
         head: Head | None = None,
+        changes: Mapping[str, Any] | None = None,
     ) -> PTModel:
         """Load a PyTorch checkpoint directory (config.json + safetensors or pickle).
 
         ``label`` names it in reports (the spec the user gave; default: the directory's
-        name), so a report holds no machine-specific path."""
+        name), so a report holds no machine-specific path. ``changes``: config fields
+        set before the model is built (see :mod:`.reference_config`)."""
         directory = Path(directory)
         t = import_transformers()
         config = t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+        config, changed = apply_changes(config, changes)
         files = {p.name for p in directory.iterdir()}
         if not files & set(PT_SAFETENSORS):
             if not files & set(PT_PICKLE):
@@ -93,6 +112,8 @@ class PTModel:
                 trust_remote_code=False,
             )
         except Exception as exc:
+            if changes:
+                raise rejected(changes, exc) from exc
             raise TfparityError(
                 f"The PyTorch checkpoint in {directory} could not be "
                 f"loaded: {' '.join(str(exc).split())[:300]}"
@@ -111,6 +132,7 @@ class PTModel:
             config,
             notes,
             holdings,
+            config_changes=changed,
         )
 
     # ------------------------------------------------------------------ runs
@@ -270,13 +292,13 @@ def _pt_class(config: Any) -> Any:
     return getattr(import_transformers(), for_config(config).pt_class)
 
 
-def _twin_of(tf_model: Any) -> Any:
+def _twin_of(tf_model: Any, config: Any) -> Any:
     """A PyTorch model of ``tf_model``'s own class (``TFBertForSequenceClassification``
-    -> ``BertForSequenceClassification``), fresh weights, eager attention."""
+    -> ``BertForSequenceClassification``) for ``config``, fresh weights, eager attention."""
     twin = getattr(import_transformers(), type(tf_model).__name__.removeprefix("TF"), None)
     if twin is None:
-        return _build(tf_model.config)
-    return twin._from_config(tf_model.config, attn_implementation="eager")
+        return _build(config)
+    return twin._from_config(config, attn_implementation="eager")
 
 
 def _build(config: Any) -> Any:
@@ -310,13 +332,28 @@ def _missing_note(model: Any, missing: list[str]) -> list[str]:
     ]
 
 
-def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) -> PTModel:
+def load_pt(
+    spec: str,
+    *,
+    allow_pickle: bool = False,
+    head: Head | None = None,
+    changes: Mapping[str, Any] | None = None,
+) -> PTModel:
     """The PyTorch reference for a MODEL spec, always loaded afresh from the spec.
 
     A checkpoint directory (``minilm``, a local or cached directory) is read directly;
     a ``tiny:`` model or a TF-only directory is loaded in TF and its weights copied in.
     Never from a TF model in memory: that one may be the (broken) model under test.
+    ``changes`` (``--pt-config``): config fields the reference is built with instead of
+    the checkpoint's (:mod:`.reference_config`); its name and notes say so.
     """
+    reference = _load_pt(spec, allow_pickle, head, changes)
+    return replace(reference, name=reference.name + label(changes)) if changes else reference
+
+
+def _load_pt(
+    spec: str, allow_pickle: bool, head: Head | None, changes: Mapping[str, Any] | None
+) -> PTModel:
     from .loading import load_tf
     from .sources import checkpoint_dir
     from .specs import parse_spec
@@ -338,12 +375,17 @@ def load_pt(spec: str, *, allow_pickle: bool = False, head: Head | None = None) 
         if for_config_type(parsed.location).tf_class is None or (
             converted and kind is not Head.BASE
         ):
-            model = PTModel.from_dir(checkpoint_dir(parsed), head=kind).model
-            return cls_from_model(model, f"PyTorch {spec}")
-        return PTModel.from_tf(load_tf(parsed, head=head).model, name=f"PyTorch {spec}")
+            loaded = PTModel.from_dir(checkpoint_dir(parsed), head=kind, changes=changes)
+            reference = cls_from_model(loaded.model, f"PyTorch {spec}")
+            return replace(reference, config_changes=loaded.config_changes)
+        tf_model = load_tf(parsed, head=head).model
+        return PTModel.from_tf(tf_model, name=f"PyTorch {spec}", changes=changes)
     directory = checkpoint_dir(parsed)
     files = {p.name for p in directory.iterdir()}
     if not files & set(PT_SAFETENSORS + PT_PICKLE):
         tf_weights = load_tf(parsed, allow_pickle=allow_pickle, head=head).model
-        return PTModel.from_tf(tf_weights, name=f"PyTorch from TF weights of {spec}")
-    return PTModel.from_dir(directory, allow_pickle=allow_pickle, label=spec, head=head)
+        name = f"PyTorch from TF weights of {spec}"
+        return PTModel.from_tf(tf_weights, name=name, changes=changes)
+    return PTModel.from_dir(
+        directory, allow_pickle=allow_pickle, label=spec, head=head, changes=changes
+    )

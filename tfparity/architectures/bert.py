@@ -151,6 +151,8 @@ GELU_FINDING = KnownDifference(
     finding="keras-hub's BertBackbone hard-codes the tanh GELU (gelu_approximate); "
     "BERT checkpoints (config hidden_act='gelu') use the exact erf GELU, and "
     "convert_bert.py does not read hidden_act",
+    # transformers' tanh GELU (torch's gelu(approximate="tanh")) is keras' approximate one
+    reference_config={"hidden_act": "gelu_pytorch_tanh"},
 )
 KERAS_HUB = KerasHubLayout(
     backbone="BertBackbone",

@@ -117,6 +117,7 @@ LLAMA_EPS = KnownDifference(
     hint="config rms_norm_eps: 1e-06 (TF) vs 1e-05 (PyTorch)",
     finding="keras-hub's Llama converter (convert_llama3.py) does not pass rms_norm_eps "
     "to Llama3Backbone, which then uses its default 1e-6; Llama 2/3 checkpoints use 1e-5",
+    reference_config={"rms_norm_eps": 1e-6},  # every RMSNorm of both then uses 1e-6
 )
 
 

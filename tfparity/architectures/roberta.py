@@ -89,6 +89,7 @@ ARCHITECTURES = (
                 finding="XLMRobertaBackbone hard-codes LayerNorm epsilon 1e-5 and the "
                 "converter does not read layer_norm_eps (the tiny config's is 1e-12; real "
                 "XLM-R checkpoints use 1e-5, where they agree)",
+                reference_config={"layer_norm_eps": 1e-5},
             ),
         ),
     ),

@@ -403,12 +403,12 @@ def localise(
     k = hidden[0]
     if k == 0:
         hint = _hint(tf_model, pt_model, "embeddings", "embeddings", runs)
-        hint = _known(tf_model, 0, "embeddings", "embeddings", hint)
+        hint = _known(tf_model, pt_model, 0, "embeddings", "embeddings", hint)
         return Divergence(0, "embeddings", "embeddings", hint)
     layer = k - 1
     component = _component_of(layer, components)
     hint = _hint(tf_model, pt_model, layer, component, runs)
-    return Divergence(k, layer, component, _known(tf_model, k, layer, component, hint))
+    return Divergence(k, layer, component, _known(tf_model, pt_model, k, layer, component, hint))
 
 
 def _past_hidden_states(
@@ -425,9 +425,12 @@ def _past_hidden_states(
     return "head" if compared or tf_model.head is not Head.BASE else "output"
 
 
-def _known(tf_model: TFSide, hidden_state: int, layer: Any, component: Any, hint: str) -> str:
+def _known(
+    tf_model: TFSide, pt_model: Reference, hidden_state: int, layer: Any, component: Any, hint: str
+) -> str:
     """The hint, with the registry's finding where the divergence is the known
-    difference of this port (e.g. transformers' TF OpenAI GPT's exact GELU)."""
+    difference of this port (e.g. transformers' TF OpenAI GPT's exact GELU) and how to
+    check the rest of the port; not where the reference already computes as the port."""
     known = tf_model.known_difference
     if known is None or (known.hidden_state, known.layer, known.component) != (
         hidden_state,
@@ -435,7 +438,9 @@ def _known(tf_model: TFSide, hidden_state: int, layer: Any, component: Any, hint
         component,
     ):
         return hint
-    return f"{hint}; a known difference of this port: {known.finding}"
+    if known.reproduced_by(pt_model.config):
+        return hint
+    return f"{hint}; a known difference of this port: {known.finding}{known.rerun()}"
 
 
 def _component_of(layer: int, components: list[Component]) -> str | None:
@@ -454,7 +459,7 @@ def _component_of(layer: int, components: list[Component]) -> str | None:
 def _hint(
     tf_model: TFSide, pt_model: Reference, layer: Any, component: str | None, runs: _Runs
 ) -> str:
-    found = hints.config_differences(tf_model.config, pt_model.config)
+    found = hints.config_differences(tf_model.config, pt_model.config, pt_model.config_changes)
     scope = pt_model.weight_scope(layer, component)
     if layer == "head":  # the head's own weights, and the pooler that feeds it
         scope = [(name, "") for name in pt_model.head_weight_names()]

@@ -8,6 +8,7 @@ numeric signatures (the other GELU variant, another LayerNorm epsilon).
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,10 @@ COMMON_CONFIG_FIELDS = (
     "pad_token_id",
 )
 EPSILONS = (1e-12, 1e-6, 1e-5, 1e-3)
+# Activation names that are one function: the tanh-approximated GELU under transformers'
+# names and Keras' (keras-hub's blocks report gelu_approximate). A config hint between
+# two of them would name a difference that is not there.
+SAME_ACTIVATION = (frozenset({"gelu_new", "gelu_pytorch_tanh", "gelu_approximate"}),)
 
 STORED_NOTE = (
     "The config agrees here; the weights were not compared (the PyTorch reference "
@@ -48,13 +53,21 @@ def config_fields(tf_config: Any, pt_config: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(COMMON_CONFIG_FIELDS + own))
 
 
-def config_differences(tf_config: Any, pt_config: Any) -> list[Hint]:
+def config_differences(tf_config: Any, pt_config: Any, changed: Collection[str] = ()) -> list[Hint]:
+    """The fields of :func:`config_fields` that differ; ``changed``: the reference's
+    fields set by ``--pt-config``, said so (the user chose that difference)."""
     diffs = []
     for key in config_fields(tf_config, pt_config):
         a, b = getattr(tf_config, key, None), getattr(pt_config, key, None)
-        if a != b:
-            diffs.append(Hint("config", f"config {key}: {a!r} (TF) vs {b!r} (PyTorch)"))
+        if a != b and not _same_activation(a, b):
+            side = "PyTorch, set by --pt-config" if key in changed else "PyTorch"
+            diffs.append(Hint("config", f"config {key}: {a!r} (TF) vs {b!r} ({side})"))
     return diffs
+
+
+def _same_activation(a: Any, b: Any) -> bool:
+    both = isinstance(a, str) and isinstance(b, str)
+    return both and any(a in same and b in same for same in SAME_ACTIVATION)
 
 
 def weight_differences(

@@ -13,6 +13,7 @@ from .common import (
     add_input_arguments,
     add_model_argument,
     add_output_arguments,
+    add_pt_config_argument,
     add_report_arguments,
     add_source_argument,
     check_output_arguments,
@@ -20,6 +21,7 @@ from .common import (
     frameworks_frozen,
     golden_reference,
     input_options,
+    pt_config,
     tolerance,
     write_outputs,
 )
@@ -39,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_argument(p)
     add_head_argument(p)
     add_source_argument(p)
+    add_pt_config_argument(p)
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -56,6 +59,7 @@ def _run_check(args: argparse.Namespace) -> int:
     from ..adapters.runtime import torch_available
     from ..api import load_model, make_batches
     from ..checks.embeds import EmbedsOptions, check_embeds
+    from ..errors import TfparityError
     from ..orchestration import check_source
     from ..report.jsonio import write_json
     from ..report.text import render
@@ -64,7 +68,13 @@ def _run_check(args: argparse.Namespace) -> int:
     inputs = input_options(args)  # bad inputs and a bad --device fail before loading
     executions = execution_options(args)
     check_output_arguments(args)
+    changes = pt_config(args)  # exit 2 on a malformed item, before any load
     keras_hub = _keras_hub_only_embeds(args)
+    if changes and (keras_hub or args.no_pt):
+        raise TfparityError(
+            "--pt-config changes the cross-check's PyTorch reference, and this `check` runs "
+            + ("no cross-check: use `tfparity crosscheck`." if keras_hub else "none (--no-pt).")
+        )
     _check_golden_arguments(args)
     frameworks_frozen(torch=not (args.no_pt or args.load_outputs) and torch_available())
     model = load_model(
@@ -165,6 +175,7 @@ def _crosscheck(args: argparse.Namespace, model, tf_traces, batches):
         tolerance=tolerance(args),
         allow_pickle=args.allow_pickle,
         tf_traces=tf_traces,
+        pt_config=pt_config(args),
     )
     report.details["seconds"] = round(time.perf_counter() - start, 2)
     print()

@@ -75,6 +75,34 @@ def add_head_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_pt_config_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pt-config",
+        action="append",
+        metavar="KEY=VALUE",
+        help="build the PyTorch reference (and its float64 referee) with this config field "
+        "changed from its checkpoint's (repeatable; VALUE read as JSON where it parses: "
+        "numbers, true/false, null; else a string), e.g. hidden_act=gelu_pytorch_tanh to "
+        "check the rest of a port whose known difference is its GELU; the report says the "
+        "reference is not the checkpoint's own",
+    )
+
+
+def pt_config(args: argparse.Namespace) -> dict | None:
+    """``--pt-config`` items as a dict (None: none given); exit 2 on a malformed one, or
+    with --save-outputs/--load-outputs (a stored reference is the checkpoint's own)."""
+    from ..adapters.reference_config import parse_items
+
+    changes = parse_items(args.pt_config)
+    stored = getattr(args, "save_outputs", None) or getattr(args, "load_outputs", None)
+    if changes and stored:
+        raise TfparityError(
+            "--pt-config builds a live reference; --save-outputs/--load-outputs hold the "
+            "checkpoint's own outputs: give one or the other."
+        )
+    return changes
+
+
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("inputs (default: a few built-in sentences)")
     group.add_argument("--text", action="append", metavar="TEXT", help="a text to run (repeatable)")

@@ -14,6 +14,7 @@ from .common import (
     add_input_arguments,
     add_model_argument,
     add_output_arguments,
+    add_pt_config_argument,
     add_report_arguments,
     add_source_argument,
     check_output_arguments,
@@ -21,6 +22,7 @@ from .common import (
     frameworks_frozen,
     golden_reference,
     input_options,
+    pt_config,
     tolerance,
     write_outputs,
 )
@@ -40,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tf", metavar="TF_MODEL", help="the TF port to check (a MODEL spec)")
     p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (a MODEL spec)")
     add_source_argument(p)
+    add_pt_config_argument(p)
     p.add_argument(
         "--no-reload",
         action="store_true",
@@ -85,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             "as MODEL takes --pt alone."
         )
     check_output_arguments(args)
+    changes = pt_config(args)  # exit 2 on a malformed item, before any load
     if args.budget is not None:
         from ..compare.budgets import budget_for
 
@@ -113,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             head=args.head,
             budget=args.budget,
             source=args.source,
+            pt_config=changes,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))

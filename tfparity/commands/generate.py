@@ -10,8 +10,10 @@ from .common import (
     EXIT_PASS,
     add_input_arguments,
     add_model_argument,
+    add_pt_config_argument,
     frameworks_frozen,
     input_options,
+    pt_config,
 )
 
 
@@ -30,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_model_argument(p)
     p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (default: MODEL)")
+    add_pt_config_argument(p)
     p.add_argument(
         "--new-tokens",
         type=int,
@@ -61,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_new_tokens(args.new_tokens)
     inputs = input_options(args)
+    changes = pt_config(args)
     frameworks_frozen(torch=True)
     start = time.perf_counter()
     report = generate(
@@ -70,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         inputs=inputs,
         embeds=not args.no_embeds,
         allow_pickle=args.allow_pickle,
+        pt_config=changes,
     )
     print(render_generation(report, verbose=args.verbose))
     print(f"\ngenerate wall time: {time.perf_counter() - start:.1f} s")

@@ -11,9 +11,11 @@ from .common import (
     add_head_argument,
     add_input_arguments,
     add_model_argument,
+    add_pt_config_argument,
     add_report_arguments,
     frameworks_frozen,
     input_options,
+    pt_config,
     tolerance,
 )
 
@@ -35,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-pt", action="store_true", help="skip PyTorch: the ids-vs-embeds comparison only"
     )
+    add_pt_config_argument(p)
     add_input_arguments(p)
     add_report_arguments(p)
     p.set_defaults(func=_run_gradients)
@@ -48,6 +51,9 @@ def _run_gradients(args: argparse.Namespace) -> int:
 
     if args.no_pt and args.pt:
         raise TfparityError("Give --pt or --no-pt, not both.")
+    changes = pt_config(args)
+    if changes and args.no_pt:
+        raise TfparityError("--pt-config changes the PyTorch reference; drop --no-pt.")
     inputs = input_options(args)
     frameworks_frozen(torch=not args.no_pt)
     start = time.perf_counter()
@@ -59,6 +65,7 @@ def _run_gradients(args: argparse.Namespace) -> int:
         seed=args.seed,
         allow_pickle=args.allow_pickle,
         head=args.head,
+        pt_config=changes,
     )
     for report in reports:
         print(render_gradients(report, verbose=args.verbose))

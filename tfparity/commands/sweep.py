@@ -10,9 +10,11 @@ from .common import (
     EXIT_PASS,
     add_execution_arguments,
     add_model_argument,
+    add_pt_config_argument,
     add_tolerance_arguments,
     non_negative_int,
     one_execution,
+    pt_config,
     tolerance,
 )
 
@@ -35,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "checkpoint. A keras-hub preset directory needs one: it takes that checkpoint's "
         "tokenizer and weight map",
     )
+    add_pt_config_argument(p)
     p.add_argument(
         "--texts",
         metavar="FILE",
@@ -178,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         referee=args.referee,
         engine=engine,
         generate=args.generate,
+        pt_config=pt_config(args),
     )
     if args.resume and args.overwrite:
         raise TfparityError(

@@ -30,6 +30,12 @@ def render_summary(summary: dict, out: str) -> str:
             f"  ran: {run['execution']} on {run.get('device', 'default')}, "
             f"precision {run.get('precision', 'fp32')}{generate}"
         )
+    if run.get("pt_config"):  # never read as the checkpoint's own verdicts
+        changed = ", ".join(f"{k}={v!r}" for k, v in run["pt_config"].items())
+        lines.append(
+            f"  reference: PyTorch built with {changed} (--pt-config), not the checkpoint's "
+            "own config"
+        )
     referee = run.get("referee")
     if referee:
         lines.append(

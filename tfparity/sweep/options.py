@@ -41,3 +41,6 @@ class SweepOptions:
     # (the "generate" check, sweep.generate); None: no generation. Without ``checks`` it
     # runs alone.
     generate: int | None = None
+    # The cross-check's PyTorch reference built with these config fields changed
+    # (--pt-config, see adapters.reference_config); None: the checkpoint's own config.
+    pt_config: dict[str, Any] | None = None

@@ -95,6 +95,11 @@ def run_sweep(
     checks = resolve_checks(options.checks, options.generate)
     if options.batch_size < 1:
         raise TfparityError(f"--batch-size must be at least 1 (got {options.batch_size}).")
+    if options.pt_config and not {"crosscheck", "generate"} & set(checks):
+        raise TfparityError(
+            "--pt-config changes the PyTorch reference of the cross-check and of "
+            "--generate: add crosscheck (or --generate N)."
+        )
     if options.referee not in ("lazy", "full"):
         raise TfparityError(f"--referee must be lazy or full (got {options.referee!r}).")
     start_engine = ENGINES.get(type(options.engine))
@@ -155,6 +160,7 @@ def run_sweep(
         "seconds": round(seconds, 3),
         "items_per_second": round(written / seconds, 2) if seconds > 0 else None,
         **facts,
+        **({"pt_config": options.pt_config} if options.pt_config else {}),
     }
     write_json(out / SUMMARY, summary)
     return SweepResult(summary, out)
@@ -204,6 +210,8 @@ def _manifest(
             "truncate": options.truncate,
             "seed": options.seed,
             "precision": options.execution.precision if options.execution else "fp32",
+            # A reference other than the checkpoint's (absent: its own, as before).
+            **({"pt_config": options.pt_config} if options.pt_config else {}),
         },
     }
     if options.generate is not None:  # only then: older sweeps' outputs still resume

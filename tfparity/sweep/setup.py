@@ -59,7 +59,8 @@ class SweepSetup:
         pt_model = None
         if "crosscheck" in checks or generating:
             kind = Head.CAUSAL_LM if generating else None  # generate's: a causal LM's class
-            pt_model = reference_for(model, pt, head=kind).in_precision(execution.precision)
+            reference = reference_for(model, pt, head=kind, pt_config=options.pt_config)
+            pt_model = reference.in_precision(execution.precision)
             same_architecture(tf_model, pt_model)  # as the cross-check refuses it: exit 2
         head, note = _load_head(tf_model)
         runner_model = executed(tf_model, execution)

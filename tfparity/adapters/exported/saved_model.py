@@ -295,7 +295,7 @@ def _keras_hub_note(ids: Signature, companion: Companion) -> list[str]:
     known = layout.known_difference if layout else None
     if known is None:
         return []
-    return [f"A keras-hub export (token_ids, padding_mask): {known.finding}"]
+    return [f"A keras-hub export (token_ids, padding_mask): {known.finding}{known.rerun()}"]
 
 
 def _head(ids: Signature, companion: Companion) -> Head:
