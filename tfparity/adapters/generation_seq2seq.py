@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import TfparityError
 from .generation_tf import HFGenerator, no_end_token
 from .greedy import GreedyRun, decoder_fed, decoder_start, greedy_config
 from .interfaces import ForwardPass
@@ -50,7 +51,8 @@ class Seq2SeqGenerator(HFGenerator):
     def start(self) -> int:
         """The decoder start token (``config.decoder_start_token_id``)."""
         start = decoder_start(self.side.config)
-        assert start is not None  # the side's head is seq2seq-lm (TFModel.generator)
+        if start is None:  # TFModel.generator hands this out for seq2seq heads only
+            raise TfparityError(f"{self.side.name}'s config is not an encoder-decoder's.")
         return start
 
     def generate(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun:

@@ -31,7 +31,9 @@ CAUSAL_DECODING = "causal LM: the new tokens continue the prompt"
 
 @dataclass
 class HFGenerator:
-    """Greedy generation on a Hugging Face TF causal LM (a ``TFModel`` side)."""
+    """Greedy generation on a Hugging Face TF causal LM (a ``TFModel`` side); an
+    encoder-decoder's is :class:`~.generation_seq2seq.Seq2SeqGenerator`, which extends
+    it."""
 
     side: Any
     notes: list[str] = field(default_factory=list)
