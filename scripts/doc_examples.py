@@ -145,6 +145,25 @@ def _cache_fault(work: Path) -> tuple[int, str]:
     return (0 if report.passed else 1), render_generation(report)
 
 
+def _t5_decoder_fault(work: Path) -> tuple[int, str]:
+    """`tfparity.generate` on the tiny T5 whose decoder layer 0 FFN up-projection is
+    scaled by 3: the encoder is clean, so the cross-check of it passes."""
+    from tfparity import generate
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.weight_names import tf_weights_by_pt_name
+    from tfparity.architectures.heads import Head, loading_for_generation
+    from tfparity.report.generation import render_generation
+    from tfparity.testing import scale
+
+    with loading_for_generation():
+        port = TFModel.load("tiny:t5", head=Head.SEQ2SEQ_LM)
+    weights = tf_weights_by_pt_name(port.model)
+    scale(weights["decoder.block.0.layer.2.DenseReluDense.wi.weight"].variable, 3.0)
+    texts = ["The quick brown fox", "Hello world."]
+    report = generate(port, pt="tiny:t5", new_tokens=8, texts=texts, embeds=False)
+    return (0 if report.passed else 1), render_generation(report)
+
+
 def _export(spec: str, directory: Path, *, fault: bool = False) -> None:
     """``spec`` as a SavedModel with a serving signature returning hidden states (a
     layer-1 FFN weight scaled by 1.1 first, with ``fault``)."""
@@ -508,6 +527,20 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("gpt2-ffn",),
     ),
     Example("generate-cache-fault", "docs/generate.md", 1, run=_cache_fault),
+    Example(
+        "generate-tiny-t5",
+        "docs/generate.md",
+        0,
+        ("generate", "tiny:t5", "--new-tokens", "8"),
+    ),
+    Example(
+        "generate-t5-decoder-fault",
+        "docs/generate.md",
+        1,
+        run=_t5_decoder_fault,
+        tested=False,
+        why_untested="tests/test_generation_seq2seq.py runs the same fault and checks it",
+    ),
     Example(
         "generate-keras-hub-qwen2",
         "docs/generate.md",

@@ -396,19 +396,22 @@ def generate(
     the TF side can (the TF class's call takes ``inputs_embeds``; a keras-hub task's graph
     from its token lookup on), generation started from gathered embeddings
     (``embeds=False`` skips it). Where tokens part by a defect, the cross-check of the
-    teacher-forced sequence names the layer (``report.first_divergence``).
+    teacher-forced sequence (a seq2seq model: of its encoder on the prompt) names the
+    layer (``report.first_divergence``).
 
     ``model``: a causal LM (a MODEL spec, loaded with its LM head; a TFModel; a Hugging
     Face TF causal LM; ``keras-hub:<SPEC>``, its keras-hub ``CausalLM`` task, whose own
-    ``generate`` runs with a greedy sampler). ``pt``: the PyTorch reference, as for
-    :func:`crosscheck` (default: loaded afresh from ``model``'s spec). ``new_tokens``:
-    greedy steps per prompt (default 32). Prompts: ``texts``, else ``inputs`` (texts or
-    seeded random ids), else three short built-in ones; each prompt decodes alone,
-    without padding.
+    ``generate`` runs with a greedy sampler), or a T5/mT5 seq2seq LM (a spec such as
+    ``tiny:t5`` loads ``TFT5ForConditionalGeneration``): the prompt feeds the encoder and
+    the decoder's tokens are judged; a defect is localised in the encoder, if there.
+    ``pt``: the PyTorch reference, as for :func:`crosscheck` (default: loaded afresh from
+    ``model``'s spec). ``new_tokens``: greedy steps per prompt (default 32). Prompts:
+    ``texts``, else ``inputs`` (texts or seeded random ids), else three short built-in
+    ones; each prompt decodes alone, without padding.
     ``pt_config``: as for :func:`crosscheck`.
     """
     from . import validation
-    from .architectures.heads import Head
+    from .architectures.heads import loading_for_generation
     from .checks.generation import (
         DEFAULT_NEW_TOKENS,
         DEFAULT_PROMPTS,
@@ -422,14 +425,15 @@ def generate(
     new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
     check_new_tokens(new_tokens)
     validation.instance(embeds, bool, "embeds", "a bool")
-    tf_model = _causal_lm(model, allow_pickle)
-    pt_model = reference_for(
-        model if isinstance(model, str) else tf_model,
-        pt,
-        allow_pickle=allow_pickle,
-        head=Head.CAUSAL_LM,
-        pt_config=pt_config,
-    )
+    with loading_for_generation():  # a T5's seq2seq LM loads here, for generate only
+        tf_model = _generating_side(model, allow_pickle)
+        pt_model = reference_for(
+            model if isinstance(model, str) else tf_model,
+            pt,
+            allow_pickle=allow_pickle,
+            head=tf_model.head,
+            pt_config=pt_config,
+        )
     if texts is not None:
         inputs = InputOptions(texts=validation.texts(texts))
     elif inputs is None or (inputs.texts is None and inputs.random is None):
@@ -439,9 +443,11 @@ def generate(
     return check_generation(tf_model, pt_model, prompts, options)
 
 
-def _causal_lm(model: Any, allow_pickle: bool) -> Any:
-    """The TF causal LM under test: a spec loads with its LM head (its config's class, or
-    ``tiny:<type>/causal-lm``'s); refused (exit 2) where there is none to generate with."""
+def _generating_side(model: Any, allow_pickle: bool) -> Any:
+    """The TF side under test: a spec loads with its LM head (its config's class, or
+    ``tiny:<type>/causal-lm``'s; a T5's seq2seq LM, ``tiny:t5/seq2seq-lm``'s); refused
+    (exit 2) where there is none to generate with."""
+    from .adapters.loading import generation_head
     from .adapters.specs import parse_spec
     from .checks.generation import generation_refusal
     from .errors import TfparityError
@@ -450,7 +456,7 @@ def _causal_lm(model: Any, allow_pickle: bool) -> Any:
     if isinstance(model, str):
         spec = parse_spec(model)  # keras-hub:tiny:<type>/<head>: the inner spec names it
         if spec.head is None and (spec.inner is None or spec.inner.head is None):
-            head = "causal-lm"  # the body's spec, generated with its causal LM head
+            head = generation_head(spec)  # the body's spec, generated with its LM head
     tf_model = load_model(model, allow_pickle=allow_pickle, head=head)
     refusal = generation_refusal(tf_model)
     if refusal:

@@ -23,15 +23,21 @@ from typing import Any
 import numpy as np
 
 from .greedy import GreedyRun, fed_sequence, greedy_config
+from .interfaces import ForwardPass
 from .runtime import import_tf
+
+CAUSAL_DECODING = "causal LM: the new tokens continue the prompt"
 
 
 @dataclass
 class HFGenerator:
-    """Greedy generation on a Hugging Face TF causal LM (a ``TFModel`` side)."""
+    """Greedy generation on a Hugging Face TF causal LM (a ``TFModel`` side); an
+    encoder-decoder's is :class:`~.generation_seq2seq.Seq2SeqGenerator`, which extends
+    it."""
 
     side: Any
     notes: list[str] = field(default_factory=list)
+    decoding: str = CAUSAL_DECODING
 
     @property
     def keeps_cache(self) -> bool:
@@ -52,7 +58,7 @@ class HFGenerator:
         tf = import_tf()
         hf = self.side.model
         ids = tf.constant(np.asarray(prompt, np.int32)[None])
-        with _no_end_token(hf):
+        with no_end_token(hf):
             out = hf.generate(
                 ids,
                 attention_mask=tf.ones_like(ids),
@@ -68,6 +74,10 @@ class HFGenerator:
         nothing), where the causal mask makes position t's logits those of a run that
         stopped at t. [len(tokens), vocab]."""
         return recomputed_logits(self.side, prompt, tokens)
+
+    def forward_pass(self, reference: Any, prompt: np.ndarray, tokens: np.ndarray) -> ForwardPass:
+        """The teacher-forced sequence (the prompt and ``tokens`` fed) on the model."""
+        return teacher_forced_pass(self.side, reference, prompt, tokens)
 
     def generate_from_embeds(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
         """tfparity's greedy loop, started from the prompt's word embeddings gathered on
@@ -102,7 +112,7 @@ class HFGenerator:
 
 
 @contextlib.contextmanager
-def _no_end_token(hf_model: Any) -> Iterator[None]:
+def no_end_token(hf_model: Any) -> Iterator[None]:
     """The model's generation config without an end-of-sequence token for one call: TF
     greedy search takes the model's own when the call's is None, and would stop early."""
     config = hf_model.generation_config
@@ -112,6 +122,21 @@ def _no_end_token(hf_model: Any) -> Iterator[None]:
         yield
     finally:
         config.eos_token_id = saved
+
+
+def teacher_forced_pass(
+    side: Any, reference: Any, prompt: np.ndarray, tokens: np.ndarray
+) -> ForwardPass:
+    """A causal LM's forward pass over the prompt and ``tokens`` fed: one pass holds every
+    step's logits, so the cross-check of it names the layer a defect starts in."""
+    return ForwardPass(
+        side,
+        reference,
+        fed_sequence(prompt, tokens),
+        "the teacher-forced sequence",
+        "head",
+        "the difference is in generation itself, not in one forward pass",
+    )
 
 
 def recomputed_logits(side: Any, prompt: np.ndarray, tokens: np.ndarray) -> np.ndarray:

@@ -4,6 +4,10 @@ settings both use, so that HF TF ``generate`` and PyTorch ``generate`` decode al
 Greedy, no sampling, no beams, no logits processors (the step logits are then the raw
 logits), and the end-of-sequence token does not stop decoding: every prompt gets its N
 new tokens on both sides, so step k means the same thing on both.
+
+Two kinds of decoder: a causal LM continues the prompt (it is fed the prompt and the
+tokens so far); a seq2seq model's encoder reads the prompt and its decoder starts from
+the decoder start token (it is fed that token and the tokens so far).
 """
 
 from __future__ import annotations
@@ -46,3 +50,18 @@ def fed_sequence(prompt: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """The ids a decoder is fed to choose ``tokens`` after ``prompt``: the prompt and
     every token but the last, as one int32 row [1, len(prompt) + len(tokens) - 1]."""
     return np.concatenate([np.asarray(prompt), np.asarray(tokens)[:-1]]).astype(np.int32)[None]
+
+
+def decoder_start(config: Any) -> int | None:
+    """The token a seq2seq model's decoder starts from (``config.decoder_start_token_id``);
+    None for a causal LM, whose decoder continues the prompt."""
+    if not config.is_encoder_decoder:
+        return None
+    start = config.decoder_start_token_id
+    return int(config.pad_token_id if start is None else start)
+
+
+def decoder_fed(start: int, tokens: np.ndarray) -> np.ndarray:
+    """The ids a seq2seq decoder is fed to choose ``tokens``: the start token and every
+    token but the last, as one int32 row [1, len(tokens)]."""
+    return np.concatenate([[start], np.asarray(tokens)[:-1]]).astype(np.int32)[None]

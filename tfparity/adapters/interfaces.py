@@ -48,6 +48,21 @@ class FeedForwardWeights:
     activation: str  # the TF side's activation name
 
 
+@dataclass(frozen=True)
+class ForwardPass:
+    """The one forward pass the cross-check localises a generation's defect in: the TF
+    side and the reference it runs (the model under test, or a part of it such as a
+    seq2seq model's encoder), the ids [1, seq], what the pass covers and what its
+    passing means, in words, for the report."""
+
+    tf_side: TFSide
+    reference: Reference
+    input_ids: np.ndarray
+    covers: str  # "the teacher-forced sequence", "the encoder on the prompt"
+    beyond: str  # the part past this pass's last hidden state: "head", "decoder"
+    when_clean: str  # where the difference lies when this pass agrees
+
+
 class Generator(Protocol):
     """Greedy generation on a TF side, as ``tfparity generate`` judges it: the side's own
     decoding (its KV-cache path where it keeps one), each step's logits recomputed
@@ -57,10 +72,14 @@ class Generator(Protocol):
     keeps_cache: bool  # whether steps after the first run on a KV cache
     embeds_refusal: str | None  # why generation cannot start from inputs_embeds; None: can
     notes: list[str]  # how this side generates, in words, for the report
+    decoding: str  # what the tokens are: a causal LM's continuation, a seq2seq decoder's
 
     def generate(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun: ...
     def generate_from_embeds(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun: ...
     def step_logits(self, prompt: np.ndarray, tokens: np.ndarray) -> np.ndarray: ...
+    def forward_pass(
+        self, reference: Reference, prompt: np.ndarray, tokens: np.ndarray
+    ) -> ForwardPass: ...  # where the cross-check looks when tokens part by a defect
 
 
 class TFSide(Protocol):
@@ -325,6 +344,7 @@ class TFSideBase:
         name = self.name  # type: ignore[attr-defined]
         raise TfparityError(
             f"{name} is a {type(self).__name__}, which tfparity cannot generate with: "
-            "`tfparity generate` drives Hugging Face TF causal LMs (HF TF generate) and "
-            "keras-hub CausalLM tasks (CausalLM.generate with a greedy sampler)."
+            "`tfparity generate` drives Hugging Face TF causal LMs and T5/mT5 seq2seq LMs "
+            "(HF TF generate) and keras-hub CausalLM tasks (CausalLM.generate with a "
+            "greedy sampler)."
         )

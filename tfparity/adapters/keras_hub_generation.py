@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .generation_tf import embeds_loop, recomputed_logits
+from .generation_tf import CAUSAL_DECODING, embeds_loop, recomputed_logits, teacher_forced_pass
 from .greedy import GreedyRun
+from .interfaces import ForwardPass
 from .keras_hub import import_keras_hub
 
 
@@ -33,6 +34,7 @@ class KerasHubGenerator:
     # the task's graph runs from gathered embeddings (the lookup's output replaced);
     # call_with_cache takes token ids only, so that start recomputes every step
     embeds_refusal: str | None = None
+    decoding: str = CAUSAL_DECODING
     _sampler: Any = None
 
     def __post_init__(self) -> None:
@@ -61,6 +63,10 @@ class KerasHubGenerator:
     def step_logits(self, prompt: np.ndarray, tokens: np.ndarray) -> np.ndarray:
         """The task's logits for each of ``tokens``, from one full forward pass."""
         return recomputed_logits(self.side, prompt, tokens)
+
+    def forward_pass(self, reference: Any, prompt: np.ndarray, tokens: np.ndarray) -> ForwardPass:
+        """The teacher-forced sequence on the task."""
+        return teacher_forced_pass(self.side, reference, prompt, tokens)
 
     def generate_from_embeds(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
         """Greedy decoding from the embeddings gathered from the token embedding matrix,

@@ -15,11 +15,11 @@ from typing import Any
 
 from ..architectures import for_config
 from ..architectures.heads import (
-    UNSUPPORTED,
     Head,
     head_of_class,
     head_of_config,
     pt_class_candidates,
+    unsupported,
 )
 from ..errors import TfparityError
 from . import tiny
@@ -96,15 +96,34 @@ def _class_names(config: Any, head: Head | None) -> tuple[Head, list[str]]:
     """The kind asked for and the PyTorch class names it may have, the checkpoint's own
     name first."""
     kind = head or head_of_config(getattr(config, "architectures", None))
-    if kind in UNSUPPORTED:
+    refusal = unsupported(kind)
+    if refusal is not None:
         raise TfparityError(
-            f"tfparity cannot check {kind.value} heads yet: {UNSUPPORTED[kind]}. "
+            f"tfparity cannot check {kind.value} heads yet: {refusal}. "
             "Pass --head base to check the model's body."
         )
     named = [n.removeprefix("TF") for n in getattr(config, "architectures", None) or ()]
     names = [n for n in named if head_of_class(n) is kind]
-    names += pt_class_candidates(for_config(config).pt_class, kind)
+    arch = for_config(config)
+    if kind is Head.SEQ2SEQ_LM and arch.pt_seq2seq_class is not None:
+        names.append(arch.pt_seq2seq_class)  # not named after the base (T5EncoderModel)
+    names += pt_class_candidates(arch.pt_class, kind)
     return kind, list(dict.fromkeys(names))
+
+
+def generation_head(spec: ModelSpec) -> Head:
+    """The class ``tfparity generate`` loads for a spec that names none: a seq2seq
+    architecture's seq2seq LM (T5, mT5), else a causal LM (a family with neither is
+    refused by name once loaded). An export or a keras-hub spec keeps its own rules."""
+    from ..architectures import lookup
+
+    if spec.kind == "tiny":
+        seq2seq = lookup(spec.location).seq2seq
+    elif spec.kind in ("dir", "hub", "minilm"):
+        seq2seq = for_config(read_config(local_dir(spec))).seq2seq
+    else:
+        seq2seq = False
+    return Head.SEQ2SEQ_LM if seq2seq else Head.CAUSAL_LM
 
 
 def tf_lm_head_class(config: Any) -> Any:
@@ -144,12 +163,12 @@ def _load_tiny(arch: str, head: Head = Head.BASE, lm_head: bool = False) -> Load
     tiny.seed_weights(model.weights, seed=f"tiny:{arch}{own}")
     if lm_head or head is not Head.BASE:
         # the body gets exactly tiny:<model_type>'s weights; only the head its own
-        _copy_matching(_load_tiny(arch).model, model)
+        copy_matching(_load_tiny(arch).model, model)
         _tie_output_embeddings(model)
     return Loaded(model, tiny.tiny_tokenizer(), config, f"tiny:{arch}{own} (seeded random weights)")
 
 
-def _copy_matching(source: Any, target: Any) -> None:
+def copy_matching(source: Any, target: Any) -> None:
     """Assign ``source``'s weights to ``target``'s of the same path below the model scope."""
     by_path = {v.name.split("/", 1)[-1]: v for v in source.weights}
     for var in target.weights:
@@ -219,7 +238,9 @@ def _holdings(model: Any, facts: dict) -> Holdings:
     (the top-level names of the main layer's weights, the pooler aside)."""
     from .weight_names import tf_weights_by_pt_name
 
-    main = {id(v) for v in getattr(model, model.base_model_prefix).weights}
+    # transformers' own rule for the main layer (TFPreTrainedModel): a T5 nests none,
+    # its encoder and decoder are the model's own layers, so the model is its body
+    main = {id(v) for v in getattr(model, model.base_model_prefix, model).weights}
     body = {
         n.split(".", 1)[0]
         for n, w in tf_weights_by_pt_name(model).items()

@@ -168,6 +168,25 @@ class PTModel:
             out = model(**self.torch_inputs(batch), output_hidden_states=True, return_dict=True)
         return Trace.from_output(out)
 
+    def decoder_logits(
+        self, input_ids: np.ndarray, decoder_input_ids: np.ndarray, *, float64: bool = False
+    ) -> np.ndarray:
+        """A seq2seq model's logits [batch, decoder seq, vocab], without a cache: its
+        encoder reads ``input_ids`` (unpadded), its decoder is fed ``decoder_input_ids``."""
+        torch = import_torch()
+        model = self.fp64() if float64 else self.model
+        ids = torch.from_numpy(np.asarray(input_ids, np.int64))
+        fed = torch.from_numpy(np.asarray(decoder_input_ids, np.int64))
+        with torch.no_grad(), _default_dtype(torch.float64 if float64 else None):
+            out = model(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                decoder_input_ids=fed,
+                use_cache=False,
+                return_dict=True,
+            )
+        return out.logits.numpy()
+
     def recorded(
         self, batch: Batch, *, float64: bool = False, tapped: bool = False
     ) -> tuple[Trace, dict[str, np.ndarray]]:

@@ -274,9 +274,14 @@ class TFModel(TFSideBase):
         return hf_gradients(self, batch, objective, embeds, embeds_fn)
 
     def generator(self) -> Any:
-        """Greedy generation through HF TF ``generate`` (a
-        :class:`~.generation_tf.HFGenerator`); the check refuses a model with no LM
-        head before it asks."""
+        """Greedy generation through HF TF ``generate``: a causal LM's
+        (:class:`~.generation_tf.HFGenerator`), or a seq2seq LM's, whose prompt feeds the
+        encoder (:class:`~.generation_seq2seq.Seq2SeqGenerator`); the check refuses a
+        model with no LM head before it asks."""
+        if self.head is Head.SEQ2SEQ_LM:
+            from .generation_seq2seq import Seq2SeqGenerator
+
+            return Seq2SeqGenerator(self)
         from .generation_tf import HFGenerator
 
         return HFGenerator(self)

@@ -88,6 +88,7 @@ class ArchitectureFacts(Protocol):
     tiny: Mapping[str, Any] | None
     positions: Positions
     causal: bool
+    pt_seq2seq_class: str | None
     embeddings: EmbeddingTables
     ids_only: IdsOnlyTransform | None
     lm_head: LMHead | None
@@ -115,6 +116,9 @@ class Architecture:
     only). ``tf_class`` None: transformers has no TF class (Llama, Qwen, Gemma); such a
     model runs on the TF side only through keras-hub. ``keras_hub``: how keras-hub's
     backbone for this type maps onto the Hugging Face model (None: not covered).
+    ``pt_seq2seq_class``: the PyTorch class of an encoder-decoder whose decoder
+    generates (``T5ForConditionalGeneration``; TF: ``TF`` + it): the checks run its
+    encoder (``tf_class``), ``tfparity generate`` this class; None: not a seq2seq LM.
     """
 
     model_type: str
@@ -126,6 +130,7 @@ class Architecture:
     tiny: Mapping[str, Any] | None = None
     positions: Positions = Positions.ABSOLUTE
     causal: bool = False
+    pt_seq2seq_class: str | None = None
     embeddings: EmbeddingTables = EmbeddingTables()
     ids_only: IdsOnlyTransform | None = None
     lm_head: LMHead | None = None
@@ -143,6 +148,11 @@ class Architecture:
         """The sub-layer layout, where this config's layout is the one described."""
         sub = self.sublayers
         return sub if sub is not None and sub.applies(config) else None
+
+    @property
+    def seq2seq(self) -> bool:
+        """An encoder-decoder whose decoder generates (T5, mT5)."""
+        return self.pt_seq2seq_class is not None
 
     @property
     def localisation(self) -> str:

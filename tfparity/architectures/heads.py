@@ -11,7 +11,9 @@ Pure Python: no framework imports.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from enum import Enum
 
 
@@ -43,12 +45,38 @@ SUFFIXES: Mapping[Head, tuple[str, ...]] = {
 # Kinds whose inputs or outputs tfparity's batches do not fit yet: refused by name.
 UNSUPPORTED: Mapping[Head, str] = {
     Head.MULTIPLE_CHOICE: "its inputs are [batch, choices, seq], not tfparity's [batch, seq]",
-    Head.SEQ2SEQ_LM: "tfparity runs encoder-decoder models' encoders only",
+    Head.SEQ2SEQ_LM: "tfparity runs encoder-decoder models' encoders only (and their "
+    "greedy decoding in `tfparity generate`)",
 }
+
+# Kinds of UNSUPPORTED that `tfparity generate` runs (a T5's seq2seq LM: it judges the
+# decoder by the tokens it generates), loaded only within ``loading_for_generation()``.
+GENERATION_ONLY = frozenset({Head.SEQ2SEQ_LM})
+_GENERATING: ContextVar[bool] = ContextVar("tfparity_loading_for_generation", default=False)
 
 # Outputs a head adds, by the task-level agreement they are judged by beside the numbers.
 LABEL_OUTPUTS = ("logits",)
 SPAN_OUTPUTS = ("start_logits", "end_logits")
+
+
+@contextlib.contextmanager
+def loading_for_generation() -> Iterator[None]:
+    """Within, the kinds only generation runs load (:data:`GENERATION_ONLY`).
+    ``tfparity generate`` loads both of its sides inside; every other command loads
+    outside, so a seq2seq LM stays refused there by name, before anything runs a
+    forward pass it has no decoder inputs for."""
+    token = _GENERATING.set(True)
+    try:
+        yield
+    finally:
+        _GENERATING.reset(token)
+
+
+def unsupported(kind: Head) -> str | None:
+    """Why a model class of kind ``kind`` cannot be loaded here; None where it can."""
+    if kind in GENERATION_ONLY and _GENERATING.get():
+        return None
+    return UNSUPPORTED.get(kind)
 
 
 def head_names() -> list[str]:

@@ -1,6 +1,7 @@
-"""T5 and mT5 encoders: relative position buckets in attention, RMS LayerNorm, no
-position table. tfparity runs the encoder only (``TFT5EncoderModel``); there is no LM
-head to check without the decoder."""
+"""T5 and mT5: relative position buckets in attention, RMS LayerNorm, no position
+table. The checks run the encoder only (``TFT5EncoderModel``): there is no LM head to
+check without the decoder. ``tfparity generate`` runs the encoder-decoder
+(``TFT5ForConditionalGeneration``, ``pt_seq2seq_class``), judged by the decoder's tokens."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ T5 = Architecture(
     pt_class="T5EncoderModel",
     tiny=TINY,
     positions=Positions.RELATIVE,
+    pt_seq2seq_class="T5ForConditionalGeneration",
     embeddings=EmbeddingTables(position=None, token_type=None, layer_norm=None),
     head_in_checkpoint=False,
     hint_fields=(
@@ -44,6 +46,7 @@ ARCHITECTURES = (
         model_type="mt5",
         tf_class="TFMT5EncoderModel",
         pt_class="MT5EncoderModel",
+        pt_seq2seq_class="MT5ForConditionalGeneration",
         tiny={**TINY, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False},
         ffn_weight="encoder.block.{layer}.layer.1.DenseReluDense.wi_0.weight",
     ),

@@ -1,5 +1,6 @@
-"""Greedy generation, TF against PyTorch: a causal LM port is judged by the tokens it
-generates, through its own KV-cache path (HF TF ``generate`` against PyTorch
+"""Greedy generation, TF against PyTorch: a causal LM port, or a seq2seq one (T5, mT5:
+the prompt feeds the encoder, the decoder's tokens are judged), is judged by the tokens
+it generates, through its own KV-cache path (HF TF ``generate`` against PyTorch
 ``generate``).
 
 Per prompt: the tokens agreed, the first divergent step with both sides' top-1 minus
@@ -8,7 +9,9 @@ largest logit difference, the top-k overlap and the float64 referee's verdict. T
 tells a near-tie flip from a defect (:mod:`.generation_steps`). On the TF side, each
 cached step is compared with a recomputation without cache, and generation started from
 gathered ``inputs_embeds`` with the ids path. Where tokens part by a defect, the
-cross-check on the teacher-forced sequence names the layer.
+cross-check of one forward pass names the layer: the teacher-forced sequence of a causal
+LM, a seq2seq model's encoder on the prompt (its decoder is not localised); the
+generator says which (:meth:`~tfparity.adapters.interfaces.Generator.forward_pass`).
 
 The frameworks are the adapters': the TF side's decoding is the
 :class:`~tfparity.adapters.interfaces.Generator` it declares (``tf_model.generator()``:
@@ -25,7 +28,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..adapters import generation_pt
-from ..adapters.greedy import GreedyRun, fed_sequence
+from ..adapters.greedy import GreedyRun
 from ..adapters.interfaces import Generator, TFSide
 from ..adapters.pt_model import PTModel
 from ..compare import Comparison, Referee, compare_arrays
@@ -90,7 +93,7 @@ def check_generation(
     runs = _runs(generator, pt_model, prompts, options, refusal)
     comparisons = [c for run in runs for c in _comparisons(run)]
     passed = all(c.passed for c in comparisons)
-    divergence = None if passed else _localise(tf_model, pt_model, runs, options)
+    divergence = None if passed else _localise(generator, pt_model, runs, options)
     return Report(
         check="generate",
         model=tf_model.name,
@@ -107,6 +110,7 @@ def check_generation(
             "judge": f"float64 referee per step (factor {options.referee.factor:g}, floor "
             f"{options.referee.floor:g} x RMS); a flip within 4x its allowed RMSE is a near-tie",
             "reference": pt_model.name,
+            "decoding": generator.decoding,
             "prompts": len(runs),
             "new_tokens": options.new_tokens,
             "kv_cache": "yes" if generator.keeps_cache else "none (recomputes)",
@@ -237,10 +241,11 @@ def _list(steps: list[int], most: int = 8) -> str:
 
 
 def _localise(
-    tf_model: TFSide, pt_model: PTModel, runs: list[_Prompt], options: GenerationOptions
+    generator: Generator, pt_model: PTModel, runs: list[_Prompt], options: GenerationOptions
 ) -> Divergence | None:
-    """Where tokens part by a defect: the layer the cross-check finds on the first such
-    prompt's teacher-forced sequence (the prompt and PyTorch's tokens)."""
+    """Where tokens part by a defect: the layer the cross-check finds in the first such
+    prompt's forward pass the generator names (a causal LM's teacher-forced sequence:
+    the prompt and PyTorch's tokens; a seq2seq model's encoder on the prompt)."""
     bad = next((r for r in runs if r.steps.defects), None)
     if bad is None:
         return None
@@ -251,18 +256,14 @@ def _localise(
         return Divergence(None, "head", None, f"{where} (localisation not run)")
     from .crosscheck import CrosscheckOptions, crosscheck
 
-    ids = fed_sequence(bad.prompt, bad.pt.tokens)
-    found = crosscheck(tf_model, pt_model, [Batch(ids, np.ones_like(ids))], CrosscheckOptions())
+    one = generator.forward_pass(pt_model, bad.prompt, bad.pt.tokens)
+    batch = Batch(one.input_ids, np.ones_like(one.input_ids))
+    found = crosscheck(one.tf_side, one.reference, [batch], CrosscheckOptions())
     divergence = found.first_divergence
     if divergence is None:
-        return Divergence(
-            None,
-            "head",
-            None,
-            f"{where}; the cross-check of the teacher-forced sequence passes: the "
-            "difference is in generation itself, not in one forward pass",
-        )
-    divergence.hint = f"{where}; the cross-check finds: {divergence.hint}"
+        hint = f"{where}; the cross-check of {one.covers} passes: {one.when_clean}"
+        return Divergence(None, one.beyond, None, hint)
+    divergence.hint = f"{where}; the cross-check of {one.covers} finds: {divergence.hint}"
     return divergence
 
 
@@ -317,18 +318,27 @@ def _prompt_row(run: _Prompt) -> dict:
 
 def generation_refusal(tf_model: TFSide) -> str | None:
     """Why ``tf_model`` cannot be judged by its generation; None where it can: a causal
-    LM with its LM head, on a side that declares greedy decoding (HF TF models and
-    keras-hub CausalLM tasks; the others' ``generator()`` says why not)."""
+    LM with its LM head, or a seq2seq model (T5, mT5) with its seq2seq LM head, on a side
+    that declares greedy decoding (HF TF models and keras-hub CausalLM tasks; the
+    others' ``generator()`` says why not)."""
     from ..architectures.heads import Head
 
-    if not tf_model.architecture.causal:
+    arch = tf_model.architecture
+    if not arch.causal and not arch.seq2seq:
         return (
             f"{tf_model.name} is a {tf_model.model_type} model, which is not a causal "
             "language model: generation needs one (gpt2, gpt-sw3, opt, ctrl, gptj, xglm, "
             "openai-gpt, mistral; through keras-hub: gpt2, llama, mistral, qwen2, qwen3, "
-            "gemma)"
+            "gemma), or a seq2seq LM (t5, mt5)"
         )
-    if tf_model.head is not Head.CAUSAL_LM:
+    if arch.seq2seq and tf_model.head is not Head.SEQ2SEQ_LM:
+        return (
+            f"{tf_model.name} is a {tf_model.model_type} model without its decoder (it is a "
+            f"{tf_model.head.value} model): generation needs the encoder-decoder with its "
+            f"LM head, which `tfparity generate` loads (e.g. tiny:{tf_model.model_type}); "
+            "sweep --generate takes causal LMs only"
+        )
+    if arch.causal and tf_model.head is not Head.CAUSAL_LM:
         return (
             f"{tf_model.name} has no LM head (it is a {tf_model.head.value} model): "
             "generation needs a causal LM head, e.g. tiny:gpt2/causal-lm or "

@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "overlap and the float64 referee's verdict, a near-tie flip told from a defect. On "
         "the TF side each cached step is compared with a recomputation without cache, and "
         "generation started from gathered inputs_embeds with the ids path. Where tokens "
-        "part by a defect, the cross-check of the teacher-forced sequence names the layer.",
+        "part by a defect, the cross-check of the teacher-forced sequence names the layer. "
+        "A T5/mT5 loads as its seq2seq LM: the prompt feeds the encoder, the decoder's "
+        "tokens are judged, and a defect is localised in the encoder when it is there.",
     )
     add_model_argument(p)
     p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (default: MODEL)")

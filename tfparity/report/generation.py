@@ -12,7 +12,16 @@ from ..results import Report
 from .sections import table
 from .text import divergence_text
 
-_FACTS = ("compares", "judge", "reference", "prompts", "new_tokens", "kv_cache", "embeds_start")
+_FACTS = (
+    "compares",
+    "judge",
+    "reference",
+    "decoding",
+    "prompts",
+    "new_tokens",
+    "kv_cache",
+    "embeds_start",
+)
 
 
 def render_generation(report: Report, *, verbose: bool = False) -> str:

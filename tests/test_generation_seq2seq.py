@@ -1,0 +1,144 @@
+"""``tfparity generate`` on T5/mT5 seq2seq LMs: the prompt feeds the encoder, the
+decoder's greedy tokens are judged (:mod:`tfparity.adapters.generation_seq2seq`).
+
+Both ways, on real tiny models: clean tiny T5 and mT5 agree on every decoder token with
+a consistent cache and the same tokens from gathered encoder embeddings; a decoder fault
+that changes greedy tokens fails at its first divergent step, said to be past the
+encoder (the decoder is not localised); an encoder fault is named by the cross-check of
+the encoder; a corrupt KV cache fails the cache and nothing else; what cannot be
+honoured exits 2 by name.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tfparity import generate
+from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.weight_names import tf_weights_by_pt_name
+from tfparity.architectures.heads import Head, loading_for_generation, unsupported
+from tfparity.cli import main
+from tfparity.errors import TfparityError
+from tfparity.testing import CACHE_FAULTS, perturb_ffn, scale
+
+T5 = "tiny:t5"
+PROMPTS = ("The quick brown fox", "Hello world.")
+N = 4
+
+
+def _port(spec: str = T5) -> TFModel:
+    """A tiny seq2seq LM to break: its class loads only as generate loads it."""
+    with loading_for_generation():
+        return TFModel.load(spec, head=Head.SEQ2SEQ_LM)
+
+
+def _agrees(details: dict) -> None:
+    """Every decoder token agrees, the cache holds, the start from embeddings too."""
+    assert details["decoding"].startswith("seq2seq: the prompt feeds the encoder")
+    for p in details["generation"]:
+        assert p["tf_tokens"] == p["pt_tokens"] and p["tokens_agreed"] == N
+        assert p["embeds_tokens"] == p["tf_tokens"]  # the encoder fed gathered embeddings
+        assert len(p["steps"]) == N
+        assert all(s["cache_ok"] and s["embeds_ok"] for s in p["steps"])
+
+
+@pytest.mark.kernels  # clean verdicts rest on rounding levels: rerun under Eigen kernels
+def test_the_cli_passes_a_clean_tiny_t5_and_says_it_is_seq2seq(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    argv = ["generate", T5, "--new-tokens", str(N), "--text", PROMPTS[0], "--json", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "decoding: seq2seq" in text and "PASS generate" in text
+    data = json.loads(out.read_text())
+    assert data["passed"] is True and data["first_divergence"] is None
+    assert data["model"] == T5 and data["details"]["kv_cache"] == "yes"
+    _agrees(data["details"])
+
+
+@pytest.mark.kernels
+def test_a_clean_tiny_mt5_agrees_on_every_decoder_token():
+    report = generate("tiny:mt5", new_tokens=N, texts=PROMPTS[1:])
+    assert report.passed, [c.problem for c in report.failures]
+    assert report.first_divergence is None
+    _agrees(report.details)
+
+
+def test_a_t5_checkpoint_directory_generates_as_a_seq2seq_lm(tmp_path):
+    from tfparity.adapters.pt_model import load_pt
+
+    with loading_for_generation():
+        saved = load_pt(T5, head=Head.SEQ2SEQ_LM)
+    saved.model.save_pretrained(tmp_path)  # PyTorch safetensors, T5ForConditionalGeneration
+    _port().tokenizer.save_pretrained(tmp_path)
+    report = generate(str(tmp_path), new_tokens=N, texts=PROMPTS[1:], embeds=False)
+    assert report.passed, [c.problem for c in report.failures]
+    assert report.details["reference"].startswith("T5ForConditionalGeneration")
+
+
+def test_a_decoder_fault_fails_at_the_first_divergent_step_past_the_encoder():
+    port = _port()
+    name = "decoder.block.0.layer.2.DenseReluDense.wi.weight"
+    scale(tf_weights_by_pt_name(port.model)[name].variable, 3.0)
+    report = generate(port, pt=T5, new_tokens=N, texts=PROMPTS, embeds=False)
+    assert not report.passed
+    parted = [p for p in report.details["generation"] if p["first_divergent_step"]]
+    assert parted
+    first = parted[0]["first_divergent_step"]
+    k = first["step"]
+    assert parted[0]["tokens_agreed"] == k and k in parted[0]["defects"]
+    assert parted[0]["tf_tokens"][:k] == parted[0]["pt_tokens"][:k]
+    assert first["tf_token"] != first["pt_token"] and not first["near_tie"]
+    # the encoder is clean: the cross-check of it passes, so the decoder is named, unlocalised
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer) == (None, "decoder")
+    assert f"first divergent step {k}" in d.hint
+    assert "the cross-check of the encoder on the prompt passes" in d.hint
+    assert all(not p["cache_failures"] for p in report.details["generation"])
+
+
+def test_an_encoder_fault_is_named_by_the_cross_check_of_the_encoder():
+    port = _port()
+    perturb_ffn(port, 1, 3.0)  # T5's named FFN weight is the encoder's
+    report = generate(port, pt=T5, new_tokens=N, texts=PROMPTS, embeds=False)
+    assert not report.passed
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer) == (2, 1)
+    assert "the cross-check of the encoder on the prompt finds" in d.hint
+    assert "encoder.block.1.layer.1.DenseReluDense.wi.weight" in d.hint and "scaled by 3" in d.hint
+
+
+def test_a_corrupt_kv_cache_fails_the_cache_and_nothing_else():
+    fault = next(f for f in CACHE_FAULTS if "scaled" in f.name)
+    port = fault.apply(_port())
+    report = generate(port, pt=T5, new_tokens=N, texts=PROMPTS[1:], embeds=False)
+    assert not report.passed
+    row = report.details["generation"][0]
+    assert row["cache_failures"] == list(range(fault.first_step, N))
+    assert not row["defects"]  # fed PyTorch's tokens without a cache, TF agrees
+    assert [c.name for c in report.failures] == ["prompt 0: TF cache"]
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["generate", "tiny:t5/base"], "t5 model without its decoder"),
+        (["generate", T5, "--new-tokens", "0"], "new_tokens must be an int >= 1"),
+        (["check", "tiny:t5/seq2seq-lm"], "cannot check seq2seq-lm heads yet"),
+        (["crosscheck", "tiny:mt5/seq2seq-lm"], "encoder-decoder models' encoders only"),
+    ],
+)
+def test_what_cannot_be_honoured_exits_2_naming_why(argv, words, capsys):
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_seq2seq_lms_load_for_generation_only():
+    assert unsupported(Head.SEQ2SEQ_LM) is not None
+    with loading_for_generation():
+        assert unsupported(Head.SEQ2SEQ_LM) is None
+        assert unsupported(Head.MULTIPLE_CHOICE) is not None  # only generation's kinds
+    assert unsupported(Head.SEQ2SEQ_LM) is not None
+    with pytest.raises(TfparityError, match="seq2seq-lm"):
+        TFModel.load(T5, head=Head.SEQ2SEQ_LM)
