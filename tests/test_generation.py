@@ -42,7 +42,12 @@ def test_a_clean_tiny_causal_lm_agrees_on_every_token_and_its_cache(model_type):
         assert not p["defects"] and not p["cache_failures"] and not p["embeds_failures"]
         assert p["embeds_tokens"] == p["tf_tokens"]  # started from gathered embeddings
         assert len(p["steps"]) == N
-        assert all(s["cache_ok"] and s["embeds_ok"] for s in p["steps"])
+        assert all(s["cache_ok"] for s in p["steps"])
+        # a cached model's embeds start leaves the ids start's very state (bitwise), so
+        # its decoding is the ids path's; a model without a cache decodes it step by step
+        same = p["embeds_same_start"]
+        assert same == (report.details["kv_cache"] == "yes")
+        assert same or all(s["embeds_ok"] for s in p["steps"])
 
 
 def test_a_fault_that_changes_greedy_tokens_fails_naming_the_step_and_the_layer():
@@ -110,6 +115,15 @@ def test_a_fault_only_in_the_start_from_embeds_is_caught_there():
     (p,) = report.details["generation"]
     assert p["embeds_failures"][0] == 0 and not p["cache_failures"] and not p["defects"]
     assert [c.name for c in report.failures] == ["prompt 0: from inputs_embeds"]
+    assert not p["embeds_same_start"]  # its prefill differs: decoded step by step
+
+
+def test_an_embeds_start_in_the_ids_start_state_is_not_decoded_again():
+    report = generate(GPT2, new_tokens=N, texts=PROMPTS[:1])
+    (p,) = report.details["generation"]
+    assert p["embeds_same_start"] and p["embeds_tokens"] == p["tf_tokens"]
+    assert all(s["embeds_rmse"] is None for s in p["steps"])  # no step decoded again
+    assert any("bitwise as the prefill from ids" in n for n in report.notes)
 
 
 def test_openai_gpt_keeps_no_cache_and_the_report_says_so():

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .greedy import GreedyRun, fed_sequence, greedy_config
+from .greedy import GreedyRun, SameStart, fed_sequence, greedy_config
 from .interfaces import ForwardPass
 from .runtime import import_tf
 
@@ -79,21 +79,32 @@ class HFGenerator:
         """The teacher-forced sequence (the prompt and ``tokens`` fed) on the model."""
         return teacher_forced_pass(self.side, reference, prompt, tokens)
 
-    def generate_from_embeds(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
+    def generate_from_embeds(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun | SameStart:
         """tfparity's greedy loop, started from the prompt's word embeddings gathered on
         the Keras side (with the ids path's own changes, :meth:`TFModel.gather`), then fed
         each chosen id on the KV cache; where the model keeps no cache, every step runs
-        on the embeddings of the prompt and the tokens so far."""
+        on the embeddings of the prompt and the tokens so far. With a cache, only the
+        prefill reads the embeddings: where it leaves logits and cache bitwise as the ids
+        prefill does, the rest is the ids path's decoding (a :class:`SameStart`)."""
         prompt = np.asarray(prompt, np.int32)
-        if self.keeps_cache:
-            return self._cached_loop(prompt, new_tokens)
-        return embeds_loop(self.side, prompt, new_tokens)
+        if not self.keeps_cache:
+            return embeds_loop(self.side, prompt, new_tokens)
+        start = self._prefill(prompt, embeds=True)
+        same = _same_state(start, self._prefill(prompt, embeds=False))
+        return same if same is not None else self._cached_loop(start, prompt, new_tokens)
 
-    def _cached_loop(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
-        hf = self.side.model
-        embeds = self.side.gather(prompt[None])
+    def _prefill(self, prompt: np.ndarray, embeds: bool) -> Any:
+        """The model's call over the whole prompt, from gathered embeddings or from ids,
+        keeping its KV cache."""
         mask = np.ones((1, len(prompt)), np.int32)
-        out = hf(None, inputs_embeds=embeds, attention_mask=mask, use_cache=True, training=False)
+        if embeds:
+            fed = {"input_ids": None, "inputs_embeds": self.side.gather(prompt[None])}
+        else:
+            fed = {"input_ids": prompt[None]}
+        return self.side.model(**fed, attention_mask=mask, use_cache=True, training=False)
+
+    def _cached_loop(self, out: Any, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
+        hf = self.side.model
         tokens, logits = [], []
         for step in range(new_tokens):
             logits.append(np.asarray(out.logits[0, -1].numpy()))
@@ -109,6 +120,22 @@ class HFGenerator:
                 training=False,
             )
         return GreedyRun(np.array(tokens), np.stack(logits), cached=True)
+
+
+def _same_state(embeds: Any, ids: Any) -> SameStart | None:
+    """A SameStart where both prefills' logits and every KV-cache tensor are bitwise
+    equal; None where anything differs (the generation from embeddings then runs)."""
+    tf = import_tf()
+    cache_a, cache_b = (tf.nest.flatten(o.past_key_values) for o in (embeds, ids))
+    pairs = [(embeds.logits, ids.logits), *zip(cache_a, cache_b, strict=False)]
+    if len(cache_a) != len(cache_b) or not cache_a:
+        return None
+    for a, b in pairs:
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or not np.array_equal(a, b):
+            return None
+    logits = np.asarray(embeds.logits[0, -1])
+    return SameStart(logits, np.asarray(ids.logits[0, -1]), len(cache_a))
 
 
 @contextlib.contextmanager

@@ -29,6 +29,19 @@ class GreedyRun:
     cached: bool = True
 
 
+@dataclass(frozen=True)
+class SameStart:
+    """The start from ``inputs_embeds`` left the decoder in the ids start's very state:
+    the prefill's logits and every KV-cache tensor are bitwise equal. Every later step
+    feeds token ids on that cache, so the generation from embeddings is the ids path's
+    (it is not decoded a second time). ``logits``/``ids_logits``: the prefill's last
+    position from each start [vocab]; ``cache_tensors``: how many cache tensors matched."""
+
+    logits: np.ndarray
+    ids_logits: np.ndarray
+    cache_tensors: int
+
+
 def greedy_config(new_tokens: int, pad_token_id: int | None) -> Any:
     """transformers' GenerationConfig for greedy decoding of exactly ``new_tokens``
     tokens, returning each step's scores (TF) and raw logits (PyTorch)."""

@@ -32,7 +32,7 @@ from .holdings import Holdings
 from .specs import ModelSpec
 
 if TYPE_CHECKING:
-    from .greedy import GreedyRun
+    from .greedy import GreedyRun, SameStart
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,10 @@ class Generator(Protocol):
     decoding: str  # what the tokens are: a causal LM's continuation, a seq2seq decoder's
 
     def generate(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun: ...
-    def generate_from_embeds(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun: ...
+    # A SameStart where the embeds start leaves the decoder in the ids start's state
+    def generate_from_embeds(
+        self, prompt: np.ndarray, new_tokens: int
+    ) -> GreedyRun | SameStart: ...
     def step_logits(self, prompt: np.ndarray, tokens: np.ndarray) -> np.ndarray: ...
     def forward_pass(
         self, reference: Reference, prompt: np.ndarray, tokens: np.ndarray

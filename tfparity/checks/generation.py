@@ -23,12 +23,12 @@ numpy arrays.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from ..adapters import generation_pt
-from ..adapters.greedy import GreedyRun
+from ..adapters.greedy import GreedyRun, SameStart
 from ..adapters.interfaces import Generator, TFSide
 from ..adapters.pt_model import PTModel
 from ..compare import Comparison, Referee, compare_arrays
@@ -78,6 +78,7 @@ class _Prompt:
     steps: PromptSteps
     recomputed: np.ndarray
     embeds: GreedyRun | None = None
+    same_start: SameStart | None = None  # the embeds start left the ids start's state
     embeds_recomputed: np.ndarray | None = None
 
 
@@ -132,7 +133,7 @@ def _runs(
     by prompt slows both (each spins after its work, holding cores)."""
     n = options.new_tokens
     tf_runs = [generator.generate(p, n) for p in prompts]
-    starts: list[GreedyRun | None] = [None] * len(prompts)
+    starts: list[GreedyRun | SameStart | None] = [None] * len(prompts)
     if options.embeds and refusal is None:
         starts = [generator.generate_from_embeds(p, n) for p in prompts]
     pt_runs = [generation_pt.pt_generate(pt_model, p, n) for p in prompts]
@@ -150,7 +151,9 @@ def _runs(
         recomputed = _recomputed(generator, prompt, tf_run.tokens, known)
         judge_cache(steps, tf_run.logits, recomputed, bounds)
         run = _Prompt(i, np.asarray(prompt), tf_run, pt_run, forced, steps, recomputed)
-        if start is not None:
+        if isinstance(start, SameStart):
+            run.same_start = start
+        elif start is not None:
             run.embeds = start
             run.embeds_recomputed = _recomputed(generator, prompt, start.tokens, known)
             judge_embeds(steps, start.logits, run.embeds_recomputed, bounds)
@@ -184,6 +187,11 @@ def _comparisons(run: _Prompt) -> list[Comparison]:
             _steps_problem(s, "cache", "cached step {k} differs from recomputation"),
         ),
     ]
+    if run.same_start is not None:  # bitwise the ids start's state: its decoding follows
+        start = run.same_start
+        found.append(
+            _judged(f"prompt {i}: from inputs_embeds", start.logits, start.ids_logits, None)
+        )
     if run.embeds is not None:
         text = "step {k} started from inputs_embeds differs from the ids path"
         found.append(
@@ -201,8 +209,7 @@ def _judged(name: str, actual: np.ndarray, expected: np.ndarray, problem: str | 
     """The logits' statistics, with the generation's verdict (``problem``: None passes):
     the steps' judge decides, not a tolerance."""
     c = compare_arrays(actual, expected, name=name, check_dtype=False)
-    c.passed, c.problem, c.judge, c.referee = problem is None, problem, "referee", None
-    return c
+    return replace(c, passed=problem is None, problem=problem, judge="referee", referee=None)
 
 
 def _tokens_problem(s: PromptSteps) -> str | None:
@@ -278,6 +285,15 @@ def _notes(
         )
     if refusal:
         notes.append(f"Generation from inputs_embeds not compared: {refusal}.")
+    same = [r for r in runs if r.same_start is not None]
+    if same:
+        cache = same[0].same_start.cache_tensors
+        notes.append(
+            f"Generation from inputs_embeds: in {len(same)} of {len(runs)} prompts the "
+            f"prefill from gathered embeddings left the logits and all {cache} KV-cache "
+            "tensors bitwise as the prefill from ids does; every later step feeds token ids "
+            "on that cache, so it decodes exactly as the ids path (not decoded again)."
+        )
     ties = [(r.index, k) for r in runs for k in r.steps.near_ties]
     if ties:
         where = ", ".join(f"prompt {i} step {k}" for i, k in ties[:5])
@@ -306,7 +322,9 @@ def _prompt_row(run: _Prompt) -> dict:
         "first_divergent_step": asdict(s.first_divergence) if s.first_divergence else None,
         "tf_tokens": [int(t) for t in run.tf.tokens],
         "pt_tokens": [int(t) for t in run.pt.tokens],
-        "embeds_tokens": [int(t) for t in run.embeds.tokens] if run.embeds else None,
+        "embeds_tokens": _embeds_tokens(run),
+        # the embeds start left the decoder bitwise in the ids start's state
+        "embeds_same_start": run.same_start is not None,
         "defects": s.defects,
         "near_ties": s.near_ties,
         "referee_failures": s.referee_failures,
@@ -349,6 +367,14 @@ def generation_refusal(tf_model: TFSide) -> str | None:
     except TfparityError as exc:
         return str(exc).rstrip(".")
     return None
+
+
+def _embeds_tokens(run: _Prompt) -> list[int] | None:
+    """The tokens generated from ``inputs_embeds``: its own run's, or, where it left the
+    ids start's very state, the ids path's (what decoding on that state gives)."""
+    if run.embeds is not None:
+        return [int(t) for t in run.embeds.tokens]
+    return [int(t) for t in run.tf.tokens] if run.same_start is not None else None
 
 
 def prompts_of(batches: Sequence[Batch], new_tokens: int, limits: Limits) -> list[np.ndarray]:

@@ -118,10 +118,17 @@ def prompt_table(prompts: list[dict[str, Any]]) -> list[str]:
                 f"{min(s['top_k_overlap'] for s in steps):.0%}",
                 _ok(p["referee_failures"], n),
                 _ok(p["cache_failures"], n),
-                _ok(p["embeds_failures"] if p["embeds_tokens"] is not None else None, n),
+                _embeds(p, n),
             )
         )
     return table(header, rows)
+
+
+def _embeds(p: dict[str, Any], n: int) -> str:
+    """The start from inputs_embeds: its steps' verdict, or the same state as the ids."""
+    if p.get("embeds_same_start"):
+        return "ok (same state)"
+    return _ok(p["embeds_failures"] if p["embeds_tokens"] is not None else None, n)
 
 
 def _why(first: dict[str, Any]) -> str:

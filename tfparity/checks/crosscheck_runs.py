@@ -1,0 +1,87 @@
+"""The cross-check's runs: the TF and PyTorch passes over the batches, one framework at
+a time, the float64 truth folded into per-leaf referee sums as it arrives (its outputs
+are not kept), and, where asked, the sub-layer taps and isolated runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..adapters.interfaces import Reference, TFSide
+from ..compare import RefereeSums
+from ..inputs import Batch
+from ..trace import Trace
+from .embeds import ensure_finite
+
+
+@dataclass
+class Runs:
+    """Per-batch results of the TF and PyTorch runs, the float64 run's referee sums
+    per leaf (its outputs are not kept), and the sub-layer records."""
+
+    tf: list[Trace] = field(default_factory=list)
+    pt: list[Trace] = field(default_factory=list)
+    referee: dict[str, RefereeSums] = field(default_factory=dict)
+    tf_taps: list[dict] = field(default_factory=list)
+    pt_taps: list[dict] = field(default_factory=list)
+    pt64_taps: list[dict] = field(default_factory=list)
+    isolated: list[dict] = field(default_factory=list)
+
+
+def run_all(
+    tf_model: TFSide,
+    pt_model: Reference,
+    batches: Sequence[Batch],
+    tapped: bool,
+    tf_traces: Sequence[Trace] | None = None,
+    truths: bool = True,
+) -> Runs:
+    """``truths=False``: no float64 run (a side judged by budgets)."""
+    runs = Runs()
+    if tapped:  # taps record Python-side layer calls: the runs are eager
+        float64 = iter([add_tapped_run(runs, tf_model, pt_model, batch) for batch in batches])
+    else:
+        # One framework at a time: switching between TensorFlow's and PyTorch's thread
+        # pools batch by batch slows both (each spins after its work, holding cores).
+        runs.tf = list(tf_traces) if tf_traces is not None else [tf_model.run(b) for b in batches]
+        runs.pt = [pt_model.run(b) for b in batches]
+        float64 = (pt_model.run(b, float64=True) for b in batches)  # one at a time
+    for i in range(len(runs.pt)):
+        ensure_finite(runs.pt[i], "the PyTorch reference")
+        runs.pt[i] = outputs_of(tf_model, runs.pt[i])
+    for i, truth in enumerate(float64 if truths else []):
+        add_truth(runs, i, outputs_of(tf_model, truth), batches[i].attention_mask)
+    return runs
+
+
+def add_truth(runs: Runs, i: int, truth: Trace, mask: Any) -> None:
+    """Batch ``i``'s float64 run, added to each leaf's referee sums and then let go."""
+    for name in truth:
+        if name in runs.tf[i] and name in runs.pt[i]:
+            sums = runs.referee.setdefault(name, RefereeSums())
+            sums.add(runs.tf[i][name], runs.pt[i][name], truth[name], mask, name=name)
+
+
+def add_tapped_run(runs: Runs, tf_model: TFSide, pt_model: Reference, batch: Batch) -> Trace:
+    """One batch with sub-layer taps on all three sides, and the TF isolated runs; the
+    float64 run is returned, for its referee sums."""
+    tf_trace, tf_rec = tf_model.tapped_run(batch)
+    pt, pt_rec = pt_model.recorded(batch, tapped=True)
+    pt64, pt64_rec = pt_model.recorded(batch, float64=True, tapped=True)
+    runs.tf.append(tf_trace)
+    runs.pt.append(pt)
+    runs.tf_taps.append(tf_rec)
+    runs.pt_taps.append(pt_rec)
+    runs.pt64_taps.append(pt64_rec)
+    runs.isolated.append(tf_model.isolated(pt_rec, pt.hidden_states, batch))
+    return pt64
+
+
+def outputs_of(tf_model: TFSide, trace: Trace) -> Trace:
+    """The reference's tensors that the TF side produces at all: a keras-hub backbone
+    has no counterpart of some HF outputs (RoBERTa's pooler); HF TF models compare all."""
+    names = tf_model.output_names(trace)
+    if names is None:
+        return trace
+    return Trace({k: v for k, v in trace.items() if k in names})

@@ -1,0 +1,243 @@
+"""Where a failing cross-check diverges first: the hidden state, layer and component
+(from the sub-layer taps and isolated runs), past the last layer into the pooler or the
+head, and the hint that names a likely cause with evidence (weights, config, numeric
+signatures, the registry's known differences); and the per-layer tables of the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..adapters.interfaces import Reference, TFSide
+from ..architectures import activation_name
+from ..architectures.heads import Head
+from ..compare import Comparison, Referee, RefereeResult, referee_batches
+from ..results import Divergence, Hint
+from ..trace import hidden_state_index
+from . import hints
+from .crosscheck_runs import Runs
+from .export_source import NO_INTERMEDIATES
+
+
+@dataclass
+class Component:
+    """One tap: accumulated (full run) and isolated (fed PyTorch's input) verdicts."""
+
+    name: str
+    accumulated: RefereeResult
+    isolated: RefereeResult | None
+
+
+def components_of(runs: Runs, masks: list, referee: Referee) -> list[Component]:
+    found = []
+    for name in runs.pt_taps[0]:
+        if not all(name in r for r in runs.tf_taps):
+            continue
+        acc = referee_batches(
+            name,
+            [r[name] for r in runs.tf_taps],
+            [r[name] for r in runs.pt_taps],
+            [r[name] for r in runs.pt64_taps],
+            masks=masks,
+            referee=referee,
+        )
+        iso = None
+        if all(name in r for r in runs.isolated):
+            # rmse(TF isolated, PT fp32) against rmse(PT fp64, PT fp32).
+            iso = referee_batches(
+                name,
+                [r[name] for r in runs.isolated],
+                [r[name] for r in runs.pt64_taps],
+                [r[name] for r in runs.pt_taps],
+                masks=masks,
+                referee=referee,
+            )
+        found.append(Component(name, acc, iso))
+    return found
+
+
+# ----------------------------------------------------------------------------- localisation
+
+
+def localise(
+    tf_model: TFSide,
+    pt_model: Reference,
+    comparisons: list[Comparison],
+    components: list[Component],
+    runs: Runs,
+) -> Divergence:
+    failing = [c for c in comparisons if not c.passed]
+    hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
+    if not hidden and all(hidden_state_index(c.name) is None for c in comparisons):
+        hint = _hint(tf_model, pt_model, "output", "output", runs)  # every weight, if mapped
+        return Divergence(None, "output", None, f"{NO_INTERMEDIATES} {hint}")
+    if not hidden:
+        where = _past_hidden_states(tf_model, failing, comparisons)
+        hint = _hint(tf_model, pt_model, where, where, runs)
+        return Divergence(None, where, where if where != "output" else None, hint)
+    k = hidden[0]
+    if k == 0:
+        hint = _hint(tf_model, pt_model, "embeddings", "embeddings", runs)
+        hint = _known(tf_model, pt_model, 0, "embeddings", "embeddings", hint)
+        return Divergence(0, "embeddings", "embeddings", hint)
+    layer = k - 1
+    component = _component_of(layer, components)
+    hint = _hint(tf_model, pt_model, layer, component, runs)
+    return Divergence(k, layer, component, _known(tf_model, pt_model, k, layer, component, hint))
+
+
+def _past_hidden_states(
+    tf_model: TFSide, failing: list[Comparison], comparisons: list[Comparison]
+) -> str:
+    """Where a divergence that no hidden state shows is: the pooler, the head, or, for
+    a base model whose hidden states were not compared at all (a model of the user's
+    own without a layer map), its output."""
+    compared = any(hidden_state_index(c.name) is not None for c in comparisons)
+    if not compared and any(c.name == "last_hidden_state" for c in failing):
+        return "output"  # before the pooler, which reads it
+    if any(c.name.startswith("pooler") for c in failing):
+        return "pooler"
+    return "head" if compared or tf_model.head is not Head.BASE else "output"
+
+
+def _known(
+    tf_model: TFSide, pt_model: Reference, hidden_state: int, layer: Any, component: Any, hint: str
+) -> str:
+    """The hint, with the registry's finding where the divergence is the known
+    difference of this port (e.g. transformers' TF OpenAI GPT's exact GELU) and how to
+    check the rest of the port; not where the reference already computes as the port."""
+    known = tf_model.known_difference
+    if known is None or (known.hidden_state, known.layer, known.component) != (
+        hidden_state,
+        layer,
+        component,
+    ):
+        return hint
+    if known.reproduced_by(pt_model.config):
+        return hint
+    return f"{hint}; a known difference of this port: {known.finding}{known.rerun()}"
+
+
+def _component_of(layer: int, components: list[Component]) -> str | None:
+    """The layer's first failing component (isolated first); None without taps."""
+    mine = [c for c in components if c.name.startswith(f"layer_{layer}.")]
+    if not mine:
+        return None
+    for judge in ("isolated", "accumulated"):
+        for c in mine:
+            result = getattr(c, judge)
+            if result is not None and not result.passed:
+                return c.name.split(".", 1)[1]
+    return "attention"
+
+
+def _hint(
+    tf_model: TFSide, pt_model: Reference, layer: Any, component: str | None, runs: Runs
+) -> str:
+    found = hints.config_differences(tf_model.config, pt_model.config, pt_model.config_changes)
+    scope = pt_model.weight_scope(layer, component)
+    if layer == "head":  # the head's own weights, and the pooler that feeds it
+        scope = [(name, "") for name in pt_model.head_weight_names()]
+    if layer == "output":  # no hidden state says where: every weight may be the one
+        scope = [("", "")]
+    pt_weights = pt_model.weights() if scope else {}
+    tf_weights = tf_model.weights_for(pt_weights) if pt_weights else {}
+    for prefix, contains in scope if pt_weights else []:
+        differ = hints.weight_differences(tf_weights, pt_weights, prefix, contains)
+        found += [_with_weight_note(tf_model, h) for h in differ]
+        found += tf_model.unported(pt_weights, prefix, contains)  # a converter's own map
+    if isinstance(layer, int) and runs.pt_taps and tf_model.localisable():
+        found += _numeric_signature(tf_model, pt_model, layer, component, runs)
+    stored = not pt_weights and not pt_model.weights()  # outputs only: no weights to compare
+    if not found:
+        if stored:
+            text = hints.STORED_NOTE
+        elif pt_weights and not tf_weights:  # e.g. an export of a Keras 3 model
+            text = (
+                f"The config agrees here; {tf_model.name}'s weights are not known by "
+                "PyTorch name, so they were not compared: a dropped, transposed or scaled "
+                "weight of this component, or a computation difference."
+            )
+        else:
+            text = hints.COMPUTATION_NOTE
+        found.append(Hint("note", text))
+    return "; ".join(h.text for h in found)
+
+
+def _with_weight_note(tf_model: TFSide, hint: Hint) -> Hint:
+    """A weight hint, with what the TF side knows of how that weight was converted."""
+    extra = tf_model.weight_note(hint.weight) if hint.weight else None
+    return replace(hint, text=f"{hint.text} ({extra})") if extra else hint
+
+
+def _numeric_signature(
+    tf_model: TFSide, pt_model: Reference, layer: int, component: str | None, runs: Runs
+) -> list[Hint]:
+    """Which activation (intermediate) or LayerNorm epsilon (output) reproduces each side,
+    computed from PyTorch's inputs to the component and the TF weights."""
+    ffn = tf_model.feed_forward(layer)
+    if ffn is None:
+        return []
+    pt_rec, tf_iso = runs.pt_taps[0], runs.isolated[0]
+    attn = pt_rec[f"layer_{layer}.attention"]
+    if component == "intermediate":
+        kernel, bias = ffn.up
+        text = hints.activation_hint(
+            attn @ kernel + bias,
+            pt_rec[f"layer_{layer}.intermediate"],
+            tf_iso[f"layer_{layer}.intermediate"],
+            ffn.activation,
+            activation_name(pt_model.config),
+        )
+        return [Hint("activation", text)]
+    if component == "output" and ffn.norm is not None:
+        kernel, bias = ffn.down
+        pre = pt_rec[f"layer_{layer}.intermediate"] @ kernel + bias + attn
+        gamma, beta, eps = ffn.norm
+        text = hints.layernorm_hint(pre, gamma, beta, pt_rec[f"layer_{layer}.output"], eps)
+        return [Hint("layernorm", text)]
+    return []
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def layer_rows(
+    comparisons: list[Comparison], referees: list[RefereeResult | None], components: list[Component]
+) -> list[dict[str, Any]]:
+    rows = []
+    for c, r in zip(comparisons, referees, strict=True):
+        k = hidden_state_index(c.name)
+        if k is None:
+            continue
+        layer = "embeddings" if k == 0 else k - 1
+        prefix = "embeddings" if k == 0 else f"layer_{k - 1}."
+        mine = [x for x in components if x.name.startswith(prefix)]
+        isolated = [x.isolated for x in mine if x.isolated is not None]
+        rows.append(
+            {
+                "hidden_state": k,
+                "layer": layer,
+                "max_abs_diff": c.max_abs_diff,
+                "mean_abs_diff": c.mean_abs_diff,
+                "cosine": c.cosine,
+                "rmse_vs_fp64": r.actual_rmse if r else None,
+                "reference_rmse_vs_fp64": r.reference_rmse if r else None,
+                "accumulated_ok": all(x.accumulated.passed for x in mine) if mine else None,
+                "isolated_ok": all(x.passed for x in isolated) if isolated else None,
+                "isolated_rmse": max((x.actual_rmse for x in isolated), default=None),
+                "passed": c.passed,
+            }
+        )
+    return rows
+
+
+def component_row(c: Component) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "accumulated_rmse": c.accumulated.actual_rmse,
+        "reference_rmse": c.accumulated.reference_rmse,
+        "accumulated_ok": c.accumulated.passed,
+        "isolated_rmse": c.isolated.actual_rmse if c.isolated else None,
+        "isolated_ok": c.isolated.passed if c.isolated else None,
+    }
