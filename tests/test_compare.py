@@ -1192,3 +1192,17 @@ def test_referee_sums_fail_a_non_finite_candidate_and_refuse_other_shapes():
     assert sums.result("x", Referee()) is None
     with pytest.raises(ValueError, match="differ in shape"):
         referee_batches("x", [r[:, :2]], [r], [t])
+
+
+@_SETTINGS
+@given(
+    hnp.arrays(np.float32, st.integers(1, 200), elements=st.floats(-1e3, 1e3, width=32)),
+    st.booleans(),
+)
+def test_property_a_comparison_reports_numpys_median_and_p99(a, same):
+    # equal arrays take the shortcut (both 0, no partition); others the partitions
+    b = a.copy() if same else a + np.float32(0.5)
+    c = compare_arrays(a, b)
+    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    median, p99 = np.percentile(d, [50, 99])
+    assert (c.median_abs_diff, c.p99_abs_diff) == (float(median), float(p99))

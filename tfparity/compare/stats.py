@@ -238,7 +238,9 @@ def _fused_stats(
     if not np.isfinite(mean):
         return None
     totals, sums = blocks.totals, blocks.sums
-    median, p99 = _median_p99(diff, diff) if diff.size else (0.0, 0.0)
+    # all equal (the embeds check's usual case): no partition needed to know both are 0
+    exact = totals.worst is None or totals.worst_diff == 0.0
+    median, p99 = (0.0, 0.0) if exact else _median_p99(diff, diff)
     return dict(
         mismatched=totals.mismatched,
         max_abs_diff=totals.worst_diff if totals.worst is not None else 0.0,
