@@ -1206,3 +1206,26 @@ def test_property_a_comparison_reports_numpys_median_and_p99(a, same):
     d = np.abs(a.astype(np.float64) - b.astype(np.float64))
     median, p99 = np.percentile(d, [50, 99])
     assert (c.median_abs_diff, c.p99_abs_diff) == (float(median), float(p99))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        lambda r, n: np.abs(r.standard_normal(n)) * 1e-6,  # a hidden state's differences
+        lambda r, n: np.where(r.random(n) < 0.7, 0.0, r.random(n)),  # mostly exact zeros
+        lambda r, n: r.integers(0, 4, n).astype(np.float64),  # a few values, many ties
+        lambda r, n: r.pareto(1.5, n),  # a heavy tail
+        lambda r, n: np.sort(r.random(n)),  # ordered
+    ],
+)
+@pytest.mark.parametrize("n", [65536, 200_003])
+def test_large_arrays_give_numpys_median_and_p99_exactly(values, n):
+    d = values(np.random.default_rng(n), n).astype(np.float64)
+    before = d.copy()
+    assert _stats._median_p99(d) == tuple(float(x) for x in np.percentile(d, [50, 99]))
+    assert np.array_equal(d, before)  # read, not reordered
+
+
+def test_the_sampled_bracket_holds_on_a_hidden_state_like_array():
+    d = np.abs(np.random.default_rng(0).standard_normal(300_000))
+    assert _stats._bracketed(d) == tuple(float(x) for x in np.percentile(d, [50, 99]))
