@@ -816,7 +816,7 @@ def ray_scaling(spec: str, texts: list[str], n_ray: int) -> None:
     )
 
 
-def generation(spec: str, new_tokens: int, repeats: int = 3) -> None:
+def generation(spec: str, new_tokens: int, rounds: int = 5) -> None:
     """(g) `tfparity.generate` against the bare generate calls giving the same tokens."""
     import torch
 
@@ -850,15 +850,29 @@ def generation(spec: str, new_tokens: int, repeats: int = 3) -> None:
     def ours(embeds: bool) -> Callable[[], object]:
         return lambda: generate(tf_model, pt=pt_model, new_tokens=new_tokens, embeds=embeds)
 
-    t_tf, t_pt = (timed(f, repeats) for f in (bare_tf, bare_pt))
-    t_ids, t_all = timed(ours(False), repeats), timed(ours(True), repeats)
+    runs = (("bare", lambda: (bare_tf(), bare_pt())), ("ids", ours(False)), ("all", ours(True)))
+    for _, fn in runs:
+        fn()  # warm-up
+    times: dict[str, list[float]] = {}
+    for i in range(rounds):  # alternated: the machine drifts (ratios taken per round)
+        for label, fn in runs if i % 2 == 0 else runs[::-1]:
+            times.setdefault(label, []).append(timed_once(fn))
+    ids = [o / b for o, b in zip(times["ids"], times["bare"], strict=True)]
+    both = [o / b for o, b in zip(times["all"], times["bare"], strict=True)]
+    med = statistics.median
     print(f"\n(g) generate, {spec}, {len(prompts)} prompts x {new_tokens} new tokens")
-    print(f"  bare TF generate {t_tf:.2f} s, PyTorch generate {t_pt:.2f} s")
-    print(f"  tfparity generate --no-embeds {t_ids:.2f} s: {t_ids / (t_tf + t_pt):.2f}x "
-          "the bare TF + PyTorch generate")  # fmt: skip
-    ratio = t_all / (t_tf + t_pt)
-    print(f"  tfparity generate {t_all:.2f} s (with the start from inputs_embeds): "
-          f"{ratio:.2f}x the bare TF + PyTorch generate (goal <= 1.3x)")  # fmt: skip
+    print(f"  bare TF + PyTorch generate {med(times['bare']):.2f} s")
+    print(f"  tfparity generate --no-embeds {med(times['ids']):.2f} s: {med(ids):.2f}x "
+          f"(rounds {', '.join(f'{r:.2f}' for r in ids)})")  # fmt: skip
+    print(f"  tfparity generate {med(times['all']):.2f} s (with the start from inputs_embeds): "
+          f"{med(both):.2f}x the bare calls (goal <= 1.3x; rounds "
+          f"{', '.join(f'{r:.2f}' for r in both)})")  # fmt: skip
+
+
+def timed_once(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def _json(line: str) -> dict:
