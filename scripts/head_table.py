@@ -40,7 +40,10 @@ def measure(model_type: str, head: Head) -> tuple[str, str, str]:
         (r,) = crosscheck(tf_model, pt=pt_model, inputs=INPUTS, reload=False)
         return r
 
-    clean = run()
+    try:
+        clean = run()
+    except TfparityError as exc:  # e.g. a head that refuses random ids
+        return "exit 2", " ".join(str(exc).split())[:120], ""
     agree = "; ".join(
         f"{a['measure']} {a['agree']}/{a['total']}" for a in clean.details["agreement"]
     )

@@ -62,3 +62,14 @@ def test_a_reference_is_named_by_the_spec_not_a_machine_path():
     name = load_pt("minilm").name
     assert name == "BertModel (minilm)"
     assert "/" not in name
+
+
+def test_a_reference_that_refuses_its_inputs_is_a_usage_error_naming_it(capsys):
+    from tfparity.cli import main
+
+    # Longformer's QA head asserts two separator tokens per question; random ids have none
+    argv = ["crosscheck", "tiny:longformer/question-answering", "--random", "2", "--no-reload"]
+    assert main([*argv, "--seq-len", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "LongformerForQuestionAnswering) refused these inputs: AssertionError" in err
+    assert "please report it" not in err

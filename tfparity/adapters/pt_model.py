@@ -165,7 +165,13 @@ class PTModel:
         torch = import_torch()
         model = self.fp64() if float64 else self.model
         with torch.no_grad(), _default_dtype(torch.float64 if float64 else None):
-            out = model(**self.torch_inputs(batch), output_hidden_states=True, return_dict=True)
+            try:
+                out = model(**self.torch_inputs(batch), output_hidden_states=True, return_dict=True)
+            except (AssertionError, ValueError) as exc:  # transformers' checks of its inputs
+                raise TfparityError(
+                    f"{self.name} ({type(model).__name__}) refused these inputs: "
+                    f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+                ) from exc
         return Trace.from_output(out)
 
     def decoder_logits(
