@@ -397,3 +397,17 @@ def _tiny_bert_checkpoint(tmp_path: Path) -> Path:
     transformers.BertModel(tiny_config("bert")).save_pretrained(directory, safe_serialization=True)
     tiny_tokenizer().save_pretrained(directory)
     return directory
+
+
+def test_a_head_whose_optional_package_is_missing_is_a_usage_error_naming_it(capsys):
+    import importlib.util
+
+    from tfparity.cli import main
+
+    if importlib.util.find_spec("tensorflow_probability") is not None:
+        pytest.skip("tensorflow_probability is installed: TAPAS's TF heads can run")
+    argv = ["crosscheck", "tiny:tapas/question-answering", "--random", "2", "--no-reload"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "TFTapasForQuestionAnswering cannot run here" in err
+    assert "tensorflow_probability" in err and "please report it" not in err

@@ -9,6 +9,7 @@ and then with ``torch.load(weights_only=True)``. Remote code is never trusted.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,8 +195,19 @@ def _tie_output_embeddings(model: Any) -> None:
 
 
 def build(model: Any) -> None:
-    """Create the weights (a TF model has none until it is called once)."""
-    model(model.dummy_inputs, training=False)
+    """Create the weights (a TF model has none until it is called once). A class whose
+    module lacks an optional package transformers skipped importing (TAPAS's heads use
+    ``tensorflow_probability``) fails here with a NameError: exit 2, naming it."""
+    try:
+        model(model.dummy_inputs, training=False)
+    except NameError as exc:
+        found = re.search(r"name '(\w+)' is not defined", str(exc))
+        missing = found.group(1) if found else "a name"
+        raise TfparityError(
+            f"{type(model).__name__} cannot run here: transformers' module for it uses "
+            f"{missing!r}, which it did not import (an optional package it needs is not "
+            "installed; TAPAS's TF heads need tensorflow_probability)."
+        ) from exc
 
 
 def _load_dir(
