@@ -48,11 +48,8 @@ def measure(model_type: str, head: Head) -> tuple[str, str, str]:
         f"{a['measure']} {a['agree']}/{a['total']}" for a in clean.details["agreement"]
     )
     cell = f"{'PASS' if clean.passed else 'FAIL'} ({agree or 'no agreement measure'})"
-    head_weights = [
-        v
-        for v in tf_model.model.trainable_weights
-        if v.name.split("/")[0] != (tf_model.model.base_model_prefix)
-    ]
+    body = f"/{tf_model.model.base_model_prefix}/"  # the base model's scope
+    head_weights = [v for v in tf_model.model.trainable_weights if body not in v.name]
     if not head_weights:
         return cell, "no head weight of its own", ""
     weight = head_weights[-1]

@@ -22,6 +22,10 @@ PAIRS = [
     ("tiny:distilbert/question-answering", "qa_outputs/bias", "qa_outputs.bias", "span"),
     ("tiny:gpt2/sequence-classification", "score/kernel", "score.weight", "label"),
     ("tiny:gpt2/causal-lm", None, None, "top-1"),  # its LM head is the tied embedding
+    # TF holds weights PyTorch ties (ALBERT's decoder bias, MobileBERT's decoder weight):
+    # the tiny models seed them as a converted checkpoint holds them, equal on both sides
+    ("tiny:albert/masked-lm", "predictions/dense/bias", "predictions.dense.bias", "top-1"),
+    ("tiny:mobilebert/masked-lm", "transform/dense/bias", "transform.dense.bias", "top-1"),
 ]
 
 

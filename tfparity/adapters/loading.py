@@ -166,6 +166,7 @@ def _load_tiny(arch: str, head: Head = Head.BASE, lm_head: bool = False) -> Load
         # the body gets exactly tiny:<model_type>'s weights; only the head its own
         copy_matching(_load_tiny(arch).model, model)
         _tie_output_embeddings(model)
+        _tie_decoder_bias(model)
     return Loaded(model, tiny.tiny_tokenizer(), config, f"tiny:{arch}{own} (seeded random weights)")
 
 
@@ -178,11 +179,24 @@ def copy_matching(source: Any, target: Any) -> None:
             var.assign(match)
 
 
+def _tie_decoder_bias(model: Any) -> None:
+    """A seeded MLM head's decoder bias made equal to its prediction bias: transformers'
+    TF ALBERT and MobileBERT hold both (``predictions/bias`` and
+    ``predictions/decoder/bias``, the latter the one their call adds), PyTorch one tied
+    pair, which a converted checkpoint fills with the same values on both sides."""
+    by_name = {v.name: v for v in model.trainable_weights}
+    for name, var in by_name.items():
+        decoder = by_name.get(name.replace("predictions/bias", "predictions/decoder/bias"))
+        if name.endswith("predictions/bias:0") and decoder is not None:
+            decoder.assign(var)
+
+
 def _tie_output_embeddings(model: Any) -> None:
     """A seeded LM head that its config ties to the word embeddings, made equal to them:
     transformers' TF XGLM keeps ``lm_head`` as a Dense layer of its own (and its
-    ``get_output_embeddings`` returns None), which the seeds filled with other values,
-    while PyTorch ties it (a converted checkpoint holds the tied matrix on both sides)."""
+    ``get_output_embeddings`` returns None), and TF MobileBERT its MLM decoder weight,
+    which the seeds filled with other values, while PyTorch ties them (a converted
+    checkpoint holds the tied matrix on both sides)."""
     from .gather import word_embedding_matrix
 
     if not model.config.tie_word_embeddings:
@@ -192,6 +206,9 @@ def _tie_output_embeddings(model: Any) -> None:
         scope = var.name.split("/")
         if len(scope) > 1 and scope[1] == "lm_head" and tuple(var.shape) == matrix.shape[::-1]:
             var.assign(import_tf().transpose(matrix))
+        # MobileBERT's MLM decoder: a [vocab, embedding] weight of its own in TF
+        if var.name.endswith("predictions/decoder/weight:0") and var.shape == matrix.shape:
+            var.assign(matrix)
 
 
 def build(model: Any) -> None:
