@@ -397,10 +397,11 @@ def prompts_of(batches: Sequence[Batch], new_tokens: int, limits: Limits) -> lis
     return prompts
 
 
-def check_new_tokens(new_tokens: int) -> None:
-    """A usage error (exit 2) for a step count that is not a positive int."""
+def check_new_tokens(new_tokens: int, name: str = "new_tokens") -> None:
+    """A usage error (exit 2) for a step count that is not a positive int; ``name``: how
+    the caller's user gave it (``--generate`` in the sweep)."""
     if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
-        raise TfparityError(f"new_tokens must be an int >= 1, not {new_tokens!r}.")
+        raise TfparityError(f"{name} must be an int >= 1 (got {new_tokens!r}).")
 
 
 # ----------------------------------------------------------------------------- per prompt

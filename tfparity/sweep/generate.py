@@ -36,10 +36,9 @@ def check_generate_options(
     checks only (generation runs the side's own ``generate`` eagerly in float32). The
     model itself is judged once loaded
     (:func:`tfparity.checks.generation.generation_refusal`)."""
-    if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
-        raise TfparityError(
-            f"--generate takes the number of new tokens per item, an int >= 1 (got {new_tokens!r})."
-        )
+    from ..checks.generation import check_new_tokens
+
+    check_new_tokens(new_tokens, "--generate (the new tokens per item)")
     if execution.precision != "fp32" or execution.xla:
         raise TfparityError(
             "--generate decodes with the model's own generate, eagerly in float32, and "
