@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .checks import DEFAULT_LOCALISE, LOCALISE_MODES
+from .checks import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, LOCALISE_MODES, REFEREE_RUNS
 from .compare import Tolerance
 from .inputs import Batch, InputOptions
 from .orchestration import (
@@ -125,6 +125,7 @@ def crosscheck(
     reload: bool | None = None,
     allow_pickle: bool = False,
     localise: str = DEFAULT_LOCALISE,
+    referee: str = DEFAULT_REFEREE_RUNS,
     tf_traces: Sequence[Any] | None = None,
     execution: Any = None,
     head: str | None = None,
@@ -149,6 +150,10 @@ def crosscheck(
     isolated runs only when a tensor fails (they cost about as much as the forward
     passes); ``"always"`` runs them on every run, so the per-layer table has their
     columns on a PASS too.
+    ``referee="lazy"`` (the default, as on the CLI) runs the float64 PyTorch pass batch
+    by batch until the batches left cannot change a verdict (an exact bound: the
+    verdicts are ``"full"``'s, which runs every batch; ``details["float64_batches"]``
+    says how many ran, and the rmse/fp64 figures are over those).
     ``tf_traces`` are the TF model's ``input_ids`` runs of ``batches``, if already made.
     ``head`` (``"sequence-classification"``, ``"question-answering"``, ...: see
     :class:`~tfparity.architectures.heads.Head`) picks the model class a spec loads on
@@ -192,6 +197,9 @@ def crosscheck(
     if localise not in LOCALISE_MODES:
         modes = " or ".join(repr(m) for m in LOCALISE_MODES)
         raise ValueError(f"localise must be {modes}, not {localise!r}.")
+    if referee not in REFEREE_RUNS:
+        modes = " or ".join(repr(m) for m in REFEREE_RUNS)
+        raise ValueError(f"referee must be {modes}, not {referee!r}.")
     under_test = tf if tf is not None else model
     companion = source if source is not None else pt if isinstance(pt, str) else None
     tf_model = load_model(
@@ -217,7 +225,9 @@ def crosscheck(
     asked = execution
     execution = (execution or tf_model.execution).settle(len(batches))
     pt_model = pt_model.in_precision(execution.precision)
-    options = CrosscheckOptions(tolerance=tolerance, localise=localise, budget=budget)
+    options = CrosscheckOptions(
+        tolerance=tolerance, localise=localise, budget=budget, referee_runs=referee
+    )
     runner = executed(tf_model, execution)
     if source_model is not None:  # the source runs as asked, else as it runs by default
         source_model = executed(

@@ -63,7 +63,13 @@ def judged(trace: Trace, gaps: Gaps) -> Trace:
     """``trace`` without the outputs that depend on weights neither checkpoint holds."""
     if not gaps.unjudged:
         return trace
-    return Trace({n: trace[n] for n in trace if not is_past_the_body(n)})
+    return Trace({n: trace[n] for n in trace if is_judged(n, gaps)})
+
+
+def is_judged(name: str, gaps: Gaps) -> bool:
+    """Whether the output ``name`` is judged: not computed from weights neither
+    checkpoint holds."""
+    return not gaps.unjudged or not is_past_the_body(name)
 
 
 def gap_notes(gaps: Gaps, dropped: list[str]) -> list[str]:

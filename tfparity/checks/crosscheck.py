@@ -32,10 +32,10 @@ from ..inputs import Batch, note_truncation
 from ..results import Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
-from . import DEFAULT_LOCALISE, budgeted
+from . import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, budgeted
 from .agreement import task_agreement
-from .checkpoints import checkpoint_gaps, gap_failures, gap_notes, judged
-from .crosscheck_runs import Runs, run_all
+from .checkpoints import checkpoint_gaps, gap_failures, gap_notes, is_judged, judged
+from .crosscheck_runs import Float64Runs, Runs, run_all
 from .localisation import component_row, components_of, layer_rows, localise
 
 
@@ -51,6 +51,9 @@ class CrosscheckOptions:
     # A Budget or "max=1e-2,mean=1e-3,...": judge by it (a quantised side always is, by
     # its kind's default when this is None; see tfparity/checks/budgeted.py).
     budget: Any = None
+    # one of REFEREE_RUNS: "lazy" runs float64 only until the batches left cannot
+    # change a verdict (the verdicts are those of "full", which runs every batch)
+    referee_runs: str = DEFAULT_REFEREE_RUNS
 
 
 def crosscheck(
@@ -69,7 +72,9 @@ def crosscheck(
     if budget is not None:
         return _budgeted(tf_model, pt_model, batches, options, budget, tf_traces)
     tapped = tf_model.localisable() and pt_model.localisable()
-    runs = run_all(tf_model, pt_model, batches, tapped and options.localise == "always", tf_traces)
+    float64 = Float64Runs(options.referee_runs, options.referee, lambda n: is_judged(n, gaps))
+    always = tapped and options.localise == "always"
+    runs = run_all(tf_model, pt_model, batches, always, tf_traces, float64)
     masks = [b.attention_mask for b in batches]
     refereed: dict[str, RefereeResult] = {}
     tf_judged, pt_judged = ([judged(t, gaps) for t in side] for side in (runs.tf, runs.pt))
@@ -109,6 +114,8 @@ def crosscheck(
         )
     if not tapped and any(hidden_state_index(c.name) is not None for c in comparisons):
         notes.append(_untapped_note(tf_model, pt_model))
+    if 0 < runs.float64_batches < len(batches):
+        notes.append(_lazy_note(runs.float64_batches, len(batches)))
     report = Report(
         check=options.label,
         model=tf_model.name,
@@ -126,6 +133,7 @@ def crosscheck(
             **_model_class_facts(tf_model, pt_model),
             "batches": len(batches),
             "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
+            "float64_batches": runs.float64_batches,
             "localise": options.localise,
             "taps": _taps_state(tapped, components),
             **_execution_facts(tf_model),
@@ -148,7 +156,7 @@ def _budgeted(
     """The cross-check of a side judged by ``budget`` (see :mod:`.budgeted`): no float64
     run (it would judge nothing) and no sub-layer taps (every layer of a quantised model
     differs; the error growth says which differs most)."""
-    runs = run_all(tf_model, pt_model, batches, False, tf_traces, truths=False)
+    runs = run_all(tf_model, pt_model, batches, False, tf_traces, Float64Runs("none"))
     masks = [b.attention_mask for b in batches]
     comparisons = compare_output_batches(runs.tf, runs.pt, masks=masks, check_dtype=False)
     head = tf_model.head
@@ -196,6 +204,17 @@ def _untapped_note(tf_model: TFSide, pt_model: Reference) -> str:
     )
 
 
+def _lazy_note(ran: int, batches: int) -> str:
+    """Why the float64 figures cover some batches only (``--referee lazy``)."""
+    return (
+        f"The float64 referee ran for {ran} of {batches} batches: on the other "
+        f"{batches - ran} it could not have changed any verdict (the bound is in "
+        "docs/crosscheck.md, 'Float64 only where it decides'), so the rmse/fp64 figures "
+        "are over those it ran for. `--referee full` runs it on every batch, with the "
+        "same verdicts."
+    )
+
+
 def _taps_state(tapped: bool, components: list) -> str:
     """Whether the sub-layer taps and isolated runs ran (for the JSON and the text)."""
     if not tapped:
@@ -219,7 +238,7 @@ def _refereeing(runs: Runs, referee: Referee, refereed: dict[str, RefereeResult]
             comparison = compare_batches(actual, expected, name=name, **kwargs)
         done[name] = (actual, expected, comparison)
         sums = runs.referee.get(name)
-        if sums is not None and sums.batches == len(runs.tf):
+        if sums is not None and sums.batches == runs.float64_batches > 0:
             verdict = sums.result(name, referee)
             if verdict is not None:
                 refereed[name] = verdict

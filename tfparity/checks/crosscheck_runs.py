@@ -1,24 +1,27 @@
 """The cross-check's runs: the TF and PyTorch passes over the batches, one framework at
 a time, the float64 truth folded into per-leaf referee sums as it arrives (its outputs
-are not kept), and, where asked, the sub-layer taps and isolated runs."""
+are not kept; by default it stops once the batches left could not change a verdict),
+and, where asked, the sub-layer taps and isolated runs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..adapters.interfaces import Reference, TFSide
-from ..compare import RefereeSums
+from ..compare import Referee, RefereeSums
 from ..inputs import Batch
 from ..trace import Trace
+from . import DEFAULT_REFEREE_RUNS
 from .embeds import ensure_finite
 
 
 @dataclass
 class Runs:
     """Per-batch results of the TF and PyTorch runs, the float64 run's referee sums
-    per leaf (its outputs are not kept), and the sub-layer records."""
+    per leaf (its outputs are not kept) over the first ``float64_batches`` batches, and
+    the sub-layer records."""
 
     tf: list[Trace] = field(default_factory=list)
     pt: list[Trace] = field(default_factory=list)
@@ -27,6 +30,19 @@ class Runs:
     pt_taps: list[dict] = field(default_factory=list)
     pt64_taps: list[dict] = field(default_factory=list)
     isolated: list[dict] = field(default_factory=list)
+    float64_batches: int = 0
+
+
+@dataclass(frozen=True)
+class Float64Runs:
+    """Which batches the float64 PyTorch pass runs for. ``lazy``: in batch order, until
+    every leaf that ``waits_for`` is settled (:meth:`RefereeSums.settled`: the batches
+    left cannot change its verdict); else every batch. ``none``: no float64 at all (a
+    side judged by budgets)."""
+
+    mode: str = DEFAULT_REFEREE_RUNS  # or another of REFEREE_RUNS, or "none"
+    referee: Referee = Referee()
+    waits_for: Callable[[str], bool] = lambda name: True
 
 
 def run_all(
@@ -35,28 +51,51 @@ def run_all(
     batches: Sequence[Batch],
     tapped: bool,
     tf_traces: Sequence[Trace] | None = None,
-    truths: bool = True,
+    float64: Float64Runs = Float64Runs(),
 ) -> Runs:
-    """``truths=False``: no float64 run (a side judged by budgets)."""
     runs = Runs()
     if tapped:  # taps record Python-side layer calls: the runs are eager
-        float64 = iter([add_tapped_run(runs, tf_model, pt_model, batch) for batch in batches])
+        truths = iter([add_tapped_run(runs, tf_model, pt_model, batch) for batch in batches])
     else:
         # One framework at a time: switching between TensorFlow's and PyTorch's thread
         # pools batch by batch slows both (each spins after its work, holding cores).
         runs.tf = list(tf_traces) if tf_traces is not None else [tf_model.run(b) for b in batches]
         runs.pt = [pt_model.run(b) for b in batches]
-        float64 = (pt_model.run(b, float64=True) for b in batches)  # one at a time
+        truths = (pt_model.run(b, float64=True) for b in batches)  # one at a time, lazily
     for i in range(len(runs.pt)):
         ensure_finite(runs.pt[i], "the PyTorch reference")
         runs.pt[i] = outputs_of(tf_model, runs.pt[i])
-    for i, truth in enumerate(float64 if truths else []):
+    if float64.mode == "none":
+        return runs
+    lazy = float64.mode == "lazy" and not tapped
+    if lazy:
+        add_differences(runs, batches)
+    for i, truth in enumerate(truths):
         add_truth(runs, i, outputs_of(tf_model, truth), batches[i].attention_mask)
+        if lazy and settled(runs, float64):
+            break
     return runs
+
+
+def add_differences(runs: Runs, batches: Sequence[Batch]) -> None:
+    """Every batch's TF-vs-PyTorch squares, per leaf: what bounds the batches that the
+    float64 run has not reached."""
+    for i, batch in enumerate(batches):
+        for name in runs.tf[i]:
+            if name in runs.pt[i]:
+                sums = runs.referee.setdefault(name, RefereeSums())
+                sums.add_difference(runs.tf[i][name], runs.pt[i][name], batch.attention_mask, name)
+
+
+def settled(runs: Runs, float64: Float64Runs) -> bool:
+    """No float64 run still to come can change a verdict that ``float64`` waits for."""
+    waited = [s for name, s in runs.referee.items() if float64.waits_for(name)]
+    return all(s.settled(float64.referee) for s in waited)
 
 
 def add_truth(runs: Runs, i: int, truth: Trace, mask: Any) -> None:
     """Batch ``i``'s float64 run, added to each leaf's referee sums and then let go."""
+    runs.float64_batches += 1
     for name in truth:
         if name in runs.tf[i] and name in runs.pt[i]:
             sums = runs.referee.setdefault(name, RefereeSums())

@@ -14,6 +14,7 @@ from .common import (
     add_model_argument,
     add_output_arguments,
     add_pt_config_argument,
+    add_referee_argument,
     add_report_arguments,
     add_source_argument,
     check_output_arguments,
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_head_argument(p)
     add_source_argument(p)
     add_pt_config_argument(p)
+    add_referee_argument(p)
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -176,6 +178,7 @@ def _crosscheck(args: argparse.Namespace, model, tf_traces, batches):
         allow_pickle=args.allow_pickle,
         tf_traces=tf_traces,
         pt_config=pt_config(args),
+        referee=args.referee,
     )
     report.details["seconds"] = round(time.perf_counter() - start, 2)
     print()

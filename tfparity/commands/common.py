@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 
+from ..checks import DEFAULT_REFEREE_RUNS, REFEREE_RUNS
 from ..errors import TfparityError
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -85,6 +86,18 @@ def add_pt_config_argument(parser: argparse.ArgumentParser) -> None:
         "numbers, true/false, null; else a string), e.g. hidden_act=gelu_pytorch_tanh to "
         "check the rest of a port whose known difference is its GELU; the report says the "
         "reference is not the checkpoint's own",
+    )
+
+
+def add_referee_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--referee",
+        choices=REFEREE_RUNS,
+        default=DEFAULT_REFEREE_RUNS,
+        help="the cross-check's float64 PyTorch pass: lazy (default) runs it batch by "
+        "batch until the batches left cannot change a verdict (an exact bound: the "
+        "verdicts are full's), full on every batch (every rmse/fp64 figure over all of "
+        "them)",
     )
 
 

@@ -15,6 +15,7 @@ from .common import (
     add_model_argument,
     add_output_arguments,
     add_pt_config_argument,
+    add_referee_argument,
     add_report_arguments,
     add_source_argument,
     check_output_arguments,
@@ -43,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (a MODEL spec)")
     add_source_argument(p)
     add_pt_config_argument(p)
+    add_referee_argument(p)
     p.add_argument(
         "--no-reload",
         action="store_true",
@@ -113,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             reload=not args.no_reload,
             allow_pickle=args.allow_pickle,
             localise=args.localise,
+            referee=args.referee,
             execution=execution,
             head=args.head,
             budget=args.budget,
@@ -154,5 +157,6 @@ def _golden_passes(args: argparse.Namespace, execution) -> list:
         tolerance=tolerance(args),
         reload=not args.no_reload,
         localise=args.localise,
+        referee=args.referee,
         execution=execution,
     )

@@ -14,6 +14,8 @@ from .masks import Layout, leaf_mask
 from .record import Comparison
 from .stats import BLOCK, as_float64, to_numpy
 
+_ROUNDING = 1e-9  # relative: far above float64 sums' rounding, far below any margin
+
 
 @dataclass(frozen=True)
 class Referee:
@@ -88,6 +90,9 @@ class RefereeSums:
     n: int = 0
     batches: int = 0
     usable: bool = True  # False once a batch's three sides differed in shape
+    # Per batch, the squares of ``a - r`` (no float64 needed): what :meth:`settled`
+    # bounds the batches not yet refereed by.
+    differences: list[float] = field(default_factory=list)
     _buffers: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def add(
@@ -114,6 +119,43 @@ class RefereeSums:
                 self.rt += _unthreaded_squares(reference)
                 self.tt += _unthreaded_squares(truth_block)
         self.n += av.size
+
+    def add_difference(
+        self, actual: Any, reference: Any, mask: np.ndarray | None, name: str = ""
+    ) -> None:
+        """One batch's candidate against the reference (no truth needed), in batch order:
+        the squares of ``a - r`` over the valid elements, for :meth:`settled`."""
+        a, r = (to_numpy(x) for x in (actual, reference))
+        if a.shape != r.shape or any(np.iscomplexobj(x) for x in (a, r)):
+            self.differences.append(math.inf)  # never settled: float64 runs everywhere
+            return
+        layout = Layout.of([r], [mask], name)
+        av, rv = (layout.rows(x, 0) for x in (a, r))
+        x, y, _ = self._buffers_of(min(BLOCK, av.size))
+        total = 0.0
+        with np.errstate(invalid="ignore", over="ignore"):
+            for s in range(0, av.size, BLOCK):
+                k = min(s + BLOCK, av.size) - s
+                d = np.subtract(as_float64(av[s : s + k], x[:k]), as_float64(rv[s : s + k], y[:k]))
+                total += _unthreaded_squares(d)
+        self.differences.append(total)
+
+    def settled(self, referee: Referee) -> bool:
+        """True when no float64 run of the batches not yet refereed can change the
+        verdict: the referee passes whatever they hold. Exact, no assumption: with ``K``
+        the batches refereed and ``U`` the rest, ``a = (a_K, d_U) + (0, r_U)`` (``d`` the
+        candidate minus the reference, ``r`` the reference's own error), so
+        ``|a| <= |(a_K, d_U)| + |r_U|``, while ``F |r| - |r_U|`` is at least
+        ``sqrt(F^2 - 1) |r_K|`` (its minimum over ``|r_U|``); ``|(a_K, d_U)|`` below
+        that, plus the floor on the refereed truth, is a pass. Derivation in
+        docs/crosscheck.md ("Float64 only where it decides")."""
+        rest = self.differences[self.batches :]
+        if not self.usable or not rest or referee.factor <= 1.0:
+            return False
+        worst = math.sqrt(self.at + math.fsum(rest))
+        bound = math.sqrt(referee.factor**2 - 1.0) * math.sqrt(self.rt)
+        bound += referee.floor * math.sqrt(self.tt)
+        return bool(worst <= bound * (1.0 - _ROUNDING))  # float64 sums: room for their rounding
 
     def _buffers_of(self, size: int) -> list[np.ndarray]:
         """Three float64 blocks, kept between batches (reallocated only to grow)."""
