@@ -64,6 +64,9 @@ def test_a_rerun_with_other_digits_is_not_stale():
     passed = "PASS crosscheck: 9 tensors compared; max abs diff 3.58e-06 (hidden_states[6])"
     noise = "PASS crosscheck: 9 tensors compared; max abs diff 4.1e-06 (hidden_states[4])"
     assert doc_examples.differences(passed, noise) == []
+    cache = "FAIL generate: prompt 0: TF cache: cached step 1 differs: RMSE 0.18 over {} allowed"
+    assert doc_examples.differences(cache.format("3.3e-07"), cache.format("2.76e-07")) == []
+    assert doc_examples.differences(cache, cache.replace("step 1", "step 2")) != []
 
 
 @pytest.mark.parametrize(
