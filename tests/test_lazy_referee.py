@@ -52,16 +52,18 @@ def same_verdicts(tf_model, pt_model, batches, runner=None) -> dict:
 
 def test_the_rule_decides_only_outside_the_band():
     lazy = LazyReferee(Referee(factor=3.0, floor=0.0), margin=1.0, upper_margin=1.0)
-    assert lazy.decide("x", 1.0, 1.0, True) == (None, 0.0)  # not calibrated: float64
+    assert lazy.decide("x", 1.0, 1.0, True, 1000) == (None, 0.0)  # not calibrated: float64
     # PyTorch's own relative error 1e-6; TF's error -0.6 aligned with it (a clean port).
     lazy.learn("x", e_r=1e-6, s_r=1.0, d=1.4e-6, e_a=np.sqrt(1.4**2 + 1 - 2 * 0.6 * 1.4) * 1e-6)
     assert lazy.alignment == 0.5  # the measured -0.6 is inside the default bound
     # Sure pass while the worst case sqrt(d^2 + e_r^2 + 2 * 0.5 d e_r) <= 3 e_r: d <= 2.37 e_r.
-    assert lazy.decide("x", 2.3e-6, 1.0, True)[0] is True
-    assert lazy.decide("x", 2.45e-6, 1.0, True)[0] is None  # float64 decides
-    assert lazy.decide("x", 4.1e-6, 1.0, True)[0] is False  # d > (F+1) e_r: sure fail
-    assert lazy.decide("x", 0.0, 1.0, False)[0] is False  # TF not finite: fails anyway
-    assert lazy.decide("x", float("nan"), 1.0, True)[0] is None  # PyTorch not finite
+    assert lazy.decide("x", 2.3e-6, 1.0, True, 1000)[0] is True
+    assert lazy.decide("x", 2.45e-6, 1.0, True, 1000)[0] is None  # float64 decides
+    assert lazy.decide("x", 4.1e-6, 1.0, True, 1000)[0] is False  # d > (F+1) e_r: sure fail
+    assert lazy.decide("x", 4.1e-6, 1.0, True, 2)[0] is True  # two values: factor 100
+    assert lazy.decide("x", 1e-3, 1.0, True, 2)[0] is False  # and past it, a sure fail
+    assert lazy.decide("x", 0.0, 1.0, False, 1000)[0] is False  # TF not finite: fails anyway
+    assert lazy.decide("x", float("nan"), 1.0, True, 1000)[0] is None  # PyTorch not finite
     # A row whose error is below low/margin is a violation, and widens low.
     assert lazy.learn("x", e_r=0.5e-6, s_r=1.0, d=0.7e-6, e_a=0.5e-6) is False
     assert lazy.low["x"] == 0.5e-6 and lazy.high["x"] == 1e-6
@@ -75,13 +77,13 @@ def test_an_aligned_error_widens_the_cosine_bound_back_to_the_triangle():
     lazy = LazyReferee(Referee(factor=3.0, floor=0.0), margin=1.0, upper_margin=1.0)
     assert lazy.learn("x", e_r=1e-6, s_r=1.0, d=2.5e-6, e_a=3.5e-6) is False  # e_a = d + e_r
     assert lazy.alignment == pytest.approx(1.0)
-    assert lazy.decide("x", 2.3e-6, 1.0, True)[0] is None
-    assert lazy.decide("x", 1.9e-6, 1.0, True)[0] is True
+    assert lazy.decide("x", 2.3e-6, 1.0, True, 1000)[0] is None
+    assert lazy.decide("x", 1.9e-6, 1.0, True, 1000)[0] is True
     # With the bound at 1 no decided pass can be wrong: e_a <= d + e_r <= 3 e_r.
     bound = LazyReferee(Referee(factor=3.0, floor=0.0), margin=1.0, alignment=1.0)
     bound.learn("x", e_r=1e-6, s_r=1.0, d=1e-6, e_a=1e-6)
-    assert bound.decide("x", 2.0e-6, 1.0, True)[0] is True
-    assert bound.decide("x", 2.01e-6, 1.0, True)[0] is None
+    assert bound.decide("x", 2.0e-6, 1.0, True, 1000)[0] is True
+    assert bound.decide("x", 2.01e-6, 1.0, True, 1000)[0] is None
 
 
 def test_lazy_matches_full_on_the_repo_corpus_with_fewer_float64_rows(minilm):

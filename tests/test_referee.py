@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfparity.compare import Referee, RefereeSums
+from tfparity.compare import Referee, RefereeSums, referee_batches
+from tfparity.compare.referee import SMALL_LEAF_FACTORS
 
 F = 3.0
 
@@ -137,3 +138,29 @@ def test_differences_skip_the_padding_as_the_referee_does():
     sums.add(a, r, t, mask, name="last_hidden_state")
     assert sums.differences[0] == pytest.approx(9 * 1e-6)
     assert sums.settled(Referee())
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_small_leaf_factors_are_the_one_in_ten_thousand_ratio_of_two_rmses(n):
+    """The ratio of two RMSEs over ``n`` values of the same noise exceeds the table's
+    factor once in 10^4 (2M seeded draws: about 200 expected)."""
+    rng = np.random.default_rng(n)
+    a, r = (rng.chisquare(n, size=2_000_000) for _ in range(2))
+    above = int(np.count_nonzero(np.sqrt(a / r) > SMALL_LEAF_FACTORS[n]))
+    assert 100 <= above <= 300
+
+
+def test_the_factor_widens_only_for_leaves_of_few_values():
+    assert Referee().factor_for(2) == 100.0 and Referee().factor_for(17) == 3.0
+    assert Referee().factor_for(14) == 3.0 and Referee().factor_for(13) == 3.15
+    assert Referee(factor=5.0).factor_for(16) == 5.0  # a wider factor of one's own stays
+
+
+def test_a_two_value_leaf_passes_clean_noise_and_fails_a_bias_off_by_a_hundredth():
+    """A classifier's two logits of one item: TF's rounding 7x PyTorch's passes (it
+    happens on clean items), a bias off by 0.01 fails, with the factor it was judged by."""
+    t = np.array([[0.048, -0.047]])
+    clean = referee_batches("logits", [t + 3e-8], [t + 4e-9], [t])
+    broken = referee_batches("logits", [t + 0.01], [t + 4e-9], [t])
+    assert clean.passed and clean.factor == 100.0
+    assert not broken.passed and broken.allowed_rmse < 1e-6

@@ -25,6 +25,7 @@ from .referee import (
     judged_by_referee,
     referee_batches,
     rmse,
+    row_counts,
     row_rms,
 )
 from .stats import all_finite, compare_arrays, compare_batches, to_numpy
@@ -59,6 +60,7 @@ __all__ = [
     "judged_by_referee",
     "leaf_mask",
     "referee_batches",
+    "row_counts",
     "rmse",
     "row_rms",
     "to_numpy",

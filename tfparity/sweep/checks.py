@@ -17,7 +17,7 @@ import numpy as np
 
 from ..adapters.interfaces import TFSide
 from ..checks.positions import EQUIVARIANCE_TOLERANCE
-from ..compare import Referee, Tolerance, row_rms
+from ..compare import Referee, Tolerance, row_counts, row_rms
 from ..trace import Trace
 from .bucketing import PaddedBatch
 from .generate import GenerateCheck
@@ -143,8 +143,10 @@ class SweepChecks:
         for n in names:
             d = row_rms(tf[n].astype(np.float64) - pt[n], mask, n)
             a_ok = np.isfinite(row_rms(tf[n], mask, n))
+            values = row_counts(pt[n].shape, mask, n)
             for r in rows:
-                verdict, margin = lazy.decide(n, float(d[r]), float(s_r[n][r]), bool(a_ok[r]))
+                row = (float(d[r]), float(s_r[n][r]), bool(a_ok[r]), int(values[r]))
+                verdict, margin = lazy.decide(n, *row)
                 if verdict is None:
                     undecided.add(r)
                 else:

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..compare import Closeness, Referee, Tolerance, default_tolerance, row_rms, valid_positions
+from ..compare import (
+    Closeness,
+    Referee,
+    Tolerance,
+    default_tolerance,
+    row_counts,
+    row_rms,
+    valid_positions,
+)
 from ..trace import Trace
 
 
@@ -118,7 +126,8 @@ def referee_verdicts(
     tf: Trace, pt: Trace, pt64: Trace, mask: np.ndarray, referee: Referee
 ) -> list[dict[str, bool]]:
     """Per row and leaf: TF's RMSE to PyTorch fp64 within ``factor`` x PyTorch fp32's
-    plus ``floor`` x fp64's RMS (the :class:`Referee`'s rule, every row at once)."""
+    plus ``floor`` x fp64's RMS (the :class:`Referee`'s rule, every row at once; the
+    factor widened for a row of few values, :meth:`Referee.factor_for`)."""
     rows = next(iter(pt64.values())).shape[0] if len(pt64) else 0
     verdicts: list[dict[str, bool]] = [{} for _ in range(rows)]
     for name in pt:
@@ -127,7 +136,8 @@ def referee_verdicts(
         t = np.asarray(pt64[name], np.float64)
         actual = row_rms(np.asarray(tf[name], np.float64) - t, mask, name)
         reference = row_rms(np.asarray(pt[name], np.float64) - t, mask, name)
-        allowed = referee.factor * reference + referee.floor * row_rms(t, mask, name)
+        factors = np.array([referee.factor_for(n) for n in row_counts(t.shape, mask, name)])
+        allowed = factors * reference + referee.floor * row_rms(t, mask, name)
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(actual) & (actual <= allowed)
         for r in range(rows):

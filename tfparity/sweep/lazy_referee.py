@@ -40,14 +40,18 @@ class LazyReferee:
     def calibrated(self) -> bool:
         return bool(self.low)
 
-    def decide(self, name: str, d: float, s_r: float, a_finite: bool) -> tuple[bool | None, float]:
+    def decide(
+        self, name: str, d: float, s_r: float, a_finite: bool, values: int
+    ) -> tuple[bool | None, float]:
         """``(verdict or None when float64 must decide, room)``; ``room`` is how far below
-        the allowed RMSE the worst-case TF error lies, relative to it (for the sentinel)."""
+        the allowed RMSE the worst-case TF error lies, relative to it (for the sentinel).
+        ``values``: the row's valid values in the leaf (the referee's factor widens for
+        few, :meth:`Referee.factor_for`)."""
         if not a_finite:
             return False, 0.0
         if not (np.isfinite(d) and np.isfinite(s_r)) or name not in self.low:
             return None, 0.0
-        F, f = self.referee.factor, self.referee.floor
+        F, f = self.referee.factor_for(values), self.referee.floor
         e_r = self.low[name] / self.margin * s_r
         # The worst case sits at the smallest e_r: allowed minus worst grows with e_r.
         worst = np.sqrt(d * d + e_r * e_r + 2.0 * min(self.alignment, 1.0) * d * e_r)
