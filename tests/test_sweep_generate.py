@@ -4,7 +4,8 @@ Both ways, on the tiny GPT-2 causal LM: clean, every token of every item agrees 
 with layer 1's MLP up-projection scaled by 1.5, items part at a first divergent step that
 each record names, with both margins, judged a defect (exit 1). The Ray engine gives the
 local engine's records item by item; a stopped sweep resumes to the full run's summary;
-what the sweep cannot honour is exit 2, naming why.
+what the sweep cannot honour is exit 2, naming why. A T5 seq2seq LM sweeps its
+decoder's tokens, and a decoder fault fails its items.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from pathlib import Path
 import pytest
 
 from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.weight_names import tf_weights_by_pt_name
+from tfparity.architectures.heads import loading_for_generation
 from tfparity.cli import main
 from tfparity.report.sweep import render_summary
 from tfparity.sweep import SweepOptions, run_sweep, summarise
 from tfparity.sweep.generate import VERDICTS, verdict
-from tfparity.testing import perturb_ffn
+from tfparity.testing import perturb_ffn, scale
 
 GPT2 = "tiny:gpt2/causal-lm"
+T5 = "tiny:t5/seq2seq-lm"
 N = 8
 PROMPTS = (
     "The quick brown fox",
@@ -239,6 +243,27 @@ def test_a_keras_hub_causal_lm_sweeps_through_its_own_generate(corpus, tmp_path)
     assert all(r["checks"]["generate"]["generation"]["cache_ok"] for r in records(out).values())
 
 
+def test_a_t5_sweeps_its_decoder_and_a_decoder_fault_fails_its_items(corpus, tmp_path):
+    """A seq2seq LM, loaded for --generate alone: each item feeds the encoder and the
+    decoder's tokens are judged; a decoder FFN scaled by 3 parts tokens as a defect."""
+    options = SweepOptions(generate=4, progress="none")
+    clean = run_sweep(T5, corpus, tmp_path / "clean", options)
+    assert clean.passed, clean.summary
+    assert clean.summary["run"]["decoding"].startswith("seq2seq: the prompt feeds the encoder")
+    g = clean.summary["generation"]
+    assert g["tokens_agreed"] == g["tokens"] == 4 * len(PROMPTS)
+    with loading_for_generation():
+        port = TFModel.load(T5)
+    name = "decoder.block.0.layer.2.DenseReluDense.wi.weight"
+    scale(tf_weights_by_pt_name(port.model)[name].variable, 3.0)
+    broken = run_sweep(port, corpus, tmp_path / "broken", options, pt=T5)
+    g = broken.summary["generation"]
+    assert not broken.passed and g["verdicts"]["defect"] >= 1, g
+    parted = [r for r in records(tmp_path / "broken").values() if not r["passed"]]
+    step = parted[0]["checks"]["generate"]["generation"]["first_divergent_step"]
+    assert step is not None and not step["near_tie"]
+
+
 @pytest.mark.parametrize(
     "argv, words",
     [
@@ -252,6 +277,8 @@ def test_a_keras_hub_causal_lm_sweeps_through_its_own_generate(corpus, tmp_path)
         ([GPT2, "--generate", "4", "--xla"], "--xla cannot apply"),
         ([GPT2, "--generate", "4", "--atol", "1e-3"], "judged by the float64 referee"),
         ([GPT2, "--checks", "generate"], "runs with --generate N"),
+        (["tiny:t5", "--generate", "4"], "(tiny:t5/seq2seq-lm)"),  # the encoder alone
+        ([T5, "--generate", "4", "--checks", "embeds"], "run on a seq2seq model's encoder"),
     ],
 )
 def test_what_the_sweep_cannot_honour_exits_2_naming_why(argv, words, corpus, tmp_path, capsys):

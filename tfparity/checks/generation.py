@@ -353,8 +353,9 @@ def generation_refusal(tf_model: TFSide) -> str | None:
         return (
             f"{tf_model.name} is a {tf_model.model_type} model without its decoder (it is a "
             f"{tf_model.head.value} model): generation needs the encoder-decoder with its "
-            f"LM head, which `tfparity generate` loads (e.g. tiny:{tf_model.model_type}); "
-            "sweep --generate takes causal LMs only"
+            f"LM head, which `tfparity generate` loads (e.g. tiny:{tf_model.model_type}) "
+            f"and sweep --generate loads when asked for it (tiny:{tf_model.model_type}/"
+            "seq2seq-lm)"
         )
     if arch.causal and tf_model.head is not Head.CAUSAL_LM:
         return (

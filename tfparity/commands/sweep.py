@@ -58,8 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="also decode N new greedy tokens from each item (a prompt, alone, unpadded) "
         "with TF generate and PyTorch generate, each through its own KV cache, as "
         "`tfparity generate` judges them: tokens agreed, first divergent step and both "
-        "margins, near-tie or defect, cache consistency. Needs a causal LM with its head; "
-        "an item must fit the model's positions with N tokens more",
+        "margins, near-tie or defect, cache consistency. Needs a causal LM with its head, "
+        "or a T5/mT5 seq2seq LM (tiny:t5/seq2seq-lm: the item feeds the encoder, the "
+        "decoder's tokens are judged, and no other check runs beside it); an item must "
+        "fit the model's positions with N tokens more",
     )
     p.add_argument(
         "--out",

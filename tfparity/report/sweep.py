@@ -63,7 +63,7 @@ def render_summary(summary: dict, out: str) -> str:
     notes = {c["top1_note"] for c in summary["per_check"].values() if c["top1_note"]}
     lines += [f"note: top-1: {n}" for n in sorted(notes)]
     if "generation" in summary:
-        lines += [""] + _generation(summary["generation"])
+        lines += [""] + _generation(summary["generation"], run.get("decoding"))
     # passed is None for a skipped item (too long): it is counted as skipped, not failed
     bad = [w for w in summary["worst_items"] if w["passed"] is False][:5]
     if bad:
@@ -85,13 +85,15 @@ def render_summary(summary: dict, out: str) -> str:
     return "\n".join(lines)
 
 
-def _generation(g: dict) -> list[str]:
-    """The generate check over the corpus: token agreement, where tokens part and why."""
+def _generation(g: dict, decoding: str | None) -> list[str]:
+    """The generate check over the corpus: token agreement, where tokens part and why;
+    ``decoding`` says what the tokens are (a seq2seq decoder's, from the run facts)."""
     agreement = "-" if g["token_agreement"] is None else f"{100 * g['token_agreement']:.1f}%"
     v, first = g["verdicts"], g["first_divergent_step"]
     lines = [
         f"generate: {g['new_tokens']} new tokens per item, greedy, TF generate vs PyTorch "
         "generate, each through its own KV cache",
+        *([f"  decoding: {decoding}"] if decoding else []),
         f"  tokens agreed: {g['tokens_agreed']}/{g['tokens']} ({agreement}); items with "
         f"every token agreed: {g['items_all_agreed']}/{g['items']}",
     ]

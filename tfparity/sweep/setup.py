@@ -7,6 +7,7 @@ worker gets the batches a single process would make.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,18 +40,28 @@ class SweepSetup:
     def load(
         cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
     ) -> SweepSetup:
-        from ..architectures.heads import Head
+        from ..architectures.heads import loading_for_generation
         from ..checks.generation import generation_refusal
         from ..errors import TfparityError
         from ..orchestration import bound_to_reference, executed, load_model, reference_for
         from ..validation import same_architecture
 
         companion = pt if isinstance(pt, str) else None  # an export's config and tokenizer
-        tf_model = bound_to_reference(load_model(model, companion=companion), pt)
         generating = GENERATE in checks
+        # --generate loads a T5's seq2seq LM, as `tfparity generate` does (for it alone)
+        loading = loading_for_generation if generating else contextlib.nullcontext
+        with loading():
+            tf_model = bound_to_reference(load_model(model, companion=companion), pt)
         refusal = generation_refusal(tf_model) if generating else None
         if refusal:
             raise TfparityError(refusal + ".")
+        if generating and tf_model.architecture.seq2seq and checks != (GENERATE,):
+            others = ", ".join(c for c in checks if c != GENERATE)
+            raise TfparityError(
+                f"--checks {others} run on a seq2seq model's encoder, and {tf_model.name} "
+                "is its encoder-decoder LM, which only --generate runs: sweep them in a "
+                "run of their own (without --generate, on the model without /seq2seq-lm)."
+            )
         if "embeds" in checks and tf_model.inputs_embeds_reason is not None:
             raise TfparityError(
                 f"The embeds check cannot run: {tf_model.inputs_embeds_reason} "
@@ -58,8 +69,9 @@ class SweepSetup:
             )
         pt_model = None
         if "crosscheck" in checks or generating:
-            kind = Head.CAUSAL_LM if generating else None  # generate's: a causal LM's class
-            reference = reference_for(model, pt, head=kind, pt_config=options.pt_config)
+            kind = tf_model.head if generating else None  # generate's: the LM's own class
+            with loading():
+                reference = reference_for(model, pt, head=kind, pt_config=options.pt_config)
             pt_model = reference.in_precision(execution.precision)
             same_architecture(tf_model, pt_model)  # as the cross-check refuses it: exit 2
         head, note = _load_head(tf_model)
@@ -106,6 +118,7 @@ class SweepSetup:
             "referee": self.runner.referee_stats() if "crosscheck" in self.checks else None,
         }
         if GENERATE in self.checks:  # HF TF generate runs eagerly, whatever the others do
+            facts["decoding"] = self.tf_model.generator().decoding  # causal, or seq2seq
             how = "eager (Hugging Face TF generate)"
             if any(name != GENERATE for name in self.checks):
                 facts["generate_execution"] = how
