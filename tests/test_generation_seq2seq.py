@@ -95,6 +95,9 @@ def test_a_decoder_fault_fails_at_the_first_divergent_step_past_the_encoder():
     assert (d.hidden_state, d.layer) == (None, "decoder")
     assert f"first divergent step {k}" in d.hint
     assert "the cross-check of the encoder on the prompt passes" in d.hint
+    # past the clean encoder, the decoder teacher-forced: its layer 0, and the weight
+    assert "hidden state 1 (decoder layer 0's output) is the first beyond" in d.hint
+    assert f"weight {name} is PyTorch's scaled by 3" in d.hint
     assert all(not p["cache_failures"] for p in report.details["generation"])
 
 

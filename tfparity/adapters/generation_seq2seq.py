@@ -98,15 +98,36 @@ class Seq2SeqGenerator(HFGenerator):
         against the reference's encoder (the decoder has no taps to localise with)."""
         from .generation_pt import encoder_reference
 
+        ids = np.asarray(prompt, np.int32)[None]
+        fed = decoder_fed(self.start, tokens)
+
+        def states() -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+            tf_states = self.decoder_states(ids, fed)
+            pt = [reference.decoder_states(ids, fed, float64=f) for f in (False, True)]
+            return list(zip(tf_states, *pt, strict=True))
+
         return ForwardPass(
             encoder_side(self.side),
             encoder_reference(reference),
-            np.asarray(prompt, np.int32)[None],
+            ids,
             "the encoder on the prompt",
             "decoder",
-            "the difference is in the decoder or the LM head, which tfparity does not "
-            "localise (it cross-checks a seq2seq model's encoder only)",
+            "the difference is in the decoder or the LM head",
+            beyond_states=states,
+            beyond_layer=self.side.architecture.decoder_layer,
         )
+
+    def decoder_states(self, ids: np.ndarray, fed: np.ndarray) -> list[np.ndarray]:
+        """The decoder's hidden states, teacher-forced as :meth:`step_logits` runs it."""
+        out = self.side.model(
+            ids,
+            attention_mask=np.ones_like(ids),
+            decoder_input_ids=fed,
+            use_cache=False,
+            output_hidden_states=True,
+            training=False,
+        )
+        return [np.asarray(h.numpy()) for h in out.decoder_hidden_states]
 
 
 def encoder_side(side: Any) -> Any:

@@ -16,6 +16,7 @@ import this one without an import cycle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -61,6 +62,10 @@ class ForwardPass:
     covers: str  # "the teacher-forced sequence", "the encoder on the prompt"
     beyond: str  # the part past this pass's last hidden state: "head", "decoder"
     when_clean: str  # where the difference lies when this pass agrees
+    # The part beyond, layer by layer, where the generator can run it (a seq2seq
+    # decoder, teacher-forced): per hidden state, TF, PyTorch fp32 and PyTorch fp64
+    beyond_states: Callable[[], list[tuple[np.ndarray, np.ndarray, np.ndarray]]] | None = None
+    beyond_layer: str | None = None  # the PyTorch name prefix of its layer {layer}'s weights
 
 
 class Generator(Protocol):

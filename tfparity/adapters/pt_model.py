@@ -179,19 +179,33 @@ class PTModel:
     ) -> np.ndarray:
         """A seq2seq model's logits [batch, decoder seq, vocab], without a cache: its
         encoder reads ``input_ids`` (unpadded), its decoder is fed ``decoder_input_ids``."""
+        out = self._decoder_call(input_ids, decoder_input_ids, float64, hidden=False)
+        return out.logits.numpy()
+
+    def decoder_states(
+        self, input_ids: np.ndarray, decoder_input_ids: np.ndarray, *, float64: bool = False
+    ) -> list[np.ndarray]:
+        """A seq2seq decoder's hidden states on the same call as :meth:`decoder_logits`
+        (0: its embeddings, k: layer k-1's output), each [batch, decoder seq, width]."""
+        out = self._decoder_call(input_ids, decoder_input_ids, float64, hidden=True)
+        return [h.numpy() for h in out.decoder_hidden_states]
+
+    def _decoder_call(
+        self, input_ids: np.ndarray, decoder_input_ids: np.ndarray, float64: bool, hidden: bool
+    ) -> Any:
         torch = import_torch()
         model = self.fp64() if float64 else self.model
         ids = torch.from_numpy(np.asarray(input_ids, np.int64))
         fed = torch.from_numpy(np.asarray(decoder_input_ids, np.int64))
         with torch.no_grad(), _default_dtype(torch.float64 if float64 else None):
-            out = model(
+            return model(
                 input_ids=ids,
                 attention_mask=torch.ones_like(ids),
                 decoder_input_ids=fed,
                 use_cache=False,
+                output_hidden_states=hidden,
                 return_dict=True,
             )
-        return out.logits.numpy()
 
     def recorded(
         self, batch: Batch, *, float64: bool = False, tapped: bool = False

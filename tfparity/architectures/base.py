@@ -119,6 +119,8 @@ class Architecture:
     ``pt_seq2seq_class``: the PyTorch class of an encoder-decoder whose decoder
     generates (``T5ForConditionalGeneration``; TF: ``TF`` + it): the checks run its
     encoder (``tf_class``), ``tfparity generate`` this class; None: not a seq2seq LM.
+    ``decoder_layer``: the PyTorch name prefix of that decoder's layer ``{layer}``, whose
+    weights a generation defect's hint compares.
     """
 
     model_type: str
@@ -131,6 +133,7 @@ class Architecture:
     positions: Positions = Positions.ABSOLUTE
     causal: bool = False
     pt_seq2seq_class: str | None = None
+    decoder_layer: str | None = None
     embeddings: EmbeddingTables = EmbeddingTables()
     ids_only: IdsOnlyTransform | None = None
     lm_head: LMHead | None = None

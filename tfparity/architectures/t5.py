@@ -27,6 +27,7 @@ T5 = Architecture(
     tiny=TINY,
     positions=Positions.RELATIVE,
     pt_seq2seq_class="T5ForConditionalGeneration",
+    decoder_layer="decoder.block.{layer}.",
     embeddings=EmbeddingTables(position=None, token_type=None, layer_norm=None),
     head_in_checkpoint=False,
     hint_fields=(

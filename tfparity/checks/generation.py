@@ -35,6 +35,7 @@ from ..compare import Comparison, Referee, compare_arrays
 from ..errors import TfparityError
 from ..inputs import Batch, Limits
 from ..results import Divergence, Report
+from .decoder_localise import decoder_divergence
 from .generation_steps import (
     Forced,
     PromptSteps,
@@ -94,7 +95,7 @@ def check_generation(
     runs = _runs(generator, pt_model, prompts, options, refusal)
     comparisons = [c for run in runs for c in _comparisons(run)]
     passed = all(c.passed for c in comparisons)
-    divergence = None if passed else _localise(generator, pt_model, runs, options)
+    divergence = None if passed else _localise(generator, tf_model, pt_model, runs, options)
     return Report(
         check="generate",
         model=tf_model.name,
@@ -248,11 +249,16 @@ def _list(steps: list[int], most: int = 8) -> str:
 
 
 def _localise(
-    generator: Generator, pt_model: PTModel, runs: list[_Prompt], options: GenerationOptions
+    generator: Generator,
+    tf_model: TFSide,
+    pt_model: PTModel,
+    runs: list[_Prompt],
+    options: GenerationOptions,
 ) -> Divergence | None:
     """Where tokens part by a defect: the layer the cross-check finds in the first such
     prompt's forward pass the generator names (a causal LM's teacher-forced sequence:
-    the prompt and PyTorch's tokens; a seq2seq model's encoder on the prompt)."""
+    the prompt and PyTorch's tokens; a seq2seq model's encoder on the prompt, and past a
+    clean encoder its decoder's layers, teacher-forced)."""
     bad = next((r for r in runs if r.steps.defects), None)
     if bad is None:
         return None
@@ -268,6 +274,9 @@ def _localise(
     found = crosscheck(one.tf_side, one.reference, [batch], CrosscheckOptions())
     divergence = found.first_divergence
     if divergence is None:
+        beyond = decoder_divergence(one, tf_model, pt_model, where, options.referee)
+        if beyond is not None:
+            return beyond
         hint = f"{where}; the cross-check of {one.covers} passes: {one.when_clean}"
         return Divergence(None, one.beyond, None, hint)
     divergence.hint = f"{where}; the cross-check of {one.covers} finds: {divergence.hint}"
