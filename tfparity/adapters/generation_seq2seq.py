@@ -114,7 +114,6 @@ class Seq2SeqGenerator(HFGenerator):
             "decoder",
             "the difference is in the decoder or the LM head",
             beyond_states=states,
-            beyond_layer=self.side.architecture.decoder_layer,
         )
 
     def decoder_states(self, ids: np.ndarray, fed: np.ndarray) -> list[np.ndarray]:

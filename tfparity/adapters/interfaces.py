@@ -65,7 +65,6 @@ class ForwardPass:
     # The part beyond, layer by layer, where the generator can run it (a seq2seq
     # decoder, teacher-forced): per hidden state, TF, PyTorch fp32 and PyTorch fp64
     beyond_states: Callable[[], list[tuple[np.ndarray, np.ndarray, np.ndarray]]] | None = None
-    beyond_layer: str | None = None  # the PyTorch name prefix of its layer {layer}'s weights
 
 
 class Generator(Protocol):

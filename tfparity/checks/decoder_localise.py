@@ -28,19 +28,19 @@ def decoder_divergence(
             f"hidden state {k} ({part}'s output) is the first beyond the float64 referee: "
             f"RMSE {judged.actual_rmse:.3g} over {judged.allowed_rmse:.3g} allowed"
         )
-        weights = _layer_weights(one, tf_model, pt_model, k - 1) if k > 0 else []
+        weights = _layer_weights(tf_model, pt_model, k - 1) if k > 0 else []
         text = "; ".join([found, *weights]) if weights else found
         return Divergence(None, "decoder", None, text)
     return None
 
 
-def _layer_weights(
-    one: ForwardPass, tf_model: TFSide, pt_model: Reference, layer: int
-) -> list[str]:
-    """The weights of decoder layer ``layer`` that differ from PyTorch's, described."""
-    if one.beyond_layer is None:
+def _layer_weights(tf_model: TFSide, pt_model: Reference, layer: int) -> list[str]:
+    """The weights of decoder layer ``layer`` that differ from PyTorch's, described (by
+    the architecture's name prefix for that layer, :attr:`Architecture.decoder_layer`)."""
+    template = tf_model.architecture.decoder_layer
+    if template is None:
         return []
     pt_weights = pt_model.weights()
     tf_weights = tf_model.weights_for(pt_weights)
-    prefix = one.beyond_layer.format(layer=layer)
+    prefix = template.format(layer=layer)
     return [h.text for h in hints.weight_differences(tf_weights, pt_weights, prefix)]
