@@ -460,3 +460,18 @@ def test_api_options_and_cli_share_one_localise_default():
     assert tuple(action.choices) == LOCALISE_MODES
     with pytest.raises(ValueError, match="'on_failure' or 'always'"):
         api.crosscheck(TINY, localise="sometimes")
+
+
+def test_a_few_value_leaf_is_judged_with_the_wider_factor_and_the_report_says_so():
+    """One sentence through a 2-label classifier: its logits are two values, judged
+    with factor 100 (the JSON's bound and a note name it); the hidden states keep 3."""
+    (report,) = crosscheck(
+        "tiny:bert/sequence-classification",
+        inputs=InputOptions(texts=("It rained all day in Lisbon.",)),
+        reload=False,
+    )
+    assert report.passed
+    factors = {c.name: c.referee["factor"] for c in report.comparisons if c.referee}
+    assert factors["logits"] == 100.0 and factors["hidden_states[1]"] == 3.0
+    (note,) = [n for n in report.notes if n.startswith("Judged with a wider factor")]
+    assert "logits (2 values: factor 100)" in note

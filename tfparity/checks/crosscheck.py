@@ -116,6 +116,7 @@ def crosscheck(
         notes.append(_untapped_note(tf_model, pt_model))
     if 0 < runs.float64_batches < len(batches):
         notes.append(_lazy_note(runs.float64_batches, len(batches)))
+    notes += _widened_note(comparisons, options.referee)
     report = Report(
         check=options.label,
         model=tf_model.name,
@@ -213,6 +214,24 @@ def _lazy_note(ran: int, batches: int) -> str:
         "are over those it ran for. `--referee full` runs it on every batch, with the "
         "same verdicts."
     )
+
+
+def _widened_note(comparisons: list[Comparison], referee: Referee) -> list[str]:
+    """Which tensors the referee judged with a factor wider than the header's, for
+    their few values (:meth:`Referee.factor_for`): the text shows the factor only on a
+    failure, the JSON always."""
+    wide = [
+        f"{c.name} ({c.total} values: factor {c.referee['factor']:g})"
+        for c in comparisons
+        if c.referee and c.referee["factor"] > referee.factor
+    ]
+    if not wide:
+        return []
+    return [
+        f"Judged with a wider factor for their few values, over which PyTorch's own error "
+        f"is a poor estimate of its rounding: {', '.join(wide)} (docs/crosscheck.md, 'A "
+        "referee instead of a magic number')."
+    ]
 
 
 def _taps_state(tapped: bool, components: list) -> str:
