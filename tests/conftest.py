@@ -5,9 +5,44 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+# ----------------------------------------------------------------- the Eigen-kernels pass
+# CI reruns the tests listed here under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0,
+# ``-m kernels``): those whose verdicts a kernel change can move, as measured by
+# scripts/kernel_margins.py. The list is data, so the measurement can remake it.
+KERNEL_TESTS = Path(__file__).with_name("kernel_tests.txt")
+
+
+def kernel_tests() -> set[str]:
+    lines = KERNEL_TESTS.read_text(encoding="utf-8").splitlines()
+    return {line.split("#", 1)[0].strip() for line in lines} - {""}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config, items):
+    listed = kernel_tests()
+    collected = {item.nodeid for item in items}
+    for item in items:
+        if item.nodeid in listed:
+            item.add_marker(pytest.mark.kernels)
+    if any("::" in str(arg) for arg in config.args):
+        return  # single tests asked for: their files were not collected whole
+    files = {nodeid.split("::", 1)[0] for nodeid in collected}
+    root = config.rootpath
+    stale = sorted(
+        t
+        for t in listed - collected
+        if t.split("::", 1)[0] in files or not (root / t.split("::", 1)[0]).is_file()
+    )
+    if stale:
+        raise pytest.UsageError(
+            f"{KERNEL_TESTS.name} names tests that no longer exist: {stale}; remake it "
+            "with scripts/kernel_margins.py, or rename the entries with their tests."
+        )
 
 
 @functools.cache

@@ -19,9 +19,6 @@ from tfparity.checks.crosscheck import crosscheck
 from tfparity.errors import TfparityError
 from tfparity.testing import ffn_fault
 
-# Rerun by CI under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0) too.
-pytestmark = pytest.mark.kernels
-
 INPUTS = InputOptions(random=6, seq_len=16, batch_size=3, seed=1)
 
 

@@ -1,11 +1,11 @@
-"""Tests for the ``tfparity`` command (tfparity/cli.py), run as a real process.
+"""Tests for the ``tfparity`` command (tfparity/cli.py).
 
-Each run that loads a TF model costs seconds, so each such run checks several things.
-Input errors found after the model is loaded (bad --text, --texts, --random
-combinations) and the --truncate / --texts / --random happy paths run in-process
-through ``cli.main`` (what ``python -m tfparity`` calls), to avoid one TF start-up
-each; one too-long-text run stays a real process to check that stderr holds only the
-one-paragraph message after TensorFlow has been imported.
+Most run in-process through ``cli.main`` (what ``python -m tfparity`` calls), with
+stdout and stderr captured: a real process costs a TensorFlow start-up (5-7 s here).
+A few stay real processes because the process is what they test: ``--help`` without
+importing the frameworks, exit 0 with TensorFlow's start-up noise silenced
+(``check tiny:bert --json``), exit 2 with one paragraph on stderr after TensorFlow
+was imported (a too-long text), and the CLI's freezing of the frameworks' objects.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -42,6 +43,22 @@ def tfparity_cli(*args: str, cwd: Path, python_flags: tuple[str, ...] = ()):
         cwd=cwd,
         timeout=300,
     )
+
+
+@pytest.fixture
+def tfparity_in_process(tmp_path, monkeypatch, capsys):
+    """``tfparity_in_process(*args)``: ``cli.main(args)`` in this process, in ``tmp_path``,
+    with the result shaped as ``subprocess.run``'s (returncode, stdout, stderr); no TF
+    start-up per call. ``--debug`` sets TFPARITY_DEBUG, which is undone afterwards."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TFPARITY_DEBUG", "0")
+
+    def run(*args: str) -> SimpleNamespace:
+        code = cli.main(list(args))
+        captured = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
+
+    return run
 
 
 def assert_usage_error(result, *fragments: str) -> str:
@@ -126,30 +143,27 @@ def test_no_command_prints_help_and_exits_2(tmp_path):
     assert "usage: tfparity" in result.stdout
 
 
-# ---------------------------------------------------------------- bad specs (no TF)
+# ---------------------------------------------------------------- bad specs (in-process)
 
 
-def test_missing_model_exits_2(tmp_path):
-    err = assert_usage_error(tfparity_cli("check", "does-not-exist", cwd=tmp_path))
+def test_missing_model_exits_2(tfparity_in_process):
+    err = assert_usage_error(tfparity_in_process("check", "does-not-exist"))
     assert "does-not-exist" in err
     assert "local Hugging Face cache" in err
 
 
-def test_bad_spec_forms_exit_2(tmp_path):
-    assert_usage_error(tfparity_cli("check", "tiny:nope", cwd=tmp_path), "tiny:nope", "tiny:bert")
-    assert_usage_error(tfparity_cli("check", "./nope", cwd=tmp_path), "./nope", "no such directory")
+def test_bad_spec_forms_exit_2(tfparity_in_process):
+    run = tfparity_in_process
+    assert_usage_error(run("check", "tiny:nope"), "tiny:nope", "tiny:bert")
+    assert_usage_error(run("check", "./nope"), "./nope", "no such directory")
 
 
-def test_debug_shows_traceback(tmp_path):
-    result = tfparity_cli("--debug", "check", "./nope", cwd=tmp_path)
-    assert result.returncode != 0
+def test_debug_shows_traceback_and_keeps_exit_code_2(tfparity_in_process):
+    result = tfparity_in_process("--debug", "check", "./nope")
+    assert result.returncode == 2
     assert "Traceback" in result.stderr
     assert "TfparityError" in result.stderr
     assert "./nope" in result.stderr
-
-
-def test_debug_keeps_exit_code_2(tmp_path):
-    assert tfparity_cli("--debug", "check", "./nope", cwd=tmp_path).returncode == 2
 
 
 # ---------------------------------------------------------------- real runs (TF)
@@ -197,11 +211,9 @@ def test_check_tiny_bert_passes_with_json(tmp_path):
     assert by_name["pooler_output"]["total"] == 5 * 32
 
 
-def test_check_runs_the_crosscheck_too_when_torch_is_installed(tmp_path):
+def test_check_runs_the_crosscheck_too_when_torch_is_installed(tmp_path, tfparity_in_process):
     report_path = tmp_path / "report.json"
-    result = tfparity_cli(
-        "check", "tiny:bert", "--random", "4", "--json", str(report_path), cwd=tmp_path
-    )
+    result = tfparity_in_process("check", "tiny:bert", "--random", "4", "--json", str(report_path))
     assert result.returncode == 0, result.stderr
     assert re.search(r"^PASS embeds: 5 tensors compared", result.stdout, re.M)
     assert re.search(r"^PASS crosscheck: 5 tensors compared", result.stdout, re.M)
@@ -212,17 +224,10 @@ def test_check_runs_the_crosscheck_too_when_torch_is_installed(tmp_path):
     assert all(c["judge"] == "referee" for c in report["reports"][1]["comparisons"])
 
 
-def test_roberta_left_padding_fails_with_position_hint(tmp_path):
+def test_roberta_left_padding_fails_with_position_hint(tmp_path, tfparity_in_process):
     report_path = tmp_path / "report.json"
-    result = tfparity_cli(
-        "check",
-        "tiny:roberta",
-        "--no-pt",
-        "--padding-side",
-        "left",
-        "--json",
-        str(report_path),
-        cwd=tmp_path,
+    result = tfparity_in_process(
+        "check", "tiny:roberta", "--no-pt", "--padding-side", "left", "--json", str(report_path)
     )
     assert result.returncode == 1, (result.stdout, result.stderr)
     out = result.stdout

@@ -18,9 +18,6 @@ from tfparity.checks.crosscheck import CrosscheckOptions
 from tfparity.checks.crosscheck import crosscheck as run_crosscheck
 from tfparity.testing import CATALOGUE, by_name, catalogue_for, with_config
 
-# Rerun by CI under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0) too.
-pytestmark = pytest.mark.kernels
-
 TINY = "tiny:bert"
 
 

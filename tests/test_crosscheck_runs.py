@@ -16,9 +16,6 @@ from tfparity.checks import DEFAULT_REFEREE_RUNS, REFEREE_RUNS
 from tfparity.checks.crosscheck import CrosscheckOptions, crosscheck
 from tfparity.testing import by_name
 
-# Rerun by CI under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0) too.
-pytestmark = pytest.mark.kernels
-
 TINY = "tiny:bert"
 LAZY, FULL = CrosscheckOptions(referee_runs="lazy"), CrosscheckOptions(referee_runs="full")
 

@@ -31,7 +31,6 @@ def test_every_registered_causal_lm_with_a_tf_class_is_covered():
     assert set(CAUSAL) == {t for t in tiny_types() if lookup(t).causal}
 
 
-@pytest.mark.kernels  # clean verdicts rest on rounding levels: rerun under Eigen kernels
 @pytest.mark.parametrize("model_type", CAUSAL)
 def test_a_clean_tiny_causal_lm_agrees_on_every_token_and_its_cache(model_type):
     report = generate(f"tiny:{model_type}/causal-lm", new_tokens=N, texts=PROMPTS[:1])

@@ -44,7 +44,6 @@ def _agrees(details: dict) -> None:
         assert all(s["cache_ok"] and s["embeds_ok"] for s in p["steps"])
 
 
-@pytest.mark.kernels  # clean verdicts rest on rounding levels: rerun under Eigen kernels
 def test_the_cli_passes_a_clean_tiny_t5_and_says_it_is_seq2seq(tmp_path, capsys):
     out = tmp_path / "report.json"
     argv = ["generate", T5, "--new-tokens", str(N), "--text", PROMPTS[0], "--json", str(out)]
@@ -57,7 +56,6 @@ def test_the_cli_passes_a_clean_tiny_t5_and_says_it_is_seq2seq(tmp_path, capsys)
     _agrees(data["details"])
 
 
-@pytest.mark.kernels
 def test_a_clean_tiny_mt5_agrees_on_every_decoder_token():
     report = generate("tiny:mt5", new_tokens=N, texts=PROMPTS[1:])
     assert report.passed, [c.problem for c in report.failures]

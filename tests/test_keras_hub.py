@@ -236,7 +236,6 @@ def test_each_family_reads_a_preset_config_as_its_checkpoint_config(inner):
 # ----------------------------------------------------------------------------- converters
 
 
-@pytest.mark.kernels
 def test_the_docs_table_is_real_output_and_each_verdict_holds():
     """Every tiny converter's verdict, first divergence and hint, re-run: a changed
     verdict or a stale page fails (MiniLM's row is written by the script, not re-run).
@@ -257,7 +256,6 @@ def test_the_docs_table_is_real_output_and_each_verdict_holds():
         assert not problems, problems  # python scripts/keras_hub_table.py rewrites the page
 
 
-@pytest.mark.kernels
 def test_the_staleness_rule_holds_stable_columns_exactly_and_digits_to_a_factor():
     script = _table_script()
     page = script.parse_rows(script.page_table())

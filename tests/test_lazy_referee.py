@@ -19,9 +19,6 @@ from tfparity.sweep.encode import encode
 from tfparity.sweep.lazy_referee import LazyReferee
 from tfparity.testing import catalogue_for
 
-# Rerun by CI under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0) too.
-pytestmark = pytest.mark.kernels
-
 
 def padded_batches(tf_model, items: int, batch_size: int):
     info = scan(DEFAULT_CORPUS)

@@ -12,9 +12,6 @@ from tfparity.cli import main
 from tfparity.sweep import DEFAULT_CORPUS, Shard, SweepOptions, run_sweep
 from tfparity.sweep.summary import summarise
 
-# Rerun by CI under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0) too.
-pytestmark = pytest.mark.kernels
-
 CHECKS = ("embeds", "crosscheck")
 
 

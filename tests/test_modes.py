@@ -22,9 +22,6 @@ from tfparity.compare import Tolerance, default_tolerance
 from tfparity.inputs import InputOptions, make_batches
 from tfparity.report.modes import render_modes
 
-# Rerun by CI under TF's Eigen kernels (TF_ENABLE_ONEDNN_OPTS=0) too.
-pytestmark = pytest.mark.kernels
-
 RANDOM = InputOptions(random=4, seq_len=12, batch_size=4, seed=1)
 
 
