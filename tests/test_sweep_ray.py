@@ -4,6 +4,7 @@ run's summary, and a worker killed mid-run loses and duplicates nothing."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -15,6 +16,24 @@ N_ITEMS = 40
 
 
 @pytest.fixture(scope="module")
+def ray_cluster():
+    """One local Ray cluster for this module's sweeps, started as RayEngine starts one:
+    an engine joins a running cluster and leaves it up, so the cluster's start-up and
+    shut-down (seconds each) are paid once, not per test."""
+    ray = pytest.importorskip("ray")
+    from tfparity.sweep.ray_engine import worker_env
+
+    ray.init(
+        num_cpus=max(os.cpu_count() or 1, 2),
+        runtime_env={"env_vars": worker_env()},
+        log_to_driver=False,
+        include_dashboard=False,
+    )
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("corpus") / "corpus40.txt"
     texts = DEFAULT_CORPUS.read_text(encoding="utf-8").splitlines()[:N_ITEMS]
@@ -23,9 +42,8 @@ def corpus(tmp_path_factory):
 
 
 def test_ray_sweep_with_a_killed_worker_equals_the_serial_run(
-    corpus, tmp_path, sweep_differences, kill_actor_after
+    ray_cluster, corpus, tmp_path, sweep_differences, kill_actor_after
 ):
-    pytest.importorskip("ray")
     from tfparity.sweep.ray_engine import RayOptions
 
     base = dict(checks=("embeds", "crosscheck"), batch_size=4, progress="none")
@@ -54,12 +72,11 @@ def test_engine_ray_without_ray_exits_2_naming_the_extra(monkeypatch, capsys, tm
 
 
 def test_ray_sweep_of_a_keras_hub_port_with_pt_equals_the_serial_run(
-    corpus, tmp_path, sweep_differences
+    ray_cluster, corpus, tmp_path, sweep_differences
 ):
     """A Keras 3 port runs eagerly in each actor, against the --pt reference named by
     spec, and fails as the serial run does: keras-hub's BertBackbone hard-codes the tanh
     GELU, while BERT checkpoints use the exact one (docs/keras-hub.md)."""
-    pytest.importorskip("ray")
     pytest.importorskip("keras_hub")
     from tfparity.sweep.ray_engine import RayOptions
 
