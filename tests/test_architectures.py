@@ -45,9 +45,9 @@ def test_every_record_is_complete():
 
 
 @pytest.mark.parametrize("model_type", tiny_types())
-def test_tiny_model_passes_and_a_perturbed_port_is_localised(model_type):
+def test_tiny_model_passes_and_a_perturbed_port_is_localised(model_type, load_tf_model):
     spec = f"tiny:{model_type}"
-    tf_model = TFModel.load(spec)
+    tf_model = load_tf_model(spec)
     batches = make_batches(tf_model, INPUTS)
     embeds = check_embeds(tf_model, batches=batches)
     assert embeds.passed, [c.name for c in embeds.failures]
@@ -81,7 +81,7 @@ def test_tiny_model_passes_and_a_perturbed_port_is_localised(model_type):
     assert earlier and earlier[0].passed  # the layer below still agrees
 
 
-def test_an_unregistered_model_type_is_served_by_the_generic_family():
+def test_an_unregistered_model_type_is_served_by_the_generic_family(load_tf_model):
     """DPR's question encoder has no module: layer-level localisation, and weight hints
     by the layer number in PyTorch's parameter names."""
     import transformers
@@ -101,7 +101,7 @@ def test_an_unregistered_model_type_is_served_by_the_generic_family():
     assert arch.generic and arch.tf_class == "TFDPRQuestionEncoder" and arch.sublayers is None
     model = transformers.TFDPRQuestionEncoder(config)
     build(model)
-    tokenizer = TFModel.load("tiny:bert").tokenizer
+    tokenizer = load_tf_model("tiny:bert").tokenizer
     tf_model = TFModel.wrap(model, tokenizer=tokenizer, name="dpr")
     pt_model = PTModel.from_tf(model)
     batches = make_batches(tf_model, InputOptions(random=4, seq_len=10, batch_size=2, seed=2))
@@ -154,11 +154,13 @@ PADDING_AWARE = [t for t in tiny_types() if lookup(t).positions is Positions.PAD
 
 
 @pytest.mark.parametrize("model_type", PADDING_AWARE)
-def test_left_padding_on_padding_aware_positions_is_explained_never_silent(model_type):
+def test_left_padding_on_padding_aware_positions_is_explained_never_silent(
+    model_type, load_tf_model
+):
     """Position ids made from input_ids skip padding; from inputs_embeds they cannot.
     With left padding the two paths may legitimately differ: the check must then say
     why (at the embeddings), and with right padding it must pass."""
-    tf_model = TFModel.load(f"tiny:{model_type}")
+    tf_model = load_tf_model(f"tiny:{model_type}")
     options = dict(random=4, seq_len=12, batch_size=4, seed=5)
     right = make_batches(tf_model, InputOptions(**options, padding_side="right"))
     assert check_embeds(tf_model, batches=right).passed

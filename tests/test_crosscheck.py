@@ -22,9 +22,9 @@ TINY = "tiny:bert"
 
 
 @pytest.fixture(scope="module")
-def tiny_reference():
+def tiny_reference(load_tf_model):
     """PyTorch tiny:bert (weights copied from the seeded TF model) and the batches."""
-    tf_model = TFModel.load(TINY)
+    tf_model = load_tf_model(TINY)
     batches = make_batches(tf_model, InputOptions(random=6, seq_len=16, batch_size=3, seed=1))
     return PTModel.from_tf(tf_model.model), batches
 
@@ -50,9 +50,9 @@ def test_fault_catalogue_on_tiny_bert(tiny_reference, fault):
     assert hint_word in d.hint, d.hint
 
 
-def test_correct_tiny_port_passes_across_20_seeded_input_sets(tiny_reference):
+def test_correct_tiny_port_passes_across_20_seeded_input_sets(tiny_reference, load_tf_model):
     pt_model, _ = tiny_reference
-    tf_model = TFModel.load(TINY)
+    tf_model = load_tf_model(TINY)
     shapes = [(1, 1), (1, 64), (3, 64), (4, 1)] + [(b, s) for b in (1, 2, 5) for s in (7, 33)]
     for seed in range(20):
         rows, seq = shapes[seed % len(shapes)]
@@ -81,8 +81,8 @@ def test_explicit_tolerance_mode_and_its_blind_spot(tiny_reference):
 
 
 @pytest.mark.parametrize("arch", ["xlnet", "t5"])
-def test_other_architectures_pass_and_localise_by_layer(arch):
-    tf_model = TFModel.load(f"tiny:{arch}")
+def test_other_architectures_pass_and_localise_by_layer(arch, load_tf_model):
+    tf_model = load_tf_model(f"tiny:{arch}")
     pt_model = PTModel.from_tf(tf_model.model)
     batches = make_batches(tf_model, InputOptions(random=4, seq_len=12, batch_size=2))
     report = run_crosscheck(tf_model, pt_model, batches)
@@ -139,8 +139,8 @@ def test_minilm_zeroed_attention_bias_in_layer_3(minilm_pt):
     assert "encoder.layer.3.attention.self.value.bias is all zeros" in d.hint
 
 
-def test_minilm_gelu_new_port_is_localised_with_the_gelu_hint(minilm_pt):
-    broken = with_config(hidden_act="gelu_new")(TFModel.load("minilm"))
+def test_minilm_gelu_new_port_is_localised_with_the_gelu_hint(minilm, minilm_pt):
+    broken = with_config(hidden_act="gelu_new")(minilm)  # a rebuilt copy
     batches = make_batches(broken, InputOptions(texts=("Hello world.", "A second sentence.")))
     report = run_crosscheck(broken, minilm_pt, batches)
     d = report.first_divergence
@@ -148,10 +148,9 @@ def test_minilm_gelu_new_port_is_localised_with_the_gelu_hint(minilm_pt):
     assert "gelu_new (tanh approximation)" in d.hint and "gelu (exact erf)" in d.hint
 
 
-def test_minilm_max_length_sequence_passes(minilm_pt):
-    tf_model = TFModel.load("minilm")
-    batches = make_batches(tf_model, InputOptions(random=1, seq_len=512, batch_size=1))
-    assert run_crosscheck(tf_model, minilm_pt, batches).passed
+def test_minilm_max_length_sequence_passes(minilm, minilm_pt):
+    batches = make_batches(minilm, InputOptions(random=1, seq_len=512, batch_size=1))
+    assert run_crosscheck(minilm, minilm_pt, batches).passed
 
 
 # all-MiniLM-L6-v2's pooler bias is all zeros in the checkpoint: zeroing it is no fault
@@ -191,12 +190,14 @@ def test_a_broken_port_against_its_own_tiny_spec_fails():
     assert report.first_divergence.component == "output"
 
 
-def test_localise_on_failure_skips_taps_on_a_pass_and_still_localises_a_fault(tiny_reference):
+def test_localise_on_failure_skips_taps_on_a_pass_and_still_localises_a_fault(
+    tiny_reference, load_tf_model
+):
     pt_model, batches = tiny_reference
     from tfparity.checks.crosscheck import CrosscheckOptions
 
     lazy = CrosscheckOptions(localise="on_failure")
-    good = run_crosscheck(TFModel.load(TINY), pt_model, batches, lazy)
+    good = run_crosscheck(load_tf_model(TINY), pt_model, batches, lazy)
     assert good.passed and good.details["components"] == []
     assert any("skipped" in n for n in good.notes)
     broken = by_name("dropped intermediate bias").apply(TFModel.load(TINY))
@@ -206,9 +207,9 @@ def test_localise_on_failure_skips_taps_on_a_pass_and_still_localises_a_fault(ti
     assert bad.details["components"]  # the taps ran once the failure was seen
 
 
-def test_shared_tf_traces_are_used_instead_of_a_new_run(tiny_reference):
+def test_shared_tf_traces_are_used_instead_of_a_new_run(tiny_reference, load_tf_model):
     pt_model, batches = tiny_reference
-    tf_model = TFModel.load(TINY)
+    tf_model = load_tf_model(TINY)
     traces = [tf_model.run(b) for b in batches]
     traces[0].arrays["last_hidden_state"] = traces[0]["last_hidden_state"] + 1.0
     report = run_crosscheck(tf_model, pt_model, batches, tf_traces=traces)
@@ -216,7 +217,7 @@ def test_shared_tf_traces_are_used_instead_of_a_new_run(tiny_reference):
 
 
 def test_last_hidden_state_is_compared_once_where_it_is_the_last_hidden_state(
-    tiny_reference, monkeypatch
+    tiny_reference, load_tf_model, monkeypatch
 ):
     """last_hidden_state holds hidden_states[-1]'s arrays on both sides: its comparison
     is that one's, renamed; its referee verdict is its own; a failure block would name
@@ -234,7 +235,7 @@ def test_last_hidden_state_is_compared_once_where_it_is_the_last_hidden_state(
         "compare_batches",
         lambda *a, name, **k: calls.append(name) or real(*a, name=name, **k),
     )
-    report = run_crosscheck(TFModel.load(TINY), pt_model, batches)
+    report = run_crosscheck(load_tf_model(TINY), pt_model, batches)
     by = {c.name: c for c in report.comparisons}
     last = max((n for n in by if n.startswith("hidden_states[")), key=lambda n: int(n[14:-1]))
     assert report.passed and "last_hidden_state" not in calls and last in calls
@@ -359,18 +360,18 @@ FAMILY_LAYOUT = {  # the taps of a correct run, in order (ALBERT's shared layer 
 
 
 @functools.cache
-def family_reference(model_type: str):
+def family_reference(model_type: str, load_tf_model):
     """PyTorch weights copied from the seeded TF model, and the batches."""
-    tf_model = TFModel.load(FAMILY_SPECS[model_type])
+    tf_model = load_tf_model(FAMILY_SPECS[model_type])
     batches = make_batches(tf_model, InputOptions(random=6, seq_len=16, batch_size=3, seed=1))
     return PTModel.from_tf(tf_model.model), batches
 
 
 @pytest.mark.parametrize("model_type", sorted(FAMILY_SPECS))
-def test_family_taps_and_isolation_pass_on_a_correct_port(model_type):
-    pt_model, batches = family_reference(model_type)
+def test_family_taps_and_isolation_pass_on_a_correct_port(model_type, load_tf_model):
+    pt_model, batches = family_reference(model_type, load_tf_model)
     options = CrosscheckOptions(localise="always")
-    report = run_crosscheck(TFModel.load(FAMILY_SPECS[model_type]), pt_model, batches, options)
+    report = run_crosscheck(load_tf_model(FAMILY_SPECS[model_type]), pt_model, batches, options)
     assert report.passed, [c.name for c in report.failures]
     components = report.details["components"]
     assert [c["name"] for c in components][: len(FAMILY_LAYOUT[model_type])] == (
@@ -385,8 +386,8 @@ FAMILY_FAULTS = [(t, f.name) for t in sorted(FAMILY_SPECS) for f in catalogue_fo
 
 
 @pytest.mark.parametrize(("model_type", "fault"), FAMILY_FAULTS)
-def test_fault_catalogues_of_tap_families(model_type, fault):
-    pt_model, batches = family_reference(model_type)
+def test_fault_catalogues_of_tap_families(model_type, fault, load_tf_model):
+    pt_model, batches = family_reference(model_type, load_tf_model)
     f = by_name(fault, model_type)
     report = run_crosscheck(f.apply(TFModel.load(FAMILY_SPECS[model_type])), pt_model, batches)
     assert report.passed is False
@@ -399,11 +400,11 @@ def test_fault_catalogues_of_tap_families(model_type, fault):
     assert "shape" not in d.hint, d.hint
 
 
-def test_albert_with_several_layer_groups_is_not_tapped():
+def test_albert_with_several_layer_groups_is_not_tapped(load_tf_model):
     """Taps record ALBERT's one shared layer per call; other layouts are not claimed."""
     from tfparity.adapters.taps import family_of
 
-    config = TFModel.load("tiny:albert").config
+    config = load_tf_model("tiny:albert").config
     assert family_of(config) is not None
     grouped = config.__class__.from_dict({**config.to_dict(), "num_hidden_groups": 2})
     assert family_of(grouped) is None

@@ -21,9 +21,9 @@ LAZY, FULL = CrosscheckOptions(referee_runs="lazy"), CrosscheckOptions(referee_r
 
 
 @pytest.fixture(scope="module")
-def reference():
+def reference(load_tf_model):
     """PyTorch tiny:bert and eight batches: enough for float64 to stop early."""
-    tf_model = TFModel.load(TINY)
+    tf_model = load_tf_model(TINY)
     batches = make_batches(tf_model, InputOptions(random=24, seq_len=16, batch_size=3, seed=2))
     return PTModel.from_tf(tf_model.model), batches
 
@@ -32,9 +32,9 @@ def verdicts(report) -> dict[str, bool]:
     return {c.name: c.passed for c in report.comparisons}
 
 
-def test_lazy_referee_stops_early_on_a_clean_port_with_full_verdicts(reference):
+def test_lazy_referee_stops_early_on_a_clean_port_with_full_verdicts(reference, load_tf_model):
     pt_model, batches = reference
-    tf_model = TFModel.load(TINY)
+    tf_model = load_tf_model(TINY)
     lazy, full = (crosscheck(tf_model, pt_model, batches, o) for o in (LAZY, FULL))
     assert lazy.passed and full.passed and verdicts(lazy) == verdicts(full)
     assert 1 <= lazy.details["float64_batches"] < len(batches)
@@ -57,10 +57,10 @@ def test_lazy_referee_runs_every_batch_on_a_broken_port_and_localises_alike(refe
     assert lazy.first_divergence == full.first_divergence
 
 
-def test_a_fault_in_the_last_batch_only_keeps_float64_running(reference):
+def test_a_fault_in_the_last_batch_only_keeps_float64_running(reference, load_tf_model):
     """The first batches settle nothing: the last batch's difference is in the bound."""
     pt_model, batches = reference
-    tf_model = TFModel.load(TINY)
+    tf_model = load_tf_model(TINY)
     traces = [tf_model.run(b) for b in batches]
     traces[-1].arrays["last_hidden_state"] = traces[-1]["last_hidden_state"] + 1e-3
     report = crosscheck(tf_model, pt_model, batches, LAZY, tf_traces=traces)

@@ -23,18 +23,18 @@ FAULTS = [(check, f.name) for check, faults in gradient_faults().items() for f i
 
 
 @pytest.fixture(scope="module")
-def reference():
+def reference(load_tf_model):
     """PyTorch tiny:bert (loaded from the spec, as the API does) and the batches."""
-    return load_pt(TINY), make_batches(TFModel.load(TINY), INPUTS)
+    return load_pt(TINY), make_batches(load_tf_model(TINY), INPUTS)
 
 
 def by_check(reports):
     return {r.check: r for r in reports}
 
 
-def test_clean_port_passes_both_comparisons(reference):
+def test_clean_port_passes_both_comparisons(reference, load_tf_model):
     pt, batches = reference
-    reports = by_check(check_gradients(TFModel.load(TINY), pt, batches))
+    reports = by_check(check_gradients(load_tf_model(TINY), pt, batches))
     assert set(reports) == {"gradients-embeds", "gradients"}
     for report in reports.values():
         assert report.passed, [c.name for c in report.failures]
@@ -128,7 +128,7 @@ def test_gpt2_says_which_hidden_states_it_cannot_differentiate():
     assert any("no gradient reaches it" in n for n in report.notes)
 
 
-def test_report_renders_and_the_assertion_raises_with_reports(reference):
+def test_report_renders_and_the_assertion_raises_with_reports(reference, load_tf_model):
     pt, batches = reference
     fault = gradient_faults()["gradients"][0]
     broken = fault.apply(TFModel.load(TINY))
@@ -138,7 +138,7 @@ def test_report_renders_and_the_assertion_raises_with_reports(reference):
     text = render_gradients(info.value.reports[1])
     assert "first divergence: hidden_states[1] · layer 1" in text
     assert "gradient w.r.t." in text and "FAIL gradients:" in text
-    reports = assert_gradients(TFModel.load(TINY), pt, batches=batches)
+    reports = assert_gradients(load_tf_model(TINY), pt, batches=batches)
     assert all(r.passed for r in reports)
 
 

@@ -95,10 +95,10 @@ CATALOGUED = [t for t in tiny_types() if lookup(t).faults]
 
 
 @pytest.mark.parametrize("family", CATALOGUED)
-def test_lazy_matches_full_on_every_fault_of_the_catalogue(family):
+def test_lazy_matches_full_on_every_fault_of_the_catalogue(family, load_tf_model):
     spec = f"tiny:{family}"
     pt_model = reference_for(spec)
-    clean = TFModel.load(spec)
+    clean = load_tf_model(spec)
     batches = padded_batches(clean, items=16, batch_size=8)
     same_verdicts(clean, pt_model, batches)
     for fault in catalogue_for(family):
