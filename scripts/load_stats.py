@@ -31,8 +31,8 @@ LOADERS = (
     ("tfparity.adapters.pt_model", "PTModel", "from_tf", "pytorch"),
     ("tfparity.adapters.keras_hub_task", None, "load_keras_hub_side", "keras-hub"),
     ("tfparity.adapters.exported", None, "load_export", "export read"),
-    ("tfparity.testing", None, "export_saved_model", "export written"),
-    ("tfparity.testing", None, "to_litert", "litert converted"),
+    ("tfparity.adapters.exported.writer", None, "export_saved_model", "export written"),
+    ("tfparity.adapters.exported.litert_convert", None, "to_litert", "litert converted"),
 )
 
 _state: dict[str, Any] = {"depth": 0, "file": None, "stats": {}}
@@ -61,7 +61,8 @@ def _out_dir(config: Any) -> Path:
 
 
 def _count_loads() -> None:
-    """Wrap the loaders (in the process that runs tests, before its first test)."""
+    """Wrap the loaders in the process that runs tests, before test modules import them
+    (a module that imported a function before would keep the unwrapped one)."""
     for module, owner_name, name, kind in LOADERS:
         owner = importlib.import_module(module)
         if owner_name:
@@ -74,7 +75,10 @@ def _count_loads() -> None:
 
 
 def pytest_configure(config: Any) -> None:
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker or not getattr(config.option, "numprocesses", None):
+        _count_loads()  # this process runs the tests (an xdist worker, or no xdist)
+    if not worker:
         out = _out_dir(config)
         out.mkdir(parents=True, exist_ok=True)
         for old in out.glob("*.json"):
@@ -82,9 +86,6 @@ def pytest_configure(config: Any) -> None:
 
 
 def pytest_runtest_setup(item: Any) -> None:
-    if not _state.get("counting"):
-        _count_loads()
-        _state["counting"] = True
     _state["file"] = item.nodeid.split("::", 1)[0]
 
 

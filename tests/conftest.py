@@ -36,6 +36,19 @@ def kernel_tests() -> set[str]:
     return {line.split("#", 1)[0].strip() for line in lines} - {""}
 
 
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m kernels`` (the Eigen pass) only the files that hold listed tests are
+    collected: importing the others would cost each worker seconds for nothing."""
+    if config.option.markexpr != "kernels" or collection_path.suffix != ".py":
+        return None
+    files = {t.split("::", 1)[0] for t in kernel_tests()}
+    try:
+        relative = collection_path.relative_to(config.rootpath).as_posix()
+    except ValueError:  # outside the repository: not ours to skip
+        return None
+    return True if relative.startswith("tests/test_") and relative not in files else None
+
+
 # The files that take longest, longest first (seconds of one worker, measured with
 # `pytest -n 2 --durations=0`): with `--dist loadfile --no-loadscope-reorder`, xdist hands
 # files out in this order to whichever worker is free, so the two end together (longest

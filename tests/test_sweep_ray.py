@@ -74,7 +74,7 @@ def test_engine_ray_without_ray_exits_2_naming_the_extra(monkeypatch, capsys, tm
 def test_ray_sweep_of_a_keras_hub_port_with_pt_equals_the_serial_run(
     ray_cluster, corpus, tmp_path, sweep_differences
 ):
-    """A Keras 3 port runs eagerly in each actor, against the --pt reference named by
+    """A Keras 3 port runs eagerly in a Ray actor, against the --pt reference named by
     spec, and fails as the serial run does: keras-hub's BertBackbone hard-codes the tanh
     GELU, while BERT checkpoints use the exact one (docs/keras-hub.md)."""
     pytest.importorskip("keras_hub")
@@ -84,7 +84,7 @@ def test_ray_sweep_of_a_keras_hub_port_with_pt_equals_the_serial_run(
     spec, pt, texts = "keras-hub:tiny:bert", "tiny:bert", corpus.read_text().splitlines()[:12]
     (tmp_path / "c12.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
     serial = run_sweep(spec, tmp_path / "c12.txt", tmp_path / "s", SweepOptions(**base), pt=pt)
-    engine = RayOptions(workers=2)
+    engine = RayOptions(workers=1)  # one actor; two share a corpus in the test above
     ray_run = run_sweep(
         spec, tmp_path / "c12.txt", tmp_path / "r", SweepOptions(**base, engine=engine), pt=pt
     )
