@@ -204,6 +204,7 @@ def test_a_weight_tf_does_not_train_fails_named_and_localised(reference):
     assert (d.hidden_state, d.layer, d.component) == (1, 0, "attention"), d
     assert f"{NORM}.weight" in d.hint
     assert report.details["excluded_weights"] == []
+    assert any("--frozen" in n for n in report.notes)  # what to do, if it is on purpose
     text = render_gradients(report)
     assert "first divergence: hidden_states[1] · layer 0 · component attention" in text
     # TF's own two paths agree: the frozen norm changes neither

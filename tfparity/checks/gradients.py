@@ -259,7 +259,7 @@ def _tf_vs_pt(
             f"{len(unreached)} weight(s) get no gradient on either side (not on the scalar's "
             f"path): {', '.join(unreached[:6])}{' ...' if len(unreached) > 6 else ''}."
         )
-    notes += _unreachable_hidden_notes(ids.hidden, pt.hidden)
+    notes += _unreachable_hidden_notes(ids.hidden, pt.hidden) + _untrained_notes(rows)
     return Report(
         check="gradients",
         model=tf_model.name,
@@ -402,14 +402,29 @@ def _weight_rows(
     return rows, unreached
 
 
+UNTRAINED = "PyTorch differentiates it, TF has no gradient for it (not trainable in TF?)"
+
+
+def _untrained_notes(rows: list[Comparison]) -> list[str]:
+    """What to do about weights TF does not train: once, not on every row."""
+    names = [c.name.removeprefix(GRAD) for c in rows if c.problem == UNTRAINED]
+    if not names:
+        return []
+    return [
+        f"{len(names)} weight(s) PyTorch differentiates get no TF gradient (trainable=False, "
+        "a non-trainable variable or a constant in the port): fine-tuning the port would "
+        "leave them where PyTorch moves them. If the port freezes them on purpose, name them "
+        "with --frozen PATTERN (frozen= in Python)."
+    ]
+
+
 def _not_differentiated(name: str, expected: np.ndarray) -> Comparison:
     """A weight PyTorch differentiates and TF does not: not among TF's trainable
     variables (``trainable=False``, a constant). Training would move it in PyTorch only,
     so it fails unless the port freezes it on purpose (``--frozen``)."""
     return failed_comparison(
         GRAD + name,
-        "PyTorch differentiates it, TF has no gradient for it (not trainable in TF? if "
-        "frozen on purpose, name it with --frozen)",
+        UNTRAINED,
         list(expected.shape),
         str(expected.dtype),
     )
