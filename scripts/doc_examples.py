@@ -164,6 +164,24 @@ def _t5_decoder_fault(work: Path) -> tuple[int, str]:
     return (0 if report.passed else 1), render_generation(report)
 
 
+def _frozen_norm(frozen: tuple[str, ...]) -> Callable[[Path], tuple[int, str]]:
+    """`tfparity.gradients` on tiny:bert whose layer-0 attention LayerNorm is frozen as
+    users freeze a port (``trainable = False``), the report of TF vs PyTorch; with
+    ``frozen``, the freeze declared."""
+
+    def run(work: Path) -> tuple[int, str]:
+        from tfparity import gradients
+        from tfparity.adapters.tf_model import TFModel
+        from tfparity.report.gradients import render_gradients
+
+        port = TFModel.load("tiny:bert")
+        port.model.bert.encoder.layer[0].attention.dense_output.LayerNorm.trainable = False
+        report = gradients(port, pt="tiny:bert", frozen=frozen)[1]
+        return (0 if report.passed else 1), render_gradients(report)
+
+    return run
+
+
 def _export(spec: str, directory: Path, *, fault: bool = False) -> None:
     """``spec`` as a SavedModel with a serving signature returning hidden states (a
     layer-1 FFN weight scaled by 1.1 first, with ``fault``)."""
@@ -484,6 +502,13 @@ EXAMPLES: tuple[Example, ...] = (
         minilm=True,
         tested=False,
         why_untested="four backward passes of minilm; tiny:bert's example is tested",
+    ),
+    Example("gradients-frozen-norm", "docs/gradients.md", 1, run=_frozen_norm(())),
+    Example(
+        "gradients-frozen-excluded",
+        "docs/gradients.md",
+        0,
+        run=_frozen_norm(("encoder.layer.0.attention.output.LayerNorm",)),
     ),
     Example("devices", "docs/devices-and-modes.md", 0, ("devices",), needs_cpu_only=True),
     Example(

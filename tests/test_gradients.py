@@ -169,3 +169,98 @@ def test_the_scalar_is_seeded_and_reaches_every_token():
     with pytest.raises(ValueError, match="seed"):
         gradients(TINY, pt=False, seed=-1)
     assert np.isfinite(loss_a.worst_expected)
+
+
+# ----------------------------------------------------------------------------- frozen weights
+
+NORM = "encoder.layer.0.attention.output.LayerNorm"
+WORD = "embeddings.word_embeddings.weight"
+
+
+def untrained(freeze):
+    """tiny:bert with ``freeze(keras_model)`` set ``trainable = False`` on a layer, as
+    users freeze a port; checked to take its variables out of ``trainable_variables``."""
+    model = TFModel.load(TINY)
+    layer = freeze(model.model)
+    layer.trainable = False
+    trainable = {id(v) for v in model.model.trainable_variables}
+    assert layer.weights and not any(id(v) in trainable for v in layer.weights)
+    return model
+
+
+def frozen_norm(keras_model):
+    return keras_model.bert.encoder.layer[0].attention.dense_output.LayerNorm
+
+
+def test_a_weight_tf_does_not_train_fails_named_and_localised(reference):
+    pt, batches = reference
+    reports = by_check(check_gradients(untrained(frozen_norm), pt, batches))
+    report = reports["gradients"]
+    assert report.passed is False
+    failing = {c.name: c for c in report.failures}
+    assert set(failing) == {f"grad:{NORM}.weight", f"grad:{NORM}.bias"}
+    assert "PyTorch differentiates it, TF has no gradient" in failing[f"grad:{NORM}.weight"].problem
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer, d.component) == (1, 0, "attention"), d
+    assert f"{NORM}.weight" in d.hint
+    assert report.details["excluded_weights"] == []
+    assert any("--frozen" in n for n in report.notes)  # what to do, if it is on purpose
+    text = render_gradients(report)
+    assert "first divergence: hidden_states[1] · layer 0 · component attention" in text
+    # TF's own two paths agree: the frozen norm changes neither
+    assert reports["gradients-embeds"].passed
+
+
+def test_a_weight_frozen_on_purpose_is_excluded_and_listed(reference):
+    pt, batches = reference
+    model = untrained(frozen_norm)
+    options = GradientsOptions(frozen=(NORM,))
+    report = by_check(check_gradients(model, pt, batches, options))["gradients"]
+    assert report.passed, [c.name for c in report.failures]
+    assert report.details["excluded_weights"] == [f"{NORM}.bias", f"{NORM}.weight"]
+    assert any(n.startswith("Frozen on purpose") and NORM in n for n in report.notes)
+    compared = {c.name for c in report.comparisons}
+    assert f"grad:{NORM}.weight" not in compared
+    # a glob over layers excludes both layers' norms; the assertion takes it too
+    reports = assert_gradients(model, pt, batches=batches, frozen="encoder.layer.*.LayerNorm.*")
+    assert len(reports[1].details["excluded_weights"]) == 8
+
+
+def test_frozen_embeddings_fail_naming_the_word_matrix(reference):
+    pt, batches = reference
+    model = untrained(lambda m: m.bert.embeddings)
+    reports = by_check(check_gradients(model, pt, batches))
+    report = reports["gradients"]
+    assert report.passed is False
+    assert f"grad:{WORD}" in {c.name for c in report.failures}
+    d = report.first_divergence
+    assert (d.layer, d.component) == ("embeddings", "embeddings"), d
+    assert WORD in d.hint
+    # neither TF path trains the matrix: nothing to compare there, and a note says so
+    embeds = reports["gradients-embeds"]
+    assert embeds.passed and any("not trainable in TF" in n for n in embeds.notes)
+    fine = GradientsOptions(frozen=("embeddings.*",))
+    assert check_gradients(model, pt, batches, fine)[1].passed
+
+
+def test_a_frozen_pattern_that_matches_nothing_is_bad_input(capsys):
+    quick = ["gradients", TINY, "--random", "2", "--seq-len", "8"]
+    assert cli.main([*quick, "--frozen", "LayerNrom"]) == 2
+    err = capsys.readouterr().err
+    assert "'LayerNrom'" in err and "Traceback" not in err
+    assert cli.main([*quick, "--no-pt", "--frozen", "LayerNorm"]) == 2
+    assert "--no-pt" in capsys.readouterr().err
+    from tfparity.errors import TfparityError
+
+    with pytest.raises(TfparityError, match="'nothing'"):
+        gradients(TINY, inputs=INPUTS, frozen=["pooler", "nothing"])
+
+
+def test_cli_frozen_lists_what_it_excludes(tmp_path, capsys):
+    out = tmp_path / "g.json"
+    args = ["gradients", TINY, "--random", "2", "--seq-len", "8", "--json", str(out)]
+    assert cli.main([*args, "--frozen", "pooler.*", "--frozen", WORD]) == 0
+    assert "Frozen on purpose" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    excluded = data["reports"][1]["details"]["excluded_weights"]
+    assert excluded == sorted(["pooler.dense.bias", "pooler.dense.weight", WORD])

@@ -271,6 +271,7 @@ def gradients(
     allow_pickle: bool = False,
     head: str | None = None,
     pt_config: dict[str, Any] | None = None,
+    frozen: str | Sequence[str] | None = None,
 ) -> list[Report]:
     """Gradients through ``inputs_embeds`` and against PyTorch (see
     :mod:`tfparity.checks.gradients`): a ``gradients-embeds`` Report (TF ``input_ids``
@@ -279,13 +280,18 @@ def gradients(
     ``tolerance`` judges both instead). ``seed`` seeds the scalar (labels, projection).
     ``pt``: the PyTorch reference as for :func:`crosscheck` (a MODEL spec or a live
     model; loaded from ``model``'s spec by default); ``pt=False``: no PyTorch, the
-    ids-vs-embeds report only. ``pt_config``: as for :func:`crosscheck`."""
+    ids-vs-embeds report only. ``pt_config``: as for :func:`crosscheck`. Every weight
+    PyTorch differentiates must get a TF gradient; ``frozen``: globs or substrings of
+    PyTorch weight names the port freezes on purpose, left out (the report lists them;
+    a pattern that matches none raises :class:`~tfparity.errors.TfparityError`)."""
     from . import validation
     from .adapters.pt_model import PTModel
+    from .checks.gradient_frozen import frozen_patterns
     from .checks.gradients import GradientsOptions, check_gradients
     from .errors import TfparityError
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
+    patterns = frozen_patterns(frozen)
     validation.optional_callable(embeds_fn, "embeds_fn")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, not {seed!r}.")
@@ -308,7 +314,7 @@ def gradients(
         tf_model = bound_to_reference(tf_model, pt)
     if batches is None:
         batches = make_batches(tf_model, inputs)
-    options = GradientsOptions(seed=seed, tolerance=tolerance, embeds_fn=embeds_fn)
+    options = GradientsOptions(seed=seed, tolerance=tolerance, embeds_fn=embeds_fn, frozen=patterns)
     return check_gradients(tf_model.eager(), pt_model, batches, options)
 
 

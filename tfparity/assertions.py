@@ -181,10 +181,12 @@ def assert_gradients(
     seed: int = 0,
     embeds_fn: Callable[[Batch], Any] | None = None,
     head: str | None = None,
+    frozen: str | Sequence[str] | None = None,
 ) -> list[Report]:
     """Assert that gradients through ``inputs_embeds`` equal the ``input_ids`` path's
     (the word-embedding matrix's too) and that TF's gradients agree with PyTorch's
-    (float64 referee, or ``atol``/``rtol``); ``pt_model=False`` skips PyTorch. See
+    (float64 referee, or ``atol``/``rtol``), every weight PyTorch differentiates but
+    those ``frozen`` names on purpose; ``pt_model=False`` skips PyTorch. See
     :func:`tfparity.gradients`. Returns the Reports."""
     __tracebackhide__ = True
     from .api import gradients
@@ -199,6 +201,7 @@ def assert_gradients(
         tolerance=tolerance_from(atol, rtol),
         seed=seed,
         embeds_fn=embeds_fn,
+        frozen=frozen,
     )
     _conclude(reports)
     return reports

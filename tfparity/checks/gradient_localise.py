@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..architectures import COMPONENTS
 from ..compare import Comparison
 from ..results import Divergence
 from ..trace import hidden_state_index
@@ -64,7 +65,35 @@ def localise(
         )
         return Divergence(0, "embeddings", "embeddings", hint + top)
     hint = "Every hidden state's gradient agrees; only weights' gradients differ"
-    return Divergence(None, "weights", None, hint + top)
+    place = _weight_place(rows, pt_model)
+    if place is None:
+        return Divergence(None, "weights", None, hint + top)
+    k, layer, component = place
+    where = f" ({component})" if component and component != layer else ""
+    hint += f", the most in {_layer_text(layer)}{where}"
+    return Divergence(k, layer, component, hint + top)
+
+
+def _weight_place(rows: list[Comparison], pt_model: Any) -> tuple[int, Any, Any] | None:
+    """Where the weight whose gradient differs most lives, by the reference's weight
+    scopes: (the hidden state its layer outputs, the layer, the component, None where
+    the names do not tell components apart); None where no scope holds it."""
+    failing = [c for c in rows if not c.passed and _is_weight(c.name)]
+    if pt_model is None or not failing:
+        return None
+    name = max(failing, key=_relative).name.removeprefix(GRAD)  # the hint's first
+    if _in_scope(name, pt_model.weight_scope("embeddings", "embeddings")):
+        return 0, "embeddings", "embeddings"
+    indices = [hidden_state_index(c.name.removeprefix(GRAD)) for c in rows]
+    for layer in range(max((k for k in indices if k is not None), default=0)):
+        parts = [p for p in COMPONENTS if _in_scope(name, pt_model.weight_scope(layer, p))]
+        if parts:
+            return layer + 1, layer, parts[0] if len(parts) == 1 else None
+    return None
+
+
+def _in_scope(name: str, scope: list[tuple[str, str]]) -> bool:
+    return any(name.startswith(prefix) and part in name for prefix, part in scope)
 
 
 def _layer_text(layer: Any) -> str:

@@ -45,6 +45,7 @@ from ..results import Divergence, Report
 from ..trace import hidden_state_index
 from ..validation import same_architecture
 from .embeds import NonFiniteOutputError, embeddings_hint
+from .gradient_frozen import excluded_note, excluded_weights
 from .gradient_localise import GRAD, failed, hidden_agree, hidden_table, localise, weight_table
 
 
@@ -59,6 +60,7 @@ class GradientsOptions:
     referee: Referee = Referee()
     embeds_fn: Callable[[Batch], Any] | None = None
     top_weights: int = 3
+    frozen: tuple[str, ...] = ()  # globs/substrings of PyTorch weights frozen on purpose
 
 
 @dataclass
@@ -108,6 +110,7 @@ def check_gradients(
     if pt_model is not None:
         same_architecture(tf_model, pt_model)
     reference = pt_model.weights() if pt_model is not None else None
+    excluded = excluded_weights(options.frozen, reference)  # refused before any run
     ids = collect(batches, options.seed, lambda b, o: tf_model.gradients(b, o, reference=reference))
     embeds = collect(
         batches,
@@ -120,7 +123,8 @@ def check_gradients(
     if pt_model is not None:
         pt = collect(batches, options.seed, lambda b, o: pt_model.gradients(b, o))
         truth = collect(batches, options.seed, lambda b, o: pt_model.gradients(b, o, float64=True))
-        reports.append(_tf_vs_pt(tf_model, pt_model, ids, embeds, pt, truth, batches, options))
+        sides = _Sides(ids, embeds, pt, truth)
+        reports.append(_tf_vs_pt(tf_model, pt_model, sides, batches, options, excluded))
     return [note_truncation(r, batches) for r in reports]
 
 
@@ -144,11 +148,14 @@ def _ids_vs_embeds(
     ]
     rows += _hidden_rows(embeds.hidden, ids.hidden, masks, tol, None)
     word = ids.word
-    rows += [
-        _weight_row(
-            word, embeds.weights.get(word), ids.weights.get(word), tol, "inputs_embeds path"
+    # a matrix TF does not train gets no gradient on either path: nothing to compare
+    untrained = word is not None and all(x.weights.get(word) is None for x in (ids, embeds))
+    if not untrained:
+        rows.append(
+            _weight_row(
+                word, embeds.weights.get(word), ids.weights.get(word), tol, "inputs_embeds path"
+            )
         )
-    ]
     passed = all(c.passed for c in rows)
     divergence = None
     if not passed:
@@ -174,7 +181,15 @@ def _ids_vs_embeds(
             "word_embeddings": word,
             "hidden_states": hidden_table(rows, forward, None),
         },
-        notes=list(tf_model.notes),
+        notes=list(tf_model.notes) + ([_untrained_word_note(word)] if untrained else []),
+    )
+
+
+def _untrained_word_note(word: str | None) -> str:
+    return (
+        f"The word-embedding matrix {word} gets no gradient on either TF path (not "
+        "trainable in TF), so its row is not compared here; the gradients report judges "
+        "it against PyTorch's."
     )
 
 
@@ -193,16 +208,26 @@ def _gather_hint(rows: list[Comparison], word: str | None) -> str:
 # ----------------------------------------------------------------------------- TF vs PyTorch
 
 
+@dataclass
+class _Sides:
+    """The four runs the TF-vs-PyTorch report judges: TF's two paths, PyTorch, and
+    PyTorch in float64."""
+
+    ids: Collected
+    embeds: Collected
+    pt: Collected
+    truth: Collected
+
+
 def _tf_vs_pt(
     tf_model: Any,
     pt_model: Any,
-    ids: Collected,
-    embeds: Collected,
-    pt: Collected,
-    truth: Collected,
+    sides: _Sides,
     batches: Sequence[Batch],
     options: GradientsOptions,
+    excluded: list[str],
 ) -> Report:
+    ids, embeds, pt, truth = sides.ids, sides.embeds, sides.pt, sides.truth
     masks = [b.attention_mask for b in batches]
     _ensure_finite(truth, "PyTorch's float64 referee")
     _ensure_finite(pt, "PyTorch")
@@ -215,11 +240,14 @@ def _tf_vs_pt(
     rows += [] if embeds_skipped else _embeds_row(embeds, pt, truth, masks, judge)
     rows += _hidden_rows(ids.hidden, pt.hidden, masks, judge, truth.hidden)
     frozen = _frozen_notes(ids.weights, pt.frozen_rows)
-    weights, unreached = _weight_rows(ids.weights, pt.weights, truth.weights, judge, pt.frozen_rows)
+    judged = {k: v for k, v in pt.weights.items() if k not in excluded}
+    weights, unreached = _weight_rows(ids.weights, judged, truth.weights, judge, pt.frozen_rows)
     rows += weights
     passed = all(c.passed for c in rows)
     divergence = None if passed else localise(rows, forward, tf_model, pt_model, "TF", "PyTorch")
     notes = list(tf_model.notes) + list(pt_model.notes) + frozen
+    if excluded:
+        notes.append(excluded_note(options.frozen, excluded))
     if embeds_skipped:
         notes.append(
             "The inputs_embeds gradient is not compared with PyTorch: TF's inputs_embeds "
@@ -231,7 +259,7 @@ def _tf_vs_pt(
             f"{len(unreached)} weight(s) get no gradient on either side (not on the scalar's "
             f"path): {', '.join(unreached[:6])}{' ...' if len(unreached) > 6 else ''}."
         )
-    notes += _unreachable_hidden_notes(ids.hidden, pt.hidden)
+    notes += _unreachable_hidden_notes(ids.hidden, pt.hidden) + _untrained_notes(rows)
     return Report(
         check="gradients",
         model=tf_model.name,
@@ -247,6 +275,7 @@ def _tf_vs_pt(
             "batches": len(batches),
             "hidden_states": hidden_table(rows, forward, judge),
             "weights": weight_table(rows, ids.weights, pt.weights),
+            "excluded_weights": excluded,
         },
         notes=notes,
     )
@@ -354,9 +383,10 @@ def _weight_rows(
     rows, unreached = [], []
     scale = max((_rms([t]) for t in truth.values()), default=0.0)  # the largest gradients'
     for name, e in expected.items():
-        if name not in actual:
+        if name not in actual and e is not None and np.any(e):
+            rows.append(_not_differentiated(name, e))
             continue
-        a, t = actual[name], truth.get(name)
+        a, t = actual.get(name), truth.get(name)
         if name in frozen and a is not None:
             a = _without_row(a.reshape(e.shape) if e is not None else a, frozen[name])
         if a is None and e is None:
@@ -370,6 +400,34 @@ def _weight_rows(
         truth_of = None if t is None else [t]
         rows.append(judge.rows(GRAD + name, [a], [e], truth_of, None, scale=scale))
     return rows, unreached
+
+
+UNTRAINED = "PyTorch differentiates it, TF has no gradient for it (not trainable in TF?)"
+
+
+def _untrained_notes(rows: list[Comparison]) -> list[str]:
+    """What to do about weights TF does not train: once, not on every row."""
+    names = [c.name.removeprefix(GRAD) for c in rows if c.problem == UNTRAINED]
+    if not names:
+        return []
+    return [
+        f"{len(names)} weight(s) PyTorch differentiates get no TF gradient (trainable=False, "
+        "a non-trainable variable or a constant in the port): fine-tuning the port would "
+        "leave them where PyTorch moves them. If the port freezes them on purpose, name them "
+        "with --frozen PATTERN (frozen= in Python)."
+    ]
+
+
+def _not_differentiated(name: str, expected: np.ndarray) -> Comparison:
+    """A weight PyTorch differentiates and TF does not: not among TF's trainable
+    variables (``trainable=False``, a constant). Training would move it in PyTorch only,
+    so it fails unless the port freezes it on purpose (``--frozen``)."""
+    return failed_comparison(
+        GRAD + name,
+        UNTRAINED,
+        list(expected.shape),
+        str(expected.dtype),
+    )
 
 
 def _touched_rows(a: np.ndarray, e: np.ndarray, t: np.ndarray | None) -> tuple:

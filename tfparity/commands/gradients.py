@@ -38,6 +38,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--no-pt", action="store_true", help="skip PyTorch: the ids-vs-embeds comparison only"
     )
     add_pt_config_argument(p)
+    p.add_argument(
+        "--frozen",
+        metavar="PATTERN",
+        action="append",
+        default=[],
+        help="a PyTorch weight the port freezes on purpose (a glob or substring of the "
+        "names the report prints; repeatable): left out of the TF-vs-PyTorch comparison "
+        "and listed. Without it, a weight PyTorch differentiates and TF does not fails",
+    )
     add_input_arguments(p)
     add_report_arguments(p)
     p.set_defaults(func=_run_gradients)
@@ -54,6 +63,10 @@ def _run_gradients(args: argparse.Namespace) -> int:
     changes = pt_config(args)
     if changes and args.no_pt:
         raise TfparityError("--pt-config changes the PyTorch reference; drop --no-pt.")
+    if args.frozen and args.no_pt:
+        raise TfparityError(
+            "--frozen excludes PyTorch weights from the TF-vs-PyTorch report; drop --no-pt."
+        )
     inputs = input_options(args)
     frameworks_frozen(torch=not args.no_pt)
     start = time.perf_counter()
@@ -66,6 +79,7 @@ def _run_gradients(args: argparse.Namespace) -> int:
         allow_pickle=args.allow_pickle,
         head=args.head,
         pt_config=changes,
+        frozen=args.frozen,
     )
     for report in reports:
         print(render_gradients(report, verbose=args.verbose))
