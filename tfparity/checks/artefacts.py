@@ -78,7 +78,7 @@ def label_findings(tf_config: Any, pt_config: Any) -> Findings:
     if is_default(tf_map) != is_default(pt_map):
         return Findings(notes=[_default_note(tf_map, pt_map)], details=_labels_detail(tf_map))
     failures = []
-    differ = sorted(i for i in tf_map if tf_map[i] != pt_map[i])
+    differ = sorted(i for i in tf_map if tf_map[i] != pt_map.get(i))
     if differ:
         text = _label_differences(differ, tf_map, pt_map)
         failures.append(_failed("config:id2label", f"label maps differ: {text}", len(differ)))
@@ -106,13 +106,13 @@ def _label_differences(ids: list[int], tf_map: dict[int, str], pt_map: dict[int,
     parts = []
     for i in ids[:MAX_LISTED]:
         j = where.get(tf_map[i])
-        if j is not None and tf_map.get(j) == pt_map[i]:
+        if j is not None and tf_map.get(j) == pt_map.get(i):
             how = f" (swapped with id {j})"
         elif j is not None:
             how = f" ({tf_map[i]!r} is id {j} in PyTorch)"
         else:
             how = ""
-        parts.append(f"id {i} is {tf_map[i]!r} in TF, {pt_map[i]!r} in PyTorch{how}")
+        parts.append(f"id {i} is {tf_map[i]!r} in TF, {pt_map.get(i)!r} in PyTorch{how}")
     more = f"; and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else ""
     return "; ".join(parts) + more
 
@@ -189,7 +189,7 @@ def _tokens(tokenizer: Any, ids: list[int], other: list[int]) -> str:
     shown = token_strings(tokenizer, ids[start : start + WINDOW])
     head = "... " if start else ""
     tail = " ..." if start + WINDOW < len(ids) else ""
-    return f"[{head}{' '.join(shown)}{tail}]"
+    return f'"{head}{" ".join(shown)}{tail}"'
 
 
 def _short(text: str, limit: int = 40) -> str:
