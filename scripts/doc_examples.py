@@ -292,7 +292,7 @@ def _verdicts_and_divergences(text: str) -> str:
 
 def _tokenizer_lines(text: str) -> str:
     """The header lines naming the tokenizers, the failure and the verdict."""
-    keep = ("  tokenizer:", "  reference_tokenizer:", "the tokenizers differ", "FAIL ")
+    keep = ("  tokenizer:", "  reference_tokenizer:", "tokenizer:input_ids:", "FAIL ")
     return "\n".join(line for line in text.splitlines() if line.startswith(keep)) + "\n"
 
 

@@ -31,6 +31,7 @@ from ..results import Report
 _DEFAULT_LABEL = re.compile(r"LABEL_(\d+)")
 MAX_LISTED = 3  # differing labels named per failure (all are counted)
 WINDOW = 12  # tokens shown per tokenization
+_AFTER = ("reference", "head", "reference_checkpoint_dtype")  # the header's facts of models
 
 
 @dataclass
@@ -50,13 +51,14 @@ class Findings:
 
 def with_findings(report: Report, found: Findings) -> Report:
     """``report`` judged on ``found`` too: its failures fail the report, its details go
-    in after the reference (the text header's order: what was compared, then whose
-    tokenizer and labels)."""
+    in after the reference and its head (the text header's order: what was compared,
+    then whose tokenizer and which labels)."""
     report.comparisons = [*report.comparisons, *found.failures]
     report.passed = report.passed and not found.failures
     report.notes = [*report.notes, *found.notes]
     keys = list(report.details)
-    at = keys.index("reference") + 1 if "reference" in keys else len(keys)
+    after = [i + 1 for i, k in enumerate(keys) if k in _AFTER]
+    at = max(after, default=len(keys))
     items = list(report.details.items())
     report.details = dict(items[:at] + list(found.details.items()) + items[at:])
     return report
