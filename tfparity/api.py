@@ -185,6 +185,12 @@ def crosscheck(
     PyTorch reference (and its float64 referee) from its checkpoint's config with these
     fields changed, e.g. to check the rest of a port whose known difference is one
     config field; every report says the reference is not the checkpoint's own.
+
+    What the head means is judged too (docs/crosscheck.md, "Label maps and tokenizers"):
+    a classification head's label maps against the reference's, and, on texts this call
+    tokenizes, whose tokenizer made the ids (``details["tokenizer"]``) and, where ``pt``
+    is a spec with a tokenizer of its own, whether it makes the same ids (a failure if
+    not). Batches given as ``batches`` are taken as they are: no tokenizer is named.
     """
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
