@@ -121,6 +121,48 @@ def _task_heads(work: Path) -> None:
     port.tokenizer.save_pretrained(work / "seqcls-tf-badhead")
 
 
+def _labelled_ports(work: Path) -> None:
+    """A seeded tiny BertForSequenceClassification labelled NEGATIVE/POSITIVE, saved by
+    PyTorch (``sentiment``), and two TF ports of it saved by save_pretrained: one with
+    the label maps swapped in config.json (``sentiment-tf-swapped``), one whose
+    tokenizer_config.json turns lower-casing off (``sentiment-tf-cased``)."""
+    import json
+
+    import torch
+    import transformers
+
+    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+
+    config = tiny_config("bert")
+    config.id2label, config.label2id = (
+        {0: "NEGATIVE", 1: "POSITIVE"},
+        {"NEGATIVE": 0, "POSITIVE": 1},
+    )
+    torch.manual_seed(0)
+    transformers.BertForSequenceClassification(config).save_pretrained(
+        work / "sentiment", safe_serialization=True
+    )
+    tiny_tokenizer().save_pretrained(work / "sentiment")
+    port = transformers.TFBertForSequenceClassification.from_pretrained(
+        work / "sentiment", from_pt=True
+    )
+    edits = {
+        "sentiment-tf-swapped": (
+            "config.json",
+            {
+                "id2label": {"0": "POSITIVE", "1": "NEGATIVE"},
+                "label2id": {"POSITIVE": 0, "NEGATIVE": 1},
+            },
+        ),
+        "sentiment-tf-cased": ("tokenizer_config.json", {"do_lower_case": False}),
+    }
+    for name, (file, changes) in edits.items():
+        port.save_pretrained(work / name)
+        tiny_tokenizer().save_pretrained(work / name)
+        path = work / name / file
+        path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+
 def _gpt2_ffn_port(work: Path) -> None:
     """The tiny GPT-2 causal LM with layer 1's MLP up-projection scaled by 1.5, saved."""
     from tfparity.adapters.tf_model import TFModel
@@ -233,6 +275,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
         "make_diagnose_example", "minilm", str(work / "diag-correct"), "--correct"
     ),
     "task-heads": _task_heads,
+    "labelled-ports": _labelled_ports,
     "litert-int8": lambda work: _litert(work / "int8.tflite", "dynamic-range int8"),
     "litert-fault": lambda work: _litert(work / "fault.tflite", "fp32", fault=True),
 }
@@ -262,6 +305,12 @@ def _export_verdicts(text: str) -> str:
 def _verdicts_and_divergences(text: str) -> str:
     """The verdicts of an export's three comparisons and where each failing one parts."""
     keep = ("PASS ", "FAIL ", "export parity:", "first divergence:")
+    return "\n".join(line for line in text.splitlines() if line.startswith(keep)) + "\n"
+
+
+def _tokenizer_lines(text: str) -> str:
+    """The header lines naming the tokenizers, the failure and the verdict."""
+    keep = ("  tokenizer:", "  reference_tokenizer:", "tokenizer:input_ids:", "FAIL ")
     return "\n".join(line for line in text.splitlines() if line.startswith(keep)) + "\n"
 
 
@@ -451,6 +500,21 @@ EXAMPLES: tuple[Example, ...] = (
         1,
         ("crosscheck", "--tf", "seqcls-tf-badhead", "--pt", "seqcls"),
         setup=("task-heads",),
+    ),
+    Example(
+        "crosscheck-swapped-labels",
+        "docs/crosscheck.md",
+        1,
+        ("crosscheck", "--tf", "sentiment-tf-swapped", "--pt", "sentiment"),
+        setup=("labelled-ports",),
+    ),
+    Example(
+        "crosscheck-other-tokenizer",
+        "docs/crosscheck.md",
+        1,
+        ("crosscheck", "--tf", "sentiment-tf-cased", "--pt", "sentiment"),
+        setup=("labelled-ports",),
+        keep=_tokenizer_lines,
     ),
     Example(
         "diagnose-hidden-states",

@@ -185,6 +185,12 @@ def crosscheck(
     PyTorch reference (and its float64 referee) from its checkpoint's config with these
     fields changed, e.g. to check the rest of a port whose known difference is one
     config field; every report says the reference is not the checkpoint's own.
+
+    What the head means is judged too (docs/crosscheck.md, "Label maps and tokenizers"):
+    a classification head's label maps against the reference's, and, on texts this call
+    tokenizes, whose tokenizer made the ids (``details["tokenizer"]``) and, where ``pt``
+    is a spec with a tokenizer of its own, whether it makes the same ids (a failure if
+    not). Batches given as ``batches`` are taken as they are: no tokenizer is named.
     """
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
@@ -220,6 +226,7 @@ def crosscheck(
         pt_config=pt_config,
     )
     tf_model = bound_to_reference(tf_model, pt)
+    tokenized = batches is None  # by the TF side's tokenizer, when the inputs are texts
     if batches is None:
         batches = make_batches(tf_model, inputs)
     asked = execution
@@ -233,14 +240,38 @@ def crosscheck(
         source_model = executed(
             source_model, (asked or source_model.execution).settle(len(batches))
         )
-        return _export_parity(runner, source_model, pt_model, batches, options)
+        reports = _export_parity(runner, source_model, pt_model, batches, options)
+        return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
     if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
         reloaded = save_and_reload(tf_model)
         if reloaded is not None:  # an export has no save-and-reload pass of its own
             options = replace(options, label="crosscheck-reloaded")
             reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
-    return reports
+    return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
+
+
+def _tokenizers_judged(
+    reports: list[Report], tf_model: Any, pt: Any, batches: Sequence[Batch]
+) -> list[Report]:
+    """``reports`` saying whose tokenizer made the ids of the texts, and judged on
+    whether the reference's own tokenizer (``pt``, a spec with one) makes the same ids:
+    a port checked on ids its reference's users never feed it proves nothing about
+    them (tfparity/checks/artefacts.py)."""
+    from .checks.artefacts import tokenizer_findings, with_findings
+    from .inputs import tokenizer_source
+    from .orchestration import reference_tokenizer
+
+    texts = [t for b in batches for t in (b.texts or ())]
+    if not texts or tf_model.tokenizer is None:
+        return reports
+    reference = reference_tokenizer(pt)
+    if reference is not None and tokenizer_source(reference) == tokenizer_source(
+        tf_model.tokenizer
+    ):
+        reference = None  # the very tokenizer that made the ids: nothing to compare
+    found = tokenizer_findings(tf_model.tokenizer, reference, texts)
+    return [with_findings(r, found) for r in reports]
 
 
 def _export_parity(

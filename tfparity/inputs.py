@@ -148,6 +148,24 @@ def _cut(tokenizer, chunk, kept, start) -> tuple[tuple[int, int, int], ...]:
     )
 
 
+def token_ids(tokenizer: Any, text: str) -> list[int]:
+    """The ids ``tokenizer`` makes of one text, special tokens included, unpadded."""
+    return [int(i) for i in tokenizer(text)["input_ids"]]
+
+
+def token_strings(tokenizer: Any, ids: Sequence[int]) -> list[str]:
+    """The tokens of ``ids``, as the tokenizer spells them (``[UNK]``, ``##s``)."""
+    return [str(t) for t in tokenizer.convert_ids_to_tokens(list(ids))]
+
+
+def tokenizer_source(tokenizer: Any) -> str:
+    """Whose tokenizer this is, for a report: the MODEL spec it was loaded from (the
+    loaders set ``name_or_path`` to it) and its class; a tokenizer of the user's own
+    says whatever its ``name_or_path`` holds."""
+    where = getattr(tokenizer, "name_or_path", "") or "given in memory"
+    return f"{where} ({type(tokenizer).__name__})"
+
+
 def note_truncation(report: Any, batches: Sequence[Batch]) -> Any:
     """Say in ``report`` which texts ``--truncate`` cut, if any: a note (how many, which,
     their lengths) and ``details["truncated"]`` (one ``{"text", "tokens", "kept"}`` per

@@ -242,6 +242,16 @@ def reference_for(
     return load_pt(spec, allow_pickle=allow_pickle, head=kind, changes=changes)
 
 
+def reference_tokenizer(pt: Any) -> Any | None:
+    """The tokenizer of the reference ``pt`` names (a MODEL spec), to tokenize the texts
+    with beside the TF side's; None for a reference given as an object (it holds none)."""
+    if not isinstance(pt, str):
+        return None
+    from .adapters.sources import reference_tokenizer as tokenizer_of
+
+    return tokenizer_of(pt)
+
+
 def model_head(model: str | TFSide) -> Any:
     """The kind of model class a loaded TF side is (a keras-hub backbone: the base
     model; its causal-LM task: a causal LM); None for a spec, whose config decides."""

@@ -11,6 +11,16 @@ from .compare import Comparison
 
 Component = Literal["embeddings", "attention", "intermediate", "output", "pooler", "head"]
 
+# Comparisons of what travels with the weights rather than of tensors (label maps,
+# tokenizers: tfparity/checks/artefacts.py): their failures compared no values, so the
+# verdict line names them rather than counting them as tensors.
+ARTEFACT_PREFIXES = ("config:", "tokenizer:")
+
+
+def is_artefact(comparison: Comparison) -> bool:
+    """Whether ``comparison`` judged a label map or a tokenizer, not a tensor."""
+    return comparison.name.startswith(ARTEFACT_PREFIXES)
+
 
 @dataclass(frozen=True)
 class Hint:
@@ -54,6 +64,16 @@ class Report:
     @property
     def failures(self) -> list[Comparison]:
         return [c for c in self.comparisons if not c.passed]
+
+    @property
+    def tensors(self) -> list[Comparison]:
+        """The comparisons of tensors (not of label maps or tokenizers)."""
+        return [c for c in self.comparisons if not is_artefact(c)]
+
+    @property
+    def artefact_failures(self) -> list[Comparison]:
+        """The failed comparisons of label maps and tokenizers."""
+        return [c for c in self.failures if is_artefact(c)]
 
     def worst(self) -> Comparison | None:
         return max(self.comparisons, key=lambda c: c.max_abs_diff, default=None)

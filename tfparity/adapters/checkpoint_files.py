@@ -112,15 +112,22 @@ def _check_config(raw: Any, path: Path, t: Any) -> None:
                 )
 
 
-def checkpoint_tokenizer(t: Any, directory: Path) -> Any | None:
+def checkpoint_tokenizer(t: Any, directory: Path, label: str | None = None) -> Any | None:
+    """The tokenizer of ``directory`` (None where it holds none). ``label``, the MODEL
+    spec the user gave, becomes its ``name_or_path``: reports say whose tokenizer made
+    the ids (docs/crosscheck.md), and a spec, unlike the resolved path, is the user's
+    own word and holds nothing machine-specific."""
     names = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "tokenizer_config.json")
     if not any((directory / n).exists() for n in names):
         return None
     _refuse_custom_tokenizer(directory)
     try:
-        return t.AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False)
+        tokenizer = t.AutoTokenizer.from_pretrained(str(directory), trust_remote_code=False)
     except Exception as exc:
         raise TfparityError(f"The tokenizer in {directory} could not be loaded: {exc}") from exc
+    if label:
+        tokenizer.name_or_path = label
+    return tokenizer
 
 
 def _refuse_custom_tokenizer(directory: Path) -> None:

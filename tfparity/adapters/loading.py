@@ -152,7 +152,9 @@ def load_tf(
     if spec.kind == "tiny":
         return _load_tiny(spec.location, head=head or Head.BASE, lm_head=lm_head)
     directory = local_dir(spec)
-    return _load_dir(directory, allow_pickle=allow_pickle, head=head, lm_head=lm_head)
+    return _load_dir(
+        directory, allow_pickle=allow_pickle, head=head, lm_head=lm_head, label=spec.text
+    )
 
 
 def _load_tiny(arch: str, head: Head = Head.BASE, lm_head: bool = False) -> Loaded:
@@ -228,7 +230,12 @@ def build(model: Any) -> None:
 
 
 def _load_dir(
-    directory: Path, *, allow_pickle: bool, head: Head | None = None, lm_head: bool = False
+    directory: Path,
+    *,
+    allow_pickle: bool,
+    head: Head | None = None,
+    lm_head: bool = False,
+    label: str | None = None,
 ) -> Loaded:
     t = import_transformers()
     config = read_config(directory)
@@ -254,7 +261,7 @@ def _load_dir(
             f"{directory} has config.json but no model weights "
             f"(looked for {', '.join(TF_WEIGHTS + PT_SAFETENSORS + PT_PICKLE)})."
         )
-    tokenizer = checkpoint_tokenizer(t, directory)
+    tokenizer = checkpoint_tokenizer(t, directory, label)
     holdings = _holdings(model, facts) if "missing" in facts else None
     notes = list(facts.get("notes", []))
     if holdings is not None:

@@ -74,4 +74,16 @@ def spec_tokenizer(spec: ModelSpec, directory: Path) -> Any:
 
     if spec.kind == "tiny":
         return tiny.tiny_tokenizer()
-    return checkpoint_tokenizer(import_transformers(), directory)
+    return checkpoint_tokenizer(import_transformers(), directory, spec.text)
+
+
+def reference_tokenizer(text: str) -> Any | None:
+    """The tokenizer of the PyTorch reference the spec ``text`` names (``--pt``), to
+    tokenize the texts with beside the TF side's; None where it holds none (an export,
+    a keras-hub preset: such a reference is refused elsewhere, by the loader)."""
+    spec = parse_spec(text)
+    if spec.kind == "keras-hub":
+        spec = spec.inner
+    if spec is None or is_export(spec):
+        return None
+    return spec_tokenizer(spec, checkpoint_dir(spec))

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 VOCAB_FILE = Path(__file__).resolve().parent.parent / "data" / "tiny_vocab.txt"
+TOKENIZER_LABEL = "tiny vocabulary"  # a tiny model's tokenizer, as reports name it
 POSITIONS = 64  # the tokenizer's longest sequence; every tiny config has room for it
 
 
@@ -46,7 +47,9 @@ def tiny_tokenizer() -> Any:
     from .runtime import import_transformers
 
     t = import_transformers()
-    return t.BertTokenizerFast(vocab_file=str(VOCAB_FILE), model_max_length=POSITIONS)
+    tokenizer = t.BertTokenizerFast(vocab_file=str(VOCAB_FILE), model_max_length=POSITIONS)
+    tokenizer.name_or_path = TOKENIZER_LABEL  # reports say whose tokenizer made the ids
+    return tokenizer
 
 
 def seed_weights(variables: list[Any], seed: str) -> None:

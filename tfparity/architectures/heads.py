@@ -58,6 +58,10 @@ _GENERATING: ContextVar[bool] = ContextVar("tfparity_loading_for_generation", de
 LABEL_OUTPUTS = ("logits",)
 SPAN_OUTPUTS = ("start_logits", "end_logits")
 
+# Kinds whose logits are the config's labels (``id2label``): a port's label maps are
+# judged against the reference's for these only (every config has default maps).
+LABELLED_HEADS = frozenset({Head.SEQUENCE_CLASSIFICATION, Head.TOKEN_CLASSIFICATION})
+
 
 @contextlib.contextmanager
 def loading_for_generation() -> Iterator[None]:

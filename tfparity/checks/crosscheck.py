@@ -18,7 +18,7 @@ import numpy as np
 
 from ..adapters.interfaces import Reference, TFSide
 from ..architectures import tapped_types
-from ..architectures.heads import Head
+from ..architectures.heads import LABELLED_HEADS, Head
 from ..compare import (
     Comparison,
     Referee,
@@ -29,11 +29,12 @@ from ..compare import (
     judged_by_referee,
 )
 from ..inputs import Batch, note_truncation
-from ..results import Report
+from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
 from . import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, budgeted
 from .agreement import task_agreement
+from .artefacts import Findings, label_findings, with_findings
 from .checkpoints import checkpoint_gaps, gap_failures, gap_notes, is_judged, judged
 from .crosscheck_runs import Float64Runs, Runs, run_all
 from .localisation import component_row, components_of, layer_rows, localise
@@ -99,6 +100,8 @@ def crosscheck(
         runs = run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
     components = components_of(runs, masks, options.referee) if runs.tf_taps else []
     divergence = None if passed else localise(tf_model, pt_model, comparisons, components, runs)
+    labels = _labels(tf_model, pt_model)
+    _name_num_labels(divergence, labels)
     agreement = task_agreement(
         tf_judged,
         pt_judged,
@@ -143,7 +146,7 @@ def crosscheck(
             "components": [component_row(c) for c in components],
         },
     )
-    return note_truncation(report, batches)
+    return note_truncation(with_findings(report, labels), batches)
 
 
 def _budgeted(
@@ -167,12 +170,15 @@ def _budgeted(
     comparisons = budgeted.judged(comparisons, agreement, budget)
     rows = budgeted.growth(runs.tf, runs.pt, masks)
     kind = tf_model.quantisation
+    labels = _labels(tf_model, pt_model)
+    divergence = budgeted.divergence(comparisons, rows, kind)
+    _name_num_labels(divergence, labels)
     report = Report(
         check=options.label,
         model=tf_model.name,
         passed=all(c.passed for c in comparisons),
         comparisons=comparisons,
-        first_divergence=budgeted.divergence(comparisons, rows, kind),
+        first_divergence=divergence,
         notes=list(tf_model.notes) + list(pt_model.notes),
         details={
             "compares": "TensorFlow (actual) vs PyTorch (expected), same weights and inputs",
@@ -187,7 +193,22 @@ def _budgeted(
             "agreement": [asdict(a) for a in agreement],
         },
     )
-    return note_truncation(report, batches)
+    return note_truncation(with_findings(report, labels), batches)
+
+
+def _labels(tf_model: TFSide, pt_model: Reference) -> Findings:
+    """The label maps judged, for a head whose logits are the config's labels."""
+    if tf_model.head not in LABELLED_HEADS:
+        return Findings()
+    return label_findings(tf_model.config, pt_model.config)
+
+
+def _name_num_labels(divergence: Divergence | None, labels: Findings) -> None:
+    """Heads of different sizes give logits of different shapes: the hint says why
+    first (the weights it may name are a consequence)."""
+    problem = labels.num_labels_problem()
+    if divergence is not None and problem:
+        divergence.hint = f"{problem}; {divergence.hint}" if divergence.hint else problem
 
 
 def _untapped_note(tf_model: TFSide, pt_model: Reference) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..compare import Comparison
-from ..results import Divergence, Report
+from ..results import Divergence, Report, is_artefact
 from .growth import growth_table
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
@@ -40,7 +40,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
             lines.append(f"hint: {d.hint}")
     failing = report.failures
     if failing and verbose:
-        lines.extend(["", *(named(c, twins).message() + "\n" for c, twins in grouped(failing))])
+        lines.extend(["", *(_failure_block(c, twins) + "\n" for c, twins in grouped(failing))])
     elif failing:
         lines.extend(["", failing_summary(report)])
     lines.append("")
@@ -49,15 +49,19 @@ def render(report: Report, *, verbose: bool = False) -> str:
 
 
 def verdict_line(report: Report) -> str:
-    n, bad = len(report.comparisons), len(report.failures)
-    worst = report.worst()
+    """``PASS``/``FAIL``, how many tensors differ, the worst; a failed label map or
+    tokenizer comparison leads, by its first sentence (it compared no tensor)."""
+    tensors = report.tensors
+    n, bad = len(tensors), sum(not c.passed for c in tensors)
+    worst = max(tensors, key=lambda c: c.max_abs_diff, default=None)
+    lead = "".join(f"{c.problem.split('; ')[0]}; " for c in report.artefact_failures)
     worst_text = ""
     if worst is not None:
         where = f" ({worst.name})" if worst.max_abs_diff > 0 else ""
         worst_text = f"; max abs diff {worst.max_abs_diff:.3g}{where}"
     if report.passed:
         return f"PASS {report.check}: {n} tensors compared{worst_text}"
-    return f"FAIL {report.check}: {bad} of {n} tensors differ{worst_text}"
+    return f"FAIL {report.check}: {lead}{bad} of {n} tensors differ{worst_text}"
 
 
 def divergence_text(d: Divergence) -> str:
@@ -82,7 +86,13 @@ def failing_summary(report: Report) -> str:
         if first:
             return named(*first[0]).message()
     worst = sorted(groups, key=lambda g: (g[0].problem is None, -g[0].max_abs_diff))[0]
-    return named(*worst).message()
+    return _failure_block(*worst)
+
+
+def _failure_block(c: Comparison, twins: list[str]) -> str:
+    """A tensor's readable block; a label map's or a tokenizer's problem on one line (it
+    compared no values)."""
+    return f"{c.name}: {c.problem}" if is_artefact(c) else named(c, twins).message()
 
 
 def grouped(comparisons: list[Comparison]) -> list[tuple[Comparison, list[str]]]:
