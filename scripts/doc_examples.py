@@ -164,16 +164,17 @@ def _t5_decoder_fault(work: Path) -> tuple[int, str]:
     return (0 if report.passed else 1), render_generation(report)
 
 
-def _export(spec: str, directory: Path, *, fault: bool = False) -> None:
+def _export(spec: str, directory: Path, *, fault: bool = False, mask: bool = True) -> None:
     """``spec`` as a SavedModel with a serving signature returning hidden states (a
-    layer-1 FFN weight scaled by 1.1 first, with ``fault``)."""
+    layer-1 FFN weight scaled by 1.1 first, with ``fault``; over input_ids and token
+    types alone, without ``mask``)."""
     from tfparity.adapters.tf_model import TFModel
     from tfparity.testing import export_saved_model, perturb_ffn
 
     model = TFModel.load(spec)
     if fault:
         perturb_ffn(model, layer=1)
-    export_saved_model(model, directory)
+    export_saved_model(model, directory, mask=mask)
 
 
 def _prompts(work: Path) -> None:
@@ -206,6 +207,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "prompts": _prompts,
     "export-minilm": lambda work: _export("minilm", work / "minilm-export"),
     "export-tiny-faulty": lambda work: _export("tiny:bert", work / "faulty-export", fault=True),
+    "export-tiny-no-mask": lambda work: _export("tiny:bert", work / "ids-only", mask=False),
     "port_bias": lambda work: _script("make_broken_port", str(work / "port_bias")),
     "port_gelu": lambda work: _script(
         "make_broken_port", str(work / "port_gelu"), "--fault", "gelu-new"
@@ -245,6 +247,13 @@ def _verdicts_and_divergences(text: str) -> str:
     """The verdicts of an export's three comparisons and where each failing one parts."""
     keep = ("PASS ", "FAIL ", "export parity:", "first divergence:")
     return "\n".join(line for line in text.splitlines() if line.startswith(keep)) + "\n"
+
+
+def _verdict_and_mask_notes(text: str) -> str:
+    """The verdict line and the notes on the signature's missing attention mask."""
+    lines = text.splitlines()
+    keep = [line for line in lines if line.startswith(("PASS ", "FAIL "))]
+    return "\n".join(keep + [line for line in lines if "attention mask" in line]) + "\n"
 
 
 def _divergence_and_hint(text: str) -> str:
@@ -622,6 +631,14 @@ EXAMPLES: tuple[Example, ...] = (
             "12",
         ),
         setup=("export-tiny-faulty",),
+    ),
+    Example(
+        "export-no-mask",
+        "docs/exported-models.md",
+        0,
+        ("crosscheck", "ids-only", "--pt", "tiny:bert"),
+        setup=("export-tiny-no-mask",),
+        keep=_verdict_and_mask_notes,
     ),
     Example(
         "export-minilm",

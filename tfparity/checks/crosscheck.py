@@ -28,7 +28,7 @@ from ..compare import (
     compare_output_batches,
     judged_by_referee,
 )
-from ..inputs import Batch, note_truncation
+from ..inputs import Batch, note_inputs
 from ..results import Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
@@ -143,7 +143,7 @@ def crosscheck(
             "components": [component_row(c) for c in components],
         },
     )
-    return note_truncation(report, batches)
+    return note_inputs(report, batches)
 
 
 def _budgeted(
@@ -187,7 +187,7 @@ def _budgeted(
             "agreement": [asdict(a) for a in agreement],
         },
     )
-    return note_truncation(report, batches)
+    return note_inputs(report, batches)
 
 
 def _untapped_note(tf_model: TFSide, pt_model: Reference) -> str:

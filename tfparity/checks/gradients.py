@@ -40,7 +40,7 @@ from ..compare import (
     referee_batches,
     rmse,
 )
-from ..inputs import Batch, note_truncation
+from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
 from ..trace import hidden_state_index
 from ..validation import same_architecture
@@ -121,7 +121,7 @@ def check_gradients(
         pt = collect(batches, options.seed, lambda b, o: pt_model.gradients(b, o))
         truth = collect(batches, options.seed, lambda b, o: pt_model.gradients(b, o, float64=True))
         reports.append(_tf_vs_pt(tf_model, pt_model, ids, embeds, pt, truth, batches, options))
-    return [note_truncation(r, batches) for r in reports]
+    return [note_inputs(r, batches) for r in reports]
 
 
 # ----------------------------------------------------------------------------- ids vs embeds
