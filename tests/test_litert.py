@@ -169,5 +169,7 @@ def test_a_flatbuffer_signature_without_a_mask_refuses_padding():
         runner.run(Batch(ids, (ids != 0).astype(np.int32)))
     with pytest.raises(TfparityError, match="exactly 8 tokens"):  # its static shape pads
         runner.run(Batch(ids[:1], np.ones_like(ids[:1])))
-    masked = Runner(Path("m.tflite"), "s", {"ids": "input_ids", "mask": "attention_mask"}, (1, 8), 0)
+    masked = Runner(
+        Path("m.tflite"), "s", {"ids": "input_ids", "mask": "attention_mask"}, (1, 8), 0
+    )
     assert LiteRTModel("m", masked, graph=None, config=None, tokenizer=None).unmasked_reason is None

@@ -178,11 +178,12 @@ def note_inputs(report: Any, batches: Sequence[Batch]) -> Any:
     reason = next((b.unpadded for b in batches if b.unpadded), "")
     if reason:
         lengths = sorted({b.input_ids.shape[1] for b in batches})
+        span = f"{lengths[0]}" if len(lengths) == 1 else f"{lengths[0]} to {lengths[-1]}"
         report.details["unpadded"] = f"{reason}: batches of one length each"
         report.notes.append(
             f"{reason[0].upper()}{reason[1:]}, so padding would be attended to: the inputs "
-            f"ran unpadded, in {len(batches)} batches of one length each ({lengths[0]} to "
-            f"{lengths[-1]} tokens), on both sides."
+            f"ran unpadded, in {len(batches)} batches of one length each ({span} tokens), "
+            "on both sides."
         )
     return report
 

@@ -38,9 +38,7 @@ _KERNEL = re.compile(r"^(.*?)/(?:Tensordot/)?MatMul$")
 _BIAS = re.compile(r"^(.*)/BiasAdd$")
 
 
-def load_litert(
-    spec: ModelSpec, companion: Companion, signature: str | None = None
-) -> LiteRTModel:
+def load_litert(spec: ModelSpec, companion: Companion, signature: str | None = None) -> LiteRTModel:
     """The flatbuffer ``spec`` names, with ``companion``'s config and tokenizer, run
     through ``signature`` (default: serving_default, else its first)."""
     config, tokenizer, origin = companion.config, companion.tokenizer, companion.text
