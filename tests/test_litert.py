@@ -173,3 +173,11 @@ def test_a_flatbuffer_signature_without_a_mask_refuses_padding():
         Path("m.tflite"), "s", {"ids": "input_ids", "mask": "attention_mask"}, (1, 8), 0
     )
     assert LiteRTModel("m", masked, graph=None, config=None, tokenizer=None).unmasked_reason is None
+
+
+def test_signature_names_the_flatbuffers_signature_or_exits_2_listing_them(flatbuffers):
+    spec = parse_spec(str(flatbuffers["fp32"]))
+    name = side(flatbuffers["fp32"]).runner.signature  # the converter's one signature
+    assert load_export(spec, "tiny:bert", signature=name).runner.signature == name
+    with pytest.raises(TfparityError, match=f"has no signature 'nope'; its signatures: {name}."):
+        load_export(spec, "tiny:bert", signature="nope")
