@@ -224,16 +224,17 @@ def _frozen_norm(frozen: tuple[str, ...]) -> Callable[[Path], tuple[int, str]]:
     return run
 
 
-def _export(spec: str, directory: Path, *, fault: bool = False) -> None:
+def _export(spec: str, directory: Path, *, fault: bool = False, mask: bool = True) -> None:
     """``spec`` as a SavedModel with a serving signature returning hidden states (a
-    layer-1 FFN weight scaled by 1.1 first, with ``fault``)."""
+    layer-1 FFN weight scaled by 1.1 first, with ``fault``; over input_ids and token
+    types alone, without ``mask``)."""
     from tfparity.adapters.tf_model import TFModel
     from tfparity.testing import export_saved_model, perturb_ffn
 
     model = TFModel.load(spec)
     if fault:
         perturb_ffn(model, layer=1)
-    export_saved_model(model, directory)
+    export_saved_model(model, directory, mask=mask)
 
 
 def _prompts(work: Path) -> None:
@@ -266,6 +267,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "prompts": _prompts,
     "export-minilm": lambda work: _export("minilm", work / "minilm-export"),
     "export-tiny-faulty": lambda work: _export("tiny:bert", work / "faulty-export", fault=True),
+    "export-tiny-no-mask": lambda work: _export("tiny:bert", work / "ids-only", mask=False),
     "port_bias": lambda work: _script("make_broken_port", str(work / "port_bias")),
     "port_gelu": lambda work: _script(
         "make_broken_port", str(work / "port_gelu"), "--fault", "gelu-new"
@@ -312,6 +314,13 @@ def _tokenizer_lines(text: str) -> str:
     """The header lines naming the tokenizers, the failure and the verdict."""
     keep = ("  tokenizer:", "  reference_tokenizer:", "tokenizer:input_ids:", "FAIL ")
     return "\n".join(line for line in text.splitlines() if line.startswith(keep)) + "\n"
+
+
+def _verdict_and_mask_notes(text: str) -> str:
+    """The verdict line and the notes on the signature's missing attention mask."""
+    lines = text.splitlines()
+    keep = [line for line in lines if line.startswith(("PASS ", "FAIL "))]
+    return "\n".join(keep + [line for line in lines if "attention mask" in line]) + "\n"
 
 
 def _divergence_and_hint(text: str) -> str:
@@ -711,6 +720,14 @@ EXAMPLES: tuple[Example, ...] = (
             "12",
         ),
         setup=("export-tiny-faulty",),
+    ),
+    Example(
+        "export-no-mask",
+        "docs/exported-models.md",
+        0,
+        ("crosscheck", "ids-only", "--pt", "tiny:bert"),
+        setup=("export-tiny-no-mask",),
+        keep=_verdict_and_mask_notes,
     ),
     Example(
         "export-minilm",

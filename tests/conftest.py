@@ -134,16 +134,25 @@ def _export(root: str, kind: str):
         perturb_ffn(model, layer=1)  # a layer-1 FFN weight scaled by 1.1
     hidden = not kind.endswith("no-hidden")
     embeds = kind == "clean"
-    return export_saved_model(model, Path(root) / kind, hidden_states=hidden, inputs_embeds=embeds)
+    return export_saved_model(
+        model,
+        Path(root) / kind,
+        hidden_states=hidden,
+        inputs_embeds=embeds,
+        mask=not kind.endswith("no-mask"),
+        unmasked="ids_only" if kind == "two-signatures" else None,
+    )
 
 
 @pytest.fixture(scope="session")
 def tiny_bert_export(tmp_path_factory):
     """``tiny_bert_export(kind)`` -> a SavedModel directory of tiny:bert with a serving
     signature: ``clean`` (hidden states, and an ``embeds`` signature over
-    inputs_embeds), ``faulty`` (a layer-1 FFN weight scaled by 1.1, hidden states) or
-    ``faulty-no-hidden`` (the same fault, final outputs only). Read-only: LiteRT tests
-    convert them too."""
+    inputs_embeds), ``faulty`` (a layer-1 FFN weight scaled by 1.1, hidden states),
+    ``faulty-no-hidden`` (the same fault, final outputs only), ``clean-no-mask`` and
+    ``faulty-no-mask`` (a serving signature over input_ids without attention_mask) or
+    ``two-signatures`` (serving_default, and ``ids_only`` without a mask). Read-only:
+    LiteRT tests convert them too."""
     root = str(tmp_path_factory.mktemp("exports"))
     return lambda kind="clean": _export(root, kind)
 

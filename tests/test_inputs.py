@@ -371,3 +371,72 @@ def test_every_check_on_batches_says_what_truncate_cut(load_tf_model):
     for report in reports:
         assert [t["text"] for t in report.details["truncated"]] == [2], report.check
         assert any(n.startswith("--truncate cut 1 of 2 texts to 64") for n in report.notes)
+
+
+# ---------------------------------------------------------------- unpadded batches
+
+NO_MASK = "the signature 'serving_default' takes no attention mask"
+
+
+def _padded(rows: list[list[int]], side: str = "right") -> Batch:
+    """A batch of ``rows`` padded with 0 on ``side``, its texts 't<n>'."""
+    width = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), width), np.int32)
+    mask = np.zeros_like(ids)
+    for i, row in enumerate(rows):
+        cols = slice(width - len(row), width) if side == "left" else slice(0, len(row))
+        ids[i, cols], mask[i, cols] = row, 1
+    texts = tuple(f"t{r[0]}" for r in rows)
+    return Batch(ids, mask, np.ones_like(ids), texts=texts)
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_unpadded_regroups_sequences_by_length_keeping_their_tokens(side):
+    from tfparity.inputs import unpadded
+
+    batches = [_padded([[1, 2, 3], [4], [5, 6, 7]], side), _padded([[8], [9, 9, 9], [10]], side)]
+    out = unpadded(batches, 2, NO_MASK)
+    assert [b.input_ids.tolist() for b in out] == [
+        [[1, 2, 3], [5, 6, 7]],  # length 3, in the order first seen, at most 2 a batch
+        [[9, 9, 9]],
+        [[4], [8]],
+        [[10]],
+    ]
+    assert all(b.attention_mask.all() and b.unpadded == NO_MASK for b in out)
+    assert [b.texts for b in out] == [("t1", "t5"), ("t9",), ("t4", "t8"), ("t10",)]
+    assert out[0].token_type_ids.shape == (2, 3) and out[0].position_ids is None
+
+
+def test_unpadded_leaves_batches_without_padding_as_they_are():
+    from tfparity.inputs import unpadded
+
+    batches = [_padded([[1, 2], [3, 4]]), _padded([[5]])]
+    assert unpadded(batches, 8, NO_MASK) == batches
+    assert all(b.unpadded == "" for b in batches)
+
+
+def test_unpadded_refuses_padding_inside_a_sequence():
+    from tfparity.inputs import unpadded
+
+    gap = Batch(np.array([[1, 0, 3], [4, 5, 6]], np.int32), np.array([[1, 0, 1], [1, 1, 1]]))
+    with pytest.raises(TfparityError, match="sequence 0 of these batches has padding inside"):
+        unpadded([gap], 8, NO_MASK)
+
+
+def test_unpadded_texts_keep_their_truncate_records_and_the_report_says_both(tok):
+    from tfparity.inputs import note_inputs, unpadded
+    from tfparity.results import Report
+
+    texts = ["hi", LONG_TEXT, "why", LONG_TEXT, "a longer text here"]
+    batches = text_batches(tok, texts, batch_size=2, truncate=True)
+    out = unpadded(batches, 2, NO_MASK)
+    assert sorted(t for b in out for t in b.truncated) == sorted(
+        t for b in batches for t in b.truncated
+    )
+    long = next(b for b in out if b.texts == (LONG_TEXT, LONG_TEXT))
+    assert [t[0] for t in long.truncated] == [2, 4]  # both cut texts, by their numbers
+    report = note_inputs(Report("crosscheck", "x", True), out)
+    assert report.details["unpadded"] == f"{NO_MASK}: batches of one length each"
+    assert "ran unpadded" in report.notes[-1] and "--truncate cut 2 of 5" in report.notes[0]
+    plain = note_inputs(Report("crosscheck", "x", True), batches)
+    assert "unpadded" not in plain.details

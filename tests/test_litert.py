@@ -152,3 +152,32 @@ def test_cli_checks_a_flatbuffer_and_refuses_a_malformed_budget(flatbuffers, cap
 def test_a_flatbuffer_without_a_companion_is_refused(flatbuffers):
     with pytest.raises(TfparityError, match="--source MODEL"):
         load_export(parse_spec(str(flatbuffers["fp32"])), None)
+
+
+def test_a_flatbuffer_signature_without_a_mask_refuses_padding():
+    """No conversion needed: the refusal comes before the interpreter runs."""
+    from pathlib import Path
+
+    from tfparity.adapters.exported.litert import LiteRTModel
+    from tfparity.adapters.exported.litert_runner import Runner
+
+    runner = Runner(Path("m.tflite"), "serving_default", {"ids": "input_ids"}, (None, 8), 0)
+    model = LiteRTModel("m.tflite", runner, graph=None, config=None, tokenizer=None)
+    assert model.unmasked_reason == "the LiteRT signature 'serving_default' takes no attention mask"
+    ids = np.array([[5, 6, 7], [5, 6, 0]], np.int32)
+    with pytest.raises(TfparityError, match="takes no attention mask, and this batch holds"):
+        runner.run(Batch(ids, (ids != 0).astype(np.int32)))
+    with pytest.raises(TfparityError, match="exactly 8 tokens"):  # its static shape pads
+        runner.run(Batch(ids[:1], np.ones_like(ids[:1])))
+    masked = Runner(
+        Path("m.tflite"), "s", {"ids": "input_ids", "mask": "attention_mask"}, (1, 8), 0
+    )
+    assert LiteRTModel("m", masked, graph=None, config=None, tokenizer=None).unmasked_reason is None
+
+
+def test_signature_names_the_flatbuffers_signature_or_exits_2_listing_them(flatbuffers):
+    spec = parse_spec(str(flatbuffers["fp32"]))
+    name = side(flatbuffers["fp32"]).runner.signature  # the converter's one signature
+    assert load_export(spec, "tiny:bert", signature=name).runner.signature == name
+    with pytest.raises(TfparityError, match=f"has no signature 'nope'; its signatures: {name}."):
+        load_export(spec, "tiny:bert", signature="nope")

@@ -158,3 +158,59 @@ def test_sweep_takes_an_export_and_refuses_embeds_it_cannot_run(tiny_bert_export
     assert cli.main([*base, clean, "--out", str(tmp_path / "a")]) == 0  # embeds + crosscheck
     assert cli.main([*base, faulty, "--out", str(tmp_path / "b"), "--checks", "crosscheck"]) == 1
     assert cli.main([*base, faulty, "--out", str(tmp_path / "c")]) == 2  # no embeds signature
+
+
+# ------------------------------------------------------- a signature without a mask
+
+# Texts of mixed lengths: batched together they would be padded.
+MIXED = InputOptions(
+    texts=("Hello world.", "The quick brown fox jumps over the lazy dog.", "Why?", "Hi there."),
+    batch_size=4,
+)
+UNPADDED = "the signature 'serving_default' takes no attention mask: batches of one length each"
+
+
+def test_export_without_a_mask_passes_on_mixed_texts_run_unpadded(tiny_bert_export):
+    (report,) = crosscheck(tiny_bert_export("clean-no-mask"), pt="tiny:bert", inputs=MIXED)
+    assert report.passed, report.failures
+    assert report.details["unpadded"] == UNPADDED
+    assert any("ran unpadded" in n for n in report.notes)
+    assert report.details["sequences"] == 4 and report.details["batches"] > 1
+
+
+def test_faulty_export_without_a_mask_still_fails_localised(tiny_bert_export):
+    (report,) = crosscheck(tiny_bert_export("faulty-no-mask"), pt="tiny:bert", inputs=MIXED)
+    assert not report.passed and report.details["unpadded"] == UNPADDED
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer) == (2, 1)
+
+
+def test_padded_batches_given_to_an_export_without_a_mask_exit_2(tiny_bert_export):
+    from tfparity.api import load_model
+    from tfparity.inputs import make_batches
+
+    side = load_model(tiny_bert_export("clean-no-mask"), companion="tiny:bert")
+    padded = make_batches(side.tokenizer, side.limits, side.pad_token_id, MIXED)
+    assert not padded[0].attention_mask.all()  # the texts do need padding
+    with pytest.raises(TfparityError, match="takes no attention mask, and this batch holds"):
+        crosscheck(side, pt="tiny:bert", batches=padded)
+
+
+def test_cli_crosscheck_of_an_export_without_a_mask_on_default_texts(tiny_bert_export, capsys):
+    export = str(tiny_bert_export("clean-no-mask"))
+    assert cli.main(["crosscheck", export, "--pt", "tiny:bert"]) == 0
+    assert "ran unpadded" in capsys.readouterr().out
+    faulty = str(tiny_bert_export("faulty-no-mask"))
+    assert cli.main(["crosscheck", faulty, "--pt", "tiny:bert"]) == 1
+
+
+def test_sweep_of_an_export_without_a_mask_runs_one_length_per_batch(tiny_bert_export, tmp_path):
+    texts = tmp_path / "t.txt"
+    texts.write_text("the cat sat on the mat\na short one\nhello world, a test\nhi\n")
+    base = ["sweep", "--pt", "tiny:bert", "--texts", str(texts), "--progress", "none"]
+    base += ["--checks", "crosscheck"]
+    clean, faulty = str(tiny_bert_export("clean-no-mask")), str(tiny_bert_export("faulty-no-mask"))
+    assert cli.main([*base, clean, "--out", str(tmp_path / "a")]) == 0
+    records = [json.loads(line) for line in (tmp_path / "a" / "results.jsonl").open()]
+    assert all(r["bucket"] == r["tokens"] for r in records)  # no padding in any batch
+    assert cli.main([*base, faulty, "--out", str(tmp_path / "b")]) == 1

@@ -1,4 +1,5 @@
-"""Mapping a serving signature's tensors onto tfparity's names (no framework needed)."""
+"""Mapping a serving signature's tensors onto tfparity's names (no framework needed),
+and choosing one of a SavedModel's signatures (``--signature``, on real exports)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from tfparity import cli
 from tfparity.adapters.exported.signatures import (
     TensorInfo,
     map_inputs,
@@ -86,3 +88,49 @@ def test_a_stacked_hidden_states_output_splits_per_layer():
         "hidden_states[0]",
         "hidden_states[1]",
     }
+
+
+# ------------------------------------------------------------- --signature (a SavedModel)
+
+
+def _crosscheck_json(export, out, *extra: str) -> dict:
+    """The one report of a passing CLI cross-check of ``export``, read from ``out``."""
+    import json
+
+    args = ["crosscheck", str(export), "--pt", "tiny:bert", *extra, "--json", str(out)]
+    assert cli.main([*args, "--random", "3", "--seq-len", "10"]) == 0
+    report = json.loads(out.read_text())  # one report: at the top level
+    assert report["check"] == "crosscheck"
+    return report
+
+
+def test_signature_picks_each_of_two_and_defaults_to_serving_default(tiny_bert_export, tmp_path):
+    export = tiny_bert_export("two-signatures")
+    chosen = _crosscheck_json(export, tmp_path / "a.json", "--signature", "ids_only")
+    assert "takes no attention mask" in chosen["details"]["unpadded"]
+    assert any("signature 'ids_only' runs the input_ids path" in n for n in chosen["notes"])
+    serving = _crosscheck_json(export, tmp_path / "b.json", "--signature", "serving_default")
+    assert "unpadded" not in serving["details"]
+    assert any("signature 'serving_default' runs" in n for n in serving["notes"])
+    default = _crosscheck_json(export, tmp_path / "c.json")
+    assert default["notes"] == serving["notes"]
+
+
+def test_an_unknown_signature_exits_2_listing_those_it_has(tiny_bert_export, capsys, tmp_path):
+    export = str(tiny_bert_export("two-signatures"))
+    assert cli.main(["crosscheck", export, "--pt", "tiny:bert", "--signature", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no signature 'nope'; its signatures: ids_only, serving_default." in err
+    sweep = ["sweep", export, "--out", str(tmp_path / "s"), "--progress", "none", "--pt"]
+    for command in (["check", export, "--source"], sweep):
+        assert cli.main([*command, "tiny:bert", "--signature", "nope"]) == 2
+        assert "no signature 'nope'" in capsys.readouterr().err
+
+
+def test_signature_for_a_model_that_is_no_export_exits_2(capsys):
+    assert cli.main(["crosscheck", "tiny:bert", "--signature", "serving_default"]) == 2
+    assert "tiny:bert is not one" in capsys.readouterr().err
+    from tfparity.api import crosscheck
+
+    with pytest.raises(TfparityError, match="names a signature of an export"):
+        crosscheck("tiny:bert", signature="serving_default")

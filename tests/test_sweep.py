@@ -133,6 +133,26 @@ def test_bucketer_with_fixed_shapes_pads_last_batch_with_masked_dummy_rows(corpu
     assert last.attention_mask[1:].sum(axis=1).tolist() == [1, 1, 1]  # dummies: one token
 
 
+def test_bucketer_with_exact_lengths_batches_one_length_without_padding(corpus):
+    """A side that cannot mask padding (a signature without an attention mask)."""
+    import numpy as np
+
+    from tfparity.sweep.bucketing import Encoded
+    from tfparity.sweep.corpus import Item
+
+    b = Bucketer(batch_size=2, limit=64, pad_id=0, exact_lengths=True)
+    lengths = [3, 5, 3, 4, 5, 3]
+    rows = [
+        Encoded(Item(i, str(i), "x"), np.arange(1, n + 1, dtype=np.int32), None)
+        for i, n in enumerate(lengths)
+    ]
+    batches = [pb for e in rows for pb in b.add(e)] + list(b.flush())
+    assert sorted(pb.bucket for pb in batches) == [3, 3, 4, 5]
+    assert all(pb.batch.input_ids.shape[1] == pb.bucket for pb in batches)
+    assert all(pb.batch.attention_mask.all() for pb in batches)
+    assert sorted(i.index for pb in batches for i in pb.items) == list(range(6))
+
+
 def test_resume_after_kill_and_torn_line(
     tiny, corpus, baseline, tmp_path, sweep_differences, stop_after
 ):

@@ -28,15 +28,19 @@ from .results import Report
 
 
 def make_batches(model: Any, inputs: InputOptions | None = None) -> list[Batch]:
-    """The batches ``inputs`` describes, tokenized and checked for ``model``."""
+    """The batches ``inputs`` describes, tokenized and checked for ``model``; for a
+    model that cannot mask padding (a signature without an attention mask), without
+    padding: sequences of one length per batch (:func:`tfparity.inputs.unpadded`)."""
     from . import validation
     from .inputs import make_batches as _make
+    from .inputs import unpadded
 
     validation.instance(inputs, InputOptions, "inputs", "an InputOptions or None")
     tf_model = load_model(model)
-    return _make(
-        tf_model.tokenizer, tf_model.limits, tf_model.pad_token_id, inputs or InputOptions()
-    )
+    options = inputs or InputOptions()
+    batches = _make(tf_model.tokenizer, tf_model.limits, tf_model.pad_token_id, options)
+    reason = tf_model.unmasked_reason
+    return batches if reason is None else unpadded(batches, options.batch_size, reason)
 
 
 def check_embeds(
@@ -134,6 +138,7 @@ def crosscheck(
     layers: dict[Any, int] | None = None,
     weights: dict[str, Any] | None = None,
     pt_config: dict[str, Any] | None = None,
+    signature: str | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -191,6 +196,10 @@ def crosscheck(
     tokenizes, whose tokenizer made the ids (``details["tokenizer"]``) and, where ``pt``
     is a spec with a tokenizer of its own, whether it makes the same ids (a failure if
     not). Batches given as ``batches`` are taken as they are: no tokenizer is named.
+    ``signature`` (``--signature``) names the signature an export (a SavedModel, a
+    LiteRT flatbuffer) runs; default: ``serving_default``, else its only one. A
+    signature without an attention mask runs batches without padding, of one length
+    each (``details["unpadded"]`` says so); ``batches`` with padding are refused for it.
     """
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
@@ -216,6 +225,7 @@ def crosscheck(
         pt=pt,
         layers=layers,
         weights=weights,
+        signature=signature,
     )
     source_model = source_side(source, tf_model, allow_pickle=allow_pickle)
     pt_model = reference_for(

@@ -37,6 +37,9 @@ class Batch:
     texts: tuple[str, ...] | None = None
     # The texts --truncate cut: (text number from 1, its tokens, the tokens kept).
     truncated: tuple[tuple[int, int, int], ...] = ()
+    # Why the batch was regrouped without padding (a side that cannot mask it), for the
+    # report; "" for a batch as made.
+    unpadded: str = ""
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -183,6 +186,104 @@ def note_truncation(report: Any, batches: Sequence[Batch]) -> Any:
         f"maximum): {which}{more}."
     )
     return report
+
+
+def note_inputs(report: Any, batches: Sequence[Batch]) -> Any:
+    """Say in ``report`` what was done to the inputs: the texts ``--truncate`` cut
+    (:func:`note_truncation`) and the batches regrouped without padding
+    (:func:`unpadded`). Every check that runs on batches ends with this."""
+    note_truncation(report, batches)
+    reason = next((b.unpadded for b in batches if b.unpadded), "")
+    if reason:
+        lengths = sorted({b.input_ids.shape[1] for b in batches})
+        span = f"{lengths[0]}" if len(lengths) == 1 else f"{lengths[0]} to {lengths[-1]}"
+        report.details["unpadded"] = f"{reason}: batches of one length each"
+        report.notes.append(
+            f"{reason[0].upper()}{reason[1:]}, so padding would be attended to: the inputs "
+            f"ran unpadded, in {len(batches)} batches of one length each ({span} tokens), "
+            "on both sides."
+        )
+    return report
+
+
+def unpadded(batches: Sequence[Batch], batch_size: int, reason: str) -> list[Batch]:
+    """``batches`` regrouped without padding, for a side that cannot mask it (``reason``:
+    why, in words): each sequence cut to its real tokens, sequences of one length batched
+    together (at most ``batch_size``, in the order first seen). Grouping by length rather
+    than batch size 1 keeps the batch dimension (what a server batches) with no padding;
+    each row's numbers are its own either way. Batches without padding come back as
+    they are. A mask with a gap inside a sequence cannot be cut away: exit 2."""
+    if all(b.attention_mask.all() for b in batches):
+        return list(batches)
+    rows: list[_Row] = []
+    for batch in batches:
+        rows += _rows(batch, len(rows), reason)
+    groups: dict[int, list[_Row]] = {}
+    for row in rows:
+        groups.setdefault(len(row.ids), []).append(row)
+    size = _positive(batch_size, "--batch-size")
+    return [
+        _stacked(group[start : start + size], reason)
+        for group in groups.values()
+        for start in range(0, len(group), size)
+    ]
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One sequence without its padding, with the --truncate record of its text."""
+
+    ids: np.ndarray
+    types: np.ndarray | None
+    positions: np.ndarray | None
+    text: str | None
+    truncated: tuple[tuple[int, int, int], ...]
+
+
+def _rows(batch: Batch, before: int, reason: str) -> list[_Row]:
+    """``batch``'s sequences cut to their real tokens; ``before``: the sequences of the
+    batches before it (text numbers run across batches, as text_batches makes them)."""
+    check_mask(batch.attention_mask, batch.input_ids.shape)  # no sequence of padding only
+    cut = {t[0]: t for t in batch.truncated}
+    rows = []
+    for r, mask in enumerate(np.asarray(batch.attention_mask)):
+        real = np.flatnonzero(mask)
+        if real[-1] - real[0] + 1 != real.size:
+            raise TfparityError(
+                f"{reason[0].upper()}{reason[1:]}, and sequence {before + r} of these batches "
+                "has padding inside it (its attention_mask has a 0 between 1s), which cannot "
+                "be cut away. Give sequences whose padding is only at one end, or batches "
+                "without padding (each of one length)."
+            )
+        keep = (r, slice(int(real[0]), int(real[-1]) + 1))
+        number = before + r + 1
+        rows.append(
+            _Row(
+                ids=np.asarray(batch.input_ids)[keep],
+                types=None if batch.token_type_ids is None else batch.token_type_ids[keep],
+                positions=None if batch.position_ids is None else batch.position_ids[keep],
+                text=None if batch.texts is None else batch.texts[r],
+                truncated=(cut[number],) if number in cut else (),
+            )
+        )
+    return rows
+
+
+def _stacked(rows: list[_Row], reason: str) -> Batch:
+    def stack(parts: list[np.ndarray | None]) -> np.ndarray | None:
+        return None if parts[0] is None else np.stack(parts).astype(np.int32)
+
+    ids = stack([r.ids for r in rows])
+    texts = tuple(r.text for r in rows) if rows[0].text is not None else None
+    return Batch(
+        input_ids=ids,
+        attention_mask=np.ones_like(ids),
+        token_type_ids=stack([r.types for r in rows]),
+        position_ids=stack([r.positions for r in rows]),
+        texts=texts,  # type: ignore[arg-type]
+        truncated=tuple(t for r in rows for t in r.truncated),
+        unpadded=reason,
+    )
 
 
 def random_batches(

@@ -60,6 +60,7 @@ def load_model(
     pt: Any = None,
     layers: dict[Any, int] | None = None,
     weights: dict[str, Any] | None = None,
+    signature: str | None = None,
 ):
     """The TF side for ``model``: a :class:`~tfparity.adapters.tf_model.TFModel` for a
     spec (a ``keras-hub:<SPEC>`` gives a
@@ -73,7 +74,9 @@ def load_model(
     or tf-keras model), which takes its config and tokenizer from the reference ``pt``
     and its maps from ``layers``/``weights`` (:mod:`tfparity.adapters.user_maps`).
     ``head`` (a kind, e.g. ``"sequence-classification"``) picks a spec's model class;
-    default: the one its config names."""
+    default: the one its config names. ``signature`` (``--signature``) names the
+    signature a SavedModel or LiteRT export runs (default: ``serving_default``, else
+    its only one); for anything else it is refused (exit 2)."""
     from . import validation
     from .adapters.keras_hub import is_keras_hub_spec
     from .adapters.keras_hub_task import load_keras_hub_side
@@ -84,6 +87,7 @@ def load_model(
     if isinstance(model, os.PathLike):  # an export's path, as pathlib gives it
         model = os.fspath(model)
     validation.model_spec(model, "model")
+    export = _export_for(model, signature)
     maps = layers is not None or weights is not None
     if isinstance(model, UserModel) and not maps:
         return model.bound(pt)
@@ -97,16 +101,30 @@ def load_model(
         return model
     if is_keras_hub_spec(model):
         return load_keras_hub_side(model, head_kind(head))
-    export = export_spec(model)
     if export is not None:
         from .adapters.exported import load_export
 
-        return load_export(export, companion)
+        return load_export(export, companion, signature)
     if isinstance(model, str):
         return TFModel.load(model, allow_pickle=allow_pickle, head=head_kind(head))
     return object_side(
         model, pt=pt, layers=layers, weights=weights, tokenizer=tokenizer, head=head_kind(head)
     )
+
+
+def _export_for(model: Any, signature: str | None) -> Any:
+    """``model``'s export spec (None: not an export); a ``signature`` for anything but an
+    export is refused (exit 2): there would be no signature to run it by."""
+    if signature is not None and not isinstance(signature, str):
+        raise TypeError(f"signature must be a name (str), not {type(signature).__name__}")
+    export = export_spec(model)
+    if signature is not None and export is None:
+        what = model if isinstance(model, str) else f"a {type(model).__name__}"
+        raise TfparityError(
+            "--signature (signature=) names a signature of an export (a SavedModel "
+            f"directory, a .tflite file); {what} is not one."
+        )
+    return export
 
 
 def export_spec(model: Any) -> Any:

@@ -106,16 +106,31 @@ def ffn_fault(model_type: str, layer: int = 1, factor: float = 1.1) -> Fault:
 
 
 def export_saved_model(
-    tf_model: Any, directory: str | Path, *, hidden_states: bool = True, inputs_embeds: bool = False
+    tf_model: Any,
+    directory: str | Path,
+    *,
+    hidden_states: bool = True,
+    inputs_embeds: bool = False,
+    mask: bool = True,
+    unmasked: str | None = None,
 ) -> Path:
     """Write ``tf_model`` (a TFModel, faults applied or not) as a SavedModel with a
     ``serving_default`` signature over ``input_ids``/``attention_mask``/``token_type_ids``
-    returning ``last_hidden_state``, ``pooler_output`` and, with ``hidden_states``,
-    ``hidden_states_<k>``; ``inputs_embeds`` adds an ``embeds`` signature. An export to
-    check, or to convert further (LiteRT)."""
+    (``mask=False``: no ``attention_mask``) returning ``last_hidden_state``,
+    ``pooler_output`` and, with ``hidden_states``, ``hidden_states_<k>``;
+    ``inputs_embeds`` adds an ``embeds`` signature, ``unmasked`` one more ids signature of
+    that name without an attention mask. An export to check, or to convert further
+    (LiteRT)."""
     from .adapters.exported.writer import export_saved_model as write
 
-    return write(tf_model, directory, hidden_states=hidden_states, inputs_embeds=inputs_embeds)
+    return write(
+        tf_model,
+        directory,
+        hidden_states=hidden_states,
+        inputs_embeds=inputs_embeds,
+        mask=mask,
+        unmasked=unmasked,
+    )
 
 
 def gradient_faults(layer_path: str = "encoder.layer.{i}") -> dict[str, tuple[Fault, ...]]:

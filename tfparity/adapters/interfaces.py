@@ -125,6 +125,8 @@ class TFSide(Protocol):
     @property
     def inputs_embeds_reason(self) -> str | None: ...  # why it cannot run inputs_embeds
     @property
+    def unmasked_reason(self) -> str | None: ...  # why it cannot mask padding, or None
+    @property
     def compiles(self) -> bool: ...  # whether graph/XLA execution is open to it
     @property
     def traces(self) -> int: ...
@@ -260,6 +262,14 @@ class TFSideBase:
     def inputs_embeds_reason(self) -> str | None:
         """Why this side cannot run ``inputs_embeds`` (an export whose signature does
         not take them), or None: the embeds check then refuses, never passes."""
+        return None
+
+    @property
+    def unmasked_reason(self) -> str | None:
+        """Why this side cannot mask padding (an export whose signature takes no attention
+        mask), in words, or None: it can. Batches for a side that cannot are made without
+        padding (:func:`tfparity.inputs.unpadded`), for its reference too, and the side
+        refuses a padded batch (exit 2) rather than attend to the padding."""
         return None
 
     @property

@@ -28,7 +28,7 @@ from ..compare import (
     compare_output_batches,
     judged_by_referee,
 )
-from ..inputs import Batch, note_truncation
+from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
@@ -146,7 +146,7 @@ def crosscheck(
             "components": [component_row(c) for c in components],
         },
     )
-    return note_truncation(with_findings(report, labels), batches)
+    return note_inputs(with_findings(report, labels), batches)
 
 
 def _budgeted(
@@ -193,7 +193,7 @@ def _budgeted(
             "agreement": [asdict(a) for a in agreement],
         },
     )
-    return note_truncation(with_findings(report, labels), batches)
+    return note_inputs(with_findings(report, labels), batches)
 
 
 def _labels(tf_model: TFSide, pt_model: Reference) -> Findings:

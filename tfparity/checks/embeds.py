@@ -17,7 +17,7 @@ from .. import validation
 from ..adapters.tf_model import TFModel
 from ..compare import Comparison, Tolerance, all_finite, compare_output_batches
 from ..errors import TfparityError
-from ..inputs import Batch, note_truncation
+from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights
@@ -67,7 +67,7 @@ def check_embeds(
         details=_details(batches),
         notes=list(model.notes) + _ids_only_notes(model, options),
     )
-    return note_truncation(report, batches)
+    return note_inputs(report, batches)
 
 
 def _ids_only_notes(model: TFModel, options: EmbedsOptions) -> list[str]:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from ..adapters.interfaces import TFSide
 from ..compare import Comparison, Tolerance, compare_output_batches
-from ..inputs import Batch, note_truncation
+from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import NothingComparedError
@@ -83,7 +83,7 @@ def check_export_vs_source(
             **export.execution.describe(),
         },
     )
-    return note_truncation(report, batches)
+    return note_inputs(report, batches)
 
 
 def localise(comparisons: list[Comparison], source: str) -> Divergence:

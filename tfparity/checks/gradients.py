@@ -40,7 +40,7 @@ from ..compare import (
     referee_batches,
     rmse,
 )
-from ..inputs import Batch, note_truncation
+from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
 from ..trace import hidden_state_index
 from ..validation import same_architecture
@@ -125,7 +125,7 @@ def check_gradients(
         truth = collect(batches, options.seed, lambda b, o: pt_model.gradients(b, o, float64=True))
         sides = _Sides(ids, embeds, pt, truth)
         reports.append(_tf_vs_pt(tf_model, pt_model, sides, batches, options, excluded))
-    return [note_truncation(r, batches) for r in reports]
+    return [note_inputs(r, batches) for r in reports]
 
 
 # ----------------------------------------------------------------------------- ids vs embeds

@@ -40,7 +40,7 @@ from ..compare import (
     default_tolerance,
     valid_positions,
 )
-from ..inputs import Batch, note_truncation
+from ..inputs import Batch, note_inputs
 from ..results import Report
 from ..trace import Trace, hidden_state_index
 from ..validation import NothingComparedError
@@ -143,7 +143,7 @@ def check_modes(
         },
         notes=notes,
     )
-    return note_truncation(report, batches)
+    return note_inputs(report, batches)
 
 
 def reference_magnitudes(reference: Sequence[Trace], masks: Sequence[Any]) -> dict[str, float]:

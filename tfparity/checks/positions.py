@@ -23,7 +23,7 @@ import numpy as np
 from ..adapters.embedding_parts import default_position_ids, position_facts
 from ..adapters.tf_model import TFModel
 from ..compare import Comparison, Tolerance, compare_batches, compare_output_batches
-from ..inputs import Batch, note_truncation
+from ..inputs import Batch, note_inputs
 from ..results import Report
 
 SCENARIOS = ("s1", "s2", "s3", "s4")
@@ -89,7 +89,7 @@ def check_positions(
         details=details,
         notes=list(model.notes) + _notes(facts, explicit, scenarios),
     )
-    return note_truncation(report, batches)
+    return note_inputs(report, batches)
 
 
 def _scenario_runs(

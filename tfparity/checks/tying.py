@@ -17,7 +17,7 @@ import numpy as np
 
 from ..adapters.lm_head import LMHead, find_head
 from ..adapters.tf_model import TFModel
-from ..inputs import Batch, note_truncation
+from ..inputs import Batch, note_inputs
 from ..results import Report
 from ..validation import nonfinite_weights
 
@@ -81,7 +81,7 @@ def check_tying(
         + [c.problem for c in broken if c.problem]
         + _notes(head, tied, config_tie, roundtrip),
     )
-    return note_truncation(report, batches)
+    return note_inputs(report, batches)
 
 
 def nearest_cosine(x: np.ndarray, rows: np.ndarray) -> np.ndarray:

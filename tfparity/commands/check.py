@@ -16,6 +16,7 @@ from .common import (
     add_pt_config_argument,
     add_referee_argument,
     add_report_arguments,
+    add_signature_argument,
     add_source_argument,
     check_output_arguments,
     execution_options,
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_argument(p)
     add_head_argument(p)
     add_source_argument(p)
+    add_signature_argument(p)
     add_pt_config_argument(p)
     add_referee_argument(p)
     add_input_arguments(p)
@@ -80,7 +82,11 @@ def _run_check(args: argparse.Namespace) -> int:
     _check_golden_arguments(args)
     frameworks_frozen(torch=not (args.no_pt or args.load_outputs) and torch_available())
     model = load_model(
-        args.model, allow_pickle=args.allow_pickle, head=args.head, companion=args.source
+        args.model,
+        allow_pickle=args.allow_pickle,
+        head=args.head,
+        companion=args.source,
+        signature=args.signature,
     )
     check_source(args.source, model)
     batches = make_batches(model, inputs)

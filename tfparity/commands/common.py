@@ -63,6 +63,17 @@ def add_source_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_signature_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--signature",
+        metavar="NAME",
+        help="for a SavedModel or a LiteRT flatbuffer with several signatures: the one "
+        "that runs (default: serving_default, else the only one); an unknown NAME exits 2 "
+        "listing the signatures it has. One without an attention mask runs unpadded "
+        "batches, of one length each",
+    )
+
+
 def add_head_argument(parser: argparse.ArgumentParser) -> None:
     from ..architectures.heads import head_names
 

@@ -17,6 +17,7 @@ from .common import (
     add_pt_config_argument,
     add_referee_argument,
     add_report_arguments,
+    add_signature_argument,
     add_source_argument,
     check_output_arguments,
     execution_options,
@@ -43,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tf", metavar="TF_MODEL", help="the TF port to check (a MODEL spec)")
     p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (a MODEL spec)")
     add_source_argument(p)
+    add_signature_argument(p)
     add_pt_config_argument(p)
     add_referee_argument(p)
     p.add_argument(
@@ -121,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
             budget=args.budget,
             source=args.source,
             pt_config=changes,
+            signature=args.signature,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))
@@ -145,6 +148,7 @@ def _golden_passes(args: argparse.Namespace, execution) -> list:
         allow_pickle=args.allow_pickle,
         head=args.head,
         companion=args.source or args.pt,
+        signature=args.signature,
     )
     batches = make_batches(tf_model, input_options(args))
     separate = args.tf is not None  # a port checked as given: no reload pass

@@ -11,6 +11,7 @@ from .common import (
     add_execution_arguments,
     add_model_argument,
     add_pt_config_argument,
+    add_signature_argument,
     add_tolerance_arguments,
     non_negative_int,
     one_execution,
@@ -37,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "checkpoint. A keras-hub preset directory needs one: it takes that checkpoint's "
         "tokenizer and weight map",
     )
+    add_signature_argument(p)
     add_pt_config_argument(p)
     p.add_argument(
         "--texts",
@@ -184,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         engine=engine,
         generate=args.generate,
         pt_config=pt_config(args),
+        signature=args.signature,
     )
     if args.resume and args.overwrite:
         raise TfparityError(

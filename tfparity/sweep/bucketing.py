@@ -9,6 +9,9 @@ length, unlike the batch dimension, changes a row's rounding). Without ``fixed_s
 rows. With it (XLA, which compiles once per input shape) every batch is also
 ``batch_size`` rows, the last batch of a bucket filled with dummy rows (one real
 token, masked everywhere else) that are dropped from the results.
+
+With ``exact_lengths`` (a side that cannot mask padding: an export's signature without
+an attention mask) each length is a bucket of its own, so no batch holds padding.
 """
 
 from __future__ import annotations
@@ -77,10 +80,12 @@ class Bucketer:
     padding_side: str = "right"
     with_types: bool = True
     fixed_shapes: bool = False
+    exact_lengths: bool = False
     _pending: dict[int, list[Encoded]] = field(default_factory=dict)
 
     def add(self, encoded: Encoded) -> Iterator[PaddedBatch]:
-        bucket = bucket_length(len(encoded.ids), self.limit)
+        n = len(encoded.ids)
+        bucket = n if self.exact_lengths else bucket_length(n, self.limit)
         waiting = self._pending.setdefault(bucket, [])
         waiting.append(encoded)
         if len(waiting) == self.batch_size:

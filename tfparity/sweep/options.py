@@ -44,3 +44,5 @@ class SweepOptions:
     # The cross-check's PyTorch reference built with these config fields changed
     # (--pt-config, see adapters.reference_config); None: the checkpoint's own config.
     pt_config: dict[str, Any] | None = None
+    # --signature: the signature an export runs (None: serving_default, else its only one).
+    signature: str | None = None

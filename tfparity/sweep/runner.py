@@ -212,6 +212,8 @@ def _manifest(
             "precision": options.execution.precision if options.execution else "fp32",
             # A reference other than the checkpoint's (absent: its own, as before).
             **({"pt_config": options.pt_config} if options.pt_config else {}),
+            # The export's signature (absent: its default, so older sweeps still resume).
+            **({"signature": options.signature} if options.signature else {}),
         },
     }
     if options.generate is not None:  # only then: older sweeps' outputs still resume

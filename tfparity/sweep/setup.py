@@ -51,7 +51,8 @@ class SweepSetup:
         # --generate loads a T5's seq2seq LM, as `tfparity generate` does (for it alone)
         loading = loading_for_generation if generating else contextlib.nullcontext
         with loading():
-            tf_model = bound_to_reference(load_model(model, companion=companion), pt)
+            loaded = load_model(model, companion=companion, signature=options.signature)
+            tf_model = bound_to_reference(loaded, pt)
         refusal = generation_refusal(tf_model) if generating else None
         if refusal:
             raise TfparityError(refusal + ".")
@@ -105,6 +106,7 @@ class SweepSetup:
             # XLA compiles once per input shape: give it a few fixed bucket shapes.
             fixed_shapes=self.runner_model.execution.xla,
             new_tokens=self.options.generate or 0,
+            exact_lengths=self.tf_model.unmasked_reason is not None,
         )
 
     def run_facts(self) -> dict:
@@ -161,6 +163,7 @@ class Encoding:
     with_types: bool
     fixed_shapes: bool = False
     new_tokens: int = 0  # --generate's: each item must fit ``limit`` with these on top
+    exact_lengths: bool = False  # a side that cannot mask padding: one length per batch
 
 
 def padded_stream(
@@ -175,6 +178,7 @@ def padded_stream(
         enc.padding_side,
         with_types=enc.with_types,
         fixed_shapes=enc.fixed_shapes,
+        exact_lengths=enc.exact_lengths,
     )
     encoded = encode(
         enc.tokenizer, items, limit=enc.limit, truncate=options.truncate, new_tokens=enc.new_tokens

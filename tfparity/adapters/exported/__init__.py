@@ -16,10 +16,19 @@ from ...errors import TfparityError
 from ..interfaces import TFSide
 from ..specs import EXPORT_KINDS, ModelSpec, parse_spec
 
+SIGNED_KINDS = ("saved-model", "litert")  # the kinds that run through a named signature
 
-def load_export(spec: ModelSpec, companion: str | None) -> TFSide:
+
+def load_export(spec: ModelSpec, companion: str | None, signature: str | None = None) -> TFSide:
     """The TF side for the export ``spec`` names, with the config and tokenizer of the
-    ``companion`` spec (the model it was exported from, or its PyTorch reference)."""
+    ``companion`` spec (the model it was exported from, or its PyTorch reference).
+    ``signature``: the signature that runs (a SavedModel's or a LiteRT flatbuffer's;
+    default: ``serving_default``, else the only one)."""
+    if signature is not None and spec.kind not in SIGNED_KINDS:
+        raise TfparityError(
+            f"--signature names a signature of a SavedModel or a LiteRT flatbuffer; "
+            f"{spec.text} is {EXPORT_KINDS[spec.kind]}, which has none to choose."
+        )
     if companion is None:
         raise TfparityError(
             f"{spec.text} is {EXPORT_KINDS[spec.kind]}: it holds no Hugging Face config "
@@ -34,7 +43,7 @@ def load_export(spec: ModelSpec, companion: str | None) -> TFSide:
     if spec.kind == "saved-model":
         from .saved_model import load_saved_model
 
-        return load_saved_model(spec, found)
+        return load_saved_model(spec, found, signature)
     if spec.kind == "keras-file":
         from .keras_file import load_keras_file
 
@@ -42,5 +51,5 @@ def load_export(spec: ModelSpec, companion: str | None) -> TFSide:
     if spec.kind == "litert":
         from .litert import load_litert
 
-        return load_litert(spec, found)
+        return load_litert(spec, found, signature)
     raise TfparityError(f"Checking {EXPORT_KINDS[spec.kind]} is not supported yet.")

@@ -38,12 +38,13 @@ _KERNEL = re.compile(r"^(.*?)/(?:Tensordot/)?MatMul$")
 _BIAS = re.compile(r"^(.*)/BiasAdd$")
 
 
-def load_litert(spec: ModelSpec, companion: Companion) -> LiteRTModel:
-    """The flatbuffer ``spec`` names, with ``companion``'s config and tokenizer."""
+def load_litert(spec: ModelSpec, companion: Companion, signature: str | None = None) -> LiteRTModel:
+    """The flatbuffer ``spec`` names, with ``companion``'s config and tokenizer, run
+    through ``signature`` (default: serving_default, else its first)."""
     config, tokenizer, origin = companion.config, companion.tokenizer, companion.text
     path = Path(spec.location)
     graph = Graph.read(path.read_bytes())
-    runner = Runner.open(path, getattr(config, "pad_token_id", None))
+    runner = Runner.open(path, getattr(config, "pad_token_id", None), signature)
     model = LiteRTModel(
         name=spec.text,
         runner=runner,
@@ -102,6 +103,12 @@ class LiteRTModel(TFSideBase):
             return limits
         most = limits.max_positions
         return replace(limits, max_positions=min(most, static) if most else static)
+
+    @property
+    def unmasked_reason(self) -> str | None:
+        if "mask" in self.runner.inputs:
+            return None
+        return f"the LiteRT signature '{self.runner.signature}' takes no attention mask"
 
     def describe(self) -> str:
         static = "x".join("?" if d is None else str(d) for d in self.runner.static)

@@ -81,7 +81,7 @@ class Runner:
     _runners: dict[bool, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, path: Path, pad_id: int | None) -> Runner:
+    def open(cls, path: Path, pad_id: int | None, signature: str | None = None) -> Runner:
         interpreter = _interpreter(path, preserve=False)
         signatures = interpreter.get_signature_list()
         if not signatures:
@@ -89,7 +89,14 @@ class Runner:
                 f"{path} has no signature: tfparity runs a flatbuffer through its signature "
                 "runner. Convert from a SavedModel or concrete functions (they add one)."
             )
-        name = "serving_default" if "serving_default" in signatures else next(iter(signatures))
+        if signature is not None and signature not in signatures:
+            raise TfparityError(
+                f"{path} has no signature '{signature}'; its signatures: "
+                f"{', '.join(sorted(signatures))}."
+            )
+        name = signature or (
+            "serving_default" if "serving_default" in signatures else next(iter(signatures))
+        )
         details = interpreter.get_signature_runner(name).get_input_details()
         inputs = {}
         for input_name in details:
@@ -133,6 +140,7 @@ class Runner:
                 f"{self.path} takes sequences of {seq} tokens at most (its static shape); "
                 f"this batch has {s}. Give --seq-len {seq} or shorter texts."
             )
+        self._refuse_padding(batch, seq)
         interpreter = self.interpreter(bool(keep))
         runner = self._runners.get(bool(keep))
         if runner is None:
@@ -147,6 +155,24 @@ class Runner:
             kept.append({i: _cut("", interpreter.get_tensor(i), n, s) for i in keep})
         joined = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
         return joined, {i: np.concatenate([k[i] for k in kept]) for i in keep}
+
+    def _refuse_padding(self, batch: Batch, seq: int) -> None:
+        """Exit 2 where padding would reach a signature with no mask to exclude it: the
+        batch's own, or the tokens a static shape adds."""
+        if "mask" in self.inputs:
+            return
+        if not batch.attention_mask.all():
+            raise TfparityError(
+                f"{self.path}'s signature '{self.signature}' takes no attention mask, and this "
+                "batch holds padding; give batches without padding, each of one length."
+            )
+        if batch.input_ids.shape[1] < seq:
+            raise TfparityError(
+                f"{self.path}'s signature '{self.signature}' takes no attention mask and "
+                f"exactly {seq} tokens (its static shape): shorter sequences would be padded "
+                f"and the padding attended to. Convert it with a dynamic sequence length or an "
+                "attention_mask input."
+            )
 
     def _feed(self, batch: Batch, start: int, n: int, rows: int, seq: int) -> dict[str, Any]:
         parts = {

@@ -4,12 +4,17 @@ What wrote it does not matter (``tf.saved_model.save`` with signatures, Keras 3'
 ``model.export``, tf-keras's ``model.save``): tfparity loads it with
 ``tf.saved_model.load`` and calls its signatures, the way a server would. Inputs and
 outputs are mapped by name (:mod:`.signatures`). The ``input_ids`` path is the
-``serving_default`` signature (else the one signature taking ids); the ``inputs_embeds``
-path exists only where a signature takes ``inputs_embeds`` (an export's own choice), so
-the embeds check on an export without one says it cannot run (exit 2), never passes.
+signature ``--signature`` names, else ``serving_default``, else the first taking ids;
+the ``inputs_embeds`` path exists only where a signature takes ``inputs_embeds`` (an
+export's own choice), so the embeds check on an export without one says it cannot run
+(exit 2), never passes.
 
 Per-layer comparison needs the signature to return hidden states; where it returns only
 final outputs, a divergence is placed at the outputs and the report says why.
+
+A signature without an attention mask attends to whatever it is fed, padding too: such
+a side says so (``unmasked_reason``), its batches are made without padding, and a padded
+batch reaching it is refused (exit 2), never run.
 """
 
 from __future__ import annotations
@@ -44,6 +49,11 @@ class Signature:
     inputs: InputMap
     outputs: OutputMap
 
+    @property
+    def masks(self) -> bool:
+        """Whether it takes an attention mask: without one, padding is attended to."""
+        return self.inputs.takes("attention_mask")
+
 
 @dataclass
 class SavedModelSide(TFSideBase):
@@ -77,6 +87,13 @@ class SavedModelSide(TFSideBase):
         if "logits" in self.ids.outputs.names.values():
             return None
         return f"{self.name}'s signature returns no logits, so top-1 agreement is not measured"
+
+    @property
+    def unmasked_reason(self) -> str | None:
+        unmasked = [s.name for s in (self.ids, self.embeds) if s and not s.masks]
+        if not unmasked:
+            return None
+        return f"the signature '{unmasked[0]}' takes no attention mask"
 
     @property
     def inputs_embeds_reason(self) -> str | None:
@@ -126,6 +143,14 @@ class SavedModelSide(TFSideBase):
 
     def _call(self, signature: Signature, batch: Batch, embeds: Any = None) -> Trace:
         tf = import_tf()
+        if not signature.masks and not batch.attention_mask.all():
+            raise TfparityError(
+                f"{self.name}'s signature '{signature.name}' takes no attention mask, and "
+                "this batch holds padding: the model would attend to it and the comparison "
+                "would be wrong. tfparity regroups its own inputs (texts, random ids) into "
+                "batches of one length each; give batches without padding, each of one "
+                "length (or inputs= instead of batches=)."
+            )
         feed = signature.inputs.feed(batch, embeds)
         with placed(self.execution):
             out = signature.function(**{k: tf.constant(v) for k, v in feed.items()})
@@ -204,9 +229,13 @@ def _mapped(name: str, function: Any, companion: Companion) -> Signature:
     )
 
 
-def load_saved_model(spec: ModelSpec, companion: Companion) -> SavedModelSide:
+def load_saved_model(
+    spec: ModelSpec, companion: Companion, signature: str | None = None
+) -> SavedModelSide:
     """Load the SavedModel ``spec`` names and map its signatures (exit 2 when none can
-    run: the message lists what each signature has)."""
+    run: the message lists what each signature has). ``signature`` (``--signature``)
+    names the one that runs the input_ids path; default: ``serving_default``, else the
+    first (by name) that takes token ids."""
     tf = import_tf()
     try:
         loaded = tf.saved_model.load(spec.location)
@@ -221,7 +250,7 @@ def load_saved_model(spec: ModelSpec, companion: Companion) -> SavedModelSide:
             f"The SavedModel {spec.text} has no signatures: save it with "
             "tf.saved_model.save(model, dir, signatures=...) or Keras's model.export(dir)."
         )
-    ids, embeds, notes = _choose(signatures, companion, spec)
+    ids, embeds, notes = _choose(signatures, companion, spec, signature)
     notes += _keras_hub_note(ids, companion)
     head = _head(ids, companion)
     side = SavedModelSide(
@@ -241,18 +270,33 @@ def load_saved_model(spec: ModelSpec, companion: Companion) -> SavedModelSide:
 
 
 def _choose(
-    signatures: dict[str, Any], companion: Companion, spec: ModelSpec
+    signatures: dict[str, Any], companion: Companion, spec: ModelSpec, wanted: str | None
 ) -> tuple[Signature, Signature | None, list[str]]:
-    """The ids signature (serving_default first), the inputs_embeds one if any, and
-    notes on what the report must say of them."""
-    order = sorted(signatures, key=lambda n: (n != SERVING, n))
+    """The ids signature (``wanted``, else serving_default first), the inputs_embeds one
+    if any, and notes on what the report must say of them. A ``wanted`` signature that
+    is not there, cannot be fed or takes no token ids is exit 2, never a fallback."""
+    if wanted is not None and wanted not in signatures:
+        raise TfparityError(
+            f"The SavedModel {spec.text} has no signature '{wanted}'; its signatures: "
+            f"{', '.join(sorted(signatures))}."
+        )
+    first = wanted or SERVING
+    order = sorted(signatures, key=lambda n: (n != first, n))
     mapped, refused = [], []
     for name in order:
         try:
             mapped.append(_mapped(name, signatures[name], companion))
         except TfparityError as exc:
+            if name == wanted:
+                raise
             refused.append(str(exc))
     ids = next((s for s in mapped if s.inputs.takes_ids), None)
+    if wanted is not None and (ids is None or ids.name != wanted):
+        raise TfparityError(
+            f"The signature '{wanted}' of {spec.text} takes inputs_embeds, not token ids: "
+            "--signature names the one that runs input_ids (its signatures: "
+            f"{', '.join(sorted(signatures))})."
+        )
     if ids is None:
         raise TfparityError(
             f"No signature of the SavedModel {spec.text} can run token ids: "
@@ -281,8 +325,6 @@ def _notes(ids: Signature, embeds: Signature | None) -> list[str]:
             "no intermediate tensors exist, so a divergence is placed at the "
             "outputs, not at a layer. Export hidden_states_<k> to localise it."
         )
-    if not ids.inputs.takes("attention_mask"):
-        notes.append("The signature takes no attention mask: padding is attended to.")
     return notes
 
 

@@ -13,14 +13,23 @@ EMBEDS_SIGNATURE = "embeds"
 
 
 def export_saved_model(
-    tf_model: Any, directory: str | Path, *, hidden_states: bool = True, inputs_embeds: bool = False
+    tf_model: Any,
+    directory: str | Path,
+    *,
+    hidden_states: bool = True,
+    inputs_embeds: bool = False,
+    mask: bool = True,
+    unmasked: str | None = None,
 ) -> Path:
     """Save ``tf_model`` (a :class:`~tfparity.adapters.tf_model.TFModel`, faults applied
     or not) to ``directory`` with a ``serving_default`` signature over ``input_ids``,
-    ``attention_mask`` (and ``token_type_ids`` where the model has a token-type table)
+    ``attention_mask`` (without ``mask``: none, as servers that take ``input_ids`` alone
+    are written) and ``token_type_ids`` where the model has a token-type table,
     returning its outputs by Hugging Face's names, and ``hidden_states_<k>`` with
     ``hidden_states``; with ``inputs_embeds``, a second signature ``embeds`` over
-    ``inputs_embeds`` instead of ``input_ids``. Returns the directory."""
+    ``inputs_embeds`` instead of ``input_ids``; ``unmasked``: the name of one more
+    signature over ``input_ids`` without an attention mask (an export with two to choose
+    from). Returns the directory."""
     tf = import_tf()
     model = tf_model.model
     with_types = bool(getattr(tf_model.config, "type_vocab_size", 0))
@@ -33,7 +42,7 @@ def export_saved_model(
             found.update({f"hidden_states_{k}": h for k, h in enumerate(out["hidden_states"])})
         return found
 
-    def spec(first: str) -> dict[str, Any]:
+    def spec(first: str, masked: bool = True) -> dict[str, Any]:
         shape, dtype = (
             ([None, None, width], tf.float32)
             if first == "inputs_embeds"
@@ -43,15 +52,20 @@ def export_saved_model(
             )
         )
         found = {first: tf.TensorSpec(shape, dtype, name=first)}
-        names = ["attention_mask"] + (["token_type_ids"] if with_types else [])
+        names = (["attention_mask"] if masked else []) + (["token_type_ids"] if with_types else [])
         found.update({n: tf.TensorSpec([None, None], tf.int32, name=n) for n in names})
         return found
 
-    @tf.function(input_signature=[spec("input_ids")])
-    def serve(inputs: dict[str, Any]) -> dict[str, Any]:
-        return outputs(model(**inputs, output_hidden_states=True, training=False))
+    def ids_signature(masked: bool) -> Any:
+        @tf.function(input_signature=[spec("input_ids", masked)])
+        def serve(inputs: dict[str, Any]) -> dict[str, Any]:
+            return outputs(model(**inputs, output_hidden_states=True, training=False))
 
-    signatures = {"serving_default": serve}
+        return serve
+
+    signatures = {"serving_default": ids_signature(mask)}
+    if unmasked is not None:
+        signatures[unmasked] = ids_signature(False)
     if inputs_embeds:
 
         @tf.function(input_signature=[spec("inputs_embeds")])
