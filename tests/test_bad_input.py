@@ -124,6 +124,10 @@ def files(tmp_path_factory) -> dict[str, str]:
     f["sw_s1"] = _sweep_dir(d / "sw_s1", [_line(1), _line(3)], shard="1/2")
     f["sw_ok"] = _sweep_dir(d / "sw_ok", [_line(0)])
     f["sw_ok2"] = _sweep_dir(d / "sw_ok2", [_line(1)], shard="1/2")
+    preset = d / "preset"  # what save_to_preset writes first: enough to be named a preset
+    preset.mkdir()
+    (preset / "metadata.json").write_text("{}")
+    f["preset"] = preset
     f["dir"] = d
     return {k: str(v) for k, v in f.items()}
 
@@ -280,9 +284,16 @@ CLI_CASES = [
     (
         "crosscheck-tf-pt-arch",
         "crosscheck --tf tiny:bert --pt tiny:gpt2 --random 2 --seq-len 8",
-        ["bert", "gpt2"],
+        ["bert", "gpt2", "Point --pt (or --load-outputs) at the bert checkpoint"],
     ),
-    ("crosscheck-only-tf", "crosscheck --tf tiny:bert", ["--tf", "--pt"]),
+    # 10. an argument given but unusable: what is wrong with it, not "give --X"
+    ("crosscheck-only-tf", "crosscheck --tf tiny:bert", ["--tf tiny:bert", "add --pt"]),
+    ("crosscheck-only-pt", "crosscheck tiny:bert --pt tiny:bert", ["--pt tiny:bert", "Add --tf"]),
+    (
+        "crosscheck-pt-preset",
+        "crosscheck --tf tiny:bert --pt keras-hub:{preset} --random 2 --seq-len 8",
+        ["--pt keras-hub:", "keras-hub preset", "Give --pt (pt=) the Hugging Face checkpoint"],
+    ),
     (
         "check-custom-tokenizer",
         "check {custom_tok} --no-pt",

@@ -56,6 +56,13 @@ class Report:
         return [c for c in self.comparisons if not c.passed]
 
     def worst(self) -> Comparison | None:
+        """The tensor a verdict line names: on a failure the first failing one (one that
+        compared nothing, a shape mismatch or a missing output, before the largest
+        difference: a passing tensor's larger difference is not what failed), else the
+        largest difference."""
+        failing = self.failures
+        if failing:
+            return min(failing, key=lambda c: (c.problem is None, -c.max_abs_diff))
         return max(self.comparisons, key=lambda c: c.max_abs_diff, default=None)
 
     def to_dict(self) -> dict[str, Any]:

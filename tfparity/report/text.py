@@ -49,12 +49,12 @@ def render(report: Report, *, verbose: bool = False) -> str:
 
 
 def verdict_line(report: Report) -> str:
+    """``PASS ...: 9 tensors compared; max abs diff ...``, or ``FAIL ...: 1 of 4 tensors
+    differ; logits: shape [5, 3] vs [5, 2]``: a failure headlines its first failing
+    tensor (:meth:`Report.worst`), however it failed."""
     n, bad = len(report.comparisons), len(report.failures)
     worst = report.worst()
-    worst_text = ""
-    if worst is not None:
-        where = f" ({worst.name})" if worst.max_abs_diff > 0 else ""
-        worst_text = f"; max abs diff {worst.max_abs_diff:.3g}{where}"
+    worst_text = "" if worst is None else f"; {worst.headline()}"
     if report.passed:
         return f"PASS {report.check}: {n} tensors compared{worst_text}"
     return f"FAIL {report.check}: {bad} of {n} tensors differ{worst_text}"
