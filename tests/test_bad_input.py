@@ -69,6 +69,7 @@ def files(tmp_path_factory) -> dict[str, str]:
     put("blank.txt", b"\n  \n")
     put("corpus3.txt", b"one\ntwo\nthree\n")
     put("a_file", b"x")
+    put("not_a.tflite", b"not a flatbuffer")
     for name, array in {
         "ids.npy": np.array([[5, 6, 7, 8]], np.int64),
         "big_ids.npy": np.array([[5, 6, 2**32 + 5, 8]], np.int64),
@@ -375,6 +376,17 @@ def test_cli_refuses_bad_input(template, fragments, files, capsys):
     assert CATCH_ALL not in err, message
     for fragment in fragments:
         assert fragment in message, (fragment, message)
+
+
+@pytest.mark.parametrize("command", ["gradients", "generate"])
+def test_an_export_takes_its_config_from_the_pt_given(command, files, capsys):
+    """gradients and generate read an export's config and tokenizer from --pt, as
+    crosscheck does: the refusal used to ask for the --pt just given."""
+    given = run_cli([command, files["not_a.tflite"], "--pt", "tiny:bert"], capsys)
+    assert given[0] == 2 and "not_a.tflite" in given[2]
+    assert "no Hugging Face config" not in given[2] and "--pt MODEL" not in given[2]
+    alone = run_cli([command, files["not_a.tflite"]], capsys)
+    assert alone[0] == 2 and "no Hugging Face config" in alone[2] and "--pt MODEL" in alone[2]
 
 
 def test_enough_cases():
