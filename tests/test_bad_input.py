@@ -383,7 +383,8 @@ def test_an_export_takes_its_config_from_the_pt_given(command, files, capsys):
     """gradients and generate read an export's config and tokenizer from --pt, as
     crosscheck does: the refusal used to ask for the --pt just given."""
     given = run_cli([command, files["not_a.tflite"], "--pt", "tiny:bert"], capsys)
-    assert given[0] == 2 and "not_a.tflite" in given[2]
+    assert given[0] == 2 and "not_a.tflite is not a LiteRT flatbuffer" in given[2]
+    assert CATCH_ALL not in given[2]
     assert "no Hugging Face config" not in given[2] and "--pt MODEL" not in given[2]
     alone = run_cli([command, files["not_a.tflite"]], capsys)
     assert alone[0] == 2 and "no Hugging Face config" in alone[2] and "--pt MODEL" in alone[2]

@@ -11,8 +11,8 @@ import pytest
 from tfparity.adapters.holdings import Holdings, refuse_unused_body
 from tfparity.checks.checkpoints import checkpoint_gaps
 from tfparity.checks.hints import describe_weight
-from tfparity.compare import factor_text
 from tfparity.cli import main
+from tfparity.compare import factor_text
 from tfparity.errors import TfparityError
 
 BODY = frozenset({"embeddings", "encoder"})
@@ -106,8 +106,7 @@ def test_unused_weights_read_as_sentences():
     """The checkpoint is described mid-sentence in the note, first in the refusal."""
     head = Holdings(unused=("classifier.weight",), body=BODY)
     assert refuse_unused_body(head, "the checkpoint in d") == [
-        "Unused weights of the checkpoint in d, not part of the model checked: "
-        "classifier.weight."
+        "Unused weights of the checkpoint in d, not part of the model checked: classifier.weight."
     ]
     body = Holdings(unused=("encoder.layer.1.output.dense.weight",), body=BODY)
     with pytest.raises(TfparityError, match="^The checkpoint in d holds weights of the"):

@@ -90,7 +90,8 @@ def test_green_on_tiny_bert_with_fixtures_device_and_json(pytester, tmp_path):
     assert [row["hidden_state"] for row in cross["details"]["layers"]] == [0, 1, 2]
 
 
-def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path):
+def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path, monkeypatch):
+    monkeypatch.setenv("CI", "1")  # the summary lines whole, not cut at the terminal's width
     pytester.makepyfile(test_red=RED)
     out = tmp_path / "reports"
     result = pytester.runpytest("--tfparity-json", str(out))
@@ -110,7 +111,7 @@ def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path):
     assert "AssertionError: FAIL embeds: first divergence hidden_states[0] · " in text
     # the summary line: the divergence first, the model after it
     summary = "FAILED test_red.py::test_broken_port - AssertionError: FAIL crosscheck: first "
-    assert summary + "divergence hidden_states[" in text
+    assert re.search(re.escape(summary) + r"divergence hidden_states\[2\] .*\(tiny:bert\)\n", text)
     # each message says where its full report went, and it is there
     for test in ("test_broken_port", "test_hidden_states_0_fed_as_embeddings"):
         path = (out / f"test_red.py__{test}.json").resolve()

@@ -243,8 +243,10 @@ def test_a_failing_verdict_headlines_a_shape_mismatch_not_a_passing_tensor():
     assert verdict_line(report) == line
     assert render(report).splitlines()[-1] == line
     assert headline(report) == line + " (tiny:bert)"
-    assert assertion_message([report], "full report: here").splitlines()[1].startswith(
-        "1 of 2 tensors differ; logits: shape [5, 3] vs [5, 2]"
+    assert (
+        assertion_message([report], "full report: here")
+        .splitlines()[1]
+        .startswith("1 of 2 tensors differ; logits: shape [5, 3] vs [5, 2]")
     )
 
 

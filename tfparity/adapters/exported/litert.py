@@ -42,7 +42,13 @@ def load_litert(spec: ModelSpec, companion: Companion) -> LiteRTModel:
     """The flatbuffer ``spec`` names, with ``companion``'s config and tokenizer."""
     config, tokenizer, origin = companion.config, companion.tokenizer, companion.text
     path = Path(spec.location)
-    graph = Graph.read(path.read_bytes())
+    data = path.read_bytes()
+    if data[4:8] != b"TFL3":  # the schema's file identifier, which every converter writes
+        raise TfparityError(
+            f"{spec.text} is not a LiteRT flatbuffer (its bytes 4-8 are not the TFL3 "
+            "identifier): name the .tflite file tf.lite.TFLiteConverter wrote."
+        )
+    graph = Graph.read(data)
     runner = Runner.open(path, getattr(config, "pad_token_id", None))
     model = LiteRTModel(
         name=spec.text,
