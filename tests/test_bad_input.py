@@ -69,6 +69,7 @@ def files(tmp_path_factory) -> dict[str, str]:
     put("blank.txt", b"\n  \n")
     put("corpus3.txt", b"one\ntwo\nthree\n")
     put("a_file", b"x")
+    put("not_a.tflite", b"not a flatbuffer")
     for name, array in {
         "ids.npy": np.array([[5, 6, 7, 8]], np.int64),
         "big_ids.npy": np.array([[5, 6, 2**32 + 5, 8]], np.int64),
@@ -124,6 +125,10 @@ def files(tmp_path_factory) -> dict[str, str]:
     f["sw_s1"] = _sweep_dir(d / "sw_s1", [_line(1), _line(3)], shard="1/2")
     f["sw_ok"] = _sweep_dir(d / "sw_ok", [_line(0)])
     f["sw_ok2"] = _sweep_dir(d / "sw_ok2", [_line(1)], shard="1/2")
+    preset = d / "preset"  # what save_to_preset writes first: enough to be named a preset
+    preset.mkdir()
+    (preset / "metadata.json").write_text("{}")
+    f["preset"] = preset
     f["dir"] = d
     return {k: str(v) for k, v in f.items()}
 
@@ -280,9 +285,16 @@ CLI_CASES = [
     (
         "crosscheck-tf-pt-arch",
         "crosscheck --tf tiny:bert --pt tiny:gpt2 --random 2 --seq-len 8",
-        ["bert", "gpt2"],
+        ["bert", "gpt2", "Point --pt (or --load-outputs) at the bert checkpoint"],
     ),
-    ("crosscheck-only-tf", "crosscheck --tf tiny:bert", ["--tf", "--pt"]),
+    # 10. an argument given but unusable: what is wrong with it, not "give --X"
+    ("crosscheck-only-tf", "crosscheck --tf tiny:bert", ["--tf tiny:bert", "add --pt"]),
+    ("crosscheck-only-pt", "crosscheck tiny:bert --pt tiny:bert", ["--pt tiny:bert", "Add --tf"]),
+    (
+        "crosscheck-pt-preset",
+        "crosscheck --tf tiny:bert --pt keras-hub:{preset} --random 2 --seq-len 8",
+        ["--pt keras-hub:", "keras-hub preset", "Give --pt (pt=) the Hugging Face checkpoint"],
+    ),
     (
         "check-custom-tokenizer",
         "check {custom_tok} --no-pt",
@@ -364,6 +376,18 @@ def test_cli_refuses_bad_input(template, fragments, files, capsys):
     assert CATCH_ALL not in err, message
     for fragment in fragments:
         assert fragment in message, (fragment, message)
+
+
+@pytest.mark.parametrize("command", ["gradients", "generate"])
+def test_an_export_takes_its_config_from_the_pt_given(command, files, capsys):
+    """gradients and generate read an export's config and tokenizer from --pt, as
+    crosscheck does: the refusal used to ask for the --pt just given."""
+    given = run_cli([command, files["not_a.tflite"], "--pt", "tiny:bert"], capsys)
+    assert given[0] == 2 and "not_a.tflite is not a LiteRT flatbuffer" in given[2]
+    assert CATCH_ALL not in given[2]
+    assert "no Hugging Face config" not in given[2] and "--pt MODEL" not in given[2]
+    alone = run_cli([command, files["not_a.tflite"]], capsys)
+    assert alone[0] == 2 and "no Hugging Face config" in alone[2] and "--pt MODEL" in alone[2]
 
 
 def test_enough_cases():

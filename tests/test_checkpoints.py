@@ -8,10 +8,11 @@ import shutil
 import numpy as np
 import pytest
 
-from tfparity.adapters.holdings import Holdings
+from tfparity.adapters.holdings import Holdings, refuse_unused_body
 from tfparity.checks.checkpoints import checkpoint_gaps
 from tfparity.checks.hints import describe_weight
 from tfparity.cli import main
+from tfparity.compare import factor_text
 from tfparity.errors import TfparityError
 
 BODY = frozenset({"embeddings", "encoder"})
@@ -97,6 +98,19 @@ def test_a_config_smaller_than_its_checkpoint_exits_2_naming_the_unused_layer(ck
 def test_unused_head_weights_are_a_note_not_an_error(ckpts, capsys):
     code, text, _ = _run(["crosscheck", ckpts["seqcls"], "--head", "base", "--no-reload"], capsys)
     assert code == 0 and "Unused weights" in text and "classifier.weight" in text
+    assert f"note: Unused weights of the checkpoint in {ckpts['seqcls']}, not part" in text
+    assert "of The " not in text  # the checkpoint's description is mid-sentence
+
+
+def test_unused_weights_read_as_sentences():
+    """The checkpoint is described mid-sentence in the note, first in the refusal."""
+    head = Holdings(unused=("classifier.weight",), body=BODY)
+    assert refuse_unused_body(head, "the checkpoint in d") == [
+        "Unused weights of the checkpoint in d, not part of the model checked: classifier.weight."
+    ]
+    body = Holdings(unused=("encoder.layer.1.output.dense.weight",), body=BODY)
+    with pytest.raises(TfparityError, match="^The checkpoint in d holds weights of the"):
+        refuse_unused_body(body, "the checkpoint in d")
 
 
 def test_gaps_decide_by_body_and_side():
@@ -130,3 +144,21 @@ def test_a_two_row_table_is_not_called_shifted():
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=(2, 8)), rng.normal(size=(2, 8))
     assert "shifted" not in describe_weight("token_type_embeddings.weight", a, b)
+
+
+@pytest.mark.parametrize(
+    ("factor", "said"),
+    [(1.0001, "1.0001"), (0.9999, "0.9999"), (1.00012345, "1.00012"), (1.1, "1.1"), (3.0, "3")],
+)
+def test_a_scale_near_1_is_named_with_the_digits_that_matter(factor, said):
+    """``{:.4g}`` printed 1.0001 as "1": a weight "scaled by 1" reads as unchanged."""
+    x = np.random.default_rng(2).normal(size=(4, 8)).astype(np.float32)
+    scaled = (x * np.float32(factor)).astype(np.float32)
+    said = f"weight w is PyTorch's scaled by {said} (a uniform scale)"
+    assert describe_weight("w", scaled, x) == said
+
+
+def test_factor_text_keeps_two_digits_of_the_distance_from_1():
+    assert factor_text(1.0) == "1" and factor_text(0.125) == "0.125"
+    assert factor_text(1 + 3e-7) == "1.0000003" and factor_text(1 - 2.5e-6) == "0.9999975"
+    assert factor_text(123456.0) == "1.235e+05"  # far from 1: four digits, as before

@@ -90,7 +90,8 @@ def test_green_on_tiny_bert_with_fixtures_device_and_json(pytester, tmp_path):
     assert [row["hidden_state"] for row in cross["details"]["layers"]] == [0, 1, 2]
 
 
-def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path):
+def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path, monkeypatch):
+    monkeypatch.setenv("CI", "1")  # the summary lines whole, not cut at the terminal's width
     pytester.makepyfile(test_red=RED)
     out = tmp_path / "reports"
     result = pytester.runpytest("--tfparity-json", str(out))
@@ -98,8 +99,8 @@ def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path):
     text = result.stdout.str()
     # the verdict and the first divergence lead, so pytest's summary line shows them
     assert re.search(
-        r"AssertionError: FAIL crosscheck tiny:bert: first divergence hidden_states\[\d\] "
-        r"· layer \d · component output",
+        r"AssertionError: FAIL crosscheck: first divergence hidden_states\[\d\] "
+        r"· layer \d · component output \(tiny:bert\)\n",
         text,
     )
     assert "hint: weight encoder.layer" in text and "bias is all zeros in TF" in text
@@ -107,8 +108,10 @@ def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path):
     failures = text.split("short test summary info", 1)[0]
     assert failures.count("Mismatched elements:") == 2
     # the embeds check says what hidden_states[0] is
-    assert "AssertionError: FAIL embeds tiny:bert: first divergence hidden_states[0] · " in text
-    assert "FAILED test_red.py::test_broken_port - AssertionError: FAIL crosscheck" in text
+    assert "AssertionError: FAIL embeds: first divergence hidden_states[0] · " in text
+    # the summary line: the divergence first, the model after it
+    summary = "FAILED test_red.py::test_broken_port - AssertionError: FAIL crosscheck: first "
+    assert re.search(re.escape(summary) + r"divergence hidden_states\[2\] .*\(tiny:bert\)\n", text)
     # each message says where its full report went, and it is there
     for test in ("test_broken_port", "test_hidden_states_0_fed_as_embeddings"):
         path = (out / f"test_red.py__{test}.json").resolve()
@@ -144,8 +147,8 @@ def test_crosscheck_failure_message_is_short_verdict_first_and_once_per_tensor(m
         CONTEXT.reset(token)
     lines = str(info.value).splitlines()
     assert lines[0] == (
-        "FAIL crosscheck tiny:bert: first divergence hidden_states[2] · layer 1 · "
-        "component intermediate"
+        "FAIL crosscheck: first divergence hidden_states[2] · layer 1 · "
+        "component intermediate (tiny:bert)"
     )
     assert lines[1].startswith("hint: weight encoder.layer.1.intermediate.dense.weight")
     assert len(lines) <= 25
@@ -196,5 +199,7 @@ def test_helpers_outside_pytest_plugin_context_raise_readable_assertion(load_tf_
     model = load_tf_model("tiny:bert")
     with pytest.raises(AssertionError, match="Mismatched elements") as info:
         assert_embeds_parity(model, embeds_fn=lambda b: model.run(b)["hidden_states[0]"])
-    assert str(info.value).startswith("FAIL embeds tiny:bert: first divergence hidden_states[0]")
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("FAIL embeds: first divergence hidden_states[0]")
+    assert first.endswith(" (tiny:bert)")
     assert "hint:" in str(info.value)

@@ -205,9 +205,8 @@ def test_assertion_message_stays_short_on_a_deep_model():
         details={"judge": "tolerance", "reference": "PyTorch big", "layers": rows},
     )
     lines = assertion_message([report, report], "full report: here").splitlines()
-    assert (
-        lines[0]
-        == "FAIL crosscheck big: first divergence hidden_states[4] · layer 3 · component attention"
+    assert lines[0] == (
+        "FAIL crosscheck: first divergence hidden_states[4] · layer 3 · component attention (big)"
     )
     assert lines[1] == "hint: a hint"
     assert len(lines) <= 25
@@ -217,3 +216,90 @@ def test_assertion_message_stays_short_on_a_deep_model():
     assert "last_hidden_state = hidden_states[24]" in "\n".join(lines)  # one row for both
     assert sum("tensors are not close!" in line for line in lines) == 1
     assert lines[-2:] == ["also " + lines[0], "full report: here"]
+
+
+# ----------------------------------------------------------------------------- verdict lines
+
+
+def outputs_report(*comparisons: Comparison) -> Report:
+    return Report(
+        check="crosscheck",
+        model="tiny:bert",
+        passed=all(c.passed for c in comparisons),
+        comparisons=list(comparisons),
+    )
+
+
+def test_a_failing_verdict_headlines_a_shape_mismatch_not_a_passing_tensor():
+    """The failing tensor compared no values (max abs diff 0): the line used to quote the
+    passing hidden state's difference instead."""
+    from tfparity.report.brief import assertion_message, headline
+    from tfparity.report.text import render, verdict_line
+
+    ones = np.ones((5, 3), np.float32)
+    logits = compare_arrays(ones, np.ones((5, 2), np.float32), name="logits")
+    report = outputs_report(comparison("hidden_states[2]", 1e-6), logits)
+    line = "FAIL crosscheck: 1 of 2 tensors differ; logits: shape [5, 3] vs [5, 2]"
+    assert verdict_line(report) == line
+    assert render(report).splitlines()[-1] == line
+    assert headline(report) == line + " (tiny:bert)"
+    assert (
+        assertion_message([report], "full report: here")
+        .splitlines()[1]
+        .startswith("1 of 2 tensors differ; logits: shape [5, 3] vs [5, 2]")
+    )
+
+
+def test_a_failing_verdict_headlines_a_missing_output_or_dtype_mismatch():
+    from tfparity.compare import compare_outputs
+    from tfparity.report.text import verdict_line
+
+    a = {"last_hidden_state": np.ones((2, 4), np.float32)}
+    b = {**a, "logits": np.ones((2, 3), np.float32)}
+    report = outputs_report(*compare_outputs(a, b))
+    assert verdict_line(report) == (
+        "FAIL crosscheck: 1 of 2 tensors differ; output 'logits' is missing from the actual side"
+    )
+    half = compare_arrays(np.ones(3, np.float16), np.ones(3, np.float32), name="logits")
+    assert verdict_line(outputs_report(half)) == (
+        "FAIL crosscheck: 1 of 1 tensors differ; logits: dtype float16 vs float32"
+    )
+
+
+def test_a_failing_verdict_names_the_failing_tensor_not_a_larger_passing_one():
+    """Under the referee a tensor may pass with a larger difference than one that fails."""
+    from tfparity.report.text import verdict_line
+
+    passing = refereed(comparison("hidden_states[1]", 0.5), 1e-7, 4e-7)
+    failing = refereed(comparison("hidden_states[2]", 0.25), 0.05, 4e-7)
+    report = outputs_report(passing, failing)
+    assert report.worst().name == "hidden_states[2]"
+    assert verdict_line(report) == (
+        "FAIL crosscheck: 1 of 2 tensors differ; max abs diff 0.25 (hidden_states[2])"
+    )
+
+
+def test_a_passing_verdict_is_unchanged():
+    from tfparity.report.text import verdict_line
+
+    report = outputs_report(comparison("hidden_states[1]", 0.0), comparison("pooler", 1e-6))
+    assert report.passed
+    assert re.fullmatch(
+        r"PASS crosscheck: 2 tensors compared; max abs diff [\d.e-]+ \(pooler\)",
+        verdict_line(report),
+    )
+    exact = outputs_report(comparison("hidden_states[1]", 0.0))
+    assert verdict_line(exact) == "PASS crosscheck: 1 tensors compared; max abs diff 0"
+
+
+def test_the_assertion_headline_puts_the_divergence_before_the_model(failing_crosscheck):
+    """pytest's summary line cuts at the terminal's width: a long model path first used
+    to push the divergence out of it."""
+    from tfparity.report.brief import assertion_message
+
+    failing_crosscheck.model = "/home/someone/checkpoints/" + "very-long-name-" * 4
+    first = assertion_message([failing_crosscheck], "full report: here").splitlines()[0]
+    assert first.startswith(
+        "FAIL crosscheck: first divergence hidden_states[2] · layer 1 · component output ("
+    )
+    assert first.endswith(f"({failing_crosscheck.model})")

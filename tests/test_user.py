@@ -7,6 +7,8 @@ and a missing reference are exit 2 (TfparityError) naming what is wrong."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("keras")
@@ -332,3 +334,31 @@ def test_weights_the_map_leaves_out_are_named_as_not_compared(port, maps):
     hint = report.first_divergence.hint
     assert "weights= does not map" in hint and "not compared" in hint
     assert "scaled by" not in hint  # the broken kernel is not in the map: not compared
+
+
+def test_a_wrong_shaped_output_headlines_the_verdict_not_a_passing_hidden_state(
+    load_tf_model, capsys
+):
+    """The classifier's logits cut to one label while its hidden states agree: the
+    verdict names the shape mismatch (it used to quote a passing hidden state's
+    difference, the failing tensor having compared nothing)."""
+    from tfparity.report.text import render
+
+    spec = "tiny:bert/sequence-classification"
+    classifier = load_tf_model(spec).model
+
+    def classify(inputs, cut=True):
+        out = classifier(**inputs, output_hidden_states=True, training=False)
+        logits = out.logits[:, :1] if cut else out.logits
+        return {"logits": logits, "emb": out.hidden_states[0], "l0": out.hidden_states[1]}
+
+    layers = {"emb": 0, "l0": 1}
+    report = _check(classify, pt=spec, layers=layers)
+    assert not report.passed
+    last = render(report).splitlines()[-1]
+    assert re.fullmatch(
+        r"FAIL crosscheck: 1 of \d+ tensors differ; logits: shape \[4, 1\] vs \[4, 2\]", last
+    )
+    right = _check(lambda inputs: classify(inputs, cut=False), pt=spec, layers=layers)
+    assert right.passed
+    assert render(right).splitlines()[-1].startswith("PASS crosscheck: ")

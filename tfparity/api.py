@@ -336,7 +336,10 @@ def gradients(
     validation.optional_callable(embeds_fn, "embeds_fn")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, not {seed!r}.")
-    tf_model = load_model(model, allow_pickle=allow_pickle, head=head)
+    # An export's config and tokenizer come from the reference named, as in crosscheck:
+    # without it, its refusal would ask for the --pt just given.
+    companion = pt if isinstance(pt, str) else None
+    tf_model = load_model(model, allow_pickle=allow_pickle, head=head, companion=companion)
     pt_model = None
     if pt is not False:
         under_test = model if isinstance(model, str) else tf_model
@@ -483,7 +486,7 @@ def generate(
     check_new_tokens(new_tokens)
     validation.instance(embeds, bool, "embeds", "a bool")
     with loading_for_generation():  # a T5's seq2seq LM loads here, for generate only
-        tf_model = _generating_side(model, allow_pickle)
+        tf_model = _generating_side(model, allow_pickle, pt if isinstance(pt, str) else None)
         pt_model = reference_for(
             model if isinstance(model, str) else tf_model,
             pt,
@@ -500,10 +503,11 @@ def generate(
     return check_generation(tf_model, pt_model, prompts, options)
 
 
-def _generating_side(model: Any, allow_pickle: bool) -> Any:
+def _generating_side(model: Any, allow_pickle: bool, companion: str | None) -> Any:
     """The TF side under test: a spec loads with its LM head (its config's class, or
     ``tiny:<type>/causal-lm``'s; a T5's seq2seq LM, ``tiny:t5/seq2seq-lm``'s); refused
-    (exit 2) where there is none to generate with."""
+    (exit 2) where there is none to generate with. ``companion``: the reference's spec,
+    an export's config and tokenizer (it loads, then is refused for what it is)."""
     from .adapters.loading import generation_head
     from .adapters.specs import parse_spec
     from .checks.generation import generation_refusal
@@ -514,7 +518,7 @@ def _generating_side(model: Any, allow_pickle: bool) -> Any:
         spec = parse_spec(model)  # keras-hub:tiny:<type>/<head>: the inner spec names it
         if spec.head is None and (spec.inner is None or spec.inner.head is None):
             head = generation_head(spec)  # the body's spec, generated with its LM head
-    tf_model = load_model(model, allow_pickle=allow_pickle, head=head)
+    tf_model = load_model(model, allow_pickle=allow_pickle, head=head, companion=companion)
     refusal = generation_refusal(tf_model)
     if refusal:
         raise TfparityError(refusal + ".")

@@ -257,7 +257,8 @@ def reference_for(
     import_torch()  # a clear exit 2 when PyTorch is missing
     # The reference is the TF model's own kind of class (its checkpoint's, or --head's).
     kind = model_head(model) or head_kind(head)
-    return load_pt(spec, allow_pickle=allow_pickle, head=kind, changes=changes)
+    named = isinstance(pt, str)  # the user's --pt: a refusal names what is wrong with it
+    return load_pt(spec, allow_pickle=allow_pickle, head=kind, changes=changes, named=named)
 
 
 def reference_tokenizer(pt: Any) -> Any | None:

@@ -76,7 +76,15 @@ class Report:
         return [c for c in self.failures if is_artefact(c)]
 
     def worst(self) -> Comparison | None:
-        return max(self.comparisons, key=lambda c: c.max_abs_diff, default=None)
+        """The tensor a verdict line names: on a failure the first failing one (one that
+        compared nothing, a shape mismatch or a missing output, before the largest
+        difference: a passing tensor's larger difference is not what failed), else the
+        largest difference."""
+        tensors = self.tensors  # a label map's or tokenizer's failure leads on its own
+        failing = [c for c in tensors if not c.passed]
+        if failing:
+            return min(failing, key=lambda c: (c.problem is None, -c.max_abs_diff))
+        return max(tensors, key=lambda c: c.max_abs_diff, default=None)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (NaN and Inf become None, so strict JSON parsers accept it)."""

@@ -18,6 +18,7 @@ from .architectures.bert import FAULTS as CATALOGUE
 from .architectures.bert import LAYOUT as BERT_LAYOUT
 from .architectures.faults import Expect, scale, with_config
 from .architectures.generation_faults import CACHE_FAULTS, CacheFault
+from .compare import factor_text
 from .errors import TfparityError
 
 __all__ = [
@@ -94,13 +95,13 @@ def ffn_fault(model_type: str, layer: int = 1, factor: float = 1.1) -> Fault:
         return model
 
     return Fault(
-        name=f"FFN weight of layer {layer} scaled by {factor:g}",
+        name=f"FFN weight of layer {layer} scaled by {factor_text(factor)}",
         apply=apply,
         expect=Expect(
             hidden_state=first + 1,
             layer=first,
             component="intermediate" if arch.sublayers is not None else None,
-            hint=f"scaled by {factor:.4g}",
+            hint=f"scaled by {factor_text(factor)}",
         ),
     )
 

@@ -166,7 +166,8 @@ def same_architecture(tf_model: Any, pt_model: Any) -> None:
         raise TfparityError(
             f"The TF model {tf_name} is a {tf['model_type']} and the PyTorch reference "
             f"{pt_name} is a {pt['model_type']}: a cross-check compares one architecture "
-            "in two frameworks. Give --tf and --pt (or --load-outputs) of the same model."
+            f"in two frameworks. Point --pt (or --load-outputs) at the {tf['model_type']} "
+            f"checkpoint {tf_name} was ported from."
         )
     differ = [
         f"{k} {tf[k]} vs {pt[k]}"
@@ -177,7 +178,8 @@ def same_architecture(tf_model: Any, pt_model: Any) -> None:
         raise TfparityError(
             f"The TF model {tf_name} and the PyTorch reference {pt_name} are both "
             f"{tf['model_type']} but of different sizes ({'; '.join(differ)}): they are not "
-            "the same model, so their outputs cannot be compared."
+            f"the same model, so their outputs cannot be compared. Point --pt (or "
+            f"--load-outputs) at the checkpoint {tf_name} was ported from."
         )
 
 

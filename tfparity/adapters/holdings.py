@@ -54,14 +54,16 @@ def is_body(name: str, body_modules: set[str]) -> bool:
 def refuse_unused_body(holdings: Holdings, where: str) -> list[str]:
     """Exit 2 when the checkpoint holds body weights the model never reads (config.json
     smaller than the checkpoint); a note for unused head weights (a pretraining head
-    when checking the base model), which are normal."""
+    when checking the base model), which are normal. ``where`` names the checkpoint
+    mid-sentence (``the checkpoint in DIR``): the refusal capitalises it."""
     body = holdings.body_weights(holdings.unused)
     if body:
         raise TfparityError(
-            f"{where} holds weights of the model's body that the model built from its "
-            f"config.json never uses: {listed(body)}. config.json describes a smaller model "
-            "than the checkpoint (num_hidden_layers, hidden sizes?): fix config.json, or "
-            "the check would compare part of the model and call it the whole."
+            f"{where[:1].upper()}{where[1:]} holds weights of the model's body that the "
+            f"model built from its config.json never uses: {listed(body)}. config.json "
+            "describes a smaller model than the checkpoint (num_hidden_layers, hidden "
+            "sizes?): fix config.json, or the check would compare part of the model and "
+            "call it the whole."
         )
     head = sorted(holdings.unused)
     if not head:

@@ -265,7 +265,7 @@ def _load_dir(
     holdings = _holdings(model, facts) if "missing" in facts else None
     notes = list(facts.get("notes", []))
     if holdings is not None:
-        notes += refuse_unused_body(holdings, f"The checkpoint in {directory}")
+        notes += refuse_unused_body(holdings, f"the checkpoint in {directory}")
     return Loaded(model, tokenizer, config, source, notes, holdings)
 
 

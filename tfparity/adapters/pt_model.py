@@ -125,7 +125,7 @@ class PTModel:
             (name for name, _ in model.base_model.named_children()),
         )
         notes = _missing_note(model, info.get("missing_keys", []))
-        notes += refuse_unused_body(holdings, f"The PyTorch checkpoint in {directory}")
+        notes += refuse_unused_body(holdings, f"the PyTorch checkpoint in {directory}")
         return cls(
             f"{type(model).__name__} ({label or directory.name})",
             _eval(model),
@@ -377,6 +377,7 @@ def load_pt(
     allow_pickle: bool = False,
     head: Head | None = None,
     changes: Mapping[str, Any] | None = None,
+    named: bool = False,
 ) -> PTModel:
     """The PyTorch reference for a MODEL spec, always loaded afresh from the spec.
 
@@ -384,14 +385,20 @@ def load_pt(
     a ``tiny:`` model or a TF-only directory is loaded in TF and its weights copied in.
     Never from a TF model in memory: that one may be the (broken) model under test.
     ``changes`` (``--pt-config``): config fields the reference is built with instead of
-    the checkpoint's (:mod:`.reference_config`); its name and notes say so.
+    the checkpoint's (:mod:`.reference_config`); its name and notes say so. ``named``:
+    the user named ``spec`` as the reference (``--pt``, ``pt=``), so a refusal says what
+    is wrong with it rather than asking for ``--pt``.
     """
-    reference = _load_pt(spec, allow_pickle, head, changes)
+    reference = _load_pt(spec, allow_pickle, head, changes, named)
     return replace(reference, name=reference.name + label(changes)) if changes else reference
 
 
 def _load_pt(
-    spec: str, allow_pickle: bool, head: Head | None, changes: Mapping[str, Any] | None
+    spec: str,
+    allow_pickle: bool,
+    head: Head | None,
+    changes: Mapping[str, Any] | None,
+    named: bool = False,
 ) -> PTModel:
     from .loading import load_tf
     from .sources import checkpoint_dir
@@ -401,10 +408,7 @@ def _load_pt(
     converted = parsed.kind == "keras-hub"
     if converted:  # the checkpoint keras-hub converts, in PyTorch
         if parsed.inner is None:
-            raise TfparityError(
-                f"'{spec}' is a keras-hub preset: it holds no PyTorch reference; give one "
-                "with --pt (the Hugging Face checkpoint it was converted from)."
-            )
+            raise TfparityError(_preset_refusal(spec, named))
         parsed = parsed.inner
         spec = parsed.text
     if parsed.kind == "tiny":
@@ -427,4 +431,20 @@ def _load_pt(
         return PTModel.from_tf(tf_weights, name=name, changes=changes)
     return PTModel.from_dir(
         directory, allow_pickle=allow_pickle, label=spec, head=head, changes=changes
+    )
+
+
+def _preset_refusal(spec: str, named: bool) -> str:
+    """Why a keras-hub preset cannot be the reference: asked for by ``--pt`` itself, it
+    must say what to give instead, not to give ``--pt``."""
+    if named:
+        return (
+            f"--pt {spec} is a keras-hub preset: it holds Keras weights, not a PyTorch "
+            "checkpoint, so it cannot be the reference. Give --pt (pt=) the Hugging Face "
+            "checkpoint the preset was converted from (a directory, minilm, "
+            "tiny:<model_type>), not the preset."
+        )
+    return (
+        f"'{spec}' is a keras-hub preset: it holds no PyTorch reference; give one with "
+        "--pt (the Hugging Face checkpoint it was converted from)."
     )

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compare import factor_text
 from .sublayers import COMPONENTS
 
 
@@ -222,7 +223,7 @@ def _zeros(pt_name: str) -> str:
 
 def scaled_by(factor: float) -> Breakage:
     def hint(pt_name: str) -> str:
-        said = f"scaled by {factor:g}"
+        said = f"scaled by {factor_text(factor)}"
         return f"{pt_name} is PyTorch's {said}" if pt_name else said
 
     return Breakage(lambda var: scale(var, factor), hint)

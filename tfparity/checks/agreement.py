@@ -60,13 +60,19 @@ def task_agreement(
 ) -> list[Agreement]:
     """The measures the head's outputs call for (none for a base model's outputs)."""
     found = []
-    names = set(pt[0]) & set(tf[0]) if pt else set()
+    names = {n for n in set(pt[0]) & set(tf[0]) if _same_shapes(n, tf, pt)} if pt else set()
     for name in LABEL_OUTPUTS:
         if name in names:
             found += _labels(name, tf, pt, masks, language_model, noise.get(name, 0.0))
     if all(n in names for n in SPAN_OUTPUTS):
         found.append(_spans(tf, pt, masks))
     return found
+
+
+def _same_shapes(name: str, tf: Sequence[Trace], pt: Sequence[Trace]) -> bool:
+    """Whether both sides give ``name`` in one shape in every batch: a shape mismatch is
+    a failed comparison already, and argmaxes over other class counts mean nothing."""
+    return all(np.shape(a[name]) == np.shape(b[name]) for a, b in zip(tf, pt, strict=True))
 
 
 def _positions(logits: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

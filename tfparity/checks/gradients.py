@@ -35,6 +35,7 @@ from ..compare import (
     Referee,
     Tolerance,
     compare_batches,
+    factor_text,
     failed_comparison,
     judged_by_referee,
     referee_batches,
@@ -515,7 +516,7 @@ def _relation(actual: np.ndarray, expected: np.ndarray) -> str:
         return "is non-zero where the reference's is zero"
     scale = float(a @ e) / ee
     if rmse(a, scale * e) <= 1e-3 * np.sqrt(ee / e.size):
-        return f"is the reference's scaled by {scale:.4g}"
+        return f"is the reference's scaled by {factor_text(scale)}"
     return "differs from the reference's (not a scale of it)"
 
 

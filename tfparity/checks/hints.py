@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..architectures import for_config
-from ..compare import rmse
+from ..compare import factor_text, rmse
 from ..results import Hint
 
 # Fields every architecture has (through transformers' attribute maps); each
@@ -110,7 +110,7 @@ def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> st
         return f"weight {name} differs only by rounding: {rounded}"
     factor = uniform_scale(tf_value, pt_value)
     if factor is not None:
-        return f"weight {name} is PyTorch's scaled by {factor:.4g} (a uniform scale)"
+        return f"weight {name} is PyTorch's scaled by {factor_text(factor)} (a uniform scale)"
     if tf_value.ndim == 2 and tf_value.shape[0] > 2:  # 2 rows leave no middle to match
         for shift in (1, -1):
             if np.array_equal(np.roll(tf_value, shift, axis=0)[1:-1], pt_value[1:-1]):

@@ -87,10 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.text import render
 
     if (args.tf is None) != (args.pt is None) and not (args.pt and export_spec(args.model)):
-        raise TfparityError(
-            "Give both --tf and --pt, or neither (then MODEL is used for both); an export "
-            "as MODEL takes --pt alone."
-        )
+        raise TfparityError(_one_side_refusal(args))
     check_output_arguments(args)
     changes = pt_config(args)  # exit 2 on a malformed item, before any load
     if args.budget is not None:
@@ -136,6 +133,23 @@ def run(args: argparse.Namespace) -> int:
         write_json(reports, args.json)
     write_outputs(args, reports)
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
+
+
+def _one_side_refusal(args: argparse.Namespace) -> str:
+    """What is missing beside the one of --tf/--pt that was given (the user gave one:
+    "give both" would not say which to add, or why MODEL does not count)."""
+    if args.pt is not None:
+        return (
+            f"--pt {args.pt} names the reference, but nothing names the TF model beside "
+            f"it: MODEL ({args.model}) stands in for --tf only when it is an export (a "
+            "SavedModel directory, a .keras or .tflite file). Add --tf TF_MODEL, or drop "
+            "--pt to check MODEL against its own checkpoint."
+        )
+    return (
+        f"--tf {args.tf} names the TF model, but nothing names its PyTorch reference: add "
+        "--pt PT_MODEL (the checkpoint it was ported from), or drop --tf to check MODEL "
+        "against its own checkpoint."
+    )
 
 
 def _golden_passes(args: argparse.Namespace, execution) -> list:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .masks import POOLED_OUTPUTS, is_pooled, leaf_mask, valid_positions
 from .nested import compare_output_batches, compare_outputs, flatten
-from .record import Comparison, failed_comparison, failure_message
+from .record import Comparison, factor_text, failed_comparison, failure_message
 from .referee import (
     Referee,
     RefereeResult,
@@ -53,6 +53,7 @@ __all__ = [
     "compare_output_batches",
     "compare_outputs",
     "default_tolerance",
+    "factor_text",
     "failed_comparison",
     "failure_message",
     "flatten",

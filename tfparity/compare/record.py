@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,21 @@ class Comparison:
             problem=problem,
         )
 
+    def headline(self) -> str:
+        """What a verdict line says of this leaf: its largest difference, or, where it
+        compared no values (a shape mismatch, a missing output), why. A leaf that compared
+        nothing has a max abs diff of 0, so quoting that would headline a non-failure."""
+        if self.total or not self.problem:
+            where = "" if self.max_abs_diff == 0 else f" ({self.name})"  # NaN: named too
+            return f"max abs diff {self.max_abs_diff:.3g}{where}"
+        if not self.dtype or not self.expected_dtype:  # a missing output names itself
+            return _phrase(self.problem)
+        if self.shape != self.expected_shape:
+            return f"{self.name}: shape {self.shape} vs {self.expected_shape}"
+        if self.dtype != self.expected_dtype:
+            return f"{self.name}: dtype {self.dtype} vs {self.expected_dtype}"
+        return f"{self.name}: {_phrase(self.problem)}"
+
     @property
     def mismatched_percent(self) -> float:
         return 100.0 * self.mismatched / self.total if self.total else 0.0
@@ -125,6 +141,30 @@ class Comparison:
 
 def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.6f}"
+
+
+def _phrase(problem: str, most: int = 90) -> str:
+    """A problem's first sentence as a phrase inside a line: no full stop, a lower-case
+    first letter (kept for an acronym: ``TF``), cut at a word past ``most`` characters."""
+    sentence = problem.split(". ", 1)[0].rstrip(".")
+    if sentence[:1].isupper() and not sentence[1:2].isupper():
+        sentence = sentence[0].lower() + sentence[1:]
+    if len(sentence) > most:
+        sentence = sentence[:most].rsplit(" ", 1)[0] + " ..."
+    return sentence
+
+
+def factor_text(factor: float) -> str:
+    """A scale factor with the digits that show its distance from 1: ``1.0001``, never
+    ``1`` (a weight scaled by 1.0001 is a fault, and "scaled by 1" reads as none): at
+    least two significant digits of ``factor - 1``, and four of the factor."""
+    text = f"{factor:.4g}"
+    off = abs(factor - 1.0)
+    if off == 0.0 or not math.isfinite(off):
+        return text
+    decimals = min(17, max(0, 1 - math.floor(math.log10(off))))
+    near = f"{factor:.{decimals}f}".rstrip("0").rstrip(".")
+    return near if len(near) > len(text) else text
 
 
 def failed_comparison(name: str, problem: str, shape: list[int], dtype: str) -> Comparison:

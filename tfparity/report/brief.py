@@ -55,12 +55,14 @@ def assertion_message(reports: list[Report], full_report: str) -> str:
 
 
 def headline(report: Report) -> str:
-    """``FAIL crosscheck tiny:bert: first divergence hidden_states[2] · layer 1 · ...``;
-    without a localised divergence, how many tensors differ."""
+    """``FAIL crosscheck: first divergence hidden_states[2] · layer 1 · ... (tiny:bert)``;
+    without a localised divergence, the verdict line. The model comes last: pytest's
+    one-line summary cuts the line at the terminal's width, and a model path first
+    would push the divergence out of it."""
     d = report.first_divergence
     if d is not None:
-        return f"FAIL {report.check} {report.model}: first divergence {divergence_text(d)}"
-    return f"FAIL {report.check} {report.model}: " + verdict_line(report).split(": ", 1)[1]
+        return f"FAIL {report.check}: first divergence {divergence_text(d)} ({report.model})"
+    return f"{verdict_line(report)} ({report.model})"
 
 
 def _facts(report: Report) -> str:

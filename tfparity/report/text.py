@@ -49,16 +49,15 @@ def render(report: Report, *, verbose: bool = False) -> str:
 
 
 def verdict_line(report: Report) -> str:
-    """``PASS``/``FAIL``, how many tensors differ, the worst; a failed label map or
-    tokenizer comparison leads, by its first sentence (it compared no tensor)."""
+    """``PASS ...: 9 tensors compared; max abs diff ...``, or ``FAIL ...: 1 of 4 tensors
+    differ; logits: shape [5, 3] vs [5, 2]``: a failure headlines its first failing
+    tensor (:meth:`Report.worst`), however it failed; a failed label map or tokenizer
+    comparison leads, by its first sentence (it compared no tensor)."""
     tensors = report.tensors
     n, bad = len(tensors), sum(not c.passed for c in tensors)
-    worst = max(tensors, key=lambda c: c.max_abs_diff, default=None)
+    worst = report.worst()
     lead = "".join(f"{c.problem.split('; ')[0]}; " for c in report.artefact_failures)
-    worst_text = ""
-    if worst is not None:
-        where = f" ({worst.name})" if worst.max_abs_diff > 0 else ""
-        worst_text = f"; max abs diff {worst.max_abs_diff:.3g}{where}"
+    worst_text = "" if worst is None else f"; {worst.headline()}"
     if report.passed:
         return f"PASS {report.check}: {n} tensors compared{worst_text}"
     return f"FAIL {report.check}: {lead}{bad} of {n} tensors differ{worst_text}"

@@ -43,7 +43,13 @@ def load_litert(spec: ModelSpec, companion: Companion, signature: str | None = N
     through ``signature`` (default: serving_default, else its first)."""
     config, tokenizer, origin = companion.config, companion.tokenizer, companion.text
     path = Path(spec.location)
-    graph = Graph.read(path.read_bytes())
+    data = path.read_bytes()
+    if data[4:8] != b"TFL3":  # the schema's file identifier, which every converter writes
+        raise TfparityError(
+            f"{spec.text} is not a LiteRT flatbuffer (its bytes 4-8 are not the TFL3 "
+            "identifier): name the .tflite file tf.lite.TFLiteConverter wrote."
+        )
+    graph = Graph.read(data)
     runner = Runner.open(path, getattr(config, "pad_token_id", None), signature)
     model = LiteRTModel(
         name=spec.text,
