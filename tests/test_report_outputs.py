@@ -303,3 +303,16 @@ def test_the_assertion_headline_puts_the_divergence_before_the_model(failing_cro
         "FAIL crosscheck: first divergence hidden_states[2] · layer 1 · component output ("
     )
     assert first.endswith(f"({failing_crosscheck.model})")
+
+
+def test_a_headline_keeps_the_capitals_of_a_name_that_starts_the_problem():
+    """A problem's first word is lower-cased inside the verdict line ("the checkpoint"),
+    never a name with capitals inside it ("PyTorch", "TF")."""
+    from tfparity.compare import Comparison
+
+    base = dict(name="grad:w", shape=[2], expected_shape=[2], dtype="float32")
+    base |= dict(expected_dtype="float32", atol=1e-5, rtol=1.3e-6)
+    named = Comparison.failed("PyTorch differentiates it, TF has no gradient for it.", **base)
+    assert named.headline() == "grad:w: PyTorch differentiates it, TF has no gradient for it"
+    plain = Comparison.failed("The checkpoint holds no such weight. More.", **base)
+    assert plain.headline() == "grad:w: the checkpoint holds no such weight"

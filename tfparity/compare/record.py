@@ -145,9 +145,11 @@ def _fmt(x: float | None) -> str:
 
 def _phrase(problem: str, most: int = 90) -> str:
     """A problem's first sentence as a phrase inside a line: no full stop, a lower-case
-    first letter (kept for an acronym: ``TF``), cut at a word past ``most`` characters."""
+    first letter (kept for a name with capitals inside: ``TF``, ``PyTorch``), cut at a
+    word past ``most`` characters."""
     sentence = problem.split(". ", 1)[0].rstrip(".")
-    if sentence[:1].isupper() and not sentence[1:2].isupper():
+    first = sentence.split(" ", 1)[0]
+    if first[:1].isupper() and not any(ch.isupper() for ch in first[1:]):
         sentence = sentence[0].lower() + sentence[1:]
     if len(sentence) > most:
         sentence = sentence[:most].rsplit(" ", 1)[0] + " ..."
