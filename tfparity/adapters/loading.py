@@ -214,19 +214,24 @@ def _tie_output_embeddings(model: Any) -> None:
 
 
 def build(model: Any) -> None:
-    """Create the weights (a TF model has none until it is called once). A class whose
-    module lacks an optional package transformers skipped importing (TAPAS's heads use
-    ``tensorflow_probability``) fails here with a NameError: exit 2, naming it."""
-    try:
-        model(model.dummy_inputs, training=False)
-    except NameError as exc:
-        found = re.search(r"name '(\w+)' is not defined", str(exc))
-        missing = found.group(1) if found else "a name"
-        raise TfparityError(
-            f"{type(model).__name__} cannot run here: transformers' module for it uses "
-            f"{missing!r}, which it did not import (an optional package it needs is not "
-            "installed; TAPAS's TF heads need tensorflow_probability)."
-        ) from exc
+    """Create the weights (a TF model has none until built). transformers' ``build``
+    methods make them by shape, without running the model: the same weights in the same
+    order as a call on dummy inputs, in half the time (docs/benchmarks.md). A class that
+    cannot run here is refused where it first runs (:func:`cannot_run`)."""
+    model.build_in_name_scope()
+
+
+def cannot_run(model: Any, exc: NameError) -> TfparityError:
+    """The refusal for a class whose module lacks an optional package transformers
+    skipped importing (TAPAS's heads use ``tensorflow_probability``): its call fails with
+    a NameError, which is exit 2 naming the package, not the catch-all."""
+    found = re.search(r"name '(\w+)' is not defined", str(exc))
+    missing = found.group(1) if found else "a name"
+    return TfparityError(
+        f"{type(model).__name__} cannot run here: transformers' module for it uses "
+        f"{missing!r}, which it did not import (an optional package it needs is not "
+        "installed; TAPAS's TF heads need tensorflow_probability)."
+    )
 
 
 def _load_dir(

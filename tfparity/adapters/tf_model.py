@@ -29,7 +29,7 @@ from .execution import clone_model, placed
 from .execution_options import ExecutionOptions
 from .holdings import Holdings
 from .interfaces import FeedForwardWeights, TFSideBase, config_limits
-from .loading import Loaded, build, load_tf
+from .loading import Loaded, build, cannot_run, load_tf
 from .runtime import import_tf
 from .specs import DEFAULT_MODEL, ModelSpec, parse_spec
 
@@ -194,13 +194,16 @@ class TFModel(TFSideBase):
         """One eager call of the HF model, all hidden states (what a gradient tape
         records). Its layers need the first positional argument even when it is None
         (the ``inputs_embeds`` path), so it is always passed."""
-        return self.model(
-            input_ids,
-            inputs_embeds=inputs_embeds,
-            output_hidden_states=True,
-            training=False,
-            **kwargs,
-        )
+        try:
+            return self.model(
+                input_ids,
+                inputs_embeds=inputs_embeds,
+                output_hidden_states=True,
+                training=False,
+                **kwargs,
+            )
+        except NameError as exc:  # an optional package transformers skipped importing
+            raise cannot_run(self.model, exc) from exc
 
     def _in_compute_dtype(self, inputs_embeds: Any) -> Any:
         """HF TF models add ``inputs_embeds`` to position embeddings without casting, so
