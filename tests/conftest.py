@@ -57,7 +57,7 @@ def pytest_ignore_collect(collection_path, config):
 HEAVY_FIRST = (
     "test_doc_examples.py",  # 44 s
     "test_crosscheck.py",  # 43 s
-    "test_sweep_ray.py",  # 30 s: three Ray clusters of two actors
+    "test_sweep_ray.py",  # 22 s: one Ray cluster, three actors
     "test_sweep_generate.py",  # 21 s
     "test_lazy_referee.py",  # 21 s
     "test_saved_model.py",  # 20 s
