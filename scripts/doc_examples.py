@@ -868,7 +868,11 @@ def replace_block(text: str, name: str, output: str) -> str:
 
 NUMBER = re.compile(r"(?<![\w.\[])[-+]?(?:\d+(?:\.\d+)*|\.\d+)(?:e[-+]?\d+)?%?(?![\w\]])", re.I)
 TENSOR_COUNT = re.compile(r"\b\d+ (?:of \d+ )?tensors\b")  # the count of tensors: exact
-PASS_WORST = re.compile(r"^(PASS .*max abs diff \S+) \([^()]*\)$")
+# the worst tensor of a verdict where every tensor passed (a PASS, or a FAIL of a label
+# map or tokenizer with "0 of N tensors differ"): which passing tensor is worst is noise
+PASS_WORST = re.compile(
+    r"^((?:PASS |FAIL .*\b0 of \d+ tensors differ;).*max abs diff \S+) \([^()]*\)$"
+)
 # a measured value in a verdict line's head (an RMSE, a bound): kernel rounding moves it
 FLOAT = re.compile(r"(?<![\w.\[])[-+]?(?:\d*\.\d+(?:e[-+]?\d+)?|\d+e[-+]?\d+)%?(?![\w\]])", re.I)
 
@@ -885,8 +889,8 @@ def _mask(text: str) -> str:
 def _normal(line: str) -> str:
     """A line as every machine prints it: numbers masked as ``#``, spaces collapsed;
     lines naming the first divergence whole; a verdict line's part before ``;`` whole
-    (PASS/FAIL, the counts) but for its measured values (floats) and a PASS's worst
-    tensor (rounding noise)."""
+    (PASS/FAIL, the counts) but for its measured values (floats) and the worst tensor
+    of a verdict where every tensor passed (rounding noise)."""
     line = " ".join(line.split())
     body = re.sub(r"^E\b ?", "", line)  # pytest's failure lines
     if "first divergence" in body:
