@@ -106,32 +106,14 @@ def ffn_fault(model_type: str, layer: int = 1, factor: float = 1.1) -> Fault:
     )
 
 
-def export_saved_model(
-    tf_model: Any,
-    directory: str | Path,
-    *,
-    hidden_states: bool = True,
-    inputs_embeds: bool = False,
-    mask: bool = True,
-    unmasked: str | None = None,
-) -> Path:
+def export_saved_model(tf_model: Any, directory: str | Path, **options: Any) -> Path:
     """Write ``tf_model`` (a TFModel, faults applied or not) as a SavedModel with a
-    ``serving_default`` signature over ``input_ids``/``attention_mask``/``token_type_ids``
-    (``mask=False``: no ``attention_mask``) returning ``last_hidden_state``,
-    ``pooler_output`` and, with ``hidden_states``, ``hidden_states_<k>``;
-    ``inputs_embeds`` adds an ``embeds`` signature, ``unmasked`` one more ids signature of
-    that name without an attention mask. An export to check, or to convert further
-    (LiteRT)."""
+    ``serving_default`` signature, an export to check or to convert further (LiteRT); see
+    :func:`tfparity.adapters.exported.writer.export_saved_model` for ``hidden_states``,
+    ``inputs_embeds``, ``mask`` and ``unmasked``."""
     from .adapters.exported.writer import export_saved_model as write
 
-    return write(
-        tf_model,
-        directory,
-        hidden_states=hidden_states,
-        inputs_embeds=inputs_embeds,
-        mask=mask,
-        unmasked=unmasked,
-    )
+    return write(tf_model, directory, **options)
 
 
 def gradient_faults(layer_path: str = "encoder.layer.{i}") -> dict[str, tuple[Fault, ...]]:
