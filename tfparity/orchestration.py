@@ -9,7 +9,8 @@ for the reference (``pt=``, ``--pt``), else the spec the model under test was lo
 from (``tiny:bert`` for ``TFModel.load("tiny:bert")``, faults applied or not). A model
 held in memory with no spec (``TFModel.wrap``, a Hugging Face object) has no reference
 to load: that is refused, asking for ``pt=``. A reference passed as an object (a
-``PTModel``, a stored golden reference, a Hugging Face PyTorch model) is used as given:
+``PTModel``, a stored golden reference, a Hugging Face PyTorch model, a ``torch.nn.Module``
+of one's own: :mod:`tfparity.adapters.user_reference`) is used as given:
 that is the caller's explicit choice (``pt=PTModel.from_tf(tf_model.model)`` tests the
 TF computation alone, on the same weights).
 
@@ -234,9 +235,10 @@ def reference_for(
     one, from ``model``'s own spec (see the module's docstring). ``pt_config``
     (``--pt-config``): config fields a reference loaded from a spec is built with
     instead of its checkpoint's (:mod:`tfparity.adapters.reference_config`)."""
-    from .adapters.pt_model import PTModel, load_pt
+    from .adapters.pt_model import load_pt
     from .adapters.reference_config import checked
-    from .adapters.runtime import import_torch, import_transformers
+    from .adapters.runtime import import_torch
+    from .adapters.user_reference import reference_object
 
     changes = checked(pt_config)
     if changes and pt is not None and not isinstance(pt, str):
@@ -245,14 +247,7 @@ def reference_for(
             f"{type(pt).__name__} is a reference already built: change its config yourself."
         )
     if pt is not None and not isinstance(pt, str):
-        if isinstance(pt, PTModel):  # a live model or a StoredReference
-            return pt
-        if isinstance(pt, import_transformers().PreTrainedModel):
-            return PTModel(type(pt).__name__, pt.eval(), pt.config)
-        raise TfparityError(
-            f"pt={type(pt).__name__} is not a PyTorch reference: give a MODEL spec, a "
-            "PTModel or a Hugging Face PyTorch model."
-        )
+        return reference_object(pt)  # as given: a PTModel, HF model or module of one's own
     spec = pt if isinstance(pt, str) else spec_of(model)
     import_torch()  # a clear exit 2 when PyTorch is missing
     # The reference is the TF model's own kind of class (its checkpoint's, or --head's).

@@ -160,6 +160,7 @@ class TFSide(Protocol):
 
     # localisation and weight hints
     def output_names(self, reference: Any) -> set[str] | None: ...
+    def outputs_compared(self, trace: Trace, reference: Trace) -> Trace: ...
     def localisable(self) -> bool: ...
     def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]: ...
     def isolated(
@@ -330,6 +331,12 @@ class TFSideBase:
     def output_names(self, reference: Any) -> set[str] | None:
         """The reference's tensors this side has a counterpart of; None: all of them."""
         return None
+
+    def outputs_compared(self, trace: Trace, reference: Trace) -> Trace:
+        """Its run's tensors that are compared with the ``reference`` run's: all of them
+        (one the reference lacks fails as missing). A model of one's own leaves out its
+        outputs of its own, which the reference cannot have (a note names them)."""
+        return trace
 
     def localisable(self) -> bool:
         return False

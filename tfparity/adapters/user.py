@@ -20,7 +20,7 @@ from ..architectures.heads import Head, head_of_config, parse_head
 from ..errors import TfparityError
 from ..inputs import Batch, Limits, check_limits
 from ..results import Hint
-from ..trace import Trace
+from ..trace import Trace, hidden_state_index
 from .execution_options import ExecutionOptions, eager_only
 from .interfaces import TFSideBase, config_limits
 from .sources import resolve
@@ -41,6 +41,7 @@ from .user_maps import (
     unknown,
     weight_entries,
 )
+from .user_reference import reference_config
 
 NO_LAYER_MAP = (
     "No layer map was given (layers=): only the model's outputs are compared, so a "
@@ -99,8 +100,8 @@ class UserModel(TFSideBase):
         if isinstance(pt, str):
             found = resolve(pt, self.name)
             config, tokenizer, head = found.config, found.tokenizer, found.head
-        else:
-            config, tokenizer, head = pt.config, None, None
+        else:  # a reference object: a PTModel, an HF model, a torch module of one's own
+            config, tokenizer, head = reference_config(pt), None, None
         label = pt if isinstance(pt, str) else type(pt).__name__
         check_range(self.layers, _layer_count(config), label)
         side = replace(
@@ -221,8 +222,29 @@ class UserModel(TFSideBase):
     # ------------------------------------------------------------------ hints
 
     def output_names(self, reference: Any) -> set[str] | None:
-        """The tensors its runs produce: the mapped hidden states and its outputs."""
-        return set(self.produced) or None
+        """The reference's tensors its runs produce a counterpart of (the same name):
+        the mapped hidden states and the outputs both name. The outputs either side
+        has alone are named in a note; none shared is exit 2, naming both sides'
+        outputs (a check that compared nothing must not pass)."""
+        if not self.produced:
+            return None
+        names = set(reference)
+        shared = self.produced & names
+        if not shared:
+            raise TfparityError(
+                f"None of {self.name}'s outputs ({_listed(self.produced)}) has a "
+                f"counterpart of the same name in the PyTorch reference ({_listed(names)}): "
+                "nothing would be compared. Return the outputs under the reference's names "
+                "(e.g. 'last_hidden_state'), or check against a reference that returns yours."
+            )
+        self.notes = [n for n in self.notes if not n.startswith(UNSHARED)] + _unshared_notes(
+            self.produced - names, names - self.produced
+        )
+        return shared
+
+    def outputs_compared(self, trace: Trace, reference: Trace) -> Trace:
+        """Its outputs the reference has too; its own others are in a note."""
+        return Trace({k: v for k, v in trace.items() if k in reference})
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The mapped variables' values in PyTorch's layout, by PyTorch name."""
@@ -258,6 +280,34 @@ class UserModel(TFSideBase):
             return []
         shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
         return [Hint("unported", f"weights= does not map {shown} (not compared)")]
+
+
+UNSHARED = ("Model outputs not compared", "Reference outputs not compared")
+
+
+def _unshared_notes(model_only: set[str], reference_only: set[str]) -> list[str]:
+    """The outputs one side has and the other lacks; the reference's hidden states are
+    left out (the layer map's note says which are compared)."""
+    reference_only = {n for n in reference_only if hidden_state_index(n) is None}
+    notes = []
+    if model_only:
+        notes.append(f"{UNSHARED[0]} (no counterpart): {', '.join(sorted(model_only))}.")
+    if reference_only:
+        notes.append(
+            f"{UNSHARED[1]} (no counterpart in your model): {', '.join(sorted(reference_only))}."
+        )
+    return notes
+
+
+def _listed(names: set[str]) -> str:
+    """Output names for a message, a run of hidden states as ``hidden_states[0..k]``."""
+    hidden = sorted(i for i in map(hidden_state_index, names) if i is not None)
+    rest = sorted(n for n in names if hidden_state_index(n) is None)
+    if len(hidden) > 1:
+        rest.append(f"hidden_states[{hidden[0]}..{hidden[-1]}]")
+    elif hidden:
+        rest.append(f"hidden_states[{hidden[0]}]")
+    return ", ".join(rest)
 
 
 def _head(head: Head | str | None) -> Head | None:

@@ -2,8 +2,9 @@
 
 - a callable gets one dict of numpy int32 arrays (``input_ids``, ``attention_mask``,
   ``token_type_ids`` where the config has token types, ``position_ids`` where the batch
-  has them) and returns the last hidden state, or a dict of Hugging Face output names
-  (``last_hidden_state``, ``pooler_output``, ``logits``, ..., ``hidden_states``);
+  has them) and returns the last hidden state, or a dict of output names: Hugging
+  Face's (``last_hidden_state``, ``pooler_output``, ``logits``, ..., ``hidden_states``)
+  or its own (``embedding``), compared where the reference has the same name;
 - a functional Keras model gets the inputs it declares, by name (keras-hub's names,
   ``token_ids``, ``padding_mask``, ``segment_ids``, are understood too), a subclassed
   one the whole dict; both with ``training=False``, eagerly.
@@ -26,15 +27,6 @@ from ..inputs import Batch
 from .user_maps import LayerEntry, unknown
 
 KERAS, TF_KERAS, CALLABLE = "Keras 3 model", "tf-keras model", "callable"
-# What a callable's dict may hold besides the layer map's keys: Hugging Face's names.
-OUTPUT_NAMES = (
-    "last_hidden_state",
-    "pooler_output",
-    "logits",
-    "start_logits",
-    "end_logits",
-    "hidden_states",
-)
 # keras-hub's input names for the batch's tensors, understood beside Hugging Face's.
 ALIASES = {
     "token_ids": "input_ids",
@@ -123,44 +115,29 @@ class Callee:
 
     def outputs(self, out: Any, layers: tuple[LayerEntry, ...]) -> dict[str, Any]:
         """The model's return value as named arrays: a tensor is the last hidden state;
-        a dict keeps Hugging Face's names and, for a callable, the layer map's keys (as
-        the hidden states they are)."""
+        a dict keeps its names (Hugging Face's, or its own, compared where the reference
+        has the same) and, for a callable, the layer map's keys (as the hidden states
+        they are)."""
         if not isinstance(out, dict):
             if isinstance(out, (list, tuple)):
                 raise TfparityError(
                     f"{self.name} returned a {type(out).__name__}; return the last hidden "
-                    "state, or a dict of Hugging Face output names ({'last_hidden_state': "
-                    "..., 'pooler_output': ...}), so each output is compared with its own."
+                    "state, or a dict of output names ({'last_hidden_state': ..., "
+                    "'logits': ...}), so each output is compared with the reference's of "
+                    "the same name."
                 )
             return {"last_hidden_state": to_numpy(out)}
         mapped = {e.key: e for e in layers} if self.kind == CALLABLE else {}
-        found, stray = {}, []
-        for key, value in out.items():
-            if key in mapped:
-                found[f"hidden_states[{mapped[key].hidden_state}]"] = to_numpy(value)
-            elif key in OUTPUT_NAMES:
-                found[key] = value
-            else:
-                stray.append(key)
         missing = [k for k in mapped if k not in out]
-        if stray or missing:
-            raise self._unexpected(list(out), stray, missing)
-        return found
-
-    def _unexpected(self, returned: list, stray: list, missing: list) -> TfparityError:
-        parts = []
-        if stray:
-            parts.append(
-                f"{', '.join(map(repr, stray))} are neither Hugging Face output names "
-                f"({', '.join(OUTPUT_NAMES)}) nor keys of layers="
-            )
         if missing:
-            parts.append(f"layers= maps {', '.join(map(repr, missing))}, which it did not return")
-        return TfparityError(
-            f"{self.name} returned the outputs {', '.join(map(repr, returned))}: "
-            + "; ".join(parts)
-            + "."
-        )
+            raise TfparityError(
+                f"{self.name} returned the outputs {', '.join(map(repr, out))}: layers= maps "
+                f"{', '.join(map(repr, missing))}, which it did not return."
+            )
+        return {
+            f"hidden_states[{mapped[key].hidden_state}]" if key in mapped else str(key): value
+            for key, value in out.items()
+        }
 
     def layer_objects(self, layers: tuple[LayerEntry, ...]) -> list[tuple[LayerEntry, Any]]:
         """Each mapped Keras layer (a callable's map names outputs: none here); a name

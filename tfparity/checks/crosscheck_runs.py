@@ -65,6 +65,7 @@ def run_all(
     for i in range(len(runs.pt)):
         ensure_finite(runs.pt[i], "the PyTorch reference")
         runs.pt[i] = outputs_of(tf_model, runs.pt[i])
+        runs.tf[i] = tf_model.outputs_compared(runs.tf[i], runs.pt[i])
     if float64.mode == "none":
         return runs
     lazy = float64.mode == "lazy" and not tapped
