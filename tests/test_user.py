@@ -162,7 +162,11 @@ def test_callable_with_output_names_mapped_localises_a_broken_layer():
 def test_callable_outputs_must_be_named(port):
     with pytest.raises(TfparityError, match="return the last hidden state, or a dict"):
         _check(lambda inputs: (port(inputs)["last_hidden_state"],))
-    with pytest.raises(TfparityError, match="'sequence' are neither Hugging Face output"):
+    with pytest.raises(
+        TfparityError,
+        match=r"None of <lambda>'s outputs \(sequence\) has a counterpart of the same name in "
+        r"the PyTorch reference \(last_hidden_state, pooler_output, hidden_states\[0\.\.2\]\)",
+    ):
         _check(lambda inputs: {"sequence": port(inputs)["last_hidden_state"]})
 
 
@@ -362,3 +366,57 @@ def test_a_wrong_shaped_output_headlines_the_verdict_not_a_passing_hidden_state(
     right = _check(lambda inputs: classify(inputs, cut=False), pt=spec, layers=layers)
     assert right.passed
     assert render(right).splitlines()[-1].startswith("PASS crosscheck: ")
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+@pytest.fixture(scope="module")
+def embedder(load_tf_model):
+    """A model shaped like users': a TFBertModel, a mean-pool, a Dense head, returning
+    the last hidden state (shifted by ``shift``, 0 as built) and outputs of its own."""
+    import tensorflow as tf
+
+    from tfparity.examples import own_head
+
+    model = own_head.tf_head_model(load_tf_model("tiny:bert").model)
+    shift = tf.Variable(0.0)
+
+    def run(inputs, own=("embedding",)):
+        out = model(inputs, training=False)
+        mask = tf.cast(inputs["attention_mask"], tf.float32)[:, :, None]
+        pooled = tf.reduce_sum(out["last_hidden_state"] * mask, 1) / tf.reduce_sum(mask, 1)
+        found = {"embedding": pooled, "logits": out["logits"]}
+        return {"last_hidden_state": out["last_hidden_state"] + shift} | {k: found[k] for k in own}
+
+    return run, shift
+
+
+def test_outputs_of_its_own_are_named_not_compared_and_the_shared_one_judged(embedder):
+    run, shift = embedder
+    report = _check(run)
+    assert report.passed
+    assert [c.name for c in report.comparisons] == ["last_hidden_state"]
+    assert "Model outputs not compared (no counterpart): embedding." in report.notes
+    assert (
+        "Reference outputs not compared (no counterpart in your model): pooler_output."
+        in report.notes
+    )
+    shift.assign(1e-3)
+    try:
+        broken = _check(run)
+    finally:
+        shift.assign(0.0)
+    assert not broken.passed
+    assert [c.name for c in broken.failures] == ["last_hidden_state"]
+
+
+def test_no_output_shared_with_the_reference_is_exit_2_naming_both_sides(embedder):
+    run, _ = embedder
+    with pytest.raises(
+        TfparityError,
+        match=r"None of <lambda>'s outputs \(embedding, logits\) has a counterpart .* PyTorch "
+        r"reference \(last_hidden_state, pooler_output, hidden_states\[0\.\.2\]\): nothing",
+    ):
+        _check(lambda inputs: {k: v for k, v in run(inputs, ("embedding", "logits")).items()
+                               if k != "last_hidden_state"})  # fmt: skip
