@@ -382,6 +382,17 @@ def _own_model(work: Path) -> tuple[int, str]:
     return 0, out.getvalue()
 
 
+def _own_head(work: Path) -> tuple[int, str]:
+    """tfparity/examples/own_head.py's main(): a head model of one's own on both sides,
+    cross-checked as built (PASS), then with the Keras classifier's kernel scaled (FAIL)."""
+    from tfparity.examples import own_head
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        own_head.main()
+    return 0, out.getvalue()
+
+
 # --- the examples -------------------------------------------------------------------
 
 README = "README.md"
@@ -620,6 +631,7 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("gpt2-ffn", "prompts"),
     ),
     Example("your-own-model", "docs/your-own-model.md", 0, run=_own_model),
+    Example("your-own-head", "docs/your-own-model.md", 0, run=_own_head),
     Example(
         "generate-tiny-gpt2",
         "docs/generate.md",

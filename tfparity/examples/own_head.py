@@ -36,7 +36,8 @@ def tf_head_model(body: Any, labels: int = LABELS) -> Any:
     hidden = body(**inputs).last_hidden_state
     mask = tf.cast(inputs["attention_mask"], hidden.dtype)[:, :, None]
     pooled = tf.reduce_sum(hidden * mask, 1) / tf.reduce_sum(mask, 1)
-    logits = tf_keras.layers.Dense(labels, name="classifier")(pooled)
+    seeded = tf_keras.initializers.GlorotUniform(seed=0)  # the same head on every run
+    logits = tf_keras.layers.Dense(labels, kernel_initializer=seeded, name="classifier")(pooled)
     return tf_keras.Model(
         inputs, {"last_hidden_state": hidden, "logits": logits}, name="my_tf_head"
     )
