@@ -262,7 +262,7 @@ def test_a_failing_verdict_headlines_a_missing_output_or_dtype_mismatch():
     )
     half = compare_arrays(np.ones(3, np.float16), np.ones(3, np.float32), name="logits")
     assert verdict_line(outputs_report(half)) == (
-        "FAIL crosscheck: 1 of 1 tensors differ; logits: dtype float16 vs float32"
+        "FAIL crosscheck: 1 of 1 tensor differs; logits: dtype float16 vs float32"
     )
 
 
@@ -289,7 +289,7 @@ def test_a_passing_verdict_is_unchanged():
         verdict_line(report),
     )
     exact = outputs_report(comparison("hidden_states[1]", 0.0))
-    assert verdict_line(exact) == "PASS crosscheck: 1 tensors compared; max abs diff 0"
+    assert verdict_line(exact) == "PASS crosscheck: 1 tensor compared; max abs diff 0"
 
 
 def test_the_assertion_headline_puts_the_divergence_before_the_model(failing_crosscheck):

@@ -68,7 +68,7 @@ class PTModel:
         notes = _missing_note(model, info.get("missing_keys", []))
         return cls(
             name or f"{type(model).__name__} (from TF weights)",
-            _eval(model),
+            evaluated(model),
             config,
             notes,
             config_changes=changed,
@@ -128,7 +128,7 @@ class PTModel:
         notes += refuse_unused_body(holdings, f"the PyTorch checkpoint in {directory}")
         return cls(
             f"{type(model).__name__} ({label or directory.name})",
-            _eval(model),
+            evaluated(model),
             config,
             notes,
             holdings,
@@ -164,7 +164,7 @@ class PTModel:
     def run(self, batch: Batch, *, float64: bool = False) -> Trace:
         torch = import_torch()
         model = self.fp64() if float64 else self.model
-        with torch.no_grad(), _default_dtype(torch.float64 if float64 else None):
+        with torch.no_grad(), default_dtype(torch.float64 if float64 else None):
             try:
                 out = model(**self.torch_inputs(batch), output_hidden_states=True, return_dict=True)
             except (AssertionError, ValueError) as exc:  # transformers' checks of its inputs
@@ -197,7 +197,7 @@ class PTModel:
         model = self.fp64() if float64 else self.model
         ids = torch.from_numpy(np.asarray(input_ids, np.int64))
         fed = torch.from_numpy(np.asarray(decoder_input_ids, np.int64))
-        with torch.no_grad(), _default_dtype(torch.float64 if float64 else None):
+        with torch.no_grad(), default_dtype(torch.float64 if float64 else None):
             return model(
                 input_ids=ids,
                 attention_mask=torch.ones_like(ids),
@@ -245,7 +245,7 @@ class PTModel:
         def named(name: str) -> str:
             return name.removeprefix(body) if strip else name
 
-        with _default_dtype(torch.float64 if float64 else None):
+        with default_dtype(torch.float64 if float64 else None):
             run = pt_gradients(
                 model, self.torch_inputs(batch), batch.attention_mask, objective, named
             )
@@ -299,7 +299,7 @@ class PTModel:
 
 
 @contextlib.contextmanager
-def _default_dtype(dtype: Any) -> Iterator[None]:
+def default_dtype(dtype: Any) -> Iterator[None]:
     """torch's default dtype set to ``dtype`` for one run (None: unchanged). Some models
     build masks with ``torch.full(..., finfo(model dtype).min)`` in the default dtype,
     which overflows float32 when the model runs in float64 (XGLM's causal mask)."""
@@ -323,7 +323,7 @@ def for_config_type(model_type: str) -> Any:
 
 def cls_from_model(model: Any, name: str) -> PTModel:
     """A PTModel around a PyTorch model already built and loaded."""
-    return PTModel(name, _eval(model), model.config)
+    return PTModel(name, evaluated(model), model.config)
 
 
 def _pt_class(config: Any) -> Any:
@@ -345,7 +345,7 @@ def _build(config: Any) -> Any:
     return _pt_class(config)._from_config(config, attn_implementation="eager")
 
 
-def _eval(model: Any) -> Any:
+def evaluated(model: Any) -> Any:
     torch = import_torch()
     torch.backends.cuda.matmul.allow_tf32 = False  # like pt-to-tf: no TF32 in the reference
     torch.backends.cudnn.allow_tf32 = False

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import TfparityError
 from ..inputs import Batch
 from ..trace import Trace
-from .pt_model import PTModel, _default_dtype, _eval
+from .pt_model import PTModel, default_dtype, evaluated
 from .runtime import import_torch, import_transformers
 from .user_calls import available_inputs
 
@@ -44,11 +44,11 @@ def reference_object(pt: Any) -> PTModel:
     if isinstance(pt, PTModel):  # a live model or a StoredReference
         return pt
     if isinstance(pt, import_transformers().PreTrainedModel):
-        return PTModel(type(pt).__name__, _eval(pt), pt.config)
+        return PTModel(type(pt).__name__, evaluated(pt), pt.config)
     if isinstance(pt, import_torch().nn.Module):
         config, body = _config_of(pt)
         return OwnReference(
-            f"{type(pt).__name__} (your own module)", _eval(pt), config, body_path=body
+            f"{type(pt).__name__} (your own module)", evaluated(pt), config, body_path=body
         )
     raise TfparityError(
         f"pt={type(pt).__name__} is not a PyTorch reference: give a MODEL spec, a "
@@ -96,7 +96,7 @@ class OwnReference(PTModel):
         model = self.fp64() if float64 else self.model
         inputs = self.torch_inputs(batch)
         run = " in float64 (a copy made with .double())" if float64 else ""
-        with torch.no_grad(), _default_dtype(torch.float64 if float64 else None):
+        with torch.no_grad(), default_dtype(torch.float64 if float64 else None):
             try:
                 out = _call(model, inputs)
             except Exception as exc:

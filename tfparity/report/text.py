@@ -59,8 +59,13 @@ def verdict_line(report: Report) -> str:
     lead = "".join(f"{c.problem.split('; ')[0]}; " for c in report.artefact_failures)
     worst_text = "" if worst is None else f"; {worst.headline()}"
     if report.passed:
-        return f"PASS {report.check}: {n} tensors compared{worst_text}"
-    return f"FAIL {report.check}: {lead}{bad} of {n} tensors differ{worst_text}"
+        return f"PASS {report.check}: {n} {_tensors(n)} compared{worst_text}"
+    differ = "differs" if n == 1 else "differ"
+    return f"FAIL {report.check}: {lead}{bad} of {n} {_tensors(n)} {differ}{worst_text}"
+
+
+def _tensors(n: int) -> str:
+    return "tensor" if n == 1 else "tensors"
 
 
 def divergence_text(d: Divergence) -> str:
