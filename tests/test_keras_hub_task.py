@@ -150,3 +150,68 @@ def test_a_fault_only_in_the_tasks_cached_decoding_is_caught_by_cache_consistenc
     assert not p["embeds_failures"] and not p["defects"]  # recomputation is untouched
     assert [c.name for c in report.failures] == ["prompt 0: TF cache"]
     assert np.isfinite([s["cache_rmse"] for s in p["steps"]]).all()
+
+
+# ----------------------------------------------------------------------------- unported heads
+
+
+@pytest.fixture(scope="module")
+def classifier_checkpoint(tmp_path_factory):
+    """A DistilBERT sequence-classification checkpoint (tiny body, seeded head), and a
+    keras-hub TextClassifier converted from it (keras-hub ports the backbone only and
+    makes the head up), also saved as a ``.keras`` file. DistilBERT's backbone passes,
+    so a verdict here is about the head."""
+    import keras_hub
+    import torch
+    import transformers
+
+    root = tmp_path_factory.mktemp("seq-cls")
+    torch.manual_seed(0)
+    model = transformers.DistilBertForSequenceClassification.from_pretrained(
+        str(checkpoint_dir("distilbert")), num_labels=3
+    )
+    model.save_pretrained(str(root / "ckpt"))
+    task = keras_hub.models.DistilBertTextClassifier.from_preset(
+        str(root / "ckpt"), num_classes=3, preprocessor=None
+    )
+    task.save(str(root / "task.keras"))
+    return str(root / "ckpt"), task, str(root / "task.keras")
+
+
+RANDOM = ["--random", "2", "--seq-len", "8", "--no-reload"]
+
+
+def test_a_keras_file_of_a_text_classifier_exits_2_naming_its_unported_head(
+    classifier_checkpoint, capsys
+):
+    ckpt, _, keras_file = classifier_checkpoint
+    assert cli.main(["crosscheck", keras_file, "--pt", ckpt, *RANDOM]) == 2
+    err = capsys.readouterr().err
+    assert "DistilBertTextClassifier" in err and "logits/kernel" in err
+    assert "--head base" in err and "Traceback" not in err
+    assert cli.main(["crosscheck", keras_file, "--pt", ckpt, "--head", "base", *RANDOM]) == 0
+    out = capsys.readouterr().out
+    assert "the task's head (pooled_dense/kernel" in out and "is not checked" in out
+    assert out.splitlines()[-3].startswith("PASS crosscheck")
+
+
+def test_a_text_classifier_held_in_memory_is_refused_unless_head_base(classifier_checkpoint):
+    ckpt, task, _ = classifier_checkpoint
+    with pytest.raises(TfparityError, match=r"DistilBertTextClassifier\) whose head \(.*logits"):
+        crosscheck(tf=task, pt=ckpt, inputs=INPUTS)
+    (report,) = crosscheck(tf=task, pt=ckpt, head="base", inputs=INPUTS)
+    assert report.passed, [c.name for c in report.failures]
+    assert any("head (" in n and "is not checked" in n for n in report.notes)
+    assert "logits" not in {c.name for c in report.comparisons}
+
+
+def test_a_classifier_checkpoint_as_keras_hub_checks_its_backbone_saying_the_head_is_not(
+    classifier_checkpoint, capsys
+):
+    ckpt, _, _ = classifier_checkpoint
+    (report,) = crosscheck(f"keras-hub:{ckpt}", inputs=INPUTS, reload=False)
+    assert report.passed and report.details["reference"].startswith("DistilBertModel")
+    assert any("sequence-classification head is not checked" in n for n in report.notes)
+    argv = ["crosscheck", f"keras-hub:{ckpt}", "--head", "sequence-classification", *RANDOM]
+    assert cli.main(argv) == 2
+    assert "--head base" in capsys.readouterr().err

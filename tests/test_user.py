@@ -188,6 +188,9 @@ def test_tf_keras_functional_model_passes(load_tf_model):
     model = tf_keras.Model([ids, mask], out, name="wrapped")
     report = _check(model)
     assert report.passed, [c.name for c in report.failures]
+    # the wrapped model's variables are named (no weights= needed), and none is left out
+    assert any("are named by transformers' variable paths" in n for n in report.notes)
+    assert not any("have no PyTorch name" in n for n in report.notes)
 
 
 def test_bare_keras_hub_backbone_is_the_keras_hub_side():
@@ -420,3 +423,43 @@ def test_no_output_shared_with_the_reference_is_exit_2_naming_both_sides(embedde
     ):
         _check(lambda inputs: {k: v for k, v in run(inputs, ("embedding", "logits")).items()
                                if k != "last_hidden_state"})  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- HF wrappers
+
+
+def _wrapper_of(hf):
+    """A tf-keras model of the user's own around an HF TF model, with a Dense head."""
+    import tf_keras
+
+    class Wrapper(tf_keras.Model):
+        def __init__(self, body):
+            super().__init__(name="wrapper")
+            self.body = body
+            self.head = tf_keras.layers.Dense(3, name="head")
+
+        def call(self, inputs, training=False):
+            out = self.body(**inputs, training=training)
+            self.head(out.pooler_output)  # the user's own head: no PyTorch counterpart
+            return {"last_hidden_state": out.last_hidden_state}
+
+    return Wrapper(hf)
+
+
+def test_a_wrapper_of_an_hf_tf_model_names_its_weights_from_transformers_paths():
+    """No weights= map: the wrapped TFBertModel's variables carry transformers' paths,
+    so the hint names the PyTorch weight; the head's variables are named as unnamed."""
+    tf_model = TFModel.load("tiny:bert")  # broken below: its own copy
+    wrapper = _wrapper_of(tf_model.model)
+    clean = _check(wrapper)
+    assert clean.passed, [c.name for c in clean.failures]
+    (note,) = [n for n in clean.notes if n.startswith("No weights map")]
+    body = tf_model.model.name  # tf_bert_model, or tf_bert_model_<n> after others
+    assert f"TFBertModel '{body}'" in note and "wrapper/head/kernel" in note
+    assert "cannot name a weight" not in " ".join(clean.notes)
+    perturb_ffn(tf_model, layer=1, factor=1.1)
+    broken = _check(wrapper)
+    assert not broken.passed
+    hint = broken.first_divergence.hint
+    assert f"weight {FFN} is PyTorch's scaled by 1.1" in hint
+    assert f"in your model: {body}/bert/encoder/layer_._1/intermediate/dense/kernel" in hint

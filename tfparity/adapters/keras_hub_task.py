@@ -46,13 +46,39 @@ def load_keras_hub_side(text: str, head: Head | None = None) -> KerasHubModel:
     asked = head or (spec.inner.head if spec.inner is not None else None)
     if asked is not None and asked not in TASK_HEADS:
         raise TfparityError(
-            f"{text} with head {asked.value}: a keras-hub model is checked as its backbone "
-            "(--head base) or its causal LM task (--head causal-lm); keras-hub's other "
-            "tasks are not checked yet."
+            f"{text} with head {asked.value}: keras-hub's converters port a checkpoint's "
+            "backbone only (a keras-hub task built from it gets its head at random), so a "
+            "keras-hub model is checked as its backbone (--head base; the checkpoint's "
+            "head is then left out) or its causal LM task (--head causal-lm), whose head "
+            "is the ported token embedding or lm_head."
         )
     side = load_keras_hub(text)
     kind = asked or default_head(spec, side.hf_config)
-    return side if kind is Head.BASE else causal_lm_side(side)
+    if kind is not Head.BASE:
+        return causal_lm_side(side)
+    left_out = checkpoint_head_left_out(spec, side.hf_config)
+    if left_out is not None:
+        side.notes.append(left_out)
+    return side
+
+
+def checkpoint_head_left_out(spec: ModelSpec, hf_config: Any) -> str | None:
+    """The note for a checkpoint with a head (``config.architectures``: a classifier,
+    QA, ...) checked as its backbone: the head is left out, never passed. None for a
+    checkpoint with none, a preset (no architectures) and ``tiny:<type>`` (the base model
+    by convention)."""
+    if spec.inner is None or spec.inner.kind == "tiny":
+        return None
+    named = head_of_config(getattr(hf_config, "architectures", None))
+    if named is Head.BASE:
+        return None
+    classes = ", ".join(hf_config.architectures)
+    return (
+        f"The checkpoint is a {classes} ({named.value}); keras-hub's converter ports its "
+        "backbone only, so the backbone is checked against the checkpoint's base model and "
+        f"the checkpoint's {named.value} head is not checked. A keras-hub task built from "
+        "this checkpoint would get that head at random."
+    )
 
 
 def default_head(spec: ModelSpec, hf_config: Any) -> Head:
@@ -97,6 +123,43 @@ def causal_lm_side(side: KerasHubModel) -> KerasHubCausalLM:
     if lm.how_embeds_run() not in lm.notes:
         lm.notes.append(lm.how_embeds_run())
     return lm
+
+
+def head_variables(task: Any) -> list[str]:
+    """The paths of a keras-hub task's variables that are not its backbone's: its head's
+    own weights (a ``TextClassifier``'s dense layers). A ``CausalLM``'s head is the
+    backbone's token embedding (or its ``reverse_embeddings``): none of its own."""
+    inside = {id(v) for v in task.backbone.weights}
+    return [v.path for v in task.weights if id(v) not in inside]
+
+
+def task_backbone(task: Any, what: str, head: Head | None) -> tuple[Any, str]:
+    """The backbone of a keras-hub task held (a ``.keras`` file's, or the user's object)
+    and the note saying what of it is checked; ``what`` begins the sentences ("m.keras
+    holds", "The model held in memory is"). A task with a head of its own is refused
+    (exit 2) unless ``head`` is BASE: keras-hub's converters never port such a head, so a
+    check that passed it would claim a head nobody checked."""
+    cls, body = type(task).__name__, type(task.backbone).__name__
+    own = head_variables(task)
+    if own and head is not Head.BASE:
+        raise TfparityError(
+            f"{what} a keras-hub task ({cls}) whose head ({', '.join(own)}) is not "
+            "ported from the checkpoint: keras-hub's converters port a checkpoint's backbone "
+            f"only, and {cls}.from_preset makes the head up at random. tfparity does not "
+            f"check keras-hub's task heads, so it will not pass one: --head base (head='base' "
+            f"in Python) checks its backbone ({body}) against the checkpoint's base model, "
+            "the head left out and the report saying so."
+        )
+    if own:
+        return task.backbone, (
+            f"{what} a keras-hub task ({cls}): as --head base asks, its backbone "
+            f"({body}) is checked against the checkpoint's base model; the task's head "
+            f"({', '.join(own)}) is not checked."
+        )
+    return task.backbone, (
+        f"{what} a keras-hub task ({cls}): its backbone ({body}) is checked; the "
+        "task's head is not."
+    )
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Which TF side a Python object the user holds becomes: a Hugging Face TF model (its
 own :class:`~.tf_model.TFModel`), a keras-hub backbone (the keras-hub side, its weights
-traced through keras-hub's converter run on the reference's checkpoint), or anything
+traced through keras-hub's converter run on the reference's checkpoint), a keras-hub task
+with a head of its own (refused unless ``head`` is BASE, then its backbone), or anything
 else runnable, a model of the user's own (:class:`~.user.UserModel`).
 
 A keras-hub backbone or a model of the user's own carries no Hugging Face config or
@@ -41,6 +42,9 @@ def object_side(
     if is_keras_hub_backbone(obj):
         _refuse_maps(layers, weights, "a keras-hub backbone, whose layers and weights")
         return held_backbone(obj, pt)
+    if is_keras_hub_task(obj) and (head is Head.BASE or _has_own_head(obj)):
+        _refuse_maps(layers, weights, "a keras-hub task, whose layers and weights")
+        return held_task(obj, pt, head)
     side = user_model(obj, layers=layers, weights=weights, tokenizer=tokenizer, head=head)
     return side.bound(pt)
 
@@ -57,6 +61,17 @@ def is_hf_tf_model(obj: Any) -> bool:
 def is_keras_hub_backbone(obj: Any) -> bool:
     keras_hub = sys.modules.get("keras_hub")
     return keras_hub is not None and isinstance(obj, keras_hub.models.Backbone)
+
+
+def is_keras_hub_task(obj: Any) -> bool:
+    keras_hub = sys.modules.get("keras_hub")
+    return keras_hub is not None and isinstance(obj, keras_hub.models.Task)
+
+
+def _has_own_head(task: Any) -> bool:
+    from .keras_hub_task import head_variables
+
+    return bool(head_variables(task))
 
 
 def _refuse_maps(layers: Any, weights: Any, what: str) -> None:
@@ -91,3 +106,16 @@ def held_backbone(backbone: Any, pt: Any) -> TFSide:
     bound = side.with_reference(pt)
     bound.notes = [n.replace("A keras-hub preset directory", HELD_NOTE) for n in bound.notes]
     return bound
+
+
+def held_task(task: Any, pt: Any, head: Head | None) -> TFSide:
+    """A keras-hub task the user holds: refused (exit 2) where its head is its own (a
+    ``TextClassifier``'s, never ported by keras-hub's converters) unless ``head`` is
+    BASE; then its backbone, as :func:`held_backbone`, with a note that the head is not
+    checked."""
+    from .keras_hub_task import task_backbone
+
+    backbone, note = task_backbone(task, "The model held in memory is", head)
+    side = held_backbone(backbone, pt)
+    side.notes.append(note)
+    return side

@@ -42,6 +42,7 @@ from .user_maps import (
     weight_entries,
 )
 from .user_reference import reference_config
+from .user_wrapped import WrappedNames, wrapped_names
 
 NO_LAYER_MAP = (
     "No layer map was given (layers=): only the model's outputs are compared, so a "
@@ -79,6 +80,8 @@ class UserModel(TFSideBase):
     spec: ModelSpec | None = None
     # The output names its last run produced (the reference is compared on these).
     produced: set[str] = field(default_factory=set)
+    # Without weights=: the names of the HF TF model it wraps (:mod:`.user_wrapped`).
+    wrapped: WrappedNames | None = None
 
     # ------------------------------------------------------------------ binding
 
@@ -113,6 +116,7 @@ class UserModel(TFSideBase):
             source=f"a {self.kind} of your own, with the config and tokenizer of {label}",
             produced=set(),
         )
+        side.wrapped = side.wrapped or wrapped_names(side.model, side.kind)
         side.notes = side.map_notes()
         return side
 
@@ -130,8 +134,21 @@ class UserModel(TFSideBase):
                 "unmapped layer may be where it starts)."
             )
         if not self.weight_map:
-            notes.append(NO_WEIGHT_MAP)
+            notes.append(NO_WEIGHT_MAP if self.wrapped is None else self.wrapped.note())
         return notes
+
+    def _late_wrapped_names(self) -> None:
+        """Names derived again once a run has built variables (a wrapper's head is built
+        by its first call): the weight note says what is named then."""
+        if self.weight_map or self.kind == CALLABLE:
+            return
+        counted = self.wrapped.counted if self.wrapped is not None else 0
+        if len(self.model.weights) == counted:
+            return
+        old = NO_WEIGHT_MAP if self.wrapped is None else self.wrapped.note()
+        self.wrapped = wrapped_names(self.model, self.kind)
+        if self.wrapped is not None and old in self.notes:
+            self.notes[self.notes.index(old)] = self.wrapped.note()
 
     # ------------------------------------------------------------------ facts
 
@@ -196,6 +213,7 @@ class UserModel(TFSideBase):
             out = callee.call(callee.feed(available_inputs(batch, self.config)))
         arrays = {**callee.outputs(out, self.layers), **recording.hidden_states()}
         self._variables_of_map()  # a mistyped variable path is exit 2 on the first run
+        self._late_wrapped_names()
         trace = Trace.from_output(arrays)
         self.produced = set(trace)
         return trace
@@ -246,12 +264,23 @@ class UserModel(TFSideBase):
         """Its outputs the reference has too; its own others are in a note."""
         return Trace({k: v for k, v in trace.items() if k in reference})
 
+    @property
+    def _entries(self) -> tuple[WeightEntry, ...]:
+        """``weights=``, else the names of the HF TF model it wraps."""
+        if self.weight_map or self.wrapped is None:
+            return self.weight_map
+        return self.wrapped.entries
+
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The mapped variables' values in PyTorch's layout, by PyTorch name."""
-        variables = self._variables_of_map()
+        """The mapped variables' values in PyTorch's layout, by PyTorch name. A wrapped
+        model's weight the reference lacks (a pooler a classifier checkpoint drops) is
+        left out; a ``weights=`` name it lacks is exit 2 (a typo)."""
+        variables = self._variables_of_map() if self.weight_map else self.callee.variables()
         found = {}
-        for entry in self.weight_map:
+        for entry in self._entries:
             name = pt_name_in(entry.pt_name, pt_weights)
+            if name is None and not self.weight_map:
+                continue
             if name is None:
                 raise unknown("the PyTorch weight", entry.pt_name, list(pt_weights), "weights=")
             value = np.asarray(variables[entry.path].numpy())
@@ -260,16 +289,16 @@ class UserModel(TFSideBase):
 
     def weight_note(self, name: str) -> str | None:
         """The variable of this model that ``weights=`` maps onto ``name``."""
-        for entry in self.weight_map:
-            if entry.pt_name == name or name.endswith("." + entry.pt_name):
+        for entry in self._entries:
+            if entry.pt_name == name or _one_prefix_apart(entry.pt_name, name):
                 return f"in your model: {entry.path}"
         return None
 
     def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
         """The reference's weights here that ``weights=`` leaves out (not compared)."""
-        if not self.weight_map:
+        if not self._entries:
             return []
-        mapped = {pt_name_in(e.pt_name, pt_weights) for e in self.weight_map}
+        mapped = {pt_name_in(e.pt_name, pt_weights) for e in self._entries}
         left = [
             n
             for n in pt_weights
@@ -279,7 +308,19 @@ class UserModel(TFSideBase):
         if not left:
             return []
         shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
-        return [Hint("unported", f"weights= does not map {shown} (not compared)")]
+        if self.weight_map:
+            return [Hint("unported", f"weights= does not map {shown} (not compared)")]
+        return [
+            Hint(
+                "unported",
+                f"no variable of the wrapped Hugging Face model holds {shown} (not compared)",
+            )
+        ]
+
+
+def _one_prefix_apart(a: str, b: str) -> bool:
+    """The same weight named with and without the model prefix (``bert.``)."""
+    return a.endswith("." + b) or b.endswith("." + a)
 
 
 UNSHARED = ("Model outputs not compared", "Reference outputs not compared")

@@ -38,16 +38,25 @@ def variables_by_pt_name(
 ) -> dict[str, TFWeight]:
     """TF variables named as an HF TF model names them (``tf_bert_model/bert/...``: a
     model's, or those a SavedModel of one restores) by PyTorch state-dict name."""
+    found = {}
+    for var in variables:
+        name, transposed = pt_name_of(var.name, var.shape, base_model_prefix, with_base_prefix)
+        found[name] = TFWeight(var, transposed)
+    return found
+
+
+def pt_name_of(
+    tf_name: str, shape: Any, base_model_prefix: str, with_base_prefix: bool = False
+) -> tuple[str, bool]:
+    """The PyTorch name of the TF variable named ``tf_name`` (an HF TF model's path,
+    ``tf_bert_model/bert/...``) and whether its value is PyTorch's transposed."""
     from transformers.modeling_tf_pytorch_utils import convert_tf_weight_name_to_pt_weight_name
 
     strip = "" if with_base_prefix else base_model_prefix + "."
-    found = {}
-    for var in variables:
-        name, transpose = convert_tf_weight_name_to_pt_weight_name(
-            var.name, start_prefix_to_remove=strip, tf_weight_shape=var.shape
-        )
-        found[name] = TFWeight(var, transpose.name != "NO")
-    return found
+    name, transpose = convert_tf_weight_name_to_pt_weight_name(
+        tf_name, start_prefix_to_remove=strip, tf_weight_shape=shape
+    )
+    return name, transpose.name != "NO"
 
 
 def tf_weights_for(model: Any, pt_names: Any) -> dict[str, np.ndarray]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...architectures.heads import Head
 from ...errors import TfparityError
 from ..interfaces import TFSide
 from ..specs import EXPORT_KINDS, ModelSpec, parse_spec
@@ -19,11 +20,14 @@ from ..specs import EXPORT_KINDS, ModelSpec, parse_spec
 SIGNED_KINDS = ("saved-model", "litert")  # the kinds that run through a named signature
 
 
-def load_export(spec: ModelSpec, companion: str | None, signature: str | None = None) -> TFSide:
+def load_export(
+    spec: ModelSpec, companion: str | None, signature: str | None = None, head: Head | None = None
+) -> TFSide:
     """The TF side for the export ``spec`` names, with the config and tokenizer of the
     ``companion`` spec (the model it was exported from, or its PyTorch reference).
     ``signature``: the signature that runs (a SavedModel's or a LiteRT flatbuffer's;
-    default: ``serving_default``, else the only one)."""
+    default: ``serving_default``, else the only one). ``head``: ``--head``, which picks
+    what of a ``.keras`` file's keras-hub task is checked."""
     if signature is not None and spec.kind not in SIGNED_KINDS:
         raise TfparityError(
             f"--signature names a signature of a SavedModel or a LiteRT flatbuffer; "
@@ -47,7 +51,7 @@ def load_export(spec: ModelSpec, companion: str | None, signature: str | None = 
     if spec.kind == "keras-file":
         from .keras_file import load_keras_file
 
-        return load_keras_file(spec, found)
+        return load_keras_file(spec, found, head)
     if spec.kind == "litert":
         from .litert import load_litert
 

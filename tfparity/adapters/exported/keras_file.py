@@ -1,7 +1,7 @@
 """A Keras 3 ``.keras`` file as the TF side.
 
 It is loaded with keras-hub imported, so keras-hub's registered classes deserialise.
-A keras-hub backbone (or a task, whose backbone is checked) becomes a
+A keras-hub backbone (or a task's, see :func:`~..keras_hub_task.task_backbone`) becomes a
 :class:`~tfparity.adapters.keras_hub.KerasHubModel`, checked exactly as a keras-hub
 model: its Hugging Face config fields read from the backbone's own structure (as for a
 preset), the companion's tokenizer and remaining config, and weight hints from keras-hub's
@@ -16,25 +16,25 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ...architectures.heads import Head
 from ...errors import TfparityError
 from ..interfaces import TFSide
 from ..keras_hub import backbone_side, import_keras_hub
+from ..keras_hub_task import task_backbone
 from ..sources import Companion
 from ..specs import ModelSpec
 
 
-def load_keras_file(spec: ModelSpec, companion: Companion) -> TFSide:
+def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = None) -> TFSide:
     """The keras-hub backbone a ``.keras`` file holds, bound to ``companion``; any other
-    Keras model as a model of the user's own."""
+    Keras model as a model of the user's own. A task with a head of its own (a
+    ``TextClassifier``) is refused unless ``head`` is BASE (:func:`task_backbone`)."""
     keras_hub = import_keras_hub()
     held = _load(spec)
     notes: list[str] = []
     if isinstance(held, keras_hub.models.Task):
-        notes.append(
-            f"{spec.text} holds a keras-hub task ({type(held).__name__}): its backbone "
-            f"({type(held.backbone).__name__}) is checked; the task's head is not."
-        )
-        held = held.backbone
+        held, note = task_backbone(held, f"{spec.text} holds", head)
+        notes.append(note)
     if not isinstance(held, keras_hub.models.Backbone):
         return _users_own(held, spec, companion)
     side = backbone_side(
