@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ..results import Report
 from .text import (
-    _table,
-    _worst_first,
+    comparison_table,
+    worst_first,
     divergence_text,
     failing_summary,
     grouped,
@@ -43,7 +43,7 @@ def assertion_message(reports: list[Report], full_report: str) -> str:
     rows = _tensor_rows(report, layers)
     if rows:
         shown = [named(c, names[1:], first=names[0]) for c, names in rows[:MAX_TENSOR_ROWS]]
-        lines += ["", *_table(shown)]
+        lines += ["", *comparison_table(shown)]
     more = left_out + _count(len(rows) - MAX_TENSOR_ROWS, "more failing tensor")
     if more:
         lines.append(f"(in the full report: {'; '.join(more)})")
@@ -102,7 +102,7 @@ def _tensor_rows(report: Report, layers: list) -> list:
         if layers:  # an output identical to a hidden state: named after the output
             names.sort(key=lambda n: n.startswith("hidden_states["))
         rows.append((c, names))
-    return sorted(rows, key=lambda row: _worst_first(row[0]))
+    return sorted(rows, key=lambda row: worst_first(row[0]))
 
 
 def _block(report: Report) -> list[str]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..results import Report
-from .text import _table
+from .text import comparison_table
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -66,7 +66,7 @@ def render_diagnose(report: Report) -> str:
         f"outputs (inputs_embeds vs input_ids): {'match' if d['outputs_match'] else 'differ'}"
     )
     if report.comparisons and not d["outputs_match"]:
-        lines += ["", *_table(report.comparisons)]
+        lines += ["", *comparison_table(report.comparisons)]
     lines += ["", f"fix: {d['fix']['advice']}"]
     if d["fix"]["code"]:
         lines.append(f"    {d['fix']['code']}")
@@ -136,7 +136,7 @@ def render_positions(report: Report) -> str:
     ]
     failing = [c for c in report.comparisons if not c.passed]
     if failing:
-        lines += ["", *_table(failing)]
+        lines += ["", *comparison_table(failing)]
     summary = (
         f"equivariant {verdicts[d['equivariant']]}, "
         f"explicit positions match {verdicts[d['explicit_positions_match']]}"

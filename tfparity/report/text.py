@@ -25,7 +25,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
         shown = [c for c in shown if not c.name.startswith("hidden_states[")]
     if shown:
         lines.append("")
-        lines.extend(_table(shown))
+        lines.extend(comparison_table(shown))
     growth = report.details.get("error_growth")
     if growth:
         lines.extend(["", *growth_table(growth)])
@@ -125,14 +125,14 @@ def named(c: Comparison, twins: list[str], *, first: str | None = None) -> Compa
     return replace(c, name=" = ".join(names[:3]) + more)
 
 
-def _table(comparisons: list[Comparison]) -> list[str]:
-    rows = [_row(c) for c in sorted(comparisons, key=_worst_first)]
+def comparison_table(comparisons: list[Comparison]) -> list[str]:
+    rows = [_row(c) for c in sorted(comparisons, key=worst_first)]
     widths = [max(len(r[i]) for r in [_HEADER, *rows]) for i in range(len(_HEADER))]
     fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
     return [fmt.format(*_HEADER), *(fmt.format(*r) for r in rows)]
 
 
-def _worst_first(c: Comparison) -> tuple:
+def worst_first(c: Comparison) -> tuple:
     return (c.passed, c.problem is None, -c.max_abs_diff)
 
 
