@@ -12,13 +12,13 @@ from __future__ import annotations
 from ..results import Report
 from .text import (
     comparison_table,
-    worst_first,
     divergence_text,
     failing_summary,
     grouped,
     layer_table,
     named,
     verdict_line,
+    worst_first,
 )
 
 MAX_LAYER_ROWS = 3  # the layer table around the first divergence (the JSON has all)
