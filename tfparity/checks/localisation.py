@@ -15,8 +15,8 @@ from ..compare import Comparison, Referee, RefereeResult, referee_batches
 from ..results import Divergence, Hint
 from ..trace import hidden_state_index
 from . import hints
-from .decoder_localise import failing_decoder_state
 from .crosscheck_runs import Runs
+from .decoder_localise import failing_decoder_state
 from .export_source import NO_INTERMEDIATES
 
 
