@@ -279,9 +279,10 @@ def _localise(
     options: GenerationOptions,
 ) -> Divergence | None:
     """Where tokens part by a defect, or teacher-forced logits are beyond the noise: the
-    layer the cross-check finds in the first such prompt's forward pass the generator names (a causal LM's teacher-forced sequence:
-    the prompt and PyTorch's tokens; a seq2seq model's encoder on the prompt, and past a
-    clean encoder its decoder's layers, teacher-forced)."""
+    layer the cross-check finds in the first such prompt's forward pass the generator
+    names (a causal LM's teacher-forced sequence: the prompt and PyTorch's tokens; a
+    seq2seq model's encoder on the prompt, and past a clean encoder its decoder's
+    layers, teacher-forced)."""
     bad = next((r for r in runs if r.steps.failing), None)
     if bad is None:
         return None
