@@ -206,6 +206,24 @@ def _t5_decoder_fault(work: Path) -> tuple[int, str]:
     return (0 if report.passed else 1), render_generation(report)
 
 
+def _t5_crosscheck_decoder_fault(work: Path) -> tuple[int, str]:
+    """`tfparity.crosscheck` on the tiny T5 seq2seq LM whose decoder layer-1 FFN output
+    weight is scaled by 1.05: a defect that flips no greedy token (docs/generate.md)."""
+    from tfparity import crosscheck
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.weight_names import tf_weights_by_pt_name
+    from tfparity.architectures.heads import Head, loading_decoders
+    from tfparity.report.text import render
+    from tfparity.testing import scale
+
+    with loading_decoders():
+        port = TFModel.load("tiny:t5", head=Head.SEQ2SEQ_LM)
+    weights = tf_weights_by_pt_name(port.model)
+    scale(weights["decoder.block.1.layer.2.DenseReluDense.wo.weight"].variable, 1.05)
+    (report,) = crosscheck(tf=port, pt="tiny:t5/seq2seq-lm")
+    return (0 if report.passed else 1), render(report)
+
+
 def _frozen_norm(frozen: tuple[str, ...]) -> Callable[[Path], tuple[int, str]]:
     """`tfparity.gradients` on tiny:bert whose layer-0 attention LayerNorm is frozen as
     users freeze a port (``trainable = False``), the report of TF vs PyTorch; with
@@ -520,6 +538,12 @@ EXAMPLES: tuple[Example, ...] = (
         1,
         ("crosscheck", "--tf", "seqcls-tf-badhead", "--pt", "seqcls"),
         setup=("task-heads",),
+    ),
+    Example(
+        "crosscheck-t5-decoder-fault",
+        "docs/crosscheck.md",
+        1,
+        run=_t5_crosscheck_decoder_fault,
     ),
     Example(
         "crosscheck-swapped-labels",

@@ -7,6 +7,11 @@ that changes greedy tokens fails at its first divergent step, said to be past th
 encoder (the decoder is not localised); an encoder fault is named by the cross-check of
 the encoder; a corrupt KV cache fails the cache and nothing else; what cannot be
 honoured exits 2 by name.
+
+A decoder defect that flips no token still fails ``generate`` (its teacher-forced logits
+are beyond the referee's noise), and ``crosscheck`` judges a seq2seq LM whole: its
+encoder's hidden states, its decoder's teacher-forced on the batch's ids, the logits; a
+decoder-layer fault is localised to that layer with its weight named.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import json
 
 import pytest
 
-from tfparity import generate
+from tfparity import crosscheck, generate
 from tfparity.adapters.tf_model import TFModel
 from tfparity.adapters.weight_names import tf_weights_by_pt_name
 from tfparity.architectures.heads import Head, loading_for_generation, unsupported
@@ -127,7 +132,7 @@ def test_a_corrupt_kv_cache_fails_the_cache_and_nothing_else():
         (["generate", "tiny:t5/base"], "t5 model without its decoder"),
         (["generate", T5, "--new-tokens", "0"], "new_tokens must be an int >= 1"),
         (["check", "tiny:t5/seq2seq-lm"], "cannot check seq2seq-lm heads yet"),
-        (["crosscheck", "tiny:mt5/seq2seq-lm"], "encoder-decoder models' encoders only"),
+        (["gradients", "tiny:mt5/seq2seq-lm"], "only `tfparity crosscheck` (the decoder"),
     ],
 )
 def test_what_cannot_be_honoured_exits_2_naming_why(argv, words, capsys):
@@ -143,3 +148,58 @@ def test_seq2seq_lms_load_for_generation_only():
     assert unsupported(Head.SEQ2SEQ_LM) is not None
     with pytest.raises(TfparityError, match="seq2seq-lm"):
         TFModel.load(T5, head=Head.SEQ2SEQ_LM)
+
+
+# ----------------------------------------------------------------- judged whole
+SUBTLE = "decoder.block.1.layer.2.DenseReluDense.wo.weight"
+
+
+def _broken(scaled_by: float, spec: str = T5) -> TFModel:
+    """A tiny seq2seq LM whose decoder layer 1 has its FFN output weight scaled."""
+    port = _port(spec)
+    scale(tf_weights_by_pt_name(port.model)[SUBTLE].variable, scaled_by)
+    return port
+
+
+@pytest.mark.parametrize("model_type", ["t5", "mt5"])
+def test_crosscheck_passes_a_clean_seq2seq_lm_judging_its_decoder(model_type):
+    (report,) = crosscheck(f"tiny:{model_type}/seq2seq-lm", reload=False)
+    assert report.passed, [c.name for c in report.failures]
+    names = [c.name for c in report.comparisons]
+    layers = 2  # TINY num_layers, encoder and decoder alike
+    for k in range(layers + 1):
+        assert f"hidden_states[{k}]" in names and f"decoder_hidden_states[{k}]" in names
+    assert "logits" in names and report.details["head"] == "seq2seq-lm"
+    assert report.details["agreement"][0]["measure"] == "top-1"  # a vocabulary's logits
+
+
+def test_a_decoder_layer_fault_fails_the_crosscheck_at_that_layer_naming_the_weight():
+    (report,) = crosscheck(tf=_broken(1.5), pt="tiny:t5/seq2seq-lm")
+    assert not report.passed
+    verdicts = {c.name: c.passed for c in report.comparisons}
+    assert all(ok for n, ok in verdicts.items() if n.startswith("hidden_states["))
+    assert verdicts["decoder_hidden_states[1]"] and not verdicts["decoder_hidden_states[2]"]
+    assert not verdicts["logits"]
+    d = report.first_divergence
+    assert (d.hidden_state, d.layer, d.decoder_hidden_state) == (None, "decoder", 2)
+    assert "hidden state 2 (decoder layer 1's output) is the first beyond" in d.hint
+    assert f"weight {SUBTLE} is PyTorch's scaled by 1.5" in d.hint
+
+
+def test_generate_fails_a_decoder_defect_that_flips_no_token(tmp_path, capsys):
+    """The issue's case: every token agrees, the teacher-forced logits do not."""
+    port = _broken(1.05)
+    port.model.save_pretrained(tmp_path)
+    port.tokenizer.save_pretrained(tmp_path)
+    out = tmp_path / "report.json"
+    argv = ["generate", str(tmp_path), "--pt", T5, "--new-tokens", str(N), "--json", str(out)]
+    assert main([*argv, "--text", PROMPTS[0], "--no-embeds"]) == 1
+    text = capsys.readouterr().out
+    assert "FAIL generate: prompt 0: tokens: every token agrees, but" in text
+    data = json.loads(out.read_text())
+    row = data["details"]["generation"][0]
+    assert row["tf_tokens"] == row["pt_tokens"] and not row["defects"]
+    d = data["first_divergence"]
+    assert (d["layer"], d["decoder_hidden_state"]) == ("decoder", 2)
+    assert "prompt 0, first failing step" in d["hint"] and SUBTLE in d["hint"]
+    assert "--head seq2seq-lm` judges every hidden state" in d["hint"]

@@ -200,7 +200,11 @@ def crosscheck(
     LiteRT flatbuffer) runs; default: ``serving_default``, else its only one. A
     signature without an attention mask runs batches without padding, of one length
     each (``details["unpadded"]`` says so); ``batches`` with padding are refused for it.
+    A T5/mT5 seq2seq LM (``head="seq2seq-lm"``, ``tiny:t5/seq2seq-lm``) is judged whole:
+    its encoder's hidden states (``hidden_states[k]``), its decoder's, teacher-forced on
+    each sequence's own ids (``decoder_hidden_states[k]``), and the LM logits.
     """
+    from .architectures.heads import loading_decoders
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
 
@@ -215,50 +219,51 @@ def crosscheck(
     if referee not in REFEREE_RUNS:
         modes = " or ".join(repr(m) for m in REFEREE_RUNS)
         raise ValueError(f"referee must be {modes}, not {referee!r}.")
-    under_test = tf if tf is not None else model
-    companion = source if source is not None else pt if isinstance(pt, str) else None
-    tf_model = load_model(
-        under_test,
-        allow_pickle=allow_pickle,
-        head=head,
-        companion=companion,
-        pt=pt,
-        layers=layers,
-        weights=weights,
-        signature=signature,
-    )
-    source_model = source_side(source, tf_model, allow_pickle=allow_pickle)
-    pt_model = reference_for(
-        tf_model,
-        pt,
-        allow_pickle=allow_pickle,
-        head=model_head(tf_model) or head,
-        pt_config=pt_config,
-    )
-    tf_model = bound_to_reference(tf_model, pt)
-    tokenized = batches is None  # by the TF side's tokenizer, when the inputs are texts
-    if batches is None:
-        batches = make_batches(tf_model, inputs)
-    asked = execution
-    execution = (execution or tf_model.execution).settle(len(batches))
-    pt_model = pt_model.in_precision(execution.precision)
-    options = CrosscheckOptions(
-        tolerance=tolerance, localise=localise, budget=budget, referee_runs=referee
-    )
-    runner = executed(tf_model, execution)
-    if source_model is not None:  # the source runs as asked, else as it runs by default
-        source_model = executed(
-            source_model, (asked or source_model.execution).settle(len(batches))
+    with loading_decoders():  # a T5's seq2seq LM loads here (and in its reload pass)
+        under_test = tf if tf is not None else model
+        companion = source if source is not None else pt if isinstance(pt, str) else None
+        tf_model = load_model(
+            under_test,
+            allow_pickle=allow_pickle,
+            head=head,
+            companion=companion,
+            pt=pt,
+            layers=layers,
+            weights=weights,
+            signature=signature,
         )
-        reports = _export_parity(runner, source_model, pt_model, batches, options)
+        source_model = source_side(source, tf_model, allow_pickle=allow_pickle)
+        pt_model = reference_for(
+            tf_model,
+            pt,
+            allow_pickle=allow_pickle,
+            head=model_head(tf_model) or head,
+            pt_config=pt_config,
+        )
+        tf_model = bound_to_reference(tf_model, pt)
+        tokenized = batches is None  # by the TF side's tokenizer, when the inputs are texts
+        if batches is None:
+            batches = make_batches(tf_model, inputs)
+        asked = execution
+        execution = (execution or tf_model.execution).settle(len(batches))
+        pt_model = pt_model.in_precision(execution.precision)
+        options = CrosscheckOptions(
+            tolerance=tolerance, localise=localise, budget=budget, referee_runs=referee
+        )
+        runner = executed(tf_model, execution)
+        if source_model is not None:  # the source runs as asked, else as it runs by default
+            source_model = executed(
+                source_model, (asked or source_model.execution).settle(len(batches))
+            )
+            reports = _export_parity(runner, source_model, pt_model, batches, options)
+            return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
+        reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
+        if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
+            reloaded = save_and_reload(tf_model)
+            if reloaded is not None:  # an export has no save-and-reload pass of its own
+                options = replace(options, label="crosscheck-reloaded")
+                reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
         return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
-    reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
-    if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
-        reloaded = save_and_reload(tf_model)
-        if reloaded is not None:  # an export has no save-and-reload pass of its own
-            options = replace(options, label="crosscheck-reloaded")
-            reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
-    return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
 
 
 def _tokenizers_judged(

@@ -39,13 +39,17 @@ class Divergence:
 
     ``hidden_state`` indexes the model's ``hidden_states`` tuple (0 = embedding output,
     k = output of encoder layer k-1); ``layer`` is ``"embeddings"`` or that layer's index;
-    ``component`` is None where the architecture has no sub-layer taps.
+    ``component`` is None where the architecture has no sub-layer taps. Past a seq2seq
+    model's clean encoder, ``layer`` is ``"decoder"`` and ``decoder_hidden_state`` indexes
+    its decoder's ``decoder_hidden_states`` (0 = its embedding output, k = output of
+    decoder layer k-1); None elsewhere.
     """
 
     hidden_state: int | None
     layer: str | int
     component: Component | None
     hint: str = ""
+    decoder_hidden_state: int | None = None
 
 
 @dataclass

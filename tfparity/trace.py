@@ -1,7 +1,8 @@
 """Trace: a model run's named arrays in canonical order (numpy only).
 
 Order: ``hidden_states[0]`` (embedding output), ``hidden_states[1..N]`` (the output
-of encoder layer k-1), then the model's outputs (``last_hidden_state``,
+of encoder layer k-1), a seq2seq model's ``decoder_hidden_states[k]`` (its encoder's are
+the ``hidden_states``), then the model's outputs (``last_hidden_state``,
 ``pooler_output``, ``logits``), then any sub-layer taps. Caches (``past_key_values``,
 ``mems``) are left out: they repeat hidden states in another layout.
 """
@@ -19,6 +20,11 @@ from .compare import flatten
 
 _CACHES = ("past_key_values", "mems", "attentions", "cross_attentions")
 _HIDDEN = re.compile(r"^hidden_states\[(\d+)\]$")
+_DECODER = re.compile(r"^decoder_hidden_states\[(\d+)\]$")
+# An encoder-decoder's encoder outputs go by the names its encoder alone gives them
+# (``hidden_states[k]``, ``last_hidden_state``), so that its layers are judged and
+# localised as an encoder model's are; its decoder's keep theirs.
+_ENCODER = re.compile(r"^encoder_(?=hidden_states\[|last_hidden_state$)")
 
 
 @dataclass
@@ -32,10 +38,13 @@ class Trace(Mapping):
         # Caches are dropped before conversion: a DynamicCache of bf16 tensors has no
         # numpy form (numpy has no bfloat16), and caches are never compared.
         kept = {k: v for k, v in dict(output).items() if not str(k).startswith(_CACHES)}
-        flat = {k: v for k, v in flatten(kept).items() if not k.startswith(_CACHES)}
+        flat = {
+            _ENCODER.sub("", k): v for k, v in flatten(kept).items() if not k.startswith(_CACHES)
+        }
         hidden = sorted((k for k in flat if _HIDDEN.match(k)), key=hidden_state_index)
-        rest = [k for k in flat if k not in hidden]
-        return cls({k: flat[k] for k in hidden + rest})
+        decoder = sorted((k for k in flat if _DECODER.match(k)), key=decoder_state_index)
+        rest = [k for k in flat if k not in hidden and k not in decoder]
+        return cls({k: flat[k] for k in hidden + decoder + rest})
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.arrays[name]
@@ -54,4 +63,10 @@ class Trace(Mapping):
 def hidden_state_index(name: str) -> int | None:
     """``hidden_states[3]`` -> 3; any other name -> None."""
     m = _HIDDEN.match(name)
+    return int(m.group(1)) if m else None
+
+
+def decoder_state_index(name: str) -> int | None:
+    """``decoder_hidden_states[1]`` -> 1 (a seq2seq decoder's); any other name -> None."""
+    m = _DECODER.match(name)
     return int(m.group(1)) if m else None

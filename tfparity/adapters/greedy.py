@@ -78,3 +78,21 @@ def decoder_fed(start: int, tokens: np.ndarray) -> np.ndarray:
     """The ids a seq2seq decoder is fed to choose ``tokens``: the start token and every
     token but the last, as one int32 row [1, len(tokens)]."""
     return np.concatenate([[start], np.asarray(tokens)[:-1]]).astype(np.int32)[None]
+
+
+def teacher_forced_decoder(config: Any, input_ids: np.ndarray, attention_mask: np.ndarray) -> dict:
+    """A seq2seq model's decoder inputs for a batch, teacher-forced on the batch's own
+    ids (``tfparity crosscheck``): each row's decoder is fed its start token and its ids
+    but the last, at the positions its attention mask keeps (either padding side), so the
+    decoder's positions line up with the encoder's and one mask judges both. Empty for a
+    model without a decoder start (a causal LM, an encoder)."""
+    start = decoder_start(config) if getattr(config, "is_encoder_decoder", False) else None
+    if start is None:
+        return {}
+    ids, mask = np.asarray(input_ids), np.asarray(attention_mask, bool)
+    fed = np.full_like(ids, config.pad_token_id or 0)
+    for row in range(ids.shape[0]):
+        kept = ids[row][mask[row]]
+        if kept.size:
+            fed[row][mask[row]] = np.concatenate([[start], kept[:-1]]).astype(ids.dtype)
+    return {"decoder_input_ids": fed, "decoder_attention_mask": np.asarray(attention_mask)}

@@ -24,6 +24,7 @@ from ..architectures.heads import Head
 from ..errors import TfparityError
 from ..inputs import Batch
 from ..trace import Trace
+from .greedy import teacher_forced_decoder
 from .holdings import Holdings, refuse_unused_body
 from .loading import PT_PICKLE, PT_SAFETENSORS, pt_head_class
 from .reference_config import apply_changes, changed_note, label, rejected, rejecting
@@ -293,6 +294,8 @@ class PTModel:
             inputs["token_type_ids"] = batch.token_type_ids
         if batch.position_ids is not None:
             inputs["position_ids"] = batch.position_ids
+        # a seq2seq LM's decoder, teacher-forced on the batch as the TF side's is
+        inputs.update(teacher_forced_decoder(self.config, batch.input_ids, batch.attention_mask))
         return {
             k: torch.from_numpy(np.asarray(v, np.int64)) for k, v in inputs.items() if k in accepted
         }

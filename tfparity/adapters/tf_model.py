@@ -27,6 +27,7 @@ from .compiled_paths import CompiledPaths
 from .devices import short_name
 from .execution import clone_model, placed
 from .execution_options import ExecutionOptions
+from .greedy import teacher_forced_decoder
 from .holdings import Holdings
 from .interfaces import FeedForwardWeights, TFSideBase, config_limits
 from .loading import Loaded, build, cannot_run, load_tf
@@ -161,6 +162,8 @@ class TFModel(TFSideBase):
             kwargs["token_type_ids"] = batch.token_type_ids
         if batch.position_ids is not None:
             kwargs["position_ids"] = batch.position_ids
+        # a seq2seq LM's decoder, teacher-forced on the batch (empty for other models)
+        kwargs.update(teacher_forced_decoder(self.config, batch.input_ids, batch.attention_mask))
         return {k: v for k, v in kwargs.items() if k in accepted}
 
     def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:

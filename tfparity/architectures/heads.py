@@ -45,18 +45,22 @@ SUFFIXES: Mapping[Head, tuple[str, ...]] = {
 # Kinds whose inputs or outputs tfparity's batches do not fit yet: refused by name.
 UNSUPPORTED: Mapping[Head, str] = {
     Head.MULTIPLE_CHOICE: "its inputs are [batch, choices, seq], not tfparity's [batch, seq]",
-    Head.SEQ2SEQ_LM: "tfparity runs encoder-decoder models' encoders only (and their "
-    "greedy decoding in `tfparity generate`)",
+    Head.SEQ2SEQ_LM: "only `tfparity crosscheck` (the decoder teacher-forced) and "
+    "`tfparity generate` (its greedy decoding) run an encoder-decoder's decoder",
 }
 
-# Kinds of UNSUPPORTED that `tfparity generate` runs (a T5's seq2seq LM: it judges the
-# decoder by the tokens it generates), loaded only within ``loading_for_generation()``.
+# Kinds of UNSUPPORTED that the commands running a decoder load (a T5's seq2seq LM:
+# `tfparity generate` judges the tokens it generates, `tfparity crosscheck` its decoder
+# teacher-forced), only within ``loading_decoders()``.
 GENERATION_ONLY = frozenset({Head.SEQ2SEQ_LM})
-_GENERATING: ContextVar[bool] = ContextVar("tfparity_loading_for_generation", default=False)
+_GENERATING: ContextVar[bool] = ContextVar("tfparity_loading_decoders", default=False)
 
 # Outputs a head adds, by the task-level agreement they are judged by beside the numbers.
 LABEL_OUTPUTS = ("logits",)
 SPAN_OUTPUTS = ("start_logits", "end_logits")
+
+# Kinds whose logits are over the vocabulary: judged by top-1 (and top-k) agreement.
+LM_HEADS = frozenset({Head.MASKED_LM, Head.CAUSAL_LM, Head.SEQ2SEQ_LM})
 
 # Kinds whose logits are the config's labels (``id2label``): a port's label maps are
 # judged against the reference's for these only (every config has default maps).
@@ -64,16 +68,19 @@ LABELLED_HEADS = frozenset({Head.SEQUENCE_CLASSIFICATION, Head.TOKEN_CLASSIFICAT
 
 
 @contextlib.contextmanager
-def loading_for_generation() -> Iterator[None]:
-    """Within, the kinds only generation runs load (:data:`GENERATION_ONLY`).
-    ``tfparity generate`` loads both of its sides inside; every other command loads
-    outside, so a seq2seq LM stays refused there by name, before anything runs a
-    forward pass it has no decoder inputs for."""
+def loading_decoders() -> Iterator[None]:
+    """Within, the kinds only the commands that run a decoder load
+    (:data:`GENERATION_ONLY`). ``tfparity generate`` and ``tfparity crosscheck`` load
+    their sides inside; every other command loads outside, so a seq2seq LM stays refused
+    there by name, before anything runs a forward pass it has no decoder inputs for."""
     token = _GENERATING.set(True)
     try:
         yield
     finally:
         _GENERATING.reset(token)
+
+
+loading_for_generation = loading_decoders  # generate's (and the sweep's) name for it
 
 
 def unsupported(kind: Head) -> str | None:

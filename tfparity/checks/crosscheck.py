@@ -18,7 +18,7 @@ import numpy as np
 
 from ..adapters.interfaces import Reference, TFSide
 from ..architectures import tapped_types
-from ..architectures.heads import LABELLED_HEADS, Head
+from ..architectures.heads import LABELLED_HEADS, LM_HEADS, Head
 from ..compare import (
     Comparison,
     Referee,
@@ -106,7 +106,7 @@ def crosscheck(
         tf_judged,
         pt_judged,
         masks,
-        language_model=tf_model.head in (Head.MASKED_LM, Head.CAUSAL_LM),
+        language_model=tf_model.head in LM_HEADS,
         noise=_noise(comparisons, refereed),
     )
     notes = list(tf_model.notes) + list(pt_model.notes) + gap_notes(gaps, dropped)
@@ -165,7 +165,7 @@ def _budgeted(
     comparisons = compare_output_batches(runs.tf, runs.pt, masks=masks, check_dtype=False)
     head = tf_model.head
     noise = {c.name: budget.max for c in comparisons}
-    lm = head in (Head.MASKED_LM, Head.CAUSAL_LM)
+    lm = head in LM_HEADS
     agreement = task_agreement(runs.tf, runs.pt, masks, language_model=lm, noise=noise)
     comparisons = budgeted.judged(comparisons, agreement, budget)
     rows = budgeted.growth(runs.tf, runs.pt, masks)

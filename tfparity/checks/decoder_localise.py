@@ -1,13 +1,15 @@
-"""Where a seq2seq decoder first parts, for ``tfparity generate``'s localisation past a
-clean encoder: the decoder run teacher-forced on both sides (the start token and
-PyTorch's tokens), each of its hidden states judged by the float64 referee, and the
-weights of the first layer that fails compared with PyTorch's."""
+"""Where a seq2seq decoder first parts, teacher-forced, with the weights of its first
+layer that fails compared with PyTorch's: for ``tfparity generate``'s localisation past a
+clean encoder (the decoder run on the start token and PyTorch's tokens, each hidden state
+judged by the float64 referee here), and for ``tfparity crosscheck`` on a seq2seq LM (its
+``decoder_hidden_states[k]`` already judged among the cross-check's tensors)."""
 
 from __future__ import annotations
 
 from ..adapters.interfaces import ForwardPass, Reference, TFSide
-from ..compare import Referee, referee_batches
+from ..compare import Comparison, Referee, referee_batches
 from ..results import Divergence
+from ..trace import decoder_state_index
 from . import hints
 
 
@@ -22,16 +24,51 @@ def decoder_divergence(
         judged = referee_batches(f"decoder_hidden_states[{k}]", [tf], [pt], [pt64], referee=referee)
         if judged.passed:
             continue
-        part = "its embeddings" if k == 0 else f"decoder layer {k - 1}"
-        found = (
-            f"{where}; the cross-check of {one.covers} passes; teacher-forced, the decoder's "
-            f"hidden state {k} ({part}'s output) is the first beyond the float64 referee: "
-            f"RMSE {judged.actual_rmse:.3g} over {judged.allowed_rmse:.3g} allowed"
-        )
-        weights = _layer_weights(tf_model, pt_model, k - 1) if k > 0 else []
-        text = "; ".join([found, *weights]) if weights else found
-        return Divergence(None, "decoder", None, text)
+        lead = f"{where}; the cross-check of {one.covers} passes; teacher-forced, "
+        evidence = f"RMSE {judged.actual_rmse:.3g} over {judged.allowed_rmse:.3g} allowed"
+        return decoder_layer_divergence(k, evidence, tf_model, pt_model, lead)
     return None
+
+
+def failing_decoder_state(
+    comparisons: list[Comparison], tf_model: TFSide, pt_model: Reference
+) -> Divergence | None:
+    """The cross-check's first failing ``decoder_hidden_states[k]`` (a seq2seq LM's
+    decoder, teacher-forced), localised to its decoder layer; None where none fails."""
+    failing = [c for c in comparisons if not c.passed and decoder_state_index(c.name) is not None]
+    if not failing:
+        return None
+    first = min(failing, key=lambda c: decoder_state_index(c.name))
+    return decoder_layer_divergence(
+        decoder_state_index(first.name),
+        _evidence(first),
+        tf_model,
+        pt_model,
+        "every hidden state of the encoder passes; teacher-forced, ",
+    )
+
+
+def decoder_layer_divergence(
+    k: int, evidence: str, tf_model: TFSide, pt_model: Reference, lead: str
+) -> Divergence:
+    """The decoder's hidden state ``k`` as the first divergence (``lead``: what came
+    before it, ``evidence``: by how much it fails), with its layer's weight hints."""
+    part = "its embeddings" if k == 0 else f"decoder layer {k - 1}"
+    found = (
+        f"{lead}the decoder's hidden state {k} ({part}'s output) is the first beyond "
+        f"the float64 referee: {evidence}"
+    )
+    weights = _layer_weights(tf_model, pt_model, k - 1) if k > 0 else []
+    text = "; ".join([found, *weights]) if weights else found
+    return Divergence(None, "decoder", None, text, decoder_hidden_state=k)
+
+
+def _evidence(c: Comparison) -> str:
+    """By how much a failing comparison fails: the referee's RMSEs, else its largest
+    difference (judged by a tolerance)."""
+    if c.referee:
+        return f"RMSE {c.referee['actual_rmse']:.3g} over {c.referee['allowed_rmse']:.3g} allowed"
+    return f"max abs diff {c.max_abs_diff:.3g} (atol {c.atol:g}, rtol {c.rtol:g})"
 
 
 def _layer_weights(tf_model: TFSide, pt_model: Reference, layer: int) -> list[str]:

@@ -8,7 +8,9 @@ noise at that step (:class:`~tfparity.compare.Referee`):
   ones; a step where TF would choose another token is a *flip*, and a flip is a
   *near-tie* when both sides' margins (their choice over the other side's) are within
   the noise (four times the referee's allowed RMSE, as the cross-check's agreement
-  measures), so rounding alone can flip it; otherwise it is a defect.
+  measures), so rounding alone can flip it; otherwise it is a defect. Logits whose RMSE
+  to float64 is beyond that noise are a defect too, flip or not: a defect that has not
+  yet flipped a token is still a defect.
 - **Cache consistency.** The TF side's cached decoding against its own recomputation
   without a cache, on the same tokens: within ``factor`` times the noise the reference
   shows at that step (PyTorch float32 to float64, or PyTorch's own cached decoding to its
@@ -106,6 +108,18 @@ class PromptSteps:
     @property
     def referee_failures(self) -> list[int]:
         return [s.step for s in self.steps if not s.refereed_ok]
+
+    @property
+    def beyond_noise(self) -> list[int]:
+        """Steps whose teacher-forced logits miss the float64 referee by more than the
+        noise a near-tie is measured against (its RMSE over the noise): a defect, though
+        it may not have flipped a token yet."""
+        return [s.step for s in self.steps if s.rmse_vs_fp64 > s.noise]
+
+    @property
+    def failing(self) -> list[int]:
+        """The steps that fail the tokens: flips by a defect, or logits beyond the noise."""
+        return sorted(set(self.defects) | set(self.beyond_noise))
 
     @property
     def cache_failures(self) -> list[int]:

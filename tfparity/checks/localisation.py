@@ -16,6 +16,7 @@ from ..results import Divergence, Hint
 from ..trace import hidden_state_index
 from . import hints
 from .crosscheck_runs import Runs
+from .decoder_localise import failing_decoder_state
 from .export_source import NO_INTERMEDIATES
 
 
@@ -68,6 +69,9 @@ def localise(
 ) -> Divergence:
     failing = [c for c in comparisons if not c.passed]
     hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
+    decoder = None if hidden else failing_decoder_state(comparisons, tf_model, pt_model)
+    if decoder is not None:  # a seq2seq LM's decoder parts past its clean encoder
+        return decoder
     if not hidden and all(hidden_state_index(c.name) is None for c in comparisons):
         hint = _hint(tf_model, pt_model, "output", "output", runs)  # every weight, if mapped
         return Divergence(None, "output", None, f"{NO_INTERMEDIATES} {hint}")

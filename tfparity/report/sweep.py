@@ -111,8 +111,8 @@ def _generation(g: dict, decoding: str | None) -> list[str]:
     if g["items_logits_off"]:
         lines.append(
             f"  teacher-forced logits beyond the float64 referee in {g['items_logits_off']} "
-            "items (a flip decides a verdict; where tokens agree, the cross-check shows where "
-            "the logits part)"
+            "items (beyond the near-tie noise they fail the item though no token flips; the "
+            "cross-check shows where the logits part)"
         )
     return lines
 

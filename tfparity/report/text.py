@@ -74,6 +74,10 @@ def divergence_text(d: Divergence) -> str:
     if d.layer == "output":  # no hidden state compared (an export's outputs alone, a
         # model of the user's own without a layer map)
         return "the outputs (no hidden state compared, so not localised to a layer)"
+    if d.decoder_hidden_state is not None:  # past a seq2seq model's clean encoder
+        k = d.decoder_hidden_state
+        part = "decoder embeddings" if k == 0 else f"decoder layer {k - 1}"
+        return f"decoder_hidden_states[{k}] · {part}{where}"
     if d.hidden_state is None:  # every hidden state agrees: the pooler or the head
         return f"{d.layer} (past the last hidden state)"
     return f"hidden_states[{d.hidden_state}] · layer {d.layer}{where}"
