@@ -80,7 +80,9 @@ def _lower_case(value):
 def _run(argv, capsys, tmp_path):
     out = tmp_path / "r.json"
     code = main([*argv, "--json", str(out)])
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
+    assert code != 2, captured.err
     data = json.loads(out.read_text())
     return code, text, data.get("reports", [data])[0]
 
@@ -206,3 +208,115 @@ def test_label_maps_compare_by_id_whatever_the_key_type():
     assert [c.name for c in found] == ["config:label2id"]
     assert "'NEGATIVE' is 1 in TF, 0 in PyTorch" in found[0].problem
     assert label_findings(SimpleNamespace(), named).failures == []  # a stored config without maps
+
+
+THREE = {0: "NEGATIVE", 1: "NEUTRAL", 2: "POSITIVE"}
+ORDER = [2, 0, 1]  # the permuted port's logit i is the reference's logit ORDER[i]
+
+
+@pytest.fixture(scope="module")
+def heads(tmp_path_factory):
+    """Three-label sentiment and QA references (PyTorch, save_pretrained) with their TF
+    ports made by from_pt, and copies of the ports whose head rows are reordered: the
+    classes in ORDER, QA's start and end swapped (a port's converter that read the
+    kernel's columns in another order)."""
+    torch = pytest.importorskip("torch")
+    import transformers
+
+    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("permuted")
+    named = tiny_config("bert")
+    named.id2label, named.label2id = THREE, {v: k for k, v in THREE.items()}
+    found = {}
+    for name, head in (("cls", "SequenceClassification"), ("qa", "QuestionAnswering")):
+        config = named if name == "cls" else tiny_config("bert")  # QA's two rows
+        torch.manual_seed(0)
+        ref = getattr(transformers, f"BertFor{head}")(config)
+        ref.save_pretrained(root / f"{name}-ref", safe_serialization=True)
+        tiny_tokenizer().save_pretrained(root / f"{name}-ref")
+        port = getattr(transformers, f"TFBertFor{head}").from_pretrained(
+            root / f"{name}-ref", from_pt=True
+        )
+        port.save_pretrained(root / f"{name}-port")
+        order = ORDER if name == "cls" else [1, 0]
+        layer = port.classifier if name == "cls" else port.qa_outputs
+        kernel, bias = layer.get_weights()
+        layer.set_weights([kernel[:, order], bias[order]])
+        port.save_pretrained(root / f"{name}-permuted")
+        for kind in ("port", "permuted"):
+            tiny_tokenizer().save_pretrained(root / f"{name}-{kind}")
+        found.update(
+            {f"{name}-{k}": str(root / f"{name}-{k}") for k in ("ref", "port", "permuted")}
+        )
+    return found
+
+
+@pytest.mark.parametrize("name", ["cls", "qa"])
+def test_a_clean_head_port_passes(heads, name, capsys, tmp_path):
+    argv = ["crosscheck", "--tf", heads[f"{name}-port"], "--pt", heads[f"{name}-ref"]]
+    code, text, report = _run(argv, capsys, tmp_path)
+    assert code == 0, text
+    assert report["first_divergence"] is None
+
+
+def test_classes_permuted_in_the_head_are_named_with_their_labels(heads, capsys, tmp_path):
+    argv = ["crosscheck", "--tf", heads["cls-permuted"], "--pt", heads["cls-ref"]]
+    code, text, report = _run(argv, capsys, tmp_path)
+    assert code == 1, text
+    hint = report["first_divergence"]["hint"]
+    assert report["first_divergence"]["layer"] == "head"
+    assert hint.startswith(
+        "classes permuted: TF's logits 0, 1, 2 are PyTorch's 2, 0, 1 (TF's 'NEGATIVE' is "
+        "PyTorch's 'POSITIVE', TF's 'NEUTRAL' is PyTorch's 'NEGATIVE', TF's 'POSITIVE' is "
+        "PyTorch's 'NEUTRAL')"
+    ), hint
+    assert "weight classifier.weight is PyTorch's with its rows reordered" in hint, hint
+    assert f"hint: {hint}" in text
+
+
+def test_start_and_end_swapped_in_a_qa_head_are_named(heads, capsys, tmp_path):
+    argv = ["crosscheck", "--tf", heads["qa-permuted"], "--pt", heads["qa-ref"]]
+    code, text, report = _run(argv, capsys, tmp_path)
+    assert code == 1, text
+    hint = report["first_divergence"]["hint"]
+    assert hint.startswith("start and end logits swapped: TF's start logits are PyTorch's end"), (
+        hint
+    )
+    failed = {c["name"] for c in report["comparisons"] if not c["passed"]}
+    assert failed == {"start_logits", "end_logits"}
+
+
+def test_classes_permuted_are_named_from_the_logits_against_golden_outputs(heads, capsys, tmp_path):
+    """Stored outputs hold no weights: the permutation is read from the logits' columns."""
+    golden = tmp_path / "cls.npz"
+    argv = ["crosscheck", "--tf", heads["cls-port"], "--pt", heads["cls-ref"]]
+    assert main([*argv, "--save-outputs", str(golden)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    for port, expected in (("cls-port", 0), ("cls-permuted", 1)):
+        argv = ["crosscheck", heads[port], "--load-outputs", str(golden)]
+        code, text, report = _run(argv, capsys, tmp_path)
+        assert code == expected, text
+    hint = report["first_divergence"]["hint"]
+    assert hint.startswith("classes permuted: TF's logits 0, 1, 2 are PyTorch's 2, 0, 1"), hint
+    assert "(from the logits)" in hint, hint
+
+
+def test_num_labels_that_differ_are_named_against_golden_outputs(dirs, capsys, tmp_path):
+    """The stored config holds the reference's label maps: a port of another fine-tuning
+    replayed against them fails on num_labels, named first; the port itself passes."""
+    golden = tmp_path / "ref.npz"
+    argv = ["crosscheck", "--tf", dirs["port"], "--pt", dirs["ref"]]
+    assert main([*argv, "--save-outputs", str(golden)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    code, text, _ = _run(
+        ["crosscheck", dirs["port"], "--load-outputs", str(golden)], capsys, tmp_path
+    )
+    assert code == 0, text
+    argv = ["crosscheck", dirs["three"], "--load-outputs", str(golden)]
+    code, text, report = _run(argv, capsys, tmp_path)
+    assert code == 1, text
+    assert _verdict(text).startswith("FAIL crosscheck: num_labels differ: 3 in TF, 2 in PyTorch"), (
+        text
+    )
+    assert report["first_divergence"]["hint"].startswith("num_labels differ: 3 in TF, 2 in PyTorch")

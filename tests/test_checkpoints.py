@@ -162,3 +162,21 @@ def test_factor_text_keeps_two_digits_of_the_distance_from_1():
     assert factor_text(1.0) == "1" and factor_text(0.125) == "0.125"
     assert factor_text(1 + 3e-7) == "1.0000003" and factor_text(1 - 2.5e-6) == "0.9999975"
     assert factor_text(123456.0) == "1.235e+05"  # far from 1: four digits, as before
+
+
+def test_rows_reordered_are_named_as_a_permutation_and_noise_is_not():
+    from tfparity.checks.hints import column_permutation, row_permutation
+
+    x = np.random.default_rng(3).normal(size=(3, 8)).astype(np.float32)
+    assert row_permutation(x[[2, 0, 1]], x) == (2, 0, 1)
+    assert describe_weight("classifier.weight", x[[1, 0, 2]], x) == (
+        "weight classifier.weight is PyTorch's with its rows reordered: TF's rows 0, 1 are "
+        "PyTorch's 1, 0"
+    )
+    assert row_permutation(x, x) is None and row_permutation(x + 1e-3, x) is None
+    table = np.random.default_rng(4).normal(size=(40, 4))
+    assert "i-1 (rotated)" in describe_weight("pos", np.roll(table, 1, axis=0), table)
+    logits = np.random.default_rng(5).normal(size=(5, 3))
+    assert column_permutation(logits[:, [2, 0, 1]] + 1e-7, logits) == (2, 0, 1)
+    assert column_permutation(logits + 1e-7, logits) is None
+    assert column_permutation(logits[:, [2, 0, 1]] * 0.5, logits) is None  # no clear match

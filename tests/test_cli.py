@@ -308,7 +308,7 @@ def test_too_long_text_with_truncate_passes(tmp_path, monkeypatch, capsys):
     assert "sequences: 2" in out
     # the report says what was cut: which text, from how many tokens
     note = re.compile(
-        r"^note: --truncate cut 1 of 2 texts to 64 tokens \(the model's maximum\): "
+        r"^note: --truncate cut 1 of 2 texts to 64 tokens \(the model's 64 positions\): "
         r"text 2 \((\d+) tokens\)\.$",
         re.M,
     )

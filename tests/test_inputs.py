@@ -346,7 +346,8 @@ def test_truncate_records_which_texts_it_cut_and_how_long_they_were(tok):
         {"text": 4, "tokens": full, "kept": 64},
     ]
     assert report.notes == [
-        f"--truncate cut 2 of 4 texts to 64 tokens (the model's maximum): text 2 ({full} "
+        f"--truncate cut 2 of 4 texts to 64 tokens (the model's maximum of 64 positions): "
+        f"text 2 ({full} "
         f"tokens), text 4 ({full} tokens)."
     ]
     untouched = note_truncation(Report("embeds", "tiny:bert", True), batches[:0])

@@ -181,3 +181,24 @@ def test_signature_names_the_flatbuffers_signature_or_exits_2_listing_them(flatb
     assert load_export(spec, "tiny:bert", signature=name).runner.signature == name
     with pytest.raises(TfparityError, match=f"has no signature 'nope'; its signatures: {name}."):
         load_export(spec, "tiny:bert", signature="nope")
+
+
+def test_the_docs_first_command_runs_on_a_static_shape_flatbuffer(flatbuffers, capsys):
+    """`tfparity crosscheck --tf model.tflite --pt MODEL`, as docs/litert.md gives it: the
+    default texts (up to 60 tokens) are cut to the static 16 and the report says so; a
+    text of the user's own that long is refused naming the flatbuffer's static length,
+    not the model's 64 positions."""
+    args = ["crosscheck", "--tf", str(flatbuffers["fp32"]), "--pt", "tiny:bert"]
+    code = cli.main(args)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert (
+        "note: The default texts were cut to fit: 3 of 5 texts to 16 tokens (the "
+        "flatbuffer's static sequence length 16): text 1 (23 tokens)" in out
+    ), out
+    assert cli.main([*args, "--text", "word " * 30]) == 2
+    err = capsys.readouterr().err
+    assert "more than the flatbuffer's static sequence length 16" in err, err
+    assert "the model's" not in err
+    assert cli.main([*args, "--random", "2", "--seq-len", "20"]) == 2
+    assert "the flatbuffer's static sequence length 16" in capsys.readouterr().err

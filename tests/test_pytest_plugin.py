@@ -97,10 +97,10 @@ def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path, monke
     result = pytester.runpytest("--tfparity-json", str(out))
     result.assert_outcomes(failed=2)
     text = result.stdout.str()
-    # the verdict and the first divergence lead, so pytest's summary line shows them
+    # the first divergence leads, so pytest's summary line shows it
     assert re.search(
-        r"AssertionError: FAIL crosscheck: first divergence hidden_states\[\d\] "
-        r"· layer \d · component output \(tiny:bert\)\n",
+        r"AssertionError: layer \d output diverges \(hidden_states\[\d\]\): "
+        r"FAIL crosscheck, tiny:bert\n",
         text,
     )
     assert "hint: weight encoder.layer" in text and "bias is all zeros in TF" in text
@@ -108,10 +108,10 @@ def test_red_on_a_broken_model_with_the_readable_block(pytester, tmp_path, monke
     failures = text.split("short test summary info", 1)[0]
     assert failures.count("Mismatched elements:") == 2
     # the embeds check says what hidden_states[0] is
-    assert "AssertionError: FAIL embeds: first divergence hidden_states[0] · " in text
-    # the summary line: the divergence first, the model after it
-    summary = "FAILED test_red.py::test_broken_port - AssertionError: FAIL crosscheck: first "
-    assert re.search(re.escape(summary) + r"divergence hidden_states\[2\] .*\(tiny:bert\)\n", text)
+    assert "AssertionError: embeddings diverge (hidden_states[0]): FAIL embeds, " in text
+    # the summary line: the divergence first, the verdict and the model after it
+    summary = "FAILED test_red.py::test_broken_port - AssertionError: layer 1 "
+    assert re.search(re.escape(summary) + r".*\(hidden_states\[2\]\): .*tiny:bert\n", text)
     # each message says where its full report went, and it is there
     for test in ("test_broken_port", "test_hidden_states_0_fed_as_embeddings"):
         path = (out / f"test_red.py__{test}.json").resolve()
@@ -147,9 +147,11 @@ def test_crosscheck_failure_message_is_short_verdict_first_and_once_per_tensor(m
         CONTEXT.reset(token)
     lines = str(info.value).splitlines()
     assert lines[0] == (
-        "FAIL crosscheck: first divergence hidden_states[2] · layer 1 · "
-        "component intermediate (tiny:bert)"
+        "layer 1 intermediate diverges (hidden_states[2]): FAIL crosscheck, tiny:bert"
     )
+    # pytest's summary line at 80 columns still shows the layer and the component
+    summary = f"FAILED tests/test_port.py::test_port - AssertionError: {lines[0]}"
+    assert "layer 1 intermediate" in summary[:80]
     assert lines[1].startswith("hint: weight encoder.layer.1.intermediate.dense.weight")
     assert len(lines) <= 25
     assert [r.check for r in info.value.reports] == ["crosscheck"]  # one pass: no reload
@@ -200,6 +202,6 @@ def test_helpers_outside_pytest_plugin_context_raise_readable_assertion(load_tf_
     with pytest.raises(AssertionError, match="Mismatched elements") as info:
         assert_embeds_parity(model, embeds_fn=lambda b: model.run(b)["hidden_states[0]"])
     first = str(info.value).splitlines()[0]
-    assert first.startswith("FAIL embeds: first divergence hidden_states[0]")
-    assert first.endswith(" (tiny:bert)")
+    assert first.startswith("embeddings diverge (hidden_states[0]): FAIL embeds")
+    assert first.endswith(", tiny:bert")
     assert "hint:" in str(info.value)

@@ -205,9 +205,7 @@ def test_assertion_message_stays_short_on_a_deep_model():
         details={"judge": "tolerance", "reference": "PyTorch big", "layers": rows},
     )
     lines = assertion_message([report, report], "full report: here").splitlines()
-    assert lines[0] == (
-        "FAIL crosscheck: first divergence hidden_states[4] · layer 3 · component attention (big)"
-    )
+    assert lines[0] == "layer 3 attention diverges (hidden_states[4]): FAIL crosscheck, big"
     assert lines[1] == "hint: a hint"
     assert len(lines) <= 25
     assert (
@@ -299,10 +297,27 @@ def test_the_assertion_headline_puts_the_divergence_before_the_model(failing_cro
 
     failing_crosscheck.model = "/home/someone/checkpoints/" + "very-long-name-" * 4
     first = assertion_message([failing_crosscheck], "full report: here").splitlines()[0]
-    assert first.startswith(
-        "FAIL crosscheck: first divergence hidden_states[2] · layer 1 · component output ("
-    )
-    assert first.endswith(f"({failing_crosscheck.model})")
+    assert first.startswith("layer 1 output diverges (hidden_states[2]): FAIL crosscheck, /home")
+    assert first.endswith(f", {failing_crosscheck.model}")
+
+
+def test_a_divergence_headline_names_the_place_first_whatever_it_is():
+    from tfparity.report.brief import divergence_headline
+    from tfparity.results import Divergence
+
+    cases = [
+        (Divergence(0, "embeddings", "embeddings"), "embeddings diverge (hidden_states[0])"),
+        (Divergence(3, 2, None), "layer 2 diverges (hidden_states[3]; sub-layers not tapped)"),
+        (Divergence(None, "head", "head"), "head diverges (past the last hidden state)"),
+        (Divergence(None, "pooler", "pooler"), "pooler diverges (past the last hidden state)"),
+        (Divergence(None, "decoder", None), "decoder diverges"),
+        (
+            Divergence(None, "output", None),
+            "the outputs diverge (no hidden state compared, so not localised to a layer)",
+        ),
+    ]
+    for divergence, said in cases:
+        assert divergence_headline(divergence) == said
 
 
 def test_a_headline_keeps_the_capitals_of_a_name_that_starts_the_problem():

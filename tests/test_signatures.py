@@ -134,3 +134,28 @@ def test_signature_for_a_model_that_is_no_export_exits_2(capsys):
 
     with pytest.raises(TfparityError, match="names a signature of an export"):
         crosscheck("tiny:bert", signature="serving_default")
+
+
+def test_the_pytest_helpers_take_a_signature_as_the_cli_does(tiny_bert_export):
+    """assert_crosscheck(signature=) runs the signature named (ids_only takes no mask:
+    the report says its batches ran unpadded; serving_default's did not), and an
+    unknown one is refused listing those the SavedModel has; check_embeds and
+    assert_embeds_parity pass it on too."""
+    from tfparity import assert_crosscheck, assert_embeds_parity
+    from tfparity.api import check_embeds
+    from tfparity.inputs import InputOptions
+
+    export = str(tiny_bert_export("two-signatures"))
+    inputs = InputOptions(random=3, seq_len=10, batch_size=3)
+    kwargs = dict(inputs=inputs, reload=False)
+    (ids_only,) = assert_crosscheck(export, "tiny:bert", signature="ids_only", **kwargs)
+    assert "takes no attention mask" in ids_only.details["unpadded"]
+    (serving,) = assert_crosscheck(export, "tiny:bert", signature="serving_default", **kwargs)
+    assert "unpadded" not in serving.details
+    listed = "no signature 'nope'; its signatures: ids_only, serving_default."
+    with pytest.raises(TfparityError, match=listed):
+        assert_crosscheck(export, "tiny:bert", signature="nope", **kwargs)
+    with pytest.raises(TfparityError, match=listed):
+        assert_embeds_parity(export, source="tiny:bert", signature="nope", inputs=inputs)
+    with pytest.raises(TfparityError, match=listed):
+        check_embeds(export, source="tiny:bert", signature="nope", inputs=inputs)

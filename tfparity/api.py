@@ -53,6 +53,7 @@ def check_embeds(
     embeds_fn: Callable[[Batch], Any] | None = None,
     execution: Any = None,
     source: str | None = None,
+    signature: str | None = None,
 ) -> Report:
     """Compare the ``inputs_embeds`` path with the ``input_ids`` path.
 
@@ -62,6 +63,8 @@ def check_embeds(
     model on a device, eager/graph/XLA, in fp32/fp16/bf16; the report says which.
     ``source``: for an export, the MODEL spec it came from (its config and tokenizer);
     an export whose signatures take no ``inputs_embeds`` is refused (TfparityError).
+    ``signature`` (``--signature``) names the export's signature to run, as for
+    :func:`crosscheck`.
     """
     from . import validation
     from .checks.embeds import EmbedsOptions
@@ -69,7 +72,7 @@ def check_embeds(
 
     _check_common(texts=texts, inputs=inputs, batches=batches, tolerance=tolerance)
     validation.optional_callable(embeds_fn, "embeds_fn")
-    tf_model = load_model(model, companion=source)
+    tf_model = load_model(model, companion=source, signature=signature)
     if batches is None:
         if texts is not None:
             inputs = InputOptions(texts=validation.texts(texts))

@@ -64,6 +64,7 @@ def assert_embeds_parity(
     embeds_fn: Callable[[Batch], Any] | None = None,
     device: str | None = None,
     source: str | None = None,
+    signature: str | None = None,
 ) -> Report:
     """Assert that the ``inputs_embeds`` path matches the ``input_ids`` path.
 
@@ -71,14 +72,15 @@ def assert_embeds_parity(
     else ``texts``, else ``inputs``, else the built-in sentences. ``atol``/``rtol``
     replace the dtype defaults (one alone: the other keeps its default, see
     :func:`~tfparity.orchestration.tolerance_from`); ``embeds_fn(batch)`` supplies your
-    own embeddings. ``source``: for an export, the MODEL spec it came from.
+    own embeddings. ``source``: for an export, the MODEL spec it came from;
+    ``signature``: the export's signature to run (``--signature``).
     """
     __tracebackhide__ = True
     from .api import check_embeds
 
     _check_arguments(texts, inputs, batches, atol, rtol)
     validation.optional_callable(embeds_fn, "embeds_fn")
-    tf_model = _tf_model(model, companion=source)
+    tf_model = _tf_model(model, companion=source, signature=signature)
     report = check_embeds(
         tf_model,
         batches=_batches(tf_model, texts, inputs, batches),
@@ -105,6 +107,7 @@ def assert_crosscheck(
     source: str | None = None,
     layers: dict[Any, int] | None = None,
     weights: dict[str, Any] | None = None,
+    signature: str | None = None,
 ) -> list[Report]:
     """Assert that the TF model agrees with PyTorch (float64 referee, or ``atol``/``rtol``).
 
@@ -117,6 +120,8 @@ def assert_crosscheck(
     class a spec loads on both sides (default: the one its config names, see
     :func:`tfparity.crosscheck`). ``source``: for an export (a SavedModel, a ``.keras``
     file), the MODEL spec it came from: the export is then checked against it too.
+    ``signature``: the export's signature to run (``--signature``; default
+    ``serving_default``, else its only one).
     A model of your own (a callable, a Keras 3 or tf-keras
     model) needs ``pt_model``; ``layers``/``weights`` map it onto Hugging Face hidden
     states and weight names (see :func:`tfparity.crosscheck`). Returns one Report per pass.
@@ -126,7 +131,15 @@ def assert_crosscheck(
 
     _check_arguments(texts, inputs, batches, atol, rtol)
     companion = source or (pt_model if isinstance(pt_model, str) else None)
-    tf = _tf_model(tf_model, head, companion=companion, pt=pt_model, layers=layers, weights=weights)
+    tf = _tf_model(
+        tf_model,
+        head,
+        companion=companion,
+        pt=pt_model,
+        layers=layers,
+        weights=weights,
+        signature=signature,
+    )
     reports = crosscheck(
         tf,
         pt=pt_model,
@@ -240,12 +253,14 @@ def _full_report(context: HelperContext | None) -> str:
 
 
 def _tf_model(model: Any, head: str | None = None, **given: Any) -> Any:
-    """The TF side; ``given``: ``companion`` for an export, ``pt``, ``layers``,
-    ``weights`` for a model of your own."""
+    """The TF side; ``given``: ``companion`` and ``signature`` for an export, ``pt``,
+    ``layers``, ``weights`` for a model of your own."""
     from .api import load_model
 
     context = CONTEXT.get()
-    plain = head is None and not any(given.get(k) for k in ("companion", "layers", "weights"))
+    plain = head is None and not any(
+        given.get(k) for k in ("companion", "layers", "weights", "signature")
+    )
     if isinstance(model, str) and plain and context is not None and context.load:
         return context.load(model)  # the plugin caches plain specs only
     return load_model(model, head=head, **given)

@@ -37,6 +37,8 @@ class Batch:
     texts: tuple[str, ...] | None = None
     # The texts --truncate cut: (text number from 1, its tokens, the tokens kept).
     truncated: tuple[tuple[int, int, int], ...] = ()
+    # What the truncated texts were cut to fit ("the model's maximum of 64 positions").
+    limit_text: str = ""
     # Why the batch was regrouped without padding (a side that cannot mask it), for the
     # report; "" for a batch as made.
     unpadded: str = ""
@@ -54,6 +56,16 @@ class Limits:
     max_positions: int | None = None  # the longest sequence
     type_vocab_size: int | None = None
     position_table: int | None = None  # rows of the position table (default max_positions)
+    # Where max_positions comes from, named in every refusal: "" for the model's own
+    # positions; a side whose static input shape is shorter names it instead ("the
+    # flatbuffer's static sequence length"), so 16 is never called the model's maximum.
+    positions_source: str = ""
+
+    def positions_text(self) -> str:
+        """``the model's 512 positions`` or ``the flatbuffer's static sequence length 16``."""
+        if self.positions_source:
+            return f"{self.positions_source} {self.max_positions}"
+        return f"the model's {self.max_positions} positions"
 
 
 def read_texts_file(path: str | Path) -> list[str]:
@@ -84,8 +96,10 @@ def text_batches(
     padding_side: PaddingSide | None = None,
     max_positions: int | None = None,
     truncate: bool = False,
+    positions_text: str | None = None,
 ) -> list[Batch]:
-    """Tokenize ``texts`` into padded batches, refusing empty or too-long texts."""
+    """Tokenize ``texts`` into padded batches, refusing empty or too-long texts;
+    ``positions_text`` names where ``max_positions`` comes from in the refusal."""
     if tokenizer is None:
         raise TfparityError(
             "This model has no tokenizer, so it cannot take --text; use "
@@ -95,11 +109,14 @@ def text_batches(
         if not text.strip():
             raise TfparityError(f"Text {i + 1} is empty; give at least one word.")
     limit = _token_limit(tokenizer, max_positions)
+    if limit is not None and not (positions_text and limit == max_positions):
+        positions_text = f"the model's maximum of {limit} positions"
     side = padding_side or getattr(tokenizer, "padding_side", "right")
     batches = []
     for start in range(0, len(texts), _positive(batch_size, "--batch-size")):
         chunk = list(texts[start : start + batch_size])
-        batches.append(_tokenize(tokenizer, chunk, side, limit, truncate, start))
+        batch = _tokenize(tokenizer, chunk, side, (limit, positions_text), truncate, start)
+        batches.append(batch)
     return batches
 
 
@@ -109,7 +126,8 @@ def _token_limit(tokenizer: Any, max_positions: int | None) -> int | None:
     return min(candidates) if candidates else None
 
 
-def _tokenize(tokenizer, chunk, side, limit, truncate, start) -> Batch:
+def _tokenize(tokenizer, chunk, side, limits, truncate, start) -> Batch:
+    limit, limit_text = limits
     old_side = tokenizer.padding_side
     tokenizer.padding_side = side
     try:
@@ -126,8 +144,8 @@ def _tokenize(tokenizer, chunk, side, limit, truncate, start) -> Batch:
     if limit and not truncate and lengths.max() > limit:
         i = int(np.argmax(lengths))
         raise TfparityError(
-            f"Text {start + i + 1} is {int(lengths[i])} tokens long, more than the model's "
-            f"maximum of {limit} positions. Shorten it, or pass --truncate to cut it to {limit}."
+            f"Text {start + i + 1} is {int(lengths[i])} tokens long, more than {limit_text}. "
+            f"Shorten it, or pass --truncate to cut it to {limit}."
         )
     tt = enc.get("token_type_ids")
     return Batch(
@@ -136,6 +154,7 @@ def _tokenize(tokenizer, chunk, side, limit, truncate, start) -> Batch:
         token_type_ids=None if tt is None else tt.astype(np.int32),
         texts=tuple(chunk),
         truncated=_cut(tokenizer, chunk, lengths, start) if truncate and limit else (),
+        limit_text=limit_text or "" if truncate else "",
     )
 
 
@@ -170,9 +189,10 @@ def tokenizer_source(tokenizer: Any) -> str:
 
 
 def note_truncation(report: Any, batches: Sequence[Batch]) -> Any:
-    """Say in ``report`` which texts ``--truncate`` cut, if any: a note (how many, which,
-    their lengths) and ``details["truncated"]`` (one ``{"text", "tokens", "kept"}`` per
-    text, texts numbered from 1). Every check that runs on batches ends with this."""
+    """Say in ``report`` which texts ``--truncate`` (or the fit of the default texts)
+    cut, if any: a note (how many, which, their lengths, the limit and where it comes
+    from) and ``details["truncated"]`` (one ``{"text", "tokens", "kept"}`` per text,
+    texts numbered from 1). Every check that runs on batches ends with this."""
     cut = sorted(t for b in batches for t in b.truncated)
     if not cut:
         return report
@@ -181,9 +201,12 @@ def note_truncation(report: Any, batches: Sequence[Batch]) -> Any:
     which = ", ".join(f"text {n} ({t} tokens)" for n, t, _ in cut[:10])
     more = f" and {len(cut) - 10} more" if len(cut) > 10 else ""
     limit = max(k for _, _, k in cut)
+    fit = next((b.limit_text for b in batches if b.limit_text), "") or "the model's maximum"
+    defaults = all(t in DEFAULT_TEXTS for b in batches for t in b.texts or ())
+    who = "The default texts were cut to fit:" if defaults else "--truncate cut"
+    own = " (give --text or --texts FILE for texts of your own)" if defaults else ""
     report.notes.append(
-        f"--truncate cut {len(cut)} of {texts} texts to {limit} tokens (the model's "
-        f"maximum): {which}{more}."
+        f"{who} {len(cut)} of {texts} texts to {limit} tokens ({fit}): {which}{more}{own}."
     )
     return report
 
@@ -338,7 +361,7 @@ def check_limits(batch: Batch, limits: Limits) -> None:
     if limits.max_positions and batch.input_ids.shape[1] > limits.max_positions:
         raise TfparityError(
             f"The batch is {batch.input_ids.shape[1]} tokens long, more than "
-            f"the model's {limits.max_positions} positions."
+            f"{limits.positions_text()}."
         )
 
 
@@ -455,8 +478,7 @@ def make_batches(
     if options.random is not None:
         if limits.max_positions and options.seq_len > limits.max_positions:
             raise TfparityError(
-                f"--seq-len {options.seq_len} is more than the model's "
-                f"{limits.max_positions} positions."
+                f"--seq-len {options.seq_len} is more than {limits.positions_text()}."
             )
         avoid = () if pad_token_id is None else (pad_token_id,)
         batches = random_batches(
@@ -478,7 +500,10 @@ def make_batches(
             batch_size=options.batch_size,
             padding_side=options.padding_side,
             max_positions=limits.max_positions,
-            truncate=options.truncate,
+            # the default texts are tfparity's, not the user's: cut to fit a short
+            # limit (a static-shape export's), said in the report, rather than refused
+            truncate=options.truncate or options.texts is None,
+            positions_text=limits.positions_text() if limits.max_positions else None,
         )
     for batch in batches:
         check_limits(batch, limits)

@@ -31,6 +31,9 @@ class Hint:
     kind: str
     text: str
     weight: str | None = None
+    # a weight whose rows are PyTorch's reordered: TF's row i is PyTorch's row
+    # permutation[i] (a head's classes, or QA's start and end, in another order)
+    permutation: tuple[int, ...] | None = None
 
 
 @dataclass

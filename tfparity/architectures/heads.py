@@ -128,3 +128,37 @@ def pt_class_candidates(pt_base_class: str, head: Head) -> list[str]:
         return [pt_base_class]
     prefix = pt_base_class.removesuffix("Model")
     return [prefix + suffix for suffix in SUFFIXES[head]]
+
+
+def reordered_outputs(
+    head: Head,
+    permutation: Sequence[int],
+    tf_labels: Mapping[int, str] | None = None,
+    pt_labels: Mapping[int, str] | None = None,
+) -> str:
+    """What a head's output rows in another order mean, said as the head's user reads
+    its outputs: TF's row ``i`` computes PyTorch's row ``permutation[i]``. QA's two rows
+    are the start and end logits (transformers splits ``qa_outputs`` in that order); a
+    classifier's rows are its classes, named by ``id2label`` where the configs name them."""
+    if head is Head.QUESTION_ANSWERING and tuple(permutation) == (1, 0):
+        return (
+            "start and end logits swapped: TF's start logits are PyTorch's end logits "
+            "and its end logits PyTorch's start logits (the head's two rows in the other "
+            "order)"
+        )
+    moved = [i for i, j in enumerate(permutation) if i != j]
+    kind = "classes" if head in LABELLED_HEADS else "outputs"
+    text = (
+        f"{kind} permuted: TF's logits {', '.join(map(str, moved))} are PyTorch's "
+        f"{', '.join(str(permutation[i]) for i in moved)}"
+    )
+    if (
+        tf_labels
+        and pt_labels
+        and all(i in tf_labels and permutation[i] in pt_labels for i in moved)
+    ):
+        what = ", ".join(
+            f"TF's {tf_labels[i]!r} is PyTorch's {pt_labels[permutation[i]]!r}" for i in moved
+        )
+        text += f" ({what})"
+    return text

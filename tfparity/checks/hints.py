@@ -90,8 +90,69 @@ def weight_differences(
             tf_value = tf_value.reshape(pt_value.shape)
         if tf_value.shape == pt_value.shape and np.allclose(tf_value, pt_value, atol=0, rtol=0):
             continue
-        found.append(Hint("weight", describe_weight(name, tf_value, pt_value), weight=name))
+        text = describe_weight(name, tf_value, pt_value)
+        found.append(
+            Hint("weight", text, weight=name, permutation=_permutation(tf_value, pt_value))
+        )
     return found
+
+
+def _permutation(tf_value: np.ndarray, pt_value: np.ndarray) -> tuple[int, ...] | None:
+    same_shape = tf_value.shape == pt_value.shape
+    return row_permutation(tf_value, pt_value) if same_shape else None
+
+
+def row_permutation(tf_value: np.ndarray, pt_value: np.ndarray) -> tuple[int, ...] | None:
+    """``p`` with TF's row ``i`` equal to PyTorch's row ``p[i]`` (exactly: reordering
+    moves values, it does not change them), other than the identity; None where the
+    rows are no reordering or where equal rows make the order ambiguous."""
+    if tf_value.ndim == 0 or tf_value.shape[0] < 2:
+        return None
+    where: dict[bytes, int] = {}
+    for j, row in enumerate(np.ascontiguousarray(pt_value)):
+        where.setdefault(row.tobytes(), j)
+    if len(where) < pt_value.shape[0]:  # repeated rows: which is which is unknowable
+        return None
+    found = tuple(where.get(row.tobytes(), -1) for row in np.ascontiguousarray(tf_value))
+    if -1 in found or len(set(found)) != len(found) or found == tuple(range(len(found))):
+        return None
+    return found
+
+
+def column_permutation(tf_value: np.ndarray, pt_value: np.ndarray) -> tuple[int, ...] | None:
+    """``p`` with TF's last-axis column ``i`` matching PyTorch's column ``p[i]``, other
+    than the identity: read from the outputs where there are no weights to compare (an
+    export, stored outputs). Each column must match its counterpart clearly, within a
+    tenth of its distance to every other column, so noise names no permutation."""
+    if tf_value.shape != pt_value.shape or tf_value.ndim == 0 or not 2 <= tf_value.shape[-1] <= 64:
+        return None
+    a = tf_value.reshape(-1, tf_value.shape[-1]).astype(np.float64)
+    b = pt_value.reshape(-1, pt_value.shape[-1]).astype(np.float64)
+    distance = np.abs(a[:, :, None] - b[:, None, :]).max(axis=0)  # [TF column, PT column]
+    found = tuple(int(j) for j in distance.argmin(axis=1))
+    if len(set(found)) != len(found) or found == tuple(range(len(found))):
+        return None
+    for i, j in enumerate(found):
+        others = np.delete(distance[i], j)
+        if not distance[i, j] <= 0.1 * others.min():
+            return None
+    return found
+
+
+def permutation_text(permutation: tuple[int, ...], limit: int = 6, unit: str = "rows") -> str:
+    """``TF's rows 0, 1, 2 are PyTorch's 2, 0, 1``: the rows that moved, the first
+    ``limit`` of them (a rotated table of 512 rows is said to be rotated)."""
+    n = len(permutation)
+    shift = permutation[0]
+    if n > limit and all(p == (i + shift) % n for i, p in enumerate(permutation)):
+        by = f"+{shift}" if shift <= n // 2 else f"-{n - shift}"
+        return f"TF's {unit[:-1]} i is PyTorch's {unit[:-1]} i{by} (rotated)"
+    moved = [i for i, j in enumerate(permutation) if i != j]
+    more = f", ... ({len(moved)} {unit} moved)" if len(moved) > limit else ""
+    moved = moved[:limit]
+    tf_rows = ", ".join(str(i) for i in moved)
+    pt_rows = ", ".join(str(permutation[i]) for i in moved)
+    return f"TF's {unit} {tf_rows}{more} are PyTorch's {pt_rows}{more and ', ...'}"
 
 
 def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> str:
@@ -111,6 +172,11 @@ def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> st
     factor = uniform_scale(tf_value, pt_value)
     if factor is not None:
         return f"weight {name} is PyTorch's scaled by {factor_text(factor)} (a uniform scale)"
+    permutation = row_permutation(tf_value, pt_value)
+    if permutation is not None:
+        return (
+            f"weight {name} is PyTorch's with its rows reordered: {permutation_text(permutation)}"
+        )
     if tf_value.ndim == 2 and tf_value.shape[0] > 2:  # 2 rows leave no middle to match
         for shift in (1, -1):
             if np.array_equal(np.roll(tf_value, shift, axis=0)[1:-1], pt_value[1:-1]):

@@ -8,13 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from ..adapters.interfaces import Reference, TFSide
 from ..architectures import activation_name
-from ..architectures.heads import Head
+from ..architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS, Head, reordered_outputs
 from ..compare import Comparison, Referee, RefereeResult, referee_batches
 from ..results import Divergence, Hint
 from ..trace import hidden_state_index
 from . import hints
+from .artefacts import id_to_label, is_default
 from .crosscheck_runs import Runs
 from .decoder_localise import failing_decoder_state
 from .export_source import NO_INTERMEDIATES
@@ -150,6 +153,8 @@ def _hint(
         differ = hints.weight_differences(tf_weights, pt_weights, prefix, contains)
         found += [_with_weight_note(tf_model, h) for h in differ]
         found += tf_model.unported(pt_weights, prefix, contains)  # a converter's own map
+    if layer in ("head", "output"):
+        found = _reordered_head(tf_model, pt_model, found, runs) + found
     if isinstance(layer, int) and runs.pt_taps and tf_model.localisable():
         found += _numeric_signature(tf_model, pt_model, layer, component, runs)
     stored = not pt_weights and not pt_model.weights()  # outputs only: no weights to compare
@@ -166,6 +171,43 @@ def _hint(
             text = hints.COMPUTATION_NOTE
         found.append(Hint("note", text))
     return "; ".join(h.text for h in found)
+
+
+def _reordered_head(
+    tf_model: TFSide, pt_model: Reference, found: list[Hint], runs: Runs
+) -> list[Hint]:
+    """The head's classes (or QA's start and end) in another order, named as such: where
+    every head weight that differs is PyTorch's with its rows reordered the same way,
+    or, with no weights to compare (an export, stored outputs), where TF's logits are
+    PyTorch's with their columns reordered."""
+    weights = [h for h in found if h.kind == "weight"]
+    orders = {h.permutation for h in weights}
+    if weights:
+        order = orders.pop() if len(orders) == 1 else None
+    else:
+        order = _reordered_logits(tf_model.head, runs)
+    if order is None:
+        return []
+    tf_labels, pt_labels = id_to_label(tf_model.config), id_to_label(pt_model.config)
+    if tf_labels is None or pt_labels is None or is_default(tf_labels) or is_default(pt_labels):
+        tf_labels = pt_labels = None  # LABEL_0, ... name nothing the ids do not
+    text = reordered_outputs(tf_model.head, order, tf_labels, pt_labels)
+    return [Hint("permutation", text if weights else f"{text} (from the logits)")]
+
+
+def _reordered_logits(head: Head, runs: Runs) -> tuple[int, ...] | None:
+    """The columns of the first batch's logits (QA's start and end as two columns) that
+    TF holds in another order than PyTorch; None where they are in the same order."""
+    if not runs.tf or not runs.pt:
+        return None
+    tf, pt = runs.tf[0], runs.pt[0]
+    names = list(SPAN_OUTPUTS) if head is Head.QUESTION_ANSWERING else list(LABEL_OUTPUTS)
+    if not all(n in tf and n in pt for n in names):
+        return None
+    if len(names) == 1:
+        return hints.column_permutation(tf[names[0]], pt[names[0]])
+    stack = [np.stack([t[n] for n in names], axis=-1) for t in (tf, pt)]
+    return hints.column_permutation(*stack)
 
 
 def _with_weight_note(tf_model: TFSide, hint: Hint) -> Hint:

@@ -1,21 +1,18 @@
 """The assertion helpers' failure message: what a red CI run prints.
 
-The verdict and the first divergence come first (pytest's one-line summary shows the
-first line), then the hint, the layers around the divergence, the failing outputs and
-the first divergence's block, each tensor once; then where the full report is. About
-25 lines, however deep the model: the full report (every row, every block, the notes)
-is a path away, not in the log.
+The first divergence comes first, then the verdict and the model (pytest's one-line
+summary shows the first line, cut at the terminal's width), then the hint, the layers
+around the divergence, the failing outputs and the first divergence's block, each
+tensor once; then where the full report is. About 25 lines, however deep the model:
+the full report (every row, every block, the notes) is a path away, not in the log.
 """
 
 from __future__ import annotations
 
-from ..results import Report
+from ..results import Divergence, Report
 from .text import (
-    comparison_table,
-    divergence_text,
     failing_summary,
     grouped,
-    layer_table,
     named,
     verdict_line,
     worst_first,
@@ -55,14 +52,36 @@ def assertion_message(reports: list[Report], full_report: str) -> str:
 
 
 def headline(report: Report) -> str:
-    """``FAIL crosscheck: first divergence hidden_states[2] · layer 1 · ... (tiny:bert)``;
-    without a localised divergence, the verdict line. The model comes last: pytest's
-    one-line summary cuts the line at the terminal's width, and a model path first
-    would push the divergence out of it."""
+    """``layer 1 intermediate diverges (hidden_states[2]): FAIL crosscheck, tiny:bert``;
+    without a localised divergence, the verdict line. The divergence comes first, most
+    specific first, and the model last: pytest's one-line summary cuts the line at the
+    terminal's width after its own ``FAILED path::test - AssertionError:`` prefix, and
+    at 80 columns the layer and component must still be in it."""
     d = report.first_divergence
     if d is not None:
-        return f"FAIL {report.check}: first divergence {divergence_text(d)} ({report.model})"
+        return f"{divergence_headline(d)}: FAIL {report.check}, {report.model}"
     return f"{verdict_line(report)} ({report.model})"
+
+
+def divergence_headline(d: Divergence) -> str:
+    """``layer 1 intermediate diverges (hidden_states[2])``, ``embeddings diverge
+    (hidden_states[0])``, ``head diverges (past the last hidden state)``: the place,
+    then the tensor that shows it (or why none does)."""
+    if d.layer == "output":
+        return "the outputs diverge (no hidden state compared, so not localised to a layer)"
+    place = f"layer {d.layer}" if isinstance(d.layer, int) else str(d.layer)
+    if d.component and d.component != d.layer:  # not "embeddings embeddings"
+        place += f" {d.component}"
+    if d.hidden_state is not None:
+        shown = f"hidden_states[{d.hidden_state}]"
+        if isinstance(d.layer, int) and not d.component:
+            shown += "; sub-layers not tapped"
+    elif d.layer in ("head", "pooler"):
+        shown = "past the last hidden state"
+    else:  # the decoder, the weights (gradients): the hint says where
+        shown = ""
+    verb = "diverge" if place.endswith("s") else "diverges"
+    return f"{place} {verb} ({shown})" if shown else f"{place} {verb}"
 
 
 def _facts(report: Report) -> str:

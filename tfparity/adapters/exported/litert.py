@@ -108,7 +108,10 @@ class LiteRTModel(TFSideBase):
         if static is None:
             return limits
         most = limits.max_positions
-        return replace(limits, max_positions=min(most, static) if most else static)
+        if most and most <= static:
+            return limits
+        source = "the flatbuffer's static sequence length"  # not the model's positions
+        return replace(limits, max_positions=static, positions_source=source)
 
     @property
     def unmasked_reason(self) -> str | None:
