@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from ..results import Divergence, Report
 from .text import (
+    comparison_table,
     failing_summary,
     grouped,
+    layer_table,
     named,
     verdict_line,
     worst_first,
