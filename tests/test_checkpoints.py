@@ -175,7 +175,9 @@ def test_rows_reordered_are_named_as_a_permutation_and_noise_is_not():
     )
     assert row_permutation(x, x) is None and row_permutation(x + 1e-3, x) is None
     table = np.random.default_rng(4).normal(size=(40, 4))
-    assert "i-1 (rotated)" in describe_weight("pos", np.roll(table, 1, axis=0), table)
+    assert "i-3 (rotated)" in describe_weight("pos", np.roll(table, 3, axis=0), table)
+    # rolled by one row: a shift, the likelier cause (an off-by-one position table)
+    assert "rows shifted by -1" in describe_weight("pos", np.roll(table, 1, axis=0), table)
     logits = np.random.default_rng(5).normal(size=(5, 3))
     assert column_permutation(logits[:, [2, 0, 1]] + 1e-7, logits) == (2, 0, 1)
     assert column_permutation(logits + 1e-7, logits) is None

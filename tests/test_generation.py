@@ -71,8 +71,8 @@ def test_a_fault_that_changes_greedy_tokens_fails_naming_the_step_and_the_layer(
     assert f"first divergent step {k}" in d.hint and "scaled by 1.5" in d.hint
     # the forward pass is broken, the cache is not: every cached step matches recomputation
     assert all(not p["cache_failures"] for p in report.details["generation"])
-    problem = next(c.problem for c in report.failures if c.name.endswith("tokens"))
-    assert f"first divergent step {k}" in problem
+    problems = [c.problem for c in report.failures if c.name.endswith("tokens")]
+    assert any(f"first divergent step {k}" in p for p in problems)
 
 
 def test_a_fault_too_small_to_flip_a_token_still_fails_naming_the_step_and_layer():

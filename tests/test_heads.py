@@ -193,7 +193,7 @@ def test_the_pytest_assertion_checks_heads_both_ways():
     with pytest.raises(AssertionError) as info:
         assert_crosscheck(broken, "tiny:bert/token-classification")
     first = str(info.value).splitlines()[0]
-    assert first.startswith("FAIL crosscheck") and "head" in first
+    assert first.startswith("head diverges") and "FAIL crosscheck" in first
 
 
 def test_a_broken_head_against_stored_outputs_is_localised_without_weight_claims(tmp_path):

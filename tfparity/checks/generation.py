@@ -283,7 +283,9 @@ def _localise(
     names (a causal LM's teacher-forced sequence: the prompt and PyTorch's tokens; a
     seq2seq model's encoder on the prompt, and past a clean encoder its decoder's
     layers, teacher-forced)."""
-    bad = next((r for r in runs if r.steps.failing), None)
+    # a prompt whose tokens a defect flipped first: the plainest evidence
+    flipped = next((r for r in runs if r.steps.defects), None)
+    bad = flipped or next((r for r in runs if r.steps.failing), None)
     if bad is None:
         return None
     where = _first_failing_step(bad)
@@ -311,9 +313,12 @@ def _first_failing_step(bad: _Prompt) -> str:
 def _crosscheck_advice(tf_model: TFSide) -> str:
     """The command that judges every tensor of this model on one forward pass (a
     seq2seq LM's decoder teacher-forced too)."""
+    head = tf_model.head.value
+    named = tf_model.name.endswith(f"/{head}")  # tiny:gpt2/causal-lm names its head
+    option = "" if named else f" --head {head}"
     return (
-        f"`tfparity crosscheck {tf_model.name} --head {tf_model.head.value}` judges every "
-        "hidden state on the same weights"
+        f"`tfparity crosscheck {tf_model.name}{option}` judges every hidden state on the "
+        "same weights"
     )
 
 

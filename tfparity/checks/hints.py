@@ -172,22 +172,39 @@ def describe_weight(name: str, tf_value: np.ndarray, pt_value: np.ndarray) -> st
     factor = uniform_scale(tf_value, pt_value)
     if factor is not None:
         return f"weight {name} is PyTorch's scaled by {factor_text(factor)} (a uniform scale)"
+    shift = row_shift(tf_value, pt_value)
+    # a table of positions (32 rows or more) rolled by one is a permutation too, but
+    # off by one position is the likelier cause; a head's few classes are permuted
+    if shift is not None and tf_value.shape[0] >= 32:
+        return _shifted_text(name, shift)
     permutation = row_permutation(tf_value, pt_value)
     if permutation is not None:
         return (
             f"weight {name} is PyTorch's with its rows reordered: {permutation_text(permutation)}"
         )
-    if tf_value.ndim == 2 and tf_value.shape[0] > 2:  # 2 rows leave no middle to match
-        for shift in (1, -1):
-            if np.array_equal(np.roll(tf_value, shift, axis=0)[1:-1], pt_value[1:-1]):
-                return (
-                    f"weight {name} matches PyTorch with its rows shifted by {shift} "
-                    "(an off-by-one position table?)"
-                )
+    if shift is not None:
+        return _shifted_text(name, shift)
     diff = np.abs(tf_value - pt_value)
     return (
         f"weight {name} differs: max abs diff {diff.max():.3g} over "
         f"{int((diff > 0).sum())} of {diff.size} values"
+    )
+
+
+def row_shift(tf_value: np.ndarray, pt_value: np.ndarray) -> int | None:
+    """1 or -1 where TF's rows are PyTorch's shifted by one (the edge rows aside)."""
+    if tf_value.ndim != 2 or tf_value.shape[0] <= 2:  # 2 rows leave no middle to match
+        return None
+    for shift in (1, -1):
+        if np.array_equal(np.roll(tf_value, shift, axis=0)[1:-1], pt_value[1:-1]):
+            return shift
+    return None
+
+
+def _shifted_text(name: str, shift: int) -> str:
+    return (
+        f"weight {name} matches PyTorch with its rows shifted by {shift} "
+        "(an off-by-one position table?)"
     )
 
 
