@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -100,6 +101,83 @@ def test_unused_head_weights_are_a_note_not_an_error(ckpts, capsys):
     assert code == 0 and "Unused weights" in text and "classifier.weight" in text
     assert f"note: Unused weights of the checkpoint in {ckpts['seqcls']}, not part" in text
     assert "of The " not in text  # the checkpoint's description is mid-sentence
+
+
+@pytest.fixture(scope="module")
+def tf_ports(ckpts, tmp_path_factory):
+    """TF ports of ``ckpts`` made the usual way (``TF*.from_pretrained(pt_dir,
+    from_pt=True)``, then ``save_pretrained``), as ``tf_model.h5`` and as TF-format
+    safetensors: a sequence classifier, its base model (no head), and the base model
+    with a config.json of 1 layer for its 2."""
+    import transformers
+
+    root = tmp_path_factory.mktemp("tf-ports")
+    found = {}
+    for fmt in ("h5", "safetensors"):
+        for name, cls in (
+            ("seqcls", transformers.TFBertForSequenceClassification),
+            ("base", transformers.TFBertModel),
+            ("tokcls", transformers.TFBertForTokenClassification),
+        ):
+            target = root / f"{fmt}-{name}"
+            model = cls.from_pretrained(ckpts[name], from_pt=True)
+            model.save_pretrained(target, safe_serialization=fmt == "safetensors")
+            shutil.copy(Path(ckpts[name]) / "vocab.txt", target)
+            found[f"{fmt}-{name}"] = str(target)
+        small = root / f"{fmt}-small"
+        shutil.copytree(root / f"{fmt}-base", small)
+        config = json.loads((small / "config.json").read_text())
+        (small / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
+        found[f"{fmt}-small"] = str(small)
+    return found
+
+
+TF_FORMATS = ["h5", "safetensors"]
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_complete_tf_port_passes_against_its_complete_reference(tf_ports, ckpts, fmt, capsys):
+    argv = ["crosscheck", "--tf", tf_ports[f"{fmt}-seqcls"], "--pt", ckpts["seqcls"]]
+    code, text, _ = _run([*argv, "--no-reload"], capsys)
+    assert code == 0 and "logits" in text and "lacks" not in text
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_tf_port_lacking_its_head_fails_naming_the_weights(tf_ports, ckpts, fmt, capsys):
+    """Saved from TFBertModel, loaded as a sequence classifier: the loader made the
+    classifier up, which is the port's gap, not a weight that "differs"."""
+    argv = ["crosscheck", "--tf", tf_ports[f"{fmt}-base"], "--pt", ckpts["seqcls"], "--no-reload"]
+    code, text, _ = _run([*argv, "--head", "sequence-classification"], capsys)
+    assert code == 1
+    lacks = "The TF port lacks weights the PyTorch reference holds: classifier.bias, "
+    assert lacks + "classifier.weight" in text
+    assert "first divergence: head" in text and "differs" not in text
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_reference_lacking_the_tf_ports_head_exits_2(tf_ports, ckpts, fmt, capsys):
+    argv = ["crosscheck", "--tf", tf_ports[f"{fmt}-seqcls"], "--pt", ckpts["base"], "--no-reload"]
+    code, _, err = _run([*argv, "--head", "sequence-classification"], capsys)
+    assert code == 2 and "reference's checkpoint lacks weights that the TF port holds" in err
+    assert "classifier.weight" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_tf_config_smaller_than_its_checkpoint_exits_2(tf_ports, fmt, capsys):
+    code, _, err = _run(["crosscheck", tf_ports[f"{fmt}-small"], "--no-reload"], capsys)
+    assert code == 2 and "never uses" in err and "encoder.layer.1." in err
+    assert "encoder.layer.0." not in err
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_tf_token_classifier_as_its_base_model_leaves_the_pooler_unjudged(tf_ports, fmt, capsys):
+    """Its reference is its own TF weights in PyTorch: both poolers are made up (by two
+    loads), so they are not judged, as for a PyTorch checkpoint; its head is unused."""
+    argv = ["crosscheck", tf_ports[f"{fmt}-tokcls"], "--head", "base", "--no-reload"]
+    code, text, _ = _run(argv, capsys)
+    assert code == 0
+    assert "Not judged: pooler_output" in text and "pooler.dense.weight" in text
+    assert "note: Unused weights of the checkpoint in" in text and "classifier.weight" in text
 
 
 def test_unused_weights_read_as_sentences():

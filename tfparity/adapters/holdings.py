@@ -71,6 +71,14 @@ def refuse_unused_body(holdings: Holdings, where: str) -> list[str]:
     return [f"Unused weights of {where}, not part of the model checked: {listed(head)}."]
 
 
+def made_up_note(missing: Iterable[str]) -> list[str]:
+    """The note on weights a TF loader left randomly initialised (none: no note)."""
+    missing = sorted(missing)
+    if not missing:
+        return []
+    return ["Not in the checkpoint, left randomly initialised: " + ", ".join(missing[:8])]
+
+
 def listed(names: Iterable[str], most: int = 8) -> str:
     """Names for a message: sorted, the first ``most`` and how many more."""
     names = sorted(names)

@@ -21,6 +21,7 @@ from typing import Any
 from ..adapters.holdings import Holdings, listed
 from ..compare import failed_comparison
 from ..errors import TfparityError
+from ..results import Divergence
 from ..trace import Trace, hidden_state_index
 
 
@@ -79,6 +80,21 @@ def gap_notes(gaps: Gaps, dropped: list[str]) -> list[str]:
         f"Not judged: {', '.join(dropped)}: computed from weights neither checkpoint holds "
         f"({listed(gaps.unjudged)}), which each loader made up at random."
     ]
+
+
+def name_lacking(divergence: Divergence | None, gaps: Gaps) -> None:
+    """A hint on weights the port lacks says so first, instead of calling each one a
+    weight that "differs": its value is the loader's random one, not a wrong port."""
+    if divergence is None or not gaps.port_lacks:
+        return
+    lacking = f"the port lacks {listed(gaps.port_lacks)} (its loader made them up at random)"
+    kept = [p for p in divergence.hint.split("; ") if p and not _names_any(p, gaps.port_lacks)]
+    divergence.hint = "; ".join([lacking, *kept])
+
+
+def _names_any(hint: str, weights: tuple[str, ...]) -> bool:
+    """Whether ``hint`` describes one of ``weights`` (``weight NAME differs...``)."""
+    return any(hint.startswith((f"weight {w} ", f"weight {w}:")) for w in weights)
 
 
 def gap_failures(gaps: Gaps) -> list[Any]:
