@@ -104,7 +104,7 @@ def load_model(
     if export is not None:
         from .adapters.exported import load_export
 
-        return load_export(export, companion, signature)
+        return load_export(export, companion, signature, head_kind(head))
     if isinstance(model, str):
         return TFModel.load(model, allow_pickle=allow_pickle, head=head_kind(head))
     return object_side(

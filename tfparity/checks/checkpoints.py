@@ -9,6 +9,10 @@
   exit 2.
 - Body weights neither holds: nothing downstream could be judged, exit 2.
 
+An export (SavedModel, ``.keras``, LiteRT) holds every weight it computes with, so it
+lacks nothing; whether its pooler was made up before it was exported it cannot say, so
+a reference lacking only the pooler leaves the outputs after it unjudged, as above.
+
 Weights of the body (embeddings, layers) feed every output; others (the pooler, the
 task head) feed only the outputs past the last hidden state.
 """
@@ -36,7 +40,10 @@ def checkpoint_gaps(tf_holdings: Holdings | None, pt_holdings: Holdings | None) 
     loader did not say what it held (a model built in memory, TF weights)."""
     if tf_holdings is None or pt_holdings is None:
         return Gaps()
-    tf_missing, pt_missing = set(tf_holdings.missing), set(pt_holdings.missing)
+    pt_missing = set(pt_holdings.missing)
+    # held by the port but perhaps made up too (an export's pooler): as if both lacked it
+    unsure = {n for n in pt_missing if tf_holdings.may_be_made_up(n)}
+    tf_missing = set(tf_holdings.missing) | unsure
     reference_lacks = sorted(pt_missing - tf_missing)
     if reference_lacks:
         raise TfparityError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...architectures.heads import Head
 from ...errors import TfparityError
 from ..interfaces import TFSide
 from ..specs import EXPORT_KINDS, ModelSpec, parse_spec
@@ -19,11 +20,14 @@ from ..specs import EXPORT_KINDS, ModelSpec, parse_spec
 SIGNED_KINDS = ("saved-model", "litert")  # the kinds that run through a named signature
 
 
-def load_export(spec: ModelSpec, companion: str | None, signature: str | None = None) -> TFSide:
+def load_export(
+    spec: ModelSpec, companion: str | None, signature: str | None = None, head: Head | None = None
+) -> TFSide:
     """The TF side for the export ``spec`` names, with the config and tokenizer of the
     ``companion`` spec (the model it was exported from, or its PyTorch reference).
     ``signature``: the signature that runs (a SavedModel's or a LiteRT flatbuffer's;
-    default: ``serving_default``, else the only one)."""
+    default: ``serving_default``, else the only one). ``head`` (``--head``): the kind
+    of a SavedModel that returns logits (default: the companion's)."""
     if signature is not None and spec.kind not in SIGNED_KINDS:
         raise TfparityError(
             f"--signature names a signature of a SavedModel or a LiteRT flatbuffer; "
@@ -43,7 +47,7 @@ def load_export(spec: ModelSpec, companion: str | None, signature: str | None = 
     if spec.kind == "saved-model":
         from .saved_model import load_saved_model
 
-        return load_saved_model(spec, found, signature)
+        return load_saved_model(spec, found, signature, head)
     if spec.kind == "keras-file":
         from .keras_file import load_keras_file
 

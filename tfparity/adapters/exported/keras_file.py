@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import TfparityError
+from ..holdings import Holdings
 from ..interfaces import TFSide
 from ..keras_hub import backbone_side, import_keras_hub
 from ..sources import Companion
@@ -46,7 +47,8 @@ def load_keras_file(spec: ModelSpec, companion: Companion) -> TFSide:
         tokenizer=companion.tokenizer,
         spec=spec,
     )
-    return side.with_reference(companion.text)
+    # the file holds every weight the backbone computes with: nothing is missing
+    return replace(side.with_reference(companion.text), holdings=Holdings.export())
 
 
 def _users_own(held: Any, spec: ModelSpec, companion: Companion) -> TFSide:
