@@ -103,17 +103,21 @@ def test_unused_head_weights_are_a_note_not_an_error(ckpts, capsys):
     assert "of The " not in text  # the checkpoint's description is mid-sentence
 
 
+TF_FORMATS = ["h5", "safetensors", "h5-sharded"]
+
+
 @pytest.fixture(scope="module")
 def tf_ports(ckpts, tmp_path_factory):
     """TF ports of ``ckpts`` made the usual way (``TF*.from_pretrained(pt_dir,
-    from_pt=True)``, then ``save_pretrained``), as ``tf_model.h5`` and as TF-format
-    safetensors: a sequence classifier, its base model (no head), and the base model
-    with a config.json of 1 layer for its 2."""
+    from_pt=True)``, then ``save_pretrained``), as ``tf_model.h5`` (whole and sharded)
+    and as TF-format safetensors: a sequence classifier, its base model (no head), a
+    token classifier (no pooler), and the base model with a config.json of 1 layer for
+    its 2."""
     import transformers
 
     root = tmp_path_factory.mktemp("tf-ports")
     found = {}
-    for fmt in ("h5", "safetensors"):
+    for fmt in TF_FORMATS:
         for name, cls in (
             ("seqcls", transformers.TFBertForSequenceClassification),
             ("base", transformers.TFBertModel),
@@ -121,7 +125,10 @@ def tf_ports(ckpts, tmp_path_factory):
         ):
             target = root / f"{fmt}-{name}"
             model = cls.from_pretrained(ckpts[name], from_pt=True)
-            model.save_pretrained(target, safe_serialization=fmt == "safetensors")
+            shard = "20KB" if fmt.endswith("sharded") else "5GB"
+            model.save_pretrained(
+                target, safe_serialization=fmt == "safetensors", max_shard_size=shard
+            )
             shutil.copy(Path(ckpts[name]) / "vocab.txt", target)
             found[f"{fmt}-{name}"] = str(target)
         small = root / f"{fmt}-small"
@@ -130,9 +137,6 @@ def tf_ports(ckpts, tmp_path_factory):
         (small / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
         found[f"{fmt}-small"] = str(small)
     return found
-
-
-TF_FORMATS = ["h5", "safetensors"]
 
 
 @pytest.mark.parametrize("fmt", TF_FORMATS)
@@ -178,6 +182,62 @@ def test_a_tf_token_classifier_as_its_base_model_leaves_the_pooler_unjudged(tf_p
     assert code == 0
     assert "Not judged: pooler_output" in text and "pooler.dense.weight" in text
     assert "note: Unused weights of the checkpoint in" in text and "classifier.weight" in text
+
+
+@pytest.fixture(scope="module")
+def saved_models(tf_ports, tmp_path_factory):
+    """SavedModels exported from ``tf_ports``: the sequence classifier; the base port
+    loaded as a sequence classifier (its classifier made up) and the token classifier
+    loaded as a base model (its pooler made up), each exported as it was."""
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.architectures.heads import Head
+    from tfparity.testing import export_saved_model
+
+    root = tmp_path_factory.mktemp("saved")
+    made = {
+        "seqcls": TFModel.load(tf_ports["h5-seqcls"]),
+        "lacking": TFModel.load(tf_ports["h5-base"], head=Head.SEQUENCE_CLASSIFICATION),
+        "tokbase": TFModel.load(tf_ports["h5-tokcls"], head=Head.BASE),
+    }
+    return {k: str(export_saved_model(m, root / k)) for k, m in made.items()}
+
+
+SEQ = ["--head", "sequence-classification", "--no-reload"]
+
+
+def test_a_saved_model_passes_against_its_complete_reference(saved_models, ckpts, capsys):
+    code, text, _ = _run(
+        ["crosscheck", saved_models["seqcls"], "--pt", ckpts["seqcls"], *SEQ], capsys
+    )
+    assert code == 0 and "logits" in text
+
+
+def test_a_saved_model_with_a_made_up_head_fails_at_the_head(saved_models, ckpts, capsys):
+    """An export holds the values its model had: a head made up before it was exported
+    is a head that differs (nothing in the export says it was random)."""
+    argv = ["crosscheck", saved_models["lacking"], "--pt", ckpts["seqcls"], *SEQ]
+    code, text, _ = _run(argv, capsys)
+    assert code == 1 and "first divergence: head" in text and "classifier.weight" in text
+
+
+def test_a_reference_lacking_a_saved_models_head_exits_2(saved_models, ckpts, capsys):
+    code, _, err = _run(["crosscheck", saved_models["seqcls"], "--pt", ckpts["base"], *SEQ], capsys)
+    assert code == 2 and "reference's checkpoint lacks weights that the TF port holds" in err
+    assert "classifier.weight" in err and "Traceback" not in err
+
+
+def test_a_reference_lacking_only_the_pooler_leaves_an_exports_pooler_unjudged(
+    saved_models, ckpts, capsys
+):
+    """The export's pooler may be made up as the reference's is (a token-classification
+    checkpoint): not judged, as for two checkpoints; against a reference that holds a
+    pooler, the export's made-up one fails."""
+    export = saved_models["tokbase"]
+    argv = ["crosscheck", export, "--pt", ckpts["tokcls"], "--head", "base", "--no-reload"]
+    code, text, _ = _run(argv, capsys)
+    assert code == 0 and "Not judged: pooler_output" in text
+    code, text, _ = _run(["crosscheck", export, "--pt", ckpts["base"], "--no-reload"], capsys)
+    assert code == 1 and "first divergence: pooler" in text
 
 
 def test_unused_weights_read_as_sentences():
