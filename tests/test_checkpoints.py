@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -100,6 +101,143 @@ def test_unused_head_weights_are_a_note_not_an_error(ckpts, capsys):
     assert code == 0 and "Unused weights" in text and "classifier.weight" in text
     assert f"note: Unused weights of the checkpoint in {ckpts['seqcls']}, not part" in text
     assert "of The " not in text  # the checkpoint's description is mid-sentence
+
+
+TF_FORMATS = ["h5", "safetensors", "h5-sharded"]
+
+
+@pytest.fixture(scope="module")
+def tf_ports(ckpts, tmp_path_factory):
+    """TF ports of ``ckpts`` made the usual way (``TF*.from_pretrained(pt_dir,
+    from_pt=True)``, then ``save_pretrained``), as ``tf_model.h5`` (whole and sharded)
+    and as TF-format safetensors: a sequence classifier, its base model (no head), a
+    token classifier (no pooler), and the base model with a config.json of 1 layer for
+    its 2."""
+    import transformers
+
+    root = tmp_path_factory.mktemp("tf-ports")
+    found = {}
+    for fmt in TF_FORMATS:
+        for name, cls in (
+            ("seqcls", transformers.TFBertForSequenceClassification),
+            ("base", transformers.TFBertModel),
+            ("tokcls", transformers.TFBertForTokenClassification),
+        ):
+            target = root / f"{fmt}-{name}"
+            model = cls.from_pretrained(ckpts[name], from_pt=True)
+            shard = "20KB" if fmt.endswith("sharded") else "5GB"
+            model.save_pretrained(
+                target, safe_serialization=fmt == "safetensors", max_shard_size=shard
+            )
+            shutil.copy(Path(ckpts[name]) / "vocab.txt", target)
+            found[f"{fmt}-{name}"] = str(target)
+        small = root / f"{fmt}-small"
+        shutil.copytree(root / f"{fmt}-base", small)
+        config = json.loads((small / "config.json").read_text())
+        (small / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 1}))
+        found[f"{fmt}-small"] = str(small)
+    return found
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_complete_tf_port_passes_against_its_complete_reference(tf_ports, ckpts, fmt, capsys):
+    argv = ["crosscheck", "--tf", tf_ports[f"{fmt}-seqcls"], "--pt", ckpts["seqcls"]]
+    code, text, _ = _run([*argv, "--no-reload"], capsys)
+    assert code == 0 and "logits" in text and "lacks" not in text
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_tf_port_lacking_its_head_fails_naming_the_weights(tf_ports, ckpts, fmt, capsys):
+    """Saved from TFBertModel, loaded as a sequence classifier: the loader made the
+    classifier up, which is the port's gap, not a weight that "differs"."""
+    argv = ["crosscheck", "--tf", tf_ports[f"{fmt}-base"], "--pt", ckpts["seqcls"], "--no-reload"]
+    code, text, _ = _run([*argv, "--head", "sequence-classification"], capsys)
+    assert code == 1
+    lacks = "The TF port lacks weights the PyTorch reference holds: classifier.bias, "
+    assert lacks + "classifier.weight" in text
+    assert "first divergence: head" in text and "differs" not in text
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_reference_lacking_the_tf_ports_head_exits_2(tf_ports, ckpts, fmt, capsys):
+    argv = ["crosscheck", "--tf", tf_ports[f"{fmt}-seqcls"], "--pt", ckpts["base"], "--no-reload"]
+    code, _, err = _run([*argv, "--head", "sequence-classification"], capsys)
+    assert code == 2 and "reference's checkpoint lacks weights that the TF port holds" in err
+    assert "classifier.weight" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_tf_config_smaller_than_its_checkpoint_exits_2(tf_ports, fmt, capsys):
+    code, _, err = _run(["crosscheck", tf_ports[f"{fmt}-small"], "--no-reload"], capsys)
+    assert code == 2 and "never uses" in err and "encoder.layer.1." in err
+    assert "encoder.layer.0." not in err
+
+
+@pytest.mark.parametrize("fmt", TF_FORMATS)
+def test_a_tf_token_classifier_as_its_base_model_leaves_the_pooler_unjudged(tf_ports, fmt, capsys):
+    """Its reference is its own TF weights in PyTorch: both poolers are made up (by two
+    loads), so they are not judged, as for a PyTorch checkpoint; its head is unused."""
+    argv = ["crosscheck", tf_ports[f"{fmt}-tokcls"], "--head", "base", "--no-reload"]
+    code, text, _ = _run(argv, capsys)
+    assert code == 0
+    assert "Not judged: pooler_output" in text and "pooler.dense.weight" in text
+    assert "note: Unused weights of the checkpoint in" in text and "classifier.weight" in text
+
+
+@pytest.fixture(scope="module")
+def saved_models(tf_ports, tmp_path_factory):
+    """SavedModels exported from ``tf_ports``: the sequence classifier; the base port
+    loaded as a sequence classifier (its classifier made up) and the token classifier
+    loaded as a base model (its pooler made up), each exported as it was."""
+    from tfparity.adapters.tf_model import TFModel
+    from tfparity.architectures.heads import Head
+    from tfparity.testing import export_saved_model
+
+    root = tmp_path_factory.mktemp("saved")
+    made = {
+        "seqcls": TFModel.load(tf_ports["h5-seqcls"]),
+        "lacking": TFModel.load(tf_ports["h5-base"], head=Head.SEQUENCE_CLASSIFICATION),
+        "tokbase": TFModel.load(tf_ports["h5-tokcls"], head=Head.BASE),
+    }
+    return {k: str(export_saved_model(m, root / k)) for k, m in made.items()}
+
+
+SEQ = ["--head", "sequence-classification", "--no-reload"]
+
+
+def test_a_saved_model_passes_against_its_complete_reference(saved_models, ckpts, capsys):
+    code, text, _ = _run(
+        ["crosscheck", saved_models["seqcls"], "--pt", ckpts["seqcls"], *SEQ], capsys
+    )
+    assert code == 0 and "logits" in text
+
+
+def test_a_saved_model_with_a_made_up_head_fails_at_the_head(saved_models, ckpts, capsys):
+    """An export holds the values its model had: a head made up before it was exported
+    is a head that differs (nothing in the export says it was random)."""
+    argv = ["crosscheck", saved_models["lacking"], "--pt", ckpts["seqcls"], *SEQ]
+    code, text, _ = _run(argv, capsys)
+    assert code == 1 and "first divergence: head" in text and "classifier.weight" in text
+
+
+def test_a_reference_lacking_a_saved_models_head_exits_2(saved_models, ckpts, capsys):
+    code, _, err = _run(["crosscheck", saved_models["seqcls"], "--pt", ckpts["base"], *SEQ], capsys)
+    assert code == 2 and "reference's checkpoint lacks weights that the TF port holds" in err
+    assert "classifier.weight" in err and "Traceback" not in err
+
+
+def test_a_reference_lacking_only_the_pooler_leaves_an_exports_pooler_unjudged(
+    saved_models, ckpts, capsys
+):
+    """The export's pooler may be made up as the reference's is (a token-classification
+    checkpoint): not judged, as for two checkpoints; against a reference that holds a
+    pooler, the export's made-up one fails."""
+    export = saved_models["tokbase"]
+    argv = ["crosscheck", export, "--pt", ckpts["tokcls"], "--head", "base", "--no-reload"]
+    code, text, _ = _run(argv, capsys)
+    assert code == 0 and "Not judged: pooler_output" in text
+    code, text, _ = _run(["crosscheck", export, "--pt", ckpts["base"], "--no-reload"], capsys)
+    assert code == 1 and "first divergence: pooler" in text
 
 
 def test_unused_weights_read_as_sentences():

@@ -24,6 +24,23 @@ class Holdings:
     missing: tuple[str, ...] = ()
     unused: tuple[str, ...] = ()
     body: frozenset[str] = frozenset()  # the base model's modules but the pooler
+    # Modules (base-relative first names) whose weights this side holds but may have
+    # been made up before it was saved: an export holds the pooler its model had, which
+    # a token-classification checkpoint never filled (see :meth:`export`).
+    unsure: frozenset[str] = frozenset()
+
+    @classmethod
+    def export(cls) -> Holdings:
+        """An export's (SavedModel, ``.keras``, LiteRT): it holds every weight it
+        computes with, so nothing is missing; but it cannot say whether its model's
+        loader made its pooler up (a token-classification checkpoint exported as a base
+        model), so a reference lacking only the pooler leaves it unjudged, as two
+        checkpoints both lacking it do."""
+        return cls(unsure=frozenset({"pooler"}))
+
+    def may_be_made_up(self, name: str) -> bool:
+        """Whether the weight ``name`` (base-relative) is held but may be random."""
+        return name.split(".", 1)[0] in self.unsure
 
     @classmethod
     def of(
@@ -69,6 +86,14 @@ def refuse_unused_body(holdings: Holdings, where: str) -> list[str]:
     if not head:
         return []
     return [f"Unused weights of {where}, not part of the model checked: {listed(head)}."]
+
+
+def made_up_note(missing: Iterable[str]) -> list[str]:
+    """The note on weights a TF loader left randomly initialised (none: no note)."""
+    missing = sorted(missing)
+    if not missing:
+        return []
+    return ["Not in the checkpoint, left randomly initialised: " + ", ".join(missing[:8])]
 
 
 def listed(names: Iterable[str], most: int = 8) -> str:

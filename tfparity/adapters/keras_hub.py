@@ -38,6 +38,7 @@ from ..inputs import Batch, Limits, check_limits
 from ..results import Hint
 from ..trace import Trace
 from .execution_options import ExecutionOptions, eager_only
+from .holdings import Holdings
 from .interfaces import FeedForwardWeights, TFSideBase, config_limits
 from .keras_hub_checkpoints import (
     checkpoint_of,
@@ -212,8 +213,9 @@ class KerasHubModel(TFSideBase):
         :class:`~.keras_hub_task.KerasHubCausalLM`)."""
         return Head.BASE
 
-    # What its checkpoint held is not known: keras-hub's converter does not say.
-    holdings: None = None
+    # What its checkpoint held is not known (keras-hub's converter does not say); a
+    # .keras file's backbone holds every weight it computes with (Holdings.export).
+    holdings: Holdings | None = None
 
     @property
     def known_difference(self) -> Any:

@@ -25,9 +25,10 @@ from ..architectures.heads import (
 from ..errors import TfparityError
 from . import tiny
 from .checkpoint_files import checkpoint_tokenizer, local_dir, read_config
-from .holdings import Holdings, refuse_unused_body
+from .holdings import Holdings, made_up_note, refuse_unused_body
 from .runtime import import_tf, import_torch, import_transformers
 from .specs import ModelSpec
+from .tf_holdings import tf_checkpoint_gaps
 
 TF_WEIGHTS = ("tf_model.h5", "tf_model.h5.index.json")
 PT_SAFETENSORS = ("model.safetensors", "model.safetensors.index.json")
@@ -43,8 +44,8 @@ class Loaded:
     config: Any
     source: str
     notes: list[str] = field(default_factory=list)
-    # What the checkpoint held against what the model needs; None: not known (TF weights
-    # loaded by transformers, which does not say).
+    # What the checkpoint held against what the model needs; None: not known (a model
+    # built from a tiny spec holds no checkpoint).
     holdings: Holdings | None = None
 
 
@@ -247,8 +248,10 @@ def _load_dir(
     cls = tf_lm_head_class(config) if lm_head else head_classes(config, head)[0]
     files = {p.name for p in directory.iterdir()}
     facts: dict = {}
-    if files & set(TF_WEIGHTS) or _is_tf_safetensors(directory, files):
+    tf_safetensors = is_tf_safetensors(directory, files)
+    if files & set(TF_WEIGHTS) or tf_safetensors:
         model, source = _from_tf(cls, directory), f"TF weights in {directory}"
+        facts = tf_checkpoint_gaps(model, directory, files, tf_safetensors)
     elif files & set(PT_SAFETENSORS):
         model, facts, how = _from_safetensors(cls, config, directory, files)
         source = f"PyTorch safetensors in {directory} ({how})"
@@ -290,7 +293,9 @@ def _holdings(model: Any, facts: dict) -> Holdings:
     return Holdings.of(facts["missing"], facts["unused"], model.base_model_prefix, body)
 
 
-def _is_tf_safetensors(directory: Path, files: set[str]) -> bool:
+def is_tf_safetensors(directory: Path, files: set[str]) -> bool:
+    """Whether ``directory``'s ``model.safetensors`` is TF's (``save_pretrained`` of a TF
+    model with safetensors), not PyTorch's: its metadata says ``format: tf``."""
     if not files & set(PT_SAFETENSORS):
         return False
     first = _shards(directory, "model.safetensors", files)[0]  # sharded checkpoints too
@@ -406,12 +411,7 @@ def _from_pt_state(
             f"The checkpoint's weights do not fit the model that config.json "
             f"describes: {str(exc).splitlines()[0]}"
         ) from exc
-    notes = []
-    if info["missing_keys"]:
-        notes.append(
-            "Not in the checkpoint, left randomly initialised: "
-            + ", ".join(sorted(info["missing_keys"])[:8])
-        )
+    notes = made_up_note(info["missing_keys"])
     # integer tensors are buffers (position_ids), not weights a model could leave unread
     unused = sorted(k for k in info["unexpected_keys"] if _is_float(state.get(k)))
     return model, {"notes": notes, "missing": sorted(info["missing_keys"]), "unused": unused}

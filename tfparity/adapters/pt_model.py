@@ -403,7 +403,7 @@ def _load_pt(
     changes: Mapping[str, Any] | None,
     named: bool = False,
 ) -> PTModel:
-    from .loading import load_tf
+    from .loading import is_tf_safetensors, load_tf
     from .sources import checkpoint_dir
     from .specs import parse_spec
 
@@ -428,10 +428,14 @@ def _load_pt(
         return PTModel.from_tf(tf_model, name=f"PyTorch {spec}", changes=changes)
     directory = checkpoint_dir(parsed)
     files = {p.name for p in directory.iterdir()}
-    if not files & set(PT_SAFETENSORS + PT_PICKLE):
-        tf_weights = load_tf(parsed, allow_pickle=allow_pickle, head=head).model
+    # TF-format safetensors hold TF names: a TF checkpoint, which PyTorch cannot load
+    if not files & set(PT_SAFETENSORS + PT_PICKLE) or is_tf_safetensors(directory, files):
+        loaded = load_tf(parsed, allow_pickle=allow_pickle, head=head)
         name = f"PyTorch from TF weights of {spec}"
-        return PTModel.from_tf(tf_weights, name=name, changes=changes)
+        # it holds what the TF checkpoint holds: weights that checkpoint lacks are made
+        # up by this TF load, unlike the port's, and so not judged
+        reference = PTModel.from_tf(loaded.model, name=name, changes=changes)
+        return replace(reference, holdings=loaded.holdings)
     return PTModel.from_dir(
         directory, allow_pickle=allow_pickle, label=spec, head=head, changes=changes
     )

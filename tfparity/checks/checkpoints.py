@@ -9,6 +9,10 @@
   exit 2.
 - Body weights neither holds: nothing downstream could be judged, exit 2.
 
+An export (SavedModel, ``.keras``, LiteRT) holds every weight it computes with, so it
+lacks nothing; whether its pooler was made up before it was exported it cannot say, so
+a reference lacking only the pooler leaves the outputs after it unjudged, as above.
+
 Weights of the body (embeddings, layers) feed every output; others (the pooler, the
 task head) feed only the outputs past the last hidden state.
 """
@@ -21,6 +25,7 @@ from typing import Any
 from ..adapters.holdings import Holdings, listed
 from ..compare import failed_comparison
 from ..errors import TfparityError
+from ..results import Divergence
 from ..trace import Trace, hidden_state_index
 
 
@@ -35,7 +40,10 @@ def checkpoint_gaps(tf_holdings: Holdings | None, pt_holdings: Holdings | None) 
     loader did not say what it held (a model built in memory, TF weights)."""
     if tf_holdings is None or pt_holdings is None:
         return Gaps()
-    tf_missing, pt_missing = set(tf_holdings.missing), set(pt_holdings.missing)
+    pt_missing = set(pt_holdings.missing)
+    # held by the port but perhaps made up too (an export's pooler): as if both lacked it
+    unsure = {n for n in pt_missing if tf_holdings.may_be_made_up(n)}
+    tf_missing = set(tf_holdings.missing) | unsure
     reference_lacks = sorted(pt_missing - tf_missing)
     if reference_lacks:
         raise TfparityError(
@@ -79,6 +87,21 @@ def gap_notes(gaps: Gaps, dropped: list[str]) -> list[str]:
         f"Not judged: {', '.join(dropped)}: computed from weights neither checkpoint holds "
         f"({listed(gaps.unjudged)}), which each loader made up at random."
     ]
+
+
+def name_lacking(divergence: Divergence | None, gaps: Gaps) -> None:
+    """A hint on weights the port lacks says so first, instead of calling each one a
+    weight that "differs": its value is the loader's random one, not a wrong port."""
+    if divergence is None or not gaps.port_lacks:
+        return
+    lacking = f"the port lacks {listed(gaps.port_lacks)} (its loader made them up at random)"
+    kept = [p for p in divergence.hint.split("; ") if p and not _names_any(p, gaps.port_lacks)]
+    divergence.hint = "; ".join([lacking, *kept])
+
+
+def _names_any(hint: str, weights: tuple[str, ...]) -> bool:
+    """Whether ``hint`` describes one of ``weights`` (``weight NAME differs...``)."""
+    return any(hint.startswith((f"weight {w} ", f"weight {w}:")) for w in weights)
 
 
 def gap_failures(gaps: Gaps) -> list[Any]:

@@ -35,7 +35,14 @@ from ..validation import nonfinite_weights, same_architecture
 from . import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, budgeted
 from .agreement import task_agreement
 from .artefacts import Findings, label_findings, with_findings
-from .checkpoints import checkpoint_gaps, gap_failures, gap_notes, is_judged, judged
+from .checkpoints import (
+    checkpoint_gaps,
+    gap_failures,
+    gap_notes,
+    is_judged,
+    judged,
+    name_lacking,
+)
 from .crosscheck_runs import Float64Runs, Runs, run_all
 from .localisation import component_row, components_of, layer_rows, localise
 
@@ -100,6 +107,7 @@ def crosscheck(
         runs = run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
     components = components_of(runs, masks, options.referee) if runs.tf_taps else []
     divergence = None if passed else localise(tf_model, pt_model, comparisons, components, runs)
+    name_lacking(divergence, gaps)
     labels = _labels(tf_model, pt_model)
     _name_num_labels(divergence, labels)
     agreement = task_agreement(

@@ -26,8 +26,9 @@ def load_export(
     """The TF side for the export ``spec`` names, with the config and tokenizer of the
     ``companion`` spec (the model it was exported from, or its PyTorch reference).
     ``signature``: the signature that runs (a SavedModel's or a LiteRT flatbuffer's;
-    default: ``serving_default``, else the only one). ``head``: ``--head``, which picks
-    what of a ``.keras`` file's keras-hub task is checked."""
+    default: ``serving_default``, else the only one). ``head`` (``--head``): the kind
+    of a SavedModel that returns logits (default: the companion's), and what of a
+    ``.keras`` file's keras-hub task is checked."""
     if signature is not None and spec.kind not in SIGNED_KINDS:
         raise TfparityError(
             f"--signature names a signature of a SavedModel or a LiteRT flatbuffer; "
@@ -47,7 +48,7 @@ def load_export(
     if spec.kind == "saved-model":
         from .saved_model import load_saved_model
 
-        return load_saved_model(spec, found, signature)
+        return load_saved_model(spec, found, signature, head)
     if spec.kind == "keras-file":
         from .keras_file import load_keras_file
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ...architectures.heads import Head
 from ...errors import TfparityError
+from ..holdings import Holdings
 from ..interfaces import TFSide
 from ..keras_hub import backbone_side, import_keras_hub
 from ..keras_hub_task import task_backbone
@@ -46,7 +47,8 @@ def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = N
         tokenizer=companion.tokenizer,
         spec=spec,
     )
-    return side.with_reference(companion.text)
+    # the file holds every weight the backbone computes with: nothing is missing
+    return replace(side.with_reference(companion.text), holdings=Holdings.export())
 
 
 def _users_own(held: Any, spec: ModelSpec, companion: Companion) -> TFSide:

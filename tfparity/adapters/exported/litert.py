@@ -28,6 +28,7 @@ from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
 from ..execution_options import ExecutionOptions
+from ..holdings import Holdings
 from ..interfaces import TFSideBase, config_limits
 from ..sources import Companion
 from ..specs import ModelSpec
@@ -76,7 +77,8 @@ class LiteRTModel(TFSideBase):
     source: str = ""
     notes: list[str] = field(default_factory=list)
     spec: ModelSpec | None = None
-    holdings: None = None  # what the flatbuffer's weights came from is not known
+    # it holds every weight it computes with (its pooler perhaps made up: Holdings.export)
+    holdings: Holdings | None = field(default_factory=Holdings.export)
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
 
     # ------------------------------------------------------------------ facts

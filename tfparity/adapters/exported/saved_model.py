@@ -31,6 +31,7 @@ from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
 from ..execution import placed
 from ..execution_options import ExecutionOptions
+from ..holdings import Holdings
 from ..interfaces import TFSideBase, config_limits
 from ..runtime import import_tf
 from ..sources import Companion
@@ -69,7 +70,8 @@ class SavedModelSide(TFSideBase):
     head: Head = Head.BASE
     source: str = ""
     notes: list[str] = field(default_factory=list)
-    holdings: None = None  # an export says nothing of what a checkpoint held
+    # it holds every weight it computes with (its pooler perhaps made up: Holdings.export)
+    holdings: Holdings | None = field(default_factory=Holdings.export)
     execution: ExecutionOptions = field(default_factory=lambda: ExecutionOptions(graph=True))
 
     # ------------------------------------------------------------------ facts
@@ -230,12 +232,13 @@ def _mapped(name: str, function: Any, companion: Companion) -> Signature:
 
 
 def load_saved_model(
-    spec: ModelSpec, companion: Companion, signature: str | None = None
+    spec: ModelSpec, companion: Companion, signature: str | None = None, head: Head | None = None
 ) -> SavedModelSide:
     """Load the SavedModel ``spec`` names and map its signatures (exit 2 when none can
     run: the message lists what each signature has). ``signature`` (``--signature``)
     names the one that runs the input_ids path; default: ``serving_default``, else the
-    first (by name) that takes token ids."""
+    first (by name) that takes token ids. ``head``: the kind of a signature that returns
+    logits (default: the companion's)."""
     tf = import_tf()
     try:
         loaded = tf.saved_model.load(spec.location)
@@ -252,7 +255,6 @@ def load_saved_model(
         )
     ids, embeds, notes = _choose(signatures, companion, spec, signature)
     notes += _keras_hub_note(ids, companion)
-    head = _head(ids, companion)
     side = SavedModelSide(
         name=spec.text,
         spec=spec,
@@ -261,7 +263,7 @@ def load_saved_model(
         embeds=embeds,
         config=companion.config,
         tokenizer=companion.tokenizer,
-        head=head,
+        head=_head(ids, companion, head),
         source=f"SavedModel {spec.location} (signature {ids.name}); config and tokenizer "
         f"from {companion.text}",
         notes=notes,
@@ -340,8 +342,11 @@ def _keras_hub_note(ids: Signature, companion: Companion) -> list[str]:
     return [f"A keras-hub export (token_ids, padding_mask): {known.finding}{known.rerun()}"]
 
 
-def _head(ids: Signature, companion: Companion) -> Head:
-    """A base model unless the signature returns logits: then the companion's head."""
+def _head(ids: Signature, companion: Companion, head: Head | None = None) -> Head:
+    """A base model unless the signature returns logits: then ``head`` (``--head``),
+    else the companion's (a reference of another class is then judged by what its
+    checkpoint holds: a head it lacks is exit 2, see :mod:`tfparity.checks.checkpoints`)."""
     if "logits" not in ids.outputs.names.values():
         return Head.BASE
-    return companion.head or head_of_config(getattr(companion.config, "architectures", None))
+    named = head or companion.head
+    return named or head_of_config(getattr(companion.config, "architectures", None))
