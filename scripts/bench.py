@@ -172,8 +172,8 @@ def gradients_overhead(spec: str, texts: list[str], n_batches: int, repeats: int
     """`tfparity gradients` against the bare backward passes it needs (same run)."""
     import tensorflow as tf
 
-    from tfparity.adapters.pt_model import load_pt
-    from tfparity.adapters.runtime import import_torch
+    from tfparity.adapters.reference.pt_model import load_pt
+    from tfparity.adapters.runtime.imports import import_torch
     from tfparity.api import load_model, make_batches
     from tfparity.checks.gradients import check_gradients
     from tfparity.inputs import InputOptions
@@ -225,9 +225,9 @@ def gradients_overhead(spec: str, texts: list[str], n_batches: int, repeats: int
 
 
 def overhead(model, spec: str, texts: list[str], n_batches: int) -> None:
-    from tfparity.adapters.execution_options import ExecutionOptions
-    from tfparity.adapters.pt_model import load_pt
-    from tfparity.adapters.runtime import import_torch
+    from tfparity.adapters.reference.pt_model import load_pt
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
+    from tfparity.adapters.runtime.imports import import_torch
     from tfparity.api import crosscheck, make_batches
     from tfparity.checks.embeds import EmbedsOptions, check_embeds
     from tfparity.inputs import InputOptions
@@ -462,7 +462,7 @@ def scale(spec: str, texts: list[str], n_cross: int, n_ray: int, baseline_ref: s
 def sweep_referees(spec: str, rate: float) -> None:
     """The sweep (embeds + cross-check) on the repo corpus under --referee full and lazy,
     alternated (the machine drifts), with its useful FLOP rate as a share of sgemm."""
-    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.reference.pt_model import load_pt
     from tfparity.sweep import DEFAULT_CORPUS, SweepOptions, run_sweep
 
     pt = load_pt(spec)
@@ -566,9 +566,9 @@ def crosscheck_overhead(spec: str, texts: list[str], n_cross: int, rounds: int =
     the bare forward passes it needs: TF ids (traced: graph from 8 batches, as auto
     chooses), PyTorch fp32 and fp64, one framework at a time. Both sides start cold,
     tracing included, as a command run does; the warm ratio (bare's trace reused) too."""
-    from tfparity.adapters.execution_options import ExecutionOptions
-    from tfparity.adapters.pt_model import load_pt
-    from tfparity.adapters.runtime import import_torch
+    from tfparity.adapters.reference.pt_model import load_pt
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
+    from tfparity.adapters.runtime.imports import import_torch
     from tfparity.api import crosscheck, load_model, make_batches
     from tfparity.inputs import InputOptions
 
@@ -638,9 +638,9 @@ def fine_tuned_minilm(directory: Path) -> str:
 
     from transformers import BertForSequenceClassification
 
-    from tfparity.adapters.runtime import import_torch
-    from tfparity.adapters.sources import checkpoint_dir
-    from tfparity.adapters.specs import parse_spec
+    from tfparity.adapters.runtime.imports import import_torch
+    from tfparity.adapters.sources.checkpoints import checkpoint_dir
+    from tfparity.adapters.sources.specs import parse_spec
 
     torch = import_torch()
     source = checkpoint_dir(parse_spec("minilm"))
@@ -657,9 +657,9 @@ def fine_tuned_minilm(directory: Path) -> str:
 def head_check_overhead(texts: list[str], n: int, rounds: int = 5) -> None:
     """(k): `tfparity check` on a head model against the bare compiled passes it
     needs, both cold (fresh tf.functions, tracing included, as a command run pays it)."""
-    from tfparity.adapters.execution_options import ExecutionOptions
-    from tfparity.adapters.pt_model import load_pt
-    from tfparity.adapters.runtime import import_torch
+    from tfparity.adapters.reference.pt_model import load_pt
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
+    from tfparity.adapters.runtime.imports import import_torch
     from tfparity.api import crosscheck, load_model, make_batches
     from tfparity.checks.embeds import EmbedsOptions, check_embeds
     from tfparity.inputs import InputOptions
@@ -719,9 +719,9 @@ def head_check_overhead(texts: list[str], n: int, rounds: int = 5) -> None:
 def litert_overhead(spec: str, texts: list[str], n: int, rounds: int = 5) -> None:
     """(l) The LiteRT cross-check against the bare interpreter and PyTorch passes."""
     from tfparity.adapters.exported import load_export
-    from tfparity.adapters.pt_model import load_pt
-    from tfparity.adapters.runtime import import_torch
-    from tfparity.adapters.specs import parse_spec
+    from tfparity.adapters.reference.pt_model import load_pt
+    from tfparity.adapters.runtime.imports import import_torch
+    from tfparity.adapters.sources.specs import parse_spec
     from tfparity.api import crosscheck, load_model, make_batches
     from tfparity.inputs import InputOptions
     from tfparity.testing import to_litert
@@ -825,7 +825,7 @@ def generation(spec: str, new_tokens: int, rounds: int = 5) -> None:
     """(g) `tfparity.generate` against the bare generate calls giving the same tokens."""
     import torch
 
-    from tfparity.adapters.greedy import greedy_config
+    from tfparity.adapters.interfaces.greedy import greedy_config
     from tfparity.api import generate, load_model, make_batches
     from tfparity.checks.generation import DEFAULT_PROMPTS, prompts_of
     from tfparity.inputs import InputOptions

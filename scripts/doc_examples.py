@@ -107,8 +107,8 @@ def _task_heads(work: Path) -> None:
     import torch
     import transformers
 
-    from tfparity.adapters.tf_model import TFModel
-    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
 
     torch.manual_seed(0)
     model = transformers.BertForSequenceClassification(tiny_config("bert"))
@@ -131,7 +131,7 @@ def _labelled_ports(work: Path) -> None:
     import torch
     import transformers
 
-    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
 
     config = tiny_config("bert")
     config.id2label, config.label2id = (
@@ -165,7 +165,7 @@ def _labelled_ports(work: Path) -> None:
 
 def _gpt2_ffn_port(work: Path) -> None:
     """The tiny GPT-2 causal LM with layer 1's MLP up-projection scaled by 1.5, saved."""
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.testing import perturb_ffn
 
     port = TFModel.load("tiny:gpt2/causal-lm")
@@ -177,7 +177,7 @@ def _gpt2_ffn_port(work: Path) -> None:
 def _cache_fault(work: Path) -> tuple[int, str]:
     """`tfparity.generate` on the tiny GPT-2 whose cached steps' positions are shifted."""
     from tfparity import generate
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.report.generation import render_generation
     from tfparity.testing import CACHE_FAULTS
 
@@ -191,8 +191,8 @@ def _t5_decoder_fault(work: Path) -> tuple[int, str]:
     """`tfparity.generate` on the tiny T5 whose decoder layer 0 FFN up-projection is
     scaled by 3: the encoder is clean, so the cross-check of it passes."""
     from tfparity import generate
-    from tfparity.adapters.tf_model import TFModel
-    from tfparity.adapters.weight_names import tf_weights_by_pt_name
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
     from tfparity.architectures.heads import Head, loading_for_generation
     from tfparity.report.generation import render_generation
     from tfparity.testing import scale
@@ -210,8 +210,8 @@ def _t5_crosscheck_decoder_fault(work: Path) -> tuple[int, str]:
     """`tfparity.crosscheck` on the tiny T5 seq2seq LM whose decoder layer-1 FFN output
     weight is scaled by 1.05: a defect that flips no greedy token (docs/generate.md)."""
     from tfparity import crosscheck
-    from tfparity.adapters.tf_model import TFModel
-    from tfparity.adapters.weight_names import tf_weights_by_pt_name
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
     from tfparity.architectures.heads import Head, loading_decoders
     from tfparity.report.text import render
     from tfparity.testing import scale
@@ -231,7 +231,7 @@ def _frozen_norm(frozen: tuple[str, ...]) -> Callable[[Path], tuple[int, str]]:
 
     def run(work: Path) -> tuple[int, str]:
         from tfparity import gradients
-        from tfparity.adapters.tf_model import TFModel
+        from tfparity.adapters.hf_tf.tf_model import TFModel
         from tfparity.report.gradients import render_gradients
 
         port = TFModel.load("tiny:bert")
@@ -246,7 +246,7 @@ def _export(spec: str, directory: Path, *, fault: bool = False, mask: bool = Tru
     """``spec`` as a SavedModel with a serving signature returning hidden states (a
     layer-1 FFN weight scaled by 1.1 first, with ``fault``; over input_ids and token
     types alone, without ``mask``)."""
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.testing import export_saved_model, perturb_ffn
 
     model = TFModel.load(spec)
@@ -269,7 +269,7 @@ def _prompts(work: Path) -> None:
 def _keras_hub_exports(work: Path) -> None:
     """keras-hub's tiny BERT backbone as Keras 3 files: ``bert.keras`` as converted, and
     ``bert-faulty.keras`` with layer 1's FFN kernel scaled by 1.1."""
-    from tfparity.adapters.keras_hub import load_keras_hub
+    from tfparity.adapters.keras_hub.side import load_keras_hub
     from tfparity.architectures import keras_hub_layouts
     from tfparity.architectures.faults import scale
 
@@ -304,7 +304,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
 def _litert(path: Path, quantisation: str, fault: bool = False) -> None:
     """tiny:bert as a LiteRT flatbuffer (static [2, 16]); ``fault``: its layer-1 FFN
     weight scaled by 1.1 before the conversion."""
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.testing import perturb_ffn, to_litert
 
     model = TFModel.load("tiny:bert")
@@ -359,7 +359,7 @@ def _assertion_message(text: str) -> str:
 
 PARITY_TEST = """\
 from tfparity import assert_crosscheck
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.testing import perturb_ffn
 
 

@@ -26,8 +26,8 @@ INPUTS = InputOptions(random=2, seq_len=8)
 
 def measure(model_type: str, head: Head) -> tuple[str, str, str]:
     """(clean, broken, seconds) cells for one pair; 'no class' where there is none."""
-    from tfparity.adapters.pt_model import load_pt
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.reference.pt_model import load_pt
     from tfparity.api import crosscheck
 
     spec = f"tiny:{model_type}/{head.value}"

@@ -48,8 +48,8 @@ HEADER = (
 def row(inner: str) -> dict:
     """One converter's verdict from a real cross-check of ``keras-hub:<inner>``."""
     from tfparity import InputOptions
-    from tfparity.adapters.keras_hub import load_keras_hub
-    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.keras_hub.side import load_keras_hub
+    from tfparity.adapters.reference.pt_model import load_pt
     from tfparity.api import make_batches
     from tfparity.checks.crosscheck import crosscheck
 

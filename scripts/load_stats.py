@@ -24,12 +24,12 @@ from typing import Any
 
 # (module, class or None, function, what it loads)
 LOADERS = (
-    ("tfparity.adapters.tf_model", "TFModel", "load", "tf"),
-    ("tfparity.adapters.tf_model", "TFModel", "rebuilt", "tf (rebuilt)"),
-    ("tfparity.adapters.pt_model", None, "load_pt", "pytorch"),
-    ("tfparity.adapters.pt_model", "PTModel", "from_dir", "pytorch"),
-    ("tfparity.adapters.pt_model", "PTModel", "from_tf", "pytorch"),
-    ("tfparity.adapters.keras_hub_task", None, "load_keras_hub_side", "keras-hub"),
+    ("tfparity.adapters.hf_tf.tf_model", "TFModel", "load", "tf"),
+    ("tfparity.adapters.hf_tf.tf_model", "TFModel", "rebuilt", "tf (rebuilt)"),
+    ("tfparity.adapters.reference.pt_model", None, "load_pt", "pytorch"),
+    ("tfparity.adapters.reference.pt_model", "PTModel", "from_dir", "pytorch"),
+    ("tfparity.adapters.reference.pt_model", "PTModel", "from_tf", "pytorch"),
+    ("tfparity.adapters.keras_hub.task", None, "load_keras_hub_side", "keras-hub"),
     ("tfparity.adapters.exported", None, "load_export", "export read"),
     ("tfparity.adapters.exported.writer", None, "export_saved_model", "export written"),
     ("tfparity.adapters.exported.litert_convert", None, "to_litert", "litert converted"),

@@ -21,7 +21,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     model = TFModel.load("minilm")
     if args.fault == "zero-attention-bias":

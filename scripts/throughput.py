@@ -16,7 +16,7 @@ import importlib.util
 import time
 from collections.abc import Callable
 
-from tfparity.adapters.execution_options import ExecutionOptions, expand_devices
+from tfparity.adapters.runtime.execution_options import ExecutionOptions, expand_devices
 from tfparity.api import load_model, make_batches
 from tfparity.checks.embeds import check_embeds
 from tfparity.inputs import InputOptions

@@ -101,7 +101,7 @@ def pytest_collection_modifyitems(config, items):
 
 @functools.cache
 def _load(spec: str):
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     return TFModel.load(spec)
 
@@ -126,7 +126,7 @@ def minilm(load_tf_model):
 def _export(root: str, kind: str):
     from pathlib import Path
 
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.testing import export_saved_model, perturb_ffn
 
     model = TFModel.load("tiny:bert")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tfparity import InputOptions
-from tfparity.adapters.pt_model import PTModel, load_pt
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
+from tfparity.adapters.reference.pt_model import PTModel, load_pt
 from tfparity.api import check_embeds, make_batches
 from tfparity.architectures import Positions, lookup, registry, tiny_types
 from tfparity.checks.crosscheck import crosscheck
@@ -86,7 +86,7 @@ def test_an_unregistered_model_type_is_served_by_the_generic_family(load_tf_mode
     by the layer number in PyTorch's parameter names."""
     import transformers
 
-    from tfparity.adapters.loading import build
+    from tfparity.adapters.hf_tf.loading import build
 
     config = transformers.DPRConfig(
         vocab_size=100,

@@ -25,7 +25,7 @@ def dirs(tmp_path_factory):
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
 
     root = tmp_path_factory.mktemp("heads")
     config = tiny_config("bert")
@@ -223,7 +223,7 @@ def heads(tmp_path_factory):
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
 
     root = tmp_path_factory.mktemp("permuted")
     named = tiny_config("bert")

@@ -107,7 +107,7 @@ def files(tmp_path_factory) -> dict[str, str]:
     # tokenizer asks for custom code
     custom = d / "bert-custom-tok"
     custom.mkdir()
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     TFModel.load("tiny:bert").model.save_pretrained(str(custom))
     (custom / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n")
@@ -591,7 +591,7 @@ def test_api_refuses_bad_arguments(call, error, fragments):
 @pytest.fixture(scope="module")
 def nan_row_model():
     """tiny:bert with NaN in the last vocabulary row, which no input reaches."""
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     model = TFModel.load("tiny:bert")
     table = model.word_embeddings()

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tfparity.adapters.holdings import Holdings, refuse_unused_body
+from tfparity.adapters.sources.holdings import Holdings, refuse_unused_body
 from tfparity.checks.checkpoints import checkpoint_gaps
 from tfparity.checks.hints import describe_weight
 from tfparity.cli import main
@@ -27,7 +27,7 @@ def ckpts(tmp_path_factory):
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
 
     root = tmp_path_factory.mktemp("ckpts")
 
@@ -189,7 +189,7 @@ def saved_models(tf_ports, tmp_path_factory):
     """SavedModels exported from ``tf_ports``: the sequence classifier; the base port
     loaded as a sequence classifier (its classifier made up) and the token classifier
     loaded as a base model (its pooler made up), each exported as it was."""
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.architectures.heads import Head
     from tfparity.testing import export_saved_model
 

@@ -326,7 +326,7 @@ def test_too_long_text_with_truncate_passes(tmp_path, monkeypatch, capsys):
 
 
 def test_check_without_torch_says_the_crosscheck_did_not_run(monkeypatch, capsys):
-    import tfparity.adapters.runtime as runtime
+    import tfparity.adapters.runtime.imports as runtime
 
     monkeypatch.setattr(runtime, "torch_available", lambda: False)
     assert cli.main(["check", "tiny:bert", "--random", "2"]) == 0

@@ -794,7 +794,7 @@ def test_to_numpy_accepts_objects_with_numpy_method():
 def test_a_tf_tensor_is_read_in_place_not_copied():
     """TF's .numpy() copies; a cross-check keeps every output, so each copy cost time
     and fresh memory. The array is a read-only view of the tensor's own buffer."""
-    from tfparity.adapters.runtime import import_tf
+    from tfparity.adapters.runtime.imports import import_tf
 
     tf = import_tf()
     tensor = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))

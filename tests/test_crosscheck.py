@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from tfparity import InputOptions, Tolerance
-from tfparity.adapters.pt_model import PTModel
-from tfparity.adapters.specs import minilm_dir
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
+from tfparity.adapters.reference.pt_model import PTModel
+from tfparity.adapters.sources.specs import minilm_dir
 from tfparity.api import crosscheck, make_batches
 from tfparity.checks.crosscheck import CrosscheckOptions
 from tfparity.checks.crosscheck import crosscheck as run_crosscheck
@@ -291,7 +291,7 @@ def test_weight_hints_are_records_naming_their_weight():
 def test_reduced_precision_port_passes_against_pytorch_in_that_precision(tiny_reference, precision):
     """A TF run under a mixed policy is refereed by PyTorch's own error in the same
     precision; with the float32 PyTorch error as the bar it would fail."""
-    from tfparity.adapters.execution_options import ExecutionOptions
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
 
     pt_model, batches = tiny_reference
     execution = ExecutionOptions(precision=precision)
@@ -308,7 +308,7 @@ def test_reduced_precision_port_passes_against_pytorch_in_that_precision(tiny_re
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_reduced_precision_still_catches_and_localises_a_fault(tiny_reference, precision):
-    from tfparity.adapters.execution_options import ExecutionOptions
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
 
     pt_model, batches = tiny_reference
     f = by_name("transposed attention output kernel")
@@ -402,7 +402,7 @@ def test_fault_catalogues_of_tap_families(model_type, fault, load_tf_model):
 
 def test_albert_with_several_layer_groups_is_not_tapped(load_tf_model):
     """Taps record ALBERT's one shared layer per call; other layouts are not claimed."""
-    from tfparity.adapters.taps import family_of
+    from tfparity.adapters.hf_tf.taps import family_of
 
     config = load_tf_model("tiny:albert").config
     assert family_of(config) is not None

@@ -9,8 +9,8 @@ import inspect
 import pytest
 
 from tfparity import InputOptions
-from tfparity.adapters.pt_model import PTModel
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
+from tfparity.adapters.reference.pt_model import PTModel
 from tfparity.api import make_batches
 from tfparity.checks import DEFAULT_REFEREE_RUNS, REFEREE_RUNS
 from tfparity.checks.crosscheck import CrosscheckOptions, crosscheck

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tfparity.adapters.devices import list_devices, resolve_devices, short_name
+from tfparity.adapters.runtime.devices import list_devices, resolve_devices, short_name
 from tfparity.cli import main
 from tfparity.errors import TfparityError
 

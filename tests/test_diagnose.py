@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from tfparity.adapters.embedding_parts import default_position_ids, embedding_parts
+from tfparity.adapters.hf_tf.embedding_parts import default_position_ids, embedding_parts
 from tfparity.api import make_batches
 from tfparity.checks.diagnose import DiagnoseInputs, check_diagnose
 from tfparity.cli import main

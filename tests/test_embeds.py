@@ -87,7 +87,7 @@ def test_padding_positions_are_excluded_from_the_verdict(load_tf_model):
 
 
 def test_nan_in_a_weight_fails_loudly(load_tf_model):
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     model = TFModel.load("tiny:bert")  # own copy: we break it
     matrix = model.word_embeddings()

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfparity.adapters.execution import (
+from tfparity.adapters.runtime.execution import (
     mixed_precision_policy,
     out_of_memory_as_error,
     tf32_enabled,
 )
-from tfparity.adapters.execution_options import ExecutionOptions, parse_mode
+from tfparity.adapters.runtime.execution_options import ExecutionOptions, parse_mode
 from tfparity.api import make_batches
 from tfparity.errors import TfparityError
 from tfparity.inputs import Batch, InputOptions
@@ -186,7 +186,7 @@ def test_settle_chooses_graph_from_eight_batches(options, batches, expected):
 def test_crosscheck_taps_run_eagerly_under_graph_execution(load_tf_model):
     """Sub-layer taps record Python-side layer calls: under a graph execution the
     cross-check must still record them (on its eager twin)."""
-    from tfparity.adapters.pt_model import PTModel
+    from tfparity.adapters.reference.pt_model import PTModel
     from tfparity.api import crosscheck
 
     model = load_tf_model("tiny:bert")

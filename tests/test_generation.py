@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tfparity import generate
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.architectures import lookup, tiny_types
 from tfparity.assertions import assert_generation
 from tfparity.cli import main

@@ -1,5 +1,5 @@
 """``tfparity generate`` on T5/mT5 seq2seq LMs: the prompt feeds the encoder, the
-decoder's greedy tokens are judged (:mod:`tfparity.adapters.generation_seq2seq`).
+decoder's greedy tokens are judged (:mod:`tfparity.adapters.hf_tf.seq2seq`).
 
 Both ways, on real tiny models: clean tiny T5 and mT5 agree on every decoder token with
 a consistent cache and the same tokens from gathered encoder embeddings; a decoder fault
@@ -21,8 +21,8 @@ import json
 import pytest
 
 from tfparity import crosscheck, generate
-from tfparity.adapters.tf_model import TFModel
-from tfparity.adapters.weight_names import tf_weights_by_pt_name
+from tfparity.adapters.hf_tf.tf_model import TFModel
+from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
 from tfparity.architectures.heads import Head, loading_for_generation, unsupported
 from tfparity.cli import main
 from tfparity.errors import TfparityError
@@ -69,7 +69,7 @@ def test_a_clean_tiny_mt5_agrees_on_every_decoder_token():
 
 
 def test_a_t5_checkpoint_directory_generates_as_a_seq2seq_lm(tmp_path):
-    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.reference.pt_model import load_pt
 
     with loading_for_generation():
         saved = load_pt(T5, head=Head.SEQ2SEQ_LM)

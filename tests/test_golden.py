@@ -31,7 +31,7 @@ def saved(tmp_path_factory):
 @pytest.fixture
 def no_torch(monkeypatch):
     """PyTorch unavailable, as on a CI runner without it."""
-    from tfparity.adapters import runtime
+    from tfparity.adapters.runtime import imports as runtime
     from tfparity.errors import TfparityError
 
     def refuse():
@@ -39,7 +39,7 @@ def no_torch(monkeypatch):
 
     monkeypatch.setattr(runtime, "import_torch", refuse)
     monkeypatch.setattr(runtime, "torch_available", lambda: False)
-    for module in ("tfparity.adapters.pt_model", "tfparity.commands.crosscheck"):
+    for module in ("tfparity.adapters.reference.pt_model", "tfparity.commands.crosscheck"):
         if hasattr(sys.modules.get(module), "import_torch"):
             monkeypatch.setattr(sys.modules[module], "import_torch", refuse)
 
@@ -75,8 +75,8 @@ def test_check_uses_the_stored_reference_for_its_crosscheck_pass(saved, no_torch
 
 def test_broken_tf_model_fails_against_a_stored_good_reference(saved, no_torch):
     from tfparity import InputOptions
-    from tfparity.adapters.stored import StoredReference
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.reference.stored import StoredReference
     from tfparity.api import make_batches
     from tfparity.checks.crosscheck import crosscheck
     from tfparity.testing import by_name

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tfparity import InputOptions, assert_gradients, cli, gradients
-from tfparity.adapters.pt_model import load_pt
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
+from tfparity.adapters.reference.pt_model import load_pt
 from tfparity.api import check_embeds, make_batches
 from tfparity.checks.gradients import GradientsOptions, check_gradients
 from tfparity.report.gradients import render_gradients

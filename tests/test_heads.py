@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from tfparity.adapters.specs import parse_spec
+from tfparity.adapters.sources.specs import parse_spec
 from tfparity.architectures.heads import Head, head_of_class, head_of_config
 from tfparity.errors import TfparityError
 
@@ -49,8 +49,8 @@ def test_tiny_specs_spell_a_head_after_a_slash():
 
 
 def _pair(spec: str):
-    from tfparity.adapters.pt_model import load_pt
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.reference.pt_model import load_pt
 
     return TFModel.load(spec), load_pt(spec)
 
@@ -139,7 +139,7 @@ def test_a_fine_tuned_checkpoint_directory_is_checked_as_its_own_class(tmp_path,
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
     from tfparity.cli import main
 
     torch.manual_seed(0)
@@ -163,8 +163,8 @@ def test_a_fine_tuned_checkpoint_directory_is_checked_as_its_own_class(tmp_path,
 
 def test_head_model_objects_are_taken_by_the_api():
     from tfparity import InputOptions
-    from tfparity.adapters.pt_model import PTModel
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.reference.pt_model import PTModel
     from tfparity.api import crosscheck
 
     tf_obj = TFModel.load("tiny:bert/token-classification").model
@@ -175,7 +175,7 @@ def test_head_model_objects_are_taken_by_the_api():
 
 
 def test_unsupported_heads_are_refused_naming_why():
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     with pytest.raises(TfparityError, match="multiple-choice.*choices"):
         TFModel.load("tiny:bert/multiple-choice")
@@ -183,7 +183,7 @@ def test_unsupported_heads_are_refused_naming_why():
 
 def test_the_pytest_assertion_checks_heads_both_ways():
     from tfparity import assert_crosscheck
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     (report,) = assert_crosscheck("tiny:bert/question-answering", "tiny:bert/question-answering")
     assert {"start_logits", "end_logits"} <= {c.name for c in report.comparisons}
@@ -200,7 +200,7 @@ def test_a_broken_head_against_stored_outputs_is_localised_without_weight_claims
     """Golden outputs carry no weights: the head is still found, and the hint says the
     weights were not compared (not that they agree)."""
     from tfparity import InputOptions
-    from tfparity.adapters.stored import StoredReference, capture
+    from tfparity.adapters.reference.stored import StoredReference, capture
     from tfparity.api import crosscheck, make_batches
     from tfparity.golden import save_reference
 

@@ -30,7 +30,7 @@ LIMITS = Limits(vocab_size=100, max_positions=16, type_vocab_size=2)
 
 @pytest.fixture(scope="module")
 def tok():
-    from tfparity.adapters.tiny import tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_tokenizer
 
     return tiny_tokenizer()
 

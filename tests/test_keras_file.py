@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("keras_hub")
 
 from tfparity import InputOptions, cli  # noqa: E402
-from tfparity.adapters.keras_hub import KerasHubModel, load_keras_hub  # noqa: E402
+from tfparity.adapters.keras_hub.side import KerasHubModel, load_keras_hub  # noqa: E402
 from tfparity.api import crosscheck, load_model  # noqa: E402
 from tfparity.architectures import keras_hub_layouts  # noqa: E402
 from tfparity.architectures.faults import scale  # noqa: E402
@@ -81,7 +81,7 @@ def test_a_keras_file_of_another_model_is_checked_as_a_model_of_your_own(tmp_pat
     tfparity cannot feed exits 2 naming them."""
     import keras
 
-    from tfparity.adapters.tiny import tiny_config
+    from tfparity.adapters.sources.tiny import tiny_config
 
     config = tiny_config("bert")
     ids = keras.Input((None,), dtype="int32", name="input_ids")

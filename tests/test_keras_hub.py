@@ -13,9 +13,9 @@ import pytest
 pytest.importorskip("keras_hub")
 
 from tfparity import InputOptions, cli  # noqa: E402
-from tfparity.adapters.keras_hub import load_keras_hub  # noqa: E402
-from tfparity.adapters.pt_model import load_pt  # noqa: E402
-from tfparity.adapters.specs import parse_spec  # noqa: E402
+from tfparity.adapters.keras_hub.side import load_keras_hub  # noqa: E402
+from tfparity.adapters.reference.pt_model import load_pt  # noqa: E402
+from tfparity.adapters.sources.specs import parse_spec  # noqa: E402
 from tfparity.api import check_embeds, make_batches  # noqa: E402
 from tfparity.architectures import keras_hub_layouts, lookup  # noqa: E402
 from tfparity.architectures.faults import scale  # noqa: E402

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.architectures import lookup, tiny_types
 from tfparity.compare import Referee, row_rms
 from tfparity.orchestration import reference_for
@@ -107,7 +107,7 @@ def test_lazy_matches_full_on_every_fault_of_the_catalogue(family, load_tf_model
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_lazy_matches_full_on_clean_models_in_reduced_precision(precision):
-    from tfparity.adapters.execution_options import ExecutionOptions
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
 
     for spec in ("tiny:bert", "tiny:gpt2"):
         tf_model = TFModel.load(spec)

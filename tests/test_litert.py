@@ -10,7 +10,7 @@ import pytest
 
 from tfparity import cli
 from tfparity.adapters.exported import load_export
-from tfparity.adapters.specs import parse_spec
+from tfparity.adapters.sources.specs import parse_spec
 from tfparity.api import crosscheck
 from tfparity.errors import TfparityError
 from tfparity.inputs import Batch, InputOptions
@@ -23,7 +23,7 @@ INPUTS = InputOptions(random=5, seq_len=12, batch_size=3)
 
 @pytest.fixture(scope="module")
 def flatbuffers(tmp_path_factory):
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     root = tmp_path_factory.mktemp("litert")
     clean = TFModel.load("tiny:bert")

@@ -1,4 +1,4 @@
-"""Tests for tfparity.adapters.loading through ``TFModel.load(path)``.
+"""Tests for tfparity.adapters.hf_tf.loading through ``TFModel.load(path)``.
 
 Checkpoints are written into temporary directories from the tiny BERT config: a
 PyTorch one (safetensors and pickle) and TF ones, then broken in various ways. Every
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.errors import TfparityError
 from tfparity.inputs import text_batches
 
@@ -28,7 +28,7 @@ def pt_checkpoint(tmp_path_factory):
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
 
     torch.manual_seed(0)
     model = transformers.BertModel(tiny_config("bert")).eval()
@@ -45,7 +45,7 @@ def pt_checkpoint(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def batch():
-    from tfparity.adapters.tiny import tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_tokenizer
 
     (b,) = text_batches(tiny_tokenizer(), TEXTS)
     assert (b.attention_mask == 0).any()  # padded, so masking matters
@@ -232,7 +232,7 @@ def test_config_of_architecture_without_tf_model(tmp_path):
 
 
 def _weights_by_name(model: TFModel) -> dict[str, np.ndarray]:
-    from tfparity.adapters.tiny import _scope_free_name
+    from tfparity.adapters.sources.tiny import _scope_free_name
 
     return {_scope_free_name(w.name): w.numpy() for w in model.model.weights}
 
@@ -321,7 +321,7 @@ def _config_dir(tmp_path: Path, name: str, data: dict) -> Path:
 
 @pytest.mark.parametrize("name", sorted(REAL_CONFIGS))
 def test_real_checkpoint_configs_are_accepted(tmp_path, name):
-    from tfparity.adapters.checkpoint_files import read_config
+    from tfparity.adapters.sources.checkpoint_files import read_config
 
     config = read_config(_config_dir(tmp_path, name, REAL_CONFIGS[name]))
     assert config.model_type == REAL_CONFIGS[name]["model_type"]
@@ -330,7 +330,7 @@ def test_real_checkpoint_configs_are_accepted(tmp_path, name):
 def test_every_registered_architecture_default_config_is_accepted(tmp_path):
     import transformers
 
-    from tfparity.adapters.checkpoint_files import read_config
+    from tfparity.adapters.sources.checkpoint_files import read_config
     from tfparity.architectures import registry
 
     for model_type in sorted(registry()):
@@ -347,7 +347,7 @@ def test_every_registered_architecture_default_config_is_accepted(tmp_path):
     ],
 )
 def test_configs_transformers_refuses_are_refused_naming_the_field(tmp_path, change, named):
-    from tfparity.adapters.checkpoint_files import read_config
+    from tfparity.adapters.sources.checkpoint_files import read_config
 
     data = {**REAL_CONFIGS["microsoft/deberta-v3-base"], **change}
     with pytest.raises(TfparityError, match="config.json") as info:
@@ -360,7 +360,7 @@ def test_a_deberta_v3_shaped_checkpoint_is_checked(tmp_path, capsys):
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
     from tfparity.cli import main
 
     torch.manual_seed(0)
@@ -390,7 +390,7 @@ def _tiny_bert_checkpoint(tmp_path: Path) -> Path:
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
 
     torch.manual_seed(0)
     directory = tmp_path / "tiny-bert"

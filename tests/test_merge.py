@@ -18,7 +18,7 @@ CHECKS = ("embeds", "crosscheck")
 @pytest.fixture(scope="module")
 def runs(load_tf_model, tmp_path_factory):
     """An unsharded sweep (batch 8) and shards 0/2, 1/2 (batch 5: other batches)."""
-    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.reference.pt_model import load_pt
 
     root = tmp_path_factory.mktemp("merge")
     corpus = root / "corpus.txt"

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from tfparity.adapters.execution_options import ExecutionOptions, parse_mode
+from tfparity.adapters.runtime.execution_options import ExecutionOptions, parse_mode
 from tfparity.checks.embeds import NonFiniteOutputError
 from tfparity.checks.modes import (
     ModesOptions,
@@ -142,7 +142,7 @@ def test_nan_in_a_mode_only_fails_loudly(bert, batches):
 
 
 def test_nan_in_a_weight_never_passes():
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     model = TFModel.load("tiny:bert")  # own copy: we break it
     matrix = model.word_embeddings()

@@ -80,7 +80,7 @@ def test_cli_refuses_a_negative_tolerance_with_exit_2(tmp_path, capsys):
 
 
 def _broken():
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.testing import by_name
 
     return by_name("dropped output bias").apply(TFModel.load("tiny:bert"))
@@ -91,7 +91,7 @@ def test_reference_is_loaded_from_the_spec_not_copied_from_the_model_under_test(
     the API and by the assertion helper alike (both used to copy the broken weights
     into PyTorch and pass)."""
     from tfparity import assert_crosscheck
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.api import crosscheck
 
     broken = _broken()
@@ -104,8 +104,8 @@ def test_reference_is_loaded_from_the_spec_not_copied_from_the_model_under_test(
 
 
 def test_a_model_without_a_spec_needs_an_explicit_reference(load_tf_model):
-    from tfparity.adapters.pt_model import PTModel
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.reference.pt_model import PTModel
     from tfparity.api import crosscheck
 
     wrapped = TFModel.wrap(load_tf_model("tiny:bert").model)

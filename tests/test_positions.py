@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.api import make_batches
 from tfparity.checks.positions import PositionsOptions, check_positions
 from tfparity.cli import main

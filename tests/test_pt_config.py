@@ -1,5 +1,5 @@
 """``--pt-config KEY=VALUE`` / ``pt_config=``: the PyTorch reference built from its
-checkpoint's config with fields changed (:mod:`tfparity.adapters.reference_config`).
+checkpoint's config with fields changed (:mod:`tfparity.adapters.reference.config`).
 
 The issue's line, on the tiny BERT: keras-hub's BertBackbone (hard-coded tanh GELU)
 and its Keras 3 exports (a ``.keras`` file, a ``backbone.export`` SavedModel) fail
@@ -20,10 +20,10 @@ import pytest
 pytest.importorskip("keras_hub")
 
 from tfparity import InputOptions, cli  # noqa: E402
-from tfparity.adapters.keras_hub import load_keras_hub  # noqa: E402
-from tfparity.adapters.pt_model import load_pt  # noqa: E402
-from tfparity.adapters.reference_config import overridden, parse_items, parse_value  # noqa: E402
-from tfparity.adapters.tiny import tiny_config  # noqa: E402
+from tfparity.adapters.keras_hub.side import load_keras_hub  # noqa: E402
+from tfparity.adapters.reference.config import overridden, parse_items, parse_value  # noqa: E402
+from tfparity.adapters.reference.pt_model import load_pt  # noqa: E402
+from tfparity.adapters.sources.tiny import tiny_config  # noqa: E402
 from tfparity.api import crosscheck, gradients  # noqa: E402
 from tfparity.architectures import keras_hub_layouts, registry  # noqa: E402
 from tfparity.architectures.faults import scale  # noqa: E402

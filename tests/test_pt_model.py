@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfparity.adapters.pt_model import PTModel, load_pt
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
+from tfparity.adapters.reference.pt_model import PTModel, load_pt
 from tfparity.errors import TfparityError
 
 
@@ -37,7 +37,7 @@ def test_minilm_from_its_checkpoint_runs_in_fp32_and_fp64(minilm):
 def test_pickle_only_directory_needs_the_flag(tmp_path):
     import transformers
 
-    from tfparity.adapters.tiny import tiny_config
+    from tfparity.adapters.sources.tiny import tiny_config
 
     transformers.BertModel(tiny_config("bert")).save_pretrained(tmp_path, safe_serialization=False)
     with pytest.raises(TfparityError, match="--allow-pickle"):
@@ -57,7 +57,7 @@ def test_tiny_spec_gets_the_tf_weights():
 def test_a_reference_is_named_by_the_spec_not_a_machine_path():
     """Reports carry the reference's name: the spec the user typed, never the
     site-packages directory minilm lives in."""
-    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.reference.pt_model import load_pt
 
     name = load_pt("minilm").name
     assert name == "BertModel (minilm)"

@@ -46,7 +46,7 @@ def test_without_assertions():
 
 RED = """
 from tfparity import assert_crosscheck, assert_embeds_parity
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.testing import by_name
 
 
@@ -66,7 +66,7 @@ def frameworks_imported(load_tf_model):
     """Import TF, torch and the BERT modules here, before any in-process run: pytester
     restores ``sys.modules`` after each run, and a C extension imported a second time
     in one process aborts it."""
-    from tfparity.adapters.pt_model import PTModel
+    from tfparity.adapters.reference.pt_model import PTModel
 
     PTModel.from_tf(load_tf_model("tiny:bert").model)
 
@@ -127,7 +127,7 @@ def test_crosscheck_failure_message_is_short_verdict_first_and_once_per_tensor(m
     report is."""
     import tfparity.api
     from tfparity import assert_crosscheck
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.assertions import CONTEXT, HelperContext, helper_context
     from tfparity.inputs import InputOptions
     from tfparity.testing import perturb_ffn

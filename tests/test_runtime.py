@@ -1,4 +1,4 @@
-"""tfparity.adapters.runtime: quiet, lazy framework imports."""
+"""tfparity.adapters.runtime.imports: quiet, lazy framework imports."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from tfparity.adapters.runtime import _collector_paused
+from tfparity.adapters.runtime.imports import _collector_paused
 
 
 @pytest.mark.parametrize("enabled", [True, False])

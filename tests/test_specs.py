@@ -1,4 +1,4 @@
-"""Tests for tfparity.adapters.specs: MODEL spec parsing (pure Python, no TF import)."""
+"""Tests for tfparity.adapters.sources.specs: MODEL spec parsing (pure Python, no TF import)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tfparity.adapters.specs import DEFAULT_MODEL, ModelSpec, minilm_dir, parse_spec
+from tfparity.adapters.sources.specs import DEFAULT_MODEL, ModelSpec, minilm_dir, parse_spec
 from tfparity.architectures import tiny_types
 from tfparity.errors import TfparityError
 
@@ -112,7 +112,7 @@ def test_parsing_does_not_import_tensorflow():
     import sys
 
     code = (
-        "import sys; from tfparity.adapters.specs import parse_spec; "
+        "import sys; from tfparity.adapters.sources.specs import parse_spec; "
         "[parse_spec(s) for s in ('tiny:bert', 'minilm', 'org/name')]; "
         "assert 'tensorflow' not in sys.modules and 'torch' not in sys.modules"
     )

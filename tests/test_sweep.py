@@ -86,7 +86,7 @@ def test_graph_mode_traces_each_path_once_whatever_the_buckets(baseline):
 
 
 def test_xla_sweep_compiles_once_per_bucket_and_path_with_dummy_rows_dropped(corpus, tmp_path):
-    from tfparity.adapters.execution_options import ExecutionOptions
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
 
     options = SweepOptions(
         checks=("embeds",), batch_size=8, progress="none", execution=ExecutionOptions(xla=True)
@@ -182,7 +182,7 @@ def test_out_dir_of_another_sweep_is_refused(tiny, corpus, baseline):
 
 
 def test_broken_model_fails_in_crosscheck(corpus, tmp_path):
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.testing import by_name
 
     broken = by_name("dropped output bias").apply(TFModel.load("tiny:bert"))
@@ -266,8 +266,8 @@ def test_cli_sweep_graph_eager_and_summary_say_how_it_ran(corpus, tmp_path, caps
 def test_sweep_in_bf16_passes_a_clean_model_and_fails_a_broken_one(corpus, tmp_path):
     """The cross-check in bf16: PyTorch runs in bf16 too and its error to float64 sets
     the bar, as in `crosscheck --precision bf16`."""
-    from tfparity.adapters.execution_options import ExecutionOptions
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
     from tfparity.testing import by_name
 
     options = SweepOptions(
@@ -305,7 +305,7 @@ def test_cli_sweep_execution_refusals_exit_2(tmp_path, capsys, extra, message):
 
 
 def test_cli_sweep_on_a_missing_gpu_exits_2(tmp_path, capsys):
-    from tfparity.adapters.runtime import import_tf
+    from tfparity.adapters.runtime.imports import import_tf
 
     if import_tf().config.list_physical_devices("GPU"):
         pytest.skip("this machine has a GPU")
@@ -379,7 +379,7 @@ def test_both_engines_meet_the_sweep_engine_protocol(tiny, corpus):
     (a started Ray engine: tests/test_sweep_ray.py's isinstance check and run)."""
     import inspect
 
-    from tfparity.adapters.execution_options import ExecutionOptions
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
     from tfparity.sweep.corpus import iter_items, scan
     from tfparity.sweep.engine import EngineStart, SweepEngine
     from tfparity.sweep.local import LocalEngine
@@ -421,8 +421,8 @@ def test_unknown_engine_options_exit_2(tiny, corpus, tmp_path):
 
 def test_a_classifier_is_swept_with_label_agreement_and_a_broken_head_fails(corpus, tmp_path):
     """A head model's own logits give the sweep's top-1 column: one label per item."""
-    from tfparity.adapters.pt_model import load_pt
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.reference.pt_model import load_pt
 
     spec = "tiny:bert/sequence-classification"
     options = SweepOptions(checks=("crosscheck",), batch_size=8, progress="none")

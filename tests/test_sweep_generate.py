@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tfparity.adapters.tf_model import TFModel
-from tfparity.adapters.weight_names import tf_weights_by_pt_name
+from tfparity.adapters.hf_tf.tf_model import TFModel
+from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
 from tfparity.architectures.heads import loading_for_generation
 from tfparity.cli import main
 from tfparity.report.sweep import render_summary

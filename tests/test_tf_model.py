@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.architectures import tiny_types
 from tfparity.errors import TfparityError
 from tfparity.inputs import Batch

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tfparity.adapters.lm_head import checkpoint_has_head, find_head
-from tfparity.adapters.tf_model import TFModel
+from tfparity.adapters.hf_tf.lm_head import checkpoint_has_head, find_head
+from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.api import make_batches
 from tfparity.checks.tying import TyingOptions, check_tying
 from tfparity.cli import main

@@ -17,9 +17,9 @@ import keras  # noqa: E402
 
 import tfparity  # noqa: E402
 from tfparity import InputOptions  # noqa: E402
-from tfparity.adapters.pt_model import load_pt  # noqa: E402
-from tfparity.adapters.tf_model import TFModel  # noqa: E402
-from tfparity.adapters.user import NO_LAYER_MAP, UserModel  # noqa: E402
+from tfparity.adapters.hf_tf.tf_model import TFModel  # noqa: E402
+from tfparity.adapters.reference.pt_model import load_pt  # noqa: E402
+from tfparity.adapters.user.side import NO_LAYER_MAP, UserModel  # noqa: E402
 from tfparity.errors import TfparityError  # noqa: E402
 from tfparity.examples import keras_bert  # noqa: E402
 from tfparity.testing import perturb_ffn  # noqa: E402
@@ -197,7 +197,7 @@ def test_bare_keras_hub_backbone_is_the_keras_hub_side():
     """keras-hub's DistilBERT port passes (docs/keras-hub.md): held in memory it is the
     same side, its weights traced through the converter run on the reference."""
     pytest.importorskip("keras_hub")
-    from tfparity.adapters.keras_hub import KerasHubModel, load_keras_hub
+    from tfparity.adapters.keras_hub.side import KerasHubModel, load_keras_hub
     from tfparity.architectures import lookup
     from tfparity.architectures.faults import scale
 
@@ -288,7 +288,7 @@ def test_inputs_it_cannot_feed_are_named():
 
 
 def test_only_eager_float32(port):
-    from tfparity.adapters.execution_options import ExecutionOptions
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
 
     with pytest.raises(TfparityError, match="models of your own run eagerly in float32"):
         tfparity.crosscheck(tf=port, pt="tiny:bert", execution=ExecutionOptions(xla=True))

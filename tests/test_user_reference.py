@@ -14,8 +14,8 @@ torch = pytest.importorskip("torch")
 
 import tfparity  # noqa: E402
 from tfparity import InputOptions  # noqa: E402
-from tfparity.adapters.pt_model import load_pt  # noqa: E402
-from tfparity.adapters.user_reference import FLOAT32_IN_FLOAT64  # noqa: E402
+from tfparity.adapters.reference.own import FLOAT32_IN_FLOAT64  # noqa: E402
+from tfparity.adapters.reference.pt_model import load_pt  # noqa: E402
 from tfparity.errors import TfparityError  # noqa: E402
 from tfparity.examples import own_head  # noqa: E402
 

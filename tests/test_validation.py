@@ -14,7 +14,7 @@ from tfparity.inputs import InputOptions
 def tiny_bert():
     """A fresh tiny:bert, run once so that its word embeddings are in copy-on-read mode."""
     from tfparity import api
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
 
     model = TFModel.load("tiny:bert")
     model.run(api.make_batches(model, InputOptions(random=1, seq_len=4))[0])

@@ -7,15 +7,15 @@ import hashlib
 import numpy as np
 import pytest
 
-from tfparity.adapters import loading
-from tfparity.adapters.tf_model import TFModel
-from tfparity.adapters.weight_cache import weight_key
+from tfparity.adapters.hf_tf import loading
+from tfparity.adapters.hf_tf.tf_model import TFModel
+from tfparity.adapters.sources.weight_cache import weight_key
 
 
 @pytest.fixture(scope="module")
 def pt_checkpoint(tmp_path_factory):
     """tiny:bert saved as a PyTorch safetensors checkpoint (config.json + weights)."""
-    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.reference.pt_model import load_pt
 
     directory = tmp_path_factory.mktemp("ptckpt")
     load_pt("tiny:bert").model.save_pretrained(directory, safe_serialization=True)

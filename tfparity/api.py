@@ -59,7 +59,7 @@ def check_embeds(
 
     ``embeds_fn(batch)`` supplies the embeddings under test; by default they are the
     model's word embeddings gathered by the batch's ids (which must match exactly).
-    ``execution`` (an :class:`~tfparity.adapters.execution.ExecutionOptions`) runs the
+    ``execution`` (an :class:`~tfparity.adapters.runtime.execution.ExecutionOptions`) runs the
     model on a device, eager/graph/XLA, in fp32/fp16/bf16; the report says which.
     ``source``: for an export, the MODEL spec it came from (its config and tokenizer);
     an export whose signatures take no ``inputs_embeds`` is refused (TfparityError).
@@ -167,7 +167,7 @@ def crosscheck(
     :class:`~tfparity.architectures.heads.Head`) picks the model class a spec loads on
     both sides; default: the one its ``config.architectures`` names. Head-model objects
     (``TFBertForSequenceClassification``) are taken as they are, their PyTorch twin too.
-    ``execution`` (an :class:`~tfparity.adapters.execution.ExecutionOptions`) runs the TF
+    ``execution`` (an :class:`~tfparity.adapters.runtime.execution.ExecutionOptions`) runs the TF
     side on a device, eager/graph/XLA, in fp32/fp16/bf16 (default: as ``tf`` runs); in
     fp16/bf16 PyTorch runs in that precision too, and its error to float64 sets the bar.
     ``budget`` (a :class:`~tfparity.compare.budgets.Budget`, or ``"max=1e-2,mean=1e-3,
@@ -334,7 +334,7 @@ def gradients(
     PyTorch weight names the port freezes on purpose, left out (the report lists them;
     a pattern that matches none raises :class:`~tfparity.errors.TfparityError`)."""
     from . import validation
-    from .adapters.pt_model import PTModel
+    from .adapters.reference.pt_model import PTModel
     from .checks.gradient_frozen import frozen_patterns
     from .checks.gradients import GradientsOptions, check_gradients
     from .errors import TfparityError
@@ -516,8 +516,8 @@ def _generating_side(model: Any, allow_pickle: bool, companion: str | None) -> A
     ``tiny:<type>/causal-lm``'s; a T5's seq2seq LM, ``tiny:t5/seq2seq-lm``'s); refused
     (exit 2) where there is none to generate with. ``companion``: the reference's spec,
     an export's config and tokenizer (it loads, then is refused for what it is)."""
-    from .adapters.loading import generation_head
-    from .adapters.specs import parse_spec
+    from .adapters.hf_tf.loading import generation_head
+    from .adapters.sources.specs import parse_spec
     from .checks.generation import generation_refusal
     from .errors import TfparityError
 

@@ -273,7 +273,7 @@ def _execution(device: str | None) -> Any:
     device = device or (context.device if context is not None else None)
     if not device:
         return None
-    from .adapters.execution_options import ExecutionOptions, expand_devices
+    from .adapters.runtime.execution_options import ExecutionOptions, expand_devices
 
     options = expand_devices(ExecutionOptions(), device)
     if len(options) != 1:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapters.gather import IdsOutOfRangeError, WordEmbeddingGather, tf_keras
+from .adapters.hf_tf.gather import IdsOutOfRangeError, WordEmbeddingGather, tf_keras
 
 __all__ = ["EmbedsModel", "IdsOutOfRangeError", "WordEmbeddingGather"]
 

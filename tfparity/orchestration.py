@@ -10,7 +10,7 @@ from (``tiny:bert`` for ``TFModel.load("tiny:bert")``, faults applied or not). A
 held in memory with no spec (``TFModel.wrap``, a Hugging Face object) has no reference
 to load: that is refused, asking for ``pt=``. A reference passed as an object (a
 ``PTModel``, a stored golden reference, a Hugging Face PyTorch model, a ``torch.nn.Module``
-of one's own: :mod:`tfparity.adapters.user_reference`) is used as given:
+of one's own: :mod:`tfparity.adapters.reference.own`) is used as given:
 that is the caller's explicit choice (``pt=PTModel.from_tf(tf_model.model)`` tests the
 TF computation alone, on the same weights).
 
@@ -40,8 +40,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .adapters.execution_options import ExecutionOptions
-from .adapters.interfaces import Reference, TFSide, TFSideBase
+from .adapters.interfaces.sides import Reference, TFSide, TFSideBase
+from .adapters.runtime.execution_options import ExecutionOptions
 from .compare import Tolerance, default_tolerance
 from .errors import TfparityError
 
@@ -63,27 +63,27 @@ def load_model(
     weights: dict[str, Any] | None = None,
     signature: str | None = None,
 ):
-    """The TF side for ``model``: a :class:`~tfparity.adapters.tf_model.TFModel` for a
+    """The TF side for ``model``: a :class:`~tfparity.adapters.hf_tf.tf_model.TFModel` for a
     spec (a ``keras-hub:<SPEC>`` gives a
-    :class:`~tfparity.adapters.keras_hub.KerasHubModel`, or its causal-LM task where
+    :class:`~tfparity.adapters.keras_hub.side.KerasHubModel`, or its causal-LM task where
     ``head``, the spec or the checkpoint's config names one,
-    :mod:`tfparity.adapters.keras_hub_task`; an export's path, its side from
+    :mod:`tfparity.adapters.keras_hub.task`; an export's path, its side from
     :func:`~tfparity.adapters.exported.load_export`, with the config and tokenizer of
     ``companion``: the model it was exported from, or its PyTorch reference), or for an
-    object the side :func:`~tfparity.adapters.objects.object_side` picks: a Hugging Face
+    object the side :func:`~tfparity.adapters.sides.object_side` picks: a Hugging Face
     TF model, a keras-hub backbone, or a model of the user's own (a callable, a Keras 3
     or tf-keras model), which takes its config and tokenizer from the reference ``pt``
-    and its maps from ``layers``/``weights`` (:mod:`tfparity.adapters.user_maps`).
+    and its maps from ``layers``/``weights`` (:mod:`tfparity.adapters.user.maps`).
     ``head`` (a kind, e.g. ``"sequence-classification"``) picks a spec's model class;
     default: the one its config names. ``signature`` (``--signature``) names the
     signature a SavedModel or LiteRT export runs (default: ``serving_default``, else
     its only one); for anything else it is refused (exit 2)."""
     from . import validation
-    from .adapters.keras_hub import is_keras_hub_spec
-    from .adapters.keras_hub_task import load_keras_hub_side
-    from .adapters.objects import object_side
-    from .adapters.tf_model import TFModel
-    from .adapters.user import UserModel
+    from .adapters.hf_tf.tf_model import TFModel
+    from .adapters.keras_hub.side import is_keras_hub_spec
+    from .adapters.keras_hub.task import load_keras_hub_side
+    from .adapters.sides import object_side
+    from .adapters.user.side import UserModel
 
     if isinstance(model, os.PathLike):  # an export's path, as pathlib gives it
         model = os.fspath(model)
@@ -131,7 +131,7 @@ def _export_for(model: Any, signature: str | None) -> Any:
 def export_spec(model: Any) -> Any:
     """The parsed spec when ``model`` is a spec naming an export (a SavedModel, a
     ``.keras`` file, a LiteRT flatbuffer), else None."""
-    from .adapters.specs import is_export, parse_spec
+    from .adapters.sources.specs import is_export, parse_spec
 
     if not isinstance(model, str):
         return None
@@ -151,7 +151,7 @@ def source_side(source: str | None, tf_model: TFSide, *, allow_pickle: bool = Fa
 def check_source(source: Any, tf_model: TFSide) -> None:
     """``source`` names a model with a config, never an export; and only an export has a
     source (exit 2 otherwise)."""
-    from .adapters.specs import is_export
+    from .adapters.sources.specs import is_export
 
     if source is None:
         return
@@ -179,7 +179,7 @@ def compiles(model: str | TFSide) -> bool:
     """Whether ``model`` (a spec or a loaded model) can run compiled: a keras-hub model
     runs eagerly only (:meth:`KerasHubModel.executed`), so a command whose default is a
     compiled run (the sweep) runs it eagerly rather than refuse it."""
-    from .adapters.keras_hub import is_keras_hub_spec
+    from .adapters.keras_hub.side import is_keras_hub_spec
 
     return not is_keras_hub_spec(model) if isinstance(model, str) else model.compiles
 
@@ -234,11 +234,11 @@ def reference_for(
     ``pt`` as given when it is an object, else loaded from the spec ``pt`` or, without
     one, from ``model``'s own spec (see the module's docstring). ``pt_config``
     (``--pt-config``): config fields a reference loaded from a spec is built with
-    instead of its checkpoint's (:mod:`tfparity.adapters.reference_config`)."""
-    from .adapters.pt_model import load_pt
-    from .adapters.reference_config import checked
-    from .adapters.runtime import import_torch
-    from .adapters.user_reference import reference_object
+    instead of its checkpoint's (:mod:`tfparity.adapters.reference.config`)."""
+    from .adapters.reference.config import checked
+    from .adapters.reference.own import reference_object
+    from .adapters.reference.pt_model import load_pt
+    from .adapters.runtime.imports import import_torch
 
     changes = checked(pt_config)
     if changes and pt is not None and not isinstance(pt, str):
@@ -261,7 +261,7 @@ def reference_tokenizer(pt: Any) -> Any | None:
     with beside the TF side's; None for a reference given as an object (it holds none)."""
     if not isinstance(pt, str):
         return None
-    from .adapters.sources import reference_tokenizer as tokenizer_of
+    from .adapters.sources.checkpoints import reference_tokenizer as tokenizer_of
 
     return tokenizer_of(pt)
 
@@ -282,7 +282,7 @@ def bound_to_reference(tf_model: TFSide, pt: Any) -> TFSide:
 def spec_of(model: str | TFSide) -> str:
     """The MODEL spec that ``model`` was loaded from (an export: its companion's);
     refused for a model with none."""
-    from .adapters.specs import is_export
+    from .adapters.sources.specs import is_export
 
     if isinstance(model, str):
         return model

@@ -58,7 +58,7 @@ def perturb_ffn(model: Any, layer: int = 1, factor: float = 1.1) -> str:
     The architecture names the weight (``ffn_weight``); the TF variable is found by
     transformers' own TF->PyTorch name mapping, so the same rule serves every family.
     """
-    from .adapters.weight_names import tf_weights_by_pt_name
+    from .adapters.hf_tf.weight_names import tf_weights_by_pt_name
 
     pattern = model.architecture.ffn_weight
     if pattern is None:
@@ -130,14 +130,14 @@ def gradient_faults(layer_path: str = "encoder.layer.{i}") -> dict[str, tuple[Fa
 
     def gather(factor: float) -> Any:
         def apply(model: Any) -> Any:
-            from .adapters.gradients_tf import with_gather_gradient
+            from .adapters.hf_tf.gradients import with_gather_gradient
 
             return with_gather_gradient(model, factor)
 
         return apply
 
     def backward(model: Any) -> Any:
-        from .adapters.gradients_tf import with_layer_backward
+        from .adapters.hf_tf.gradients import with_layer_backward
 
         with_layer_backward(find(main_layer(model), layer_path.format(i=1)), 0.5)
         return model

@@ -2,7 +2,7 @@
 keras-hub backbone lines up with its Hugging Face PyTorch model.
 
 A family module sets ``Architecture.keras_hub`` to a :class:`KerasHubLayout`. The
-keras-hub adapter (:mod:`tfparity.adapters.keras_hub`) does the rest generically:
+keras-hub adapter (:mod:`tfparity.adapters.keras_hub.side`) does the rest generically:
 
 - ``hidden_states[0]`` is the first transformer block's input, ``hidden_states[k]`` the
   output of block call ``k-1``, and the last hidden state is the backbone's

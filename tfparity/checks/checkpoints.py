@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..adapters.holdings import Holdings, listed
+from ..adapters.sources.holdings import Holdings, listed
 from ..compare import failed_comparison
 from ..errors import TfparityError
 from ..results import Divergence

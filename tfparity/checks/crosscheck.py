@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.interfaces import Reference, TFSide
+from ..adapters.interfaces.sides import Reference, TFSide
 from ..architectures import tapped_types
 from ..architectures.heads import LABELLED_HEADS, LM_HEADS, Head
 from ..compare import (

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters.interfaces import Reference, TFSide
+from ..adapters.interfaces.sides import Reference, TFSide
 from ..compare import Referee, RefereeSums
 from ..inputs import Batch
 from ..trace import Trace

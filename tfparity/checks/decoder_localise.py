@@ -6,7 +6,7 @@ judged by the float64 referee here), and for ``tfparity crosscheck`` on a seq2se
 
 from __future__ import annotations
 
-from ..adapters.interfaces import ForwardPass, Reference, TFSide
+from ..adapters.interfaces.sides import ForwardPass, Reference, TFSide
 from ..compare import Comparison, Referee, referee_batches
 from ..results import Divergence
 from ..trace import decoder_state_index

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.embedding_parts import EmbeddingParts, default_position_ids, embedding_parts
-from ..adapters.tf_model import TFModel
+from ..adapters.hf_tf.embedding_parts import EmbeddingParts, default_position_ids, embedding_parts
+from ..adapters.hf_tf.tf_model import TFModel
 from ..compare import Tolerance, compare_output_batches, to_numpy
 from ..errors import TfparityError
 from ..inputs import Batch, check_limits, integer_ids

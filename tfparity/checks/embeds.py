@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import validation
-from ..adapters.tf_model import TFModel
+from ..adapters.hf_tf.tf_model import TFModel
 from ..compare import Comparison, Tolerance, all_finite, compare_output_batches
 from ..errors import TfparityError
 from ..inputs import Batch, note_inputs

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..adapters.interfaces import TFSide
+from ..adapters.interfaces.sides import TFSide
 from ..compare import Comparison, Tolerance, compare_output_batches
 from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report

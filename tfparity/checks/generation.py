@@ -11,12 +11,12 @@ cached step is compared with a recomputation without cache, and generation start
 gathered ``inputs_embeds`` with the ids path. Where tokens part by a defect, the
 cross-check of one forward pass names the layer: the teacher-forced sequence of a causal
 LM, a seq2seq model's encoder on the prompt (its decoder is not localised); the
-generator says which (:meth:`~tfparity.adapters.interfaces.Generator.forward_pass`).
+generator says which (:meth:`~tfparity.adapters.interfaces.sides.Generator.forward_pass`).
 
 The frameworks are the adapters': the TF side's decoding is the
-:class:`~tfparity.adapters.interfaces.Generator` it declares (``tf_model.generator()``:
+:class:`~tfparity.adapters.interfaces.sides.Generator` it declares (``tf_model.generator()``:
 HF TF ``generate``, or keras-hub ``CausalLM.generate``; a side that cannot generate
-refuses, exit 2), PyTorch's :mod:`~tfparity.adapters.generation_pt`; this module judges
+refuses, exit 2), PyTorch's :mod:`~tfparity.adapters.reference.generation`; this module judges
 numpy arrays.
 """
 
@@ -27,10 +27,10 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ..adapters import generation_pt
-from ..adapters.greedy import GreedyRun, SameStart
-from ..adapters.interfaces import Generator, TFSide
-from ..adapters.pt_model import PTModel
+from ..adapters.interfaces.greedy import GreedyRun, SameStart
+from ..adapters.interfaces.sides import Generator, TFSide
+from ..adapters.reference import generation as generation_pt
+from ..adapters.reference.pt_model import PTModel
 from ..compare import Comparison, Referee, compare_arrays
 from ..errors import TfparityError
 from ..inputs import Batch, Limits

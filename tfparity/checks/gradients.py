@@ -3,7 +3,7 @@
 Pipelines that work through ``inputs_embeds`` (integrated gradients, adversarial
 training, soft prompts) depend on its gradients, which no forward comparison sees: a
 gather that stops or scales the gradient leaves every output intact. The scalar
-(:mod:`tfparity.adapters.gradients`: the head's loss on seeded labels, or a seeded
+(:mod:`tfparity.adapters.interfaces.gradients`: the head's loss on seeded labels, or a seeded
 projection of a base model's last hidden state) is differentiated with respect to the
 embeddings, every hidden state and every weight, and compared twice:
 
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.gradients import GradientRun, Objective
-from ..adapters.interfaces import Reference, TFSide
+from ..adapters.interfaces.gradients import GradientRun, Objective
+from ..adapters.interfaces.sides import Reference, TFSide
 from ..compare import (
     Comparison,
     Referee,

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.interfaces import Reference, TFSide
+from ..adapters.interfaces.sides import Reference, TFSide
 from ..architectures import activation_name
 from ..architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS, Head, reordered_outputs
 from ..compare import Comparison, Referee, RefereeResult, referee_batches

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.devices import resolve_devices, short_name, tf32_capable
-from ..adapters.execution_options import ExecutionOptions, parse_mode
-from ..adapters.tf_model import TFModel
+from ..adapters.hf_tf.tf_model import TFModel
+from ..adapters.runtime.devices import resolve_devices, short_name, tf32_capable
+from ..adapters.runtime.execution_options import ExecutionOptions, parse_mode
 from ..compare import (
     Comparison,
     Tolerance,

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.embedding_parts import default_position_ids, position_facts
-from ..adapters.tf_model import TFModel
+from ..adapters.hf_tf.embedding_parts import default_position_ids, position_facts
+from ..adapters.hf_tf.tf_model import TFModel
 from ..compare import Comparison, Tolerance, compare_batches, compare_output_batches
 from ..inputs import Batch, note_inputs
 from ..results import Report

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.lm_head import LMHead, find_head
-from ..adapters.tf_model import TFModel
+from ..adapters.hf_tf.lm_head import LMHead, find_head
+from ..adapters.hf_tf.tf_model import TFModel
 from ..inputs import Batch, note_inputs
 from ..results import Report
 from ..validation import nonfinite_weights

@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
 
-    from ..adapters.runtime import torch_available
+    from ..adapters.runtime.imports import torch_available
     from ..api import load_model, make_batches
     from ..checks.embeds import EmbedsOptions, check_embeds
     from ..errors import TfparityError
@@ -118,7 +118,7 @@ def _keras_hub_only_embeds(args: argparse.Namespace) -> str | None:
     comparison with PyTorch is a finding about the port, which ``crosscheck`` reports;
     ``check`` judges the inputs_embeds pipeline. Golden outputs belong to that
     comparison: with a keras-hub model they are refused here (exit 2)."""
-    from ..adapters.keras_hub import is_keras_hub_spec
+    from ..adapters.keras_hub.side import is_keras_hub_spec
     from ..errors import TfparityError
 
     if not is_keras_hub_spec(args.model):
@@ -139,7 +139,7 @@ def _keras_hub_only_embeds(args: argparse.Namespace) -> str | None:
 
 
 def _wants_crosscheck(args: argparse.Namespace) -> bool:
-    from ..adapters.runtime import torch_available
+    from ..adapters.runtime.imports import torch_available
 
     if args.load_outputs:  # the stored PyTorch outputs stand in for PyTorch
         return True
@@ -157,7 +157,7 @@ def _wants_crosscheck(args: argparse.Namespace) -> bool:
 def _check_golden_arguments(args: argparse.Namespace) -> None:
     """--save-outputs stores PyTorch's run and --load-outputs replaces it: both are
     about the cross-check pass, so --no-pt contradicts them."""
-    from ..adapters.runtime import import_torch
+    from ..adapters.runtime.imports import import_torch
     from ..errors import TfparityError
 
     given = "--save-outputs" if args.save_outputs else "--load-outputs" if args.load_outputs else ""

@@ -18,7 +18,7 @@ def frameworks_frozen(torch: bool = False) -> None:
     several). The CLI's alone: a library must
     not freeze its caller's objects. Call it after the cheap argument checks (exit 2 stays
     fast) and before loading a model."""
-    from ..adapters.runtime import import_torch, import_transformers
+    from ..adapters.runtime.imports import import_torch, import_transformers
 
     import_transformers()
     if torch:
@@ -115,7 +115,7 @@ def add_referee_argument(parser: argparse.ArgumentParser) -> None:
 def pt_config(args: argparse.Namespace) -> dict | None:
     """``--pt-config`` items as a dict (None: none given); exit 2 on a malformed one, or
     with --save-outputs/--load-outputs (a stored reference is the checkpoint's own)."""
-    from ..adapters.reference_config import parse_items
+    from ..adapters.reference.config import parse_items
 
     changes = parse_items(args.pt_config)
     stored = getattr(args, "save_outputs", None) or getattr(args, "load_outputs", None)
@@ -281,7 +281,7 @@ def add_execution_arguments(
 def execution_options(args: argparse.Namespace) -> list:
     """One ExecutionOptions per device that --device names (TF is imported only when a
     device spec must be resolved)."""
-    from ..adapters.execution_options import ExecutionOptions, expand_devices
+    from ..adapters.runtime.execution_options import ExecutionOptions, expand_devices
 
     chosen = args.xla or args.graph or args.eager
     default = getattr(args, "execution_default", "auto")
@@ -377,7 +377,7 @@ def check_output_arguments(args: argparse.Namespace) -> None:
 def golden_reference(args: argparse.Namespace, batches, pt_spec: str):
     """The PyTorch side as a :class:`StoredReference`: read from --load-outputs, or run
     once and written to --save-outputs; None when neither is given (use the live model)."""
-    from ..adapters.stored import StoredReference, capture
+    from ..adapters.reference.stored import StoredReference, capture
 
     if args.load_outputs:
         return StoredReference.load(args.load_outputs, batches)

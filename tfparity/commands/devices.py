@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_devices(args: argparse.Namespace) -> int:
-    from ..adapters.devices import list_devices
+    from ..adapters.runtime.devices import list_devices
 
     info = list_devices()
     if args.json == "-":

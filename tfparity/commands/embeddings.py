@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_embeddings(args: argparse.Namespace) -> int:
-    from ..adapters.lm_head import checkpoint_has_head
+    from ..adapters.hf_tf.lm_head import checkpoint_has_head
     from ..api import load_model
     from ..checks.tying import TyingOptions, check_tying
     from ..inputs import make_batches
@@ -51,7 +51,7 @@ def _run_embeddings(args: argparse.Namespace) -> int:
     frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     if checkpoint_has_head(model, args.model):
-        from ..adapters.tf_model import TFModel
+        from ..adapters.hf_tf.tf_model import TFModel
 
         model = TFModel.load(args.model, allow_pickle=args.allow_pickle, lm_head=True)
     batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))

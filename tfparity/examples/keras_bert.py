@@ -137,7 +137,7 @@ def port_weights(model: keras.Model, weights: dict, state: dict[str, np.ndarray]
 
 def main() -> None:
     import tfparity
-    from tfparity.adapters.pt_model import load_pt
+    from tfparity.adapters.reference.pt_model import load_pt
     from tfparity.report.text import render
 
     reference = load_pt("tiny:bert")  # any Hugging Face PyTorch BERT works the same way

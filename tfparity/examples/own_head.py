@@ -75,8 +75,8 @@ def copy_classifier(tf_model: Any, pt_module: Any) -> None:
 
 def main() -> None:
     import tfparity
-    from tfparity.adapters.pt_model import load_pt
-    from tfparity.adapters.tf_model import TFModel
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.reference.pt_model import load_pt
     from tfparity.report.text import render
 
     # Your TFBertModel and BertModel (from_pretrained(dir, from_pt=True) and

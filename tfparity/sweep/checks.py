@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.interfaces import TFSide
+from ..adapters.interfaces.sides import TFSide
 from ..checks.positions import EQUIVARIANCE_TOLERANCE
 from ..compare import Referee, Tolerance, row_counts, row_rms
 from ..trace import Trace
@@ -185,7 +185,7 @@ class SweepChecks:
         return self.generate.run(ctx.padded)
 
     def _positions(self, ctx: BatchContext) -> list[RowResult]:
-        from ..adapters.embedding_parts import default_position_ids, position_facts
+        from ..adapters.hf_tf.embedding_parts import default_position_ids, position_facts
 
         facts = position_facts(self.tf_model)
         if not facts.takes_position_ids or facts.kind != "absolute" or facts.causal:

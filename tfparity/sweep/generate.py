@@ -78,7 +78,7 @@ class GenerateCheck:
 
     def run(self, padded: PaddedBatch) -> list[RowResult]:
         """One RowResult per real row: that item's prompt generated and judged alone."""
-        from ..adapters.execution import placed
+        from ..adapters.runtime.execution import placed
         from ..checks.generation import GenerationOptions, judge_prompts, prompts_of
 
         # Each row without its padding; the bucketer kept items within the prompt limit.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..adapters.execution_options import ExecutionOptions
+from ..adapters.runtime.execution_options import ExecutionOptions
 from ..compare import Tolerance
 from .corpus import Shard
 from .summary import WORST

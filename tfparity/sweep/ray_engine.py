@@ -95,7 +95,7 @@ def _limit_threads(n: int) -> None:
         os.environ[var] = str(n)
     import tensorflow as tf
 
-    from ..adapters.runtime import torch_available
+    from ..adapters.runtime.imports import torch_available
 
     tf.config.threading.set_intra_op_parallelism_threads(n)
     tf.config.threading.set_inter_op_parallelism_threads(n)

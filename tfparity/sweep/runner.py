@@ -56,7 +56,7 @@ class SweepResult:
 
 
 def default_checks() -> tuple[str, ...]:
-    from ..adapters.runtime import torch_available
+    from ..adapters.runtime.imports import torch_available
 
     return ("embeds", "crosscheck") if torch_available() else ("embeds",)
 
@@ -178,7 +178,7 @@ def _execution(options: SweepOptions, checks: tuple[str, ...], items: int, model
     """The sweep's ExecutionOptions (default: graph, float32; eager for a model that
     runs eagerly only, see :func:`~tfparity.orchestration.compiles`), refused (exit 2)
     where a check cannot judge its precision."""
-    from ..adapters.execution_options import ExecutionOptions
+    from ..adapters.runtime.execution_options import ExecutionOptions
     from ..orchestration import compiles
 
     execution = options.execution or ExecutionOptions(graph=compiles(model))
@@ -225,7 +225,7 @@ def _reference(pt: Any) -> str | None:
     """How run.json names the PyTorch reference given (None: the model's own checkpoint).
     Part of a run's identity: a resume against another reference would mix two runs'
     verdicts."""
-    from ..adapters.pt_model import PTModel
+    from ..adapters.reference.pt_model import PTModel
 
     if pt is None or isinstance(pt, str):
         return pt

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..adapters.interfaces import TFSide
+from ..adapters.interfaces.sides import TFSide
 from .bucketing import Bucketer, PaddedBatch, bucket_lengths
 from .checks import BatchContext, SweepChecks
 from .corpus import Item
@@ -216,8 +216,8 @@ def _without_positions(batch: Any) -> Any:
 def _load_head(tf_model: Any) -> tuple[Any, str | None]:
     """A run's logits for top-1 agreement, as a function of its Trace (a head model's
     own ``logits``, else the LM head on the last hidden state), and, without, why."""
-    from ..adapters.lm_head import checkpoint_has_head, find_head
-    from ..adapters.tf_model import TFModel
+    from ..adapters.hf_tf.lm_head import checkpoint_has_head, find_head
+    from ..adapters.hf_tf.tf_model import TFModel
     from ..architectures.heads import Head
 
     headless = tf_model.headless_reason  # a keras-hub backbone

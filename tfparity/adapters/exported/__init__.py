@@ -4,8 +4,8 @@ An export holds the computation but not what a check needs around it: the Huggin
 config (layer count, vocabulary, positions) and the tokenizer. Those come from the
 model it was exported from, named by ``--source`` (else the reference's ``--pt``): the
 *companion* spec. Each kind lives in its own module and implements
-:class:`~tfparity.adapters.interfaces.TFSide`; :func:`load_export` picks it by the
-kind :func:`~tfparity.adapters.specs.parse_spec` recognised from the path.
+:class:`~tfparity.adapters.interfaces.sides.TFSide`; :func:`load_export` picks it by the
+kind :func:`~tfparity.adapters.sources.specs.parse_spec` recognised from the path.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from ...architectures.heads import Head
 from ...errors import TfparityError
-from ..interfaces import TFSide
-from ..specs import EXPORT_KINDS, ModelSpec, parse_spec
+from ..interfaces.sides import TFSide
+from ..sources.specs import EXPORT_KINDS, ModelSpec, parse_spec
 
 SIGNED_KINDS = ("saved-model", "litert")  # the kinds that run through a named signature
 
@@ -40,7 +40,7 @@ def load_export(
             "or tokenizer. Name the model it was exported from (--source MODEL; the "
             "API's source=) or its PyTorch reference (crosscheck's --pt MODEL)."
         )
-    from ..sources import resolve
+    from ..sources.checkpoints import resolve
 
     found = resolve(companion, spec.text)
     # The side's spec names its companion: the reference defaults to that model's twin.

@@ -2,7 +2,7 @@
 
 It is loaded with keras-hub imported, so keras-hub's registered classes deserialise.
 A keras-hub backbone (or a task's, see :func:`~..keras_hub_task.task_backbone`) becomes a
-:class:`~tfparity.adapters.keras_hub.KerasHubModel`, checked exactly as a keras-hub
+:class:`~tfparity.adapters.keras_hub.side.KerasHubModel`, checked exactly as a keras-hub
 model: its Hugging Face config fields read from the backbone's own structure (as for a
 preset), the companion's tokenizer and remaining config, and weight hints from keras-hub's
 converter run on the companion checkpoint, rebound by variable path
@@ -18,12 +18,12 @@ from typing import Any
 
 from ...architectures.heads import Head
 from ...errors import TfparityError
-from ..holdings import Holdings
-from ..interfaces import TFSide
-from ..keras_hub import backbone_side, import_keras_hub
-from ..keras_hub_task import task_backbone
-from ..sources import Companion
-from ..specs import ModelSpec
+from ..interfaces.sides import TFSide
+from ..keras_hub.side import backbone_side, import_keras_hub
+from ..keras_hub.task import task_backbone
+from ..sources.checkpoints import Companion
+from ..sources.holdings import Holdings
+from ..sources.specs import ModelSpec
 
 
 def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = None) -> TFSide:
@@ -55,7 +55,7 @@ def _users_own(held: Any, spec: ModelSpec, companion: Companion) -> TFSide:
     """Any other Keras model in the file: checked as a model of the user's own, on its
     outputs (a file holds no map from its layers to Hugging Face's; the Python API's
     ``layers=`` gives one)."""
-    from ..user import user_model
+    from ..user.side import user_model
 
     side = user_model(held, name=spec.text).bound(companion.text)
     side.notes.append(

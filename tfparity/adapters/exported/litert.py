@@ -27,11 +27,11 @@ from ...architectures.heads import Head, head_of_class
 from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
-from ..execution_options import ExecutionOptions
-from ..holdings import Holdings
-from ..interfaces import TFSideBase, config_limits
-from ..sources import Companion
-from ..specs import ModelSpec
+from ..interfaces.sides import TFSideBase, config_limits
+from ..runtime.execution_options import ExecutionOptions
+from ..sources.checkpoints import Companion
+from ..sources.holdings import Holdings
+from ..sources.specs import ModelSpec
 from .litert_graph import Graph
 from .litert_runner import Runner, runtime_name
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import TfparityError
-from ..runtime import import_tf
+from ..runtime.imports import import_tf
 
 # Quantisation recipes, named as the report names what it finds in the artefact.
 QUANTISATIONS = ("fp32", "dynamic-range int8", "float16", "full int8")
@@ -37,7 +37,7 @@ def to_litert(
     hidden_states: bool = False,
     calibration: Sequence[str] | None = None,
 ) -> Path:
-    """Convert ``tf_model`` (a :class:`~tfparity.adapters.tf_model.TFModel`) to a LiteRT
+    """Convert ``tf_model`` (a :class:`~tfparity.adapters.hf_tf.tf_model.TFModel`) to a LiteRT
     flatbuffer at ``path`` with static input shapes ``[batch, seq]``; ``quantisation``:
     one of :data:`QUANTISATIONS` (dynamic-range int8 is ``Optimize.DEFAULT``; float16
     adds ``supported_types=[float16]``; full int8 adds a representative dataset, the

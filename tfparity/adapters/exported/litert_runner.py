@@ -26,7 +26,7 @@ import numpy as np
 from ...architectures.heads import SPAN_OUTPUTS
 from ...errors import TfparityError
 from ...inputs import Batch
-from ..runtime import import_tf
+from ..runtime.imports import import_tf
 
 # Signature input names, per role: Hugging Face serving names, keras-hub's, TF Hub's.
 _ROLES = {

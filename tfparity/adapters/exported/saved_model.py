@@ -29,13 +29,13 @@ from ...architectures.heads import Head, head_of_config
 from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...trace import Trace
-from ..execution import placed
-from ..execution_options import ExecutionOptions
-from ..holdings import Holdings
-from ..interfaces import TFSideBase, config_limits
-from ..runtime import import_tf
-from ..sources import Companion
-from ..specs import ModelSpec
+from ..interfaces.sides import TFSideBase, config_limits
+from ..runtime.execution import placed
+from ..runtime.execution_options import ExecutionOptions
+from ..runtime.imports import import_tf
+from ..sources.checkpoints import Companion
+from ..sources.holdings import Holdings
+from ..sources.specs import ModelSpec
 from .signatures import InputMap, OutputMap, TensorInfo, map_inputs, map_outputs
 
 SERVING = "serving_default"
@@ -186,8 +186,8 @@ class SavedModelSide(TFSideBase):
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The export's variables by PyTorch name, where they carry the names of a
         Hugging Face TF model (an export of one); none otherwise (Keras 3 exports)."""
-        from ..loading import tf_model_class
-        from ..weight_names import variables_for
+        from ..hf_tf.loading import tf_model_class
+        from ..hf_tf.weight_names import variables_for
 
         if self.architecture.tf_class is None:  # no HF TF class: no HF variable names
             return {}

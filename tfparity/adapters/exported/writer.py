@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..runtime import import_tf
+from ..runtime.imports import import_tf
 
 EMBEDS_SIGNATURE = "embeds"
 
@@ -21,7 +21,7 @@ def export_saved_model(
     mask: bool = True,
     unmasked: str | None = None,
 ) -> Path:
-    """Save ``tf_model`` (a :class:`~tfparity.adapters.tf_model.TFModel`, faults applied
+    """Save ``tf_model`` (a :class:`~tfparity.adapters.hf_tf.tf_model.TFModel`, faults applied
     or not) to ``directory`` with a ``serving_default`` signature over ``input_ids``,
     ``attention_mask`` (without ``mask``: none, as servers that take ``input_ids`` alone
     are written) and ``token_type_ids`` where the model has a token-type table,

@@ -1,0 +1,113 @@
+"""The Keras-side gather: ``input_ids -> word embeddings``, validated on every device.
+
+Hugging Face TF models are tf-keras (Keras 2) models, so this is a tf-keras layer. Ids
+are validated against the vocabulary size: on a GPU, ``tf.gather`` returns zeros for an
+out-of-range id instead of raising, which would silently give a wrong answer. Where an
+architecture's ``input_ids`` path changes the gathered embeddings (an embedding scale
+applied to ids only), the gather applies the same change, so what it returns is what
+the model feeds on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...architectures import IdsOnlyTransform, for_config
+from ...errors import TfparityError
+from ..runtime.imports import import_tf
+
+tf = import_tf()
+import tf_keras  # noqa: E402  (after TensorFlow's quiet import)
+
+
+class IdsOutOfRangeError(TfparityError, ValueError):
+    """An id outside ``[0, vocab_size)`` was given to :class:`WordEmbeddingGather`."""
+
+
+class WordEmbeddingGather(tf_keras.layers.Layer):
+    """``input_ids [batch, seq] -> embeddings [batch, seq, width]`` from a given matrix.
+
+    The matrix is shared, not copied: the layer reads the model's own variable, so it
+    always sees the model's current weights.
+    """
+
+    def __init__(self, matrix: Any, ids_only: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.matrix = matrix
+        self.vocab_size = int(matrix.shape[0])
+        self.ids_only = ids_only  # fn(tf, embeds, ids) -> embeds, or None
+
+    @classmethod
+    def from_model(cls, model: Any, **kwargs: Any) -> WordEmbeddingGather:
+        """A gather over the word-embedding matrix of a HF TF ``model``, with the change
+        its ``input_ids`` path makes to the gathered rows (if its architecture has one)."""
+        config = model.config
+        change = ids_only_change(config)
+        ids_only = (lambda tf_, e, ids: change.apply(tf_, e, ids, config)) if change else None
+        return cls(word_embedding_matrix(model), ids_only=ids_only, **kwargs)
+
+    def call(self, input_ids: Any) -> Any:
+        ids = tf.cast(input_ids, tf.int32)
+        if tf.executing_eagerly():
+            self._check_eagerly(ids.numpy())
+        else:  # in a graph: assertion ops that the gather waits for (they hold on GPUs too)
+            checks = [
+                tf.debugging.assert_non_negative(ids, message="input_ids must be >= 0"),
+                tf.debugging.assert_less(
+                    ids,
+                    self.vocab_size,
+                    message=f"input_ids must be < the vocabulary size {self.vocab_size}",
+                ),
+            ]
+            with tf.control_dependencies(checks):
+                ids = tf.identity(ids)
+        embeds = tf.gather(self.matrix, ids)
+        return embeds if self.ids_only is None else self.ids_only(tf, embeds, ids)
+
+    def _check_eagerly(self, ids: np.ndarray) -> None:
+        bad = (ids < 0) | (ids >= self.vocab_size)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise IdsOutOfRangeError(
+                f"input_ids out of range: {int(ids[where])} at index {where}; the vocabulary "
+                f"has {self.vocab_size} rows, so ids must be in [0, {self.vocab_size - 1}]."
+            )
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return tf.TensorShape(input_shape).concatenate([self.matrix.shape[1]])
+
+
+def ids_only_change(config: Any) -> IdsOnlyTransform | None:
+    """The architecture's change to gathered embeddings on the ids path, if it applies."""
+    change = for_config(config).ids_only
+    return change if change is not None and change.applies(config) else None
+
+
+def embedding_layer(model: Any) -> Any:
+    """The layer that embeds ids in an HF TF ``model``: ``get_input_embeddings()``, or
+    where its architecture says (Mistral's TF method is broken)."""
+    word = for_config(model.config).embeddings.word
+    if word is not None:
+        return getattr(getattr(model, model.base_model_prefix), word)
+    return model.get_input_embeddings()
+
+
+def word_embedding_matrix(model: Any) -> Any:
+    """The ``[vocab, width]`` matrix of :func:`embedding_layer`.
+
+    HF TF models hold it in different places: BERT-like embedding layers and
+    ``TFSharedEmbeddings`` as ``.weight``, Keras ``Embedding`` layers (GPT-2, T5) as
+    ``.embeddings``.
+    """
+    tf = import_tf()
+    layer = embedding_layer(model)
+    for attr in ("weight", "embeddings"):
+        value = getattr(layer, attr, None)
+        if isinstance(value, tf.Variable) and len(value.shape) == 2:
+            return value
+    raise TypeError(
+        f"{type(model).__name__}.get_input_embeddings() returned "
+        f"{type(layer).__name__}, which holds no 2-D embedding matrix"
+    )

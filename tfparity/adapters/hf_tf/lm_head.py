@@ -1,0 +1,110 @@
+"""Language-model heads: tying of input/output embeddings, and what sits in between.
+
+``output_embeddings(input_embeddings(ids))`` gives the ids back only if the head is a
+bare product with the (tied) word matrix; most MLM heads put a dense layer, an
+activation and a LayerNorm first. Which layers those are, and where the output
+matrix lives, differ by architecture, so that knowledge lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..runtime.imports import import_tf
+from .tf_model import TFModel
+
+# Class names whose checkpoints hold LM-head weights (config.architectures).
+_HEAD_ARCHITECTURES = ("ForMaskedLM", "ForCausalLM", "LMHeadModel", "ForPreTraining", "WithLMHead")
+
+
+@dataclass(frozen=True)
+class LMHead:
+    """A model's LM head: the output matrix, whether it is the input matrix itself,
+    a description of the transform before it, and a way to apply the whole head."""
+
+    output_matrix: np.ndarray
+    tied: bool
+    transform: str
+    logits: Callable[[np.ndarray], np.ndarray] | None  # None where widths do not allow it
+
+
+def checkpoint_has_head(model: TFModel, spec: str) -> bool:
+    """Whether ``spec`` can give a trained (or, for tiny:<model_type>, seeded) LM head.
+
+    A checkpoint saved from a base class (``BertModel``, e.g. sentence-transformers'
+    MiniLM) has no head weights: loading a head class would invent a random one.
+    """
+    from .loading import tf_lm_head_class
+
+    try:
+        tf_lm_head_class(model.config)
+    except Exception:
+        return False
+    if not model.architecture.head_in_checkpoint:
+        return False  # e.g. T5: tfparity runs the encoder only
+    if spec.startswith("tiny:"):
+        return True
+    names = getattr(model.config, "architectures", None) or []
+    return any(part in name for name in names for part in _HEAD_ARCHITECTURES)
+
+
+def find_head(model: TFModel) -> LMHead | None:
+    """The LM head of ``model``, or None for a base model (no output embeddings)."""
+    output_layer = model.model.get_output_embeddings()
+    if output_layer is None:
+        return None
+    output_var = _matrix_variable(output_layer)
+    input_var = model.word_embeddings()
+    tied = output_var is input_var or _same_handle(output_var, input_var)
+    description, apply = _head_parts(model)
+    width_ok = int(input_var.shape[1]) == int(model.config.hidden_size)
+    return LMHead(
+        output_matrix=np.asarray(output_var.numpy()),
+        tied=bool(tied),
+        transform=description,
+        logits=apply if width_ok else None,
+    )
+
+
+def _matrix_variable(layer: Any) -> Any:
+    tf = import_tf()
+    if isinstance(layer, tf.Variable):
+        return layer
+    for attr in ("weight", "embeddings", "kernel"):
+        value = getattr(layer, attr, None)
+        if isinstance(value, tf.Variable) and len(value.shape) == 2:
+            return value
+    raise TypeError(f"{type(layer).__name__} holds no 2-D output embedding matrix")
+
+
+def _same_handle(a: Any, b: Any) -> bool:
+    """Two Python objects for one variable (e.g. a mirrored wrapper) share the handle."""
+    try:
+        return a.handle is b.handle
+    except AttributeError:
+        return False
+
+
+def _head_parts(model: TFModel) -> tuple[str, Callable[[np.ndarray], np.ndarray]]:
+    """A description of the head and a function ``hidden [.., H] -> logits [.., vocab]``
+    (the architecture's, else the model's own ``get_lm_head()`` undescribed)."""
+    m, head = model.model, model.architecture.lm_head
+    if head is None:
+        name = type(m.get_lm_head()).__name__
+        return f"{name} (not described for {model.model_type})", _call(m.get_lm_head())
+    act = getattr(model.config, "hidden_act", None) or getattr(model.config, "activation", "")
+    return head.description.format(act=act), _call(head.apply(m, import_tf()))
+
+
+def _call(fn: Callable[[Any], Any]) -> Callable[[np.ndarray], np.ndarray]:
+    """Run a head function on a numpy batch ``[batch, seq, H]`` and return numpy."""
+
+    def apply(hidden: np.ndarray) -> np.ndarray:
+        tf = import_tf()
+        return np.asarray(fn(tf.constant(hidden, dtype=tf.float32)).numpy())
+
+    return apply

@@ -1,0 +1,587 @@
+"""The keras-hub side: a Hugging Face checkpoint converted by keras-hub's own converter
+into a Keras 3 backbone (TensorFlow backend), run and tapped like an HF TF model.
+
+:class:`KerasHubModel` offers what the checks use from
+:class:`~tfparity.adapters.hf_tf.tf_model.TFModel` (``run``, ``gather``, ``limits``,
+``tokenizer``, ``config``, ``word_embeddings``, taps and isolated runs), so the embeds
+check and the cross-check run on it unchanged.
+
+How the two paths run (faithful to the backbone's own graph, not a re-implementation):
+the ``input_ids`` path calls the backbone; the ``inputs_embeds`` path runs the same
+functional graph cut at the token embedding's output (a ``keras.Function`` from that
+tensor and the other inputs to the backbone's outputs), so everything after the lookup
+(Gemma's sqrt(d) scale, position and segment embeddings, norms, blocks) is the
+backbone's own. Hidden states are recorded per block call during the run (see
+:mod:`tfparity.architectures.keras_hub_layouts`).
+
+Weights: the converter's ``loader.port_weight(keras_variable, hf_weight_key, hook_fn)``
+calls are recorded while it converts, so each Keras variable is known by the HF weight
+it came from and the hook (transpose, reshape, dtype cast) that shaped it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ...architectures import Architecture, Positions, for_config
+from ...architectures.heads import Head
+from ...architectures.keras_hub_layouts import KerasHubLayout
+from ...architectures.keras_hub_layouts import block as nth_block
+from ...compare import to_numpy
+from ...errors import TfparityError
+from ...inputs import Batch, Limits, check_limits
+from ...results import Hint
+from ...trace import Trace
+from ..hf_tf.taps import feed_forward_weights
+from ..interfaces.sides import FeedForwardWeights, TFSideBase, config_limits
+from ..runtime.execution_options import ExecutionOptions, eager_only
+from ..runtime.imports import import_tf
+from ..sources.checkpoints import checkpoint_dir, read_config, spec_tokenizer
+from ..sources.holdings import Holdings
+from ..sources.specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
+from .checkpoints import (
+    checkpoint_of,
+    preset_backbone,
+    preset_config,
+    preset_fields,
+)
+from .ports import Ported, pt_name, recording_ports
+from .taps import BlockRecording
+
+
+def import_keras_hub() -> Any:
+    """``keras_hub`` on Keras 3 with the TensorFlow backend (set before Keras is first
+    imported; a different backend chosen explicitly is refused: exit 2)."""
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import_tf()
+    try:
+        import keras
+        import keras_hub
+    except ImportError as exc:
+        raise TfparityError(
+            f"keras-hub specs need keras>=3 and keras-hub ({exc}): {KERAS_HUB_EXTRA}"
+        ) from exc
+    if keras.backend.backend() != "tensorflow":
+        raise TfparityError(
+            f"keras-hub models run here on the TensorFlow backend, but Keras uses "
+            f"'{keras.backend.backend()}' (KERAS_BACKEND). Unset it or set "
+            "KERAS_BACKEND=tensorflow."
+        )
+    return keras_hub
+
+
+def is_keras_hub_spec(spec: Any) -> bool:
+    return isinstance(spec, str) and spec.strip().startswith(KERAS_HUB)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def load_keras_hub(text: str) -> KerasHubModel:
+    """Convert the checkpoint a ``keras-hub:<SPEC>`` names with keras-hub's converter,
+    or load the keras-hub preset directory it names."""
+    spec = parse_spec(text)
+    if spec.kind != "keras-hub":
+        raise TfparityError(f"'{text}' is not a keras-hub spec (keras-hub:<SPEC>).")
+    keras_hub = import_keras_hub()
+    directory, preset = checkpoint_of(spec)
+    saved = preset_backbone(directory) if preset else None  # exit 2 before loading
+    try:
+        with recording_ports() as ports:
+            backbone = keras_hub.models.Backbone.from_preset(str(directory))
+    except TfparityError:
+        raise
+    except Exception as exc:
+        raise TfparityError(
+            f"keras-hub could not convert {directory}: {' '.join(str(exc).split())[:300]}"
+        ) from exc
+    stated = None if saved is None else preset_fields(saved, backbone)
+    hf_config = read_config(directory) if saved is None else preset_config(saved, stated)
+    layout = for_config(hf_config).keras_hub
+    notes: list[str] = []
+    if layout is None:
+        notes.append(
+            f"tfparity has no keras-hub layout for {hf_config.model_type}: hidden states "
+            "are compared, the divergence is localised to a layer."
+        )
+    if preset:
+        notes.append(PRESET_NOTE)
+    model = KerasHubModel(
+        name=text,
+        backbone=backbone,
+        tokenizer=None if preset else spec_tokenizer(spec.inner, directory),
+        hf_config=hf_config,
+        layout=layout,
+        ports=ports,
+        source=f"keras-hub {keras_hub.__version__} {type(backbone).__name__} from {directory}",
+        notes=notes,
+        stated=stated,
+        spec=spec,
+    )
+    model.notes.append(model.how_embeds_run())
+    return model
+
+
+def backbone_side(
+    backbone: Any,
+    *,
+    name: str,
+    source: str,
+    notes: list[str],
+    tokenizer: Any = None,
+    spec: ModelSpec | None = None,
+) -> KerasHubModel:
+    """A keras-hub backbone held as an object (from a ``.keras`` file, or the user's),
+    as the keras-hub side: its Hugging Face config read from its own structure, as for
+    a preset (bind it to a checkpoint with :meth:`KerasHubModel.with_reference`); exit 2
+    for a backbone tfparity cannot map onto transformers."""
+    from ...architectures import keras_hub_backbones
+
+    kind = type(backbone).__name__
+    arch = keras_hub_backbones().get(kind)
+    if arch is None or arch.keras_hub is None:
+        raise TfparityError(
+            f"{name} is a {kind}, which tfparity cannot map onto a transformers model; "
+            f"supported backbones: {', '.join(sorted(keras_hub_backbones()))}."
+        )
+    saved = {"class_name": kind, "config": backbone.get_config()}
+    stated = preset_fields(saved, backbone)
+    side = KerasHubModel(
+        name=name,
+        backbone=backbone,
+        tokenizer=tokenizer,
+        hf_config=preset_config(saved, stated),
+        layout=arch.keras_hub,
+        source=source,
+        notes=notes,
+        stated=stated,
+        spec=spec,
+    )
+    side.notes.append(side.how_embeds_run())
+    return side
+
+
+PRESET_NOTE = (
+    "A keras-hub preset directory: no converter ran, so its weights are not traced back "
+    "to Hugging Face names (weight hints need crosscheck --pt <the checkpoint it came "
+    "from>), and it has no transformers tokenizer (give --random N --seq-len L, or --pt)."
+)
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+@dataclass
+class KerasHubModel(TFSideBase):
+    """A keras-hub backbone with the Hugging Face config and tokenizer of its checkpoint.
+
+    ``config`` is the HF config with the fields the backbone really uses put in
+    (:attr:`KerasHubLayout.effective_config`), so config hints compare what runs.
+    """
+
+    name: str
+    backbone: Any
+    tokenizer: Any | None
+    hf_config: Any
+    layout: KerasHubLayout | None
+    ports: list[Ported] = field(default_factory=list)
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+    # A keras-hub preset (no converter ran): the HF config fields it states, else None.
+    stated: dict[str, Any] | None = None
+    # What it runs under (always eager float32; see :meth:`executed`).
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
+    spec: ModelSpec | None = None
+    # PyTorch weight name -> the dtype keras-hub's converter cast it to (by weights_for)
+    casts: dict[str, str] = field(default_factory=dict)
+    _embeds_fn: Any = None
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def model(self) -> Any:
+        return self.backbone
+
+    @property
+    def head(self) -> Head:
+        """A keras-hub backbone is a base model (its causal-LM task is
+        :class:`~.keras_hub_task.KerasHubCausalLM`)."""
+        return Head.BASE
+
+    # What its checkpoint held is not known (keras-hub's converter does not say); a
+    # .keras file's backbone holds every weight it computes with (Holdings.export).
+    holdings: Holdings | None = None
+
+    @property
+    def known_difference(self) -> Any:
+        """Where keras-hub's converter for this model type really differs from
+        transformers (the registry's record), or None."""
+        return self.layout.known_difference if self.layout else None
+
+    @property
+    def config(self) -> Any:
+        changes = self.layout.effective_config(self.backbone) if self.layout else {}
+        base = self.hf_config
+        return base.__class__.from_dict({**base.to_dict(), **changes})
+
+    @property
+    def model_type(self) -> str:
+        return self.hf_config.model_type
+
+    @property
+    def architecture(self) -> Architecture:
+        return for_config(self.hf_config)
+
+    @property
+    def padding_aware_positions(self) -> bool:
+        return self.architecture.positions is Positions.PADDING_AWARE
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return getattr(self.hf_config, "pad_token_id", None)
+
+    @property
+    def headless_reason(self) -> str:
+        """Why top-1 token agreement is not measured: a backbone has no LM head."""
+        return (
+            f"{self.name} is a keras-hub backbone ({type(self.backbone).__name__}) with no "
+            "LM head, so top-1 token agreement cannot be measured (a causal LM's task: "
+            "--head causal-lm)"
+        )
+
+    @property
+    def ids_only_change(self) -> None:
+        return None  # the embeds path is the backbone's graph after the lookup
+
+    @property
+    def limits(self) -> Limits:
+        vocab = int(self.word_embeddings().shape[0])
+        types = getattr(self.backbone, "num_segments", None)
+        return config_limits(self.hf_config, vocab_size=vocab, type_vocab_size=types)
+
+    def _lookup(self) -> Any:
+        """The layer that embeds token ids: ``token_embedding``, or a token-and-position
+        layer (RoBERTa's, GPT-2's ``embeddings``) whose ``token_embedding`` does."""
+        with contextlib.suppress(ValueError):
+            return self.backbone.get_layer("token_embedding")
+        for layer in self.backbone.layers:
+            if getattr(layer, "token_embedding", None) is not None:
+                return layer
+        raise TfparityError(f"{type(self.backbone).__name__} has no token embedding layer.")
+
+    def named_weights(self) -> list[tuple[str, Any]]:
+        return [(w.path, w) for w in self.backbone.weights]
+
+    def word_embeddings(self) -> Any:
+        layer = self._lookup()
+        inner = getattr(layer, "token_embedding", None)
+        return (inner if inner is not None else layer).embeddings
+
+    def gather(self, input_ids: np.ndarray) -> Any:
+        """Word embeddings for the ids, gathered from the backbone's token embedding."""
+        tf = import_tf()
+        ids = np.asarray(input_ids)
+        vocab = int(self.word_embeddings().shape[0])
+        if ids.size and (ids.min() < 0 or ids.max() >= vocab):
+            raise TfparityError(f"input_ids hold ids outside the vocabulary (0..{vocab - 1}).")
+        return tf.gather(tf.convert_to_tensor(self.word_embeddings()), ids)
+
+    def eager(self) -> KerasHubModel:
+        return self
+
+    def forget_compiled(self) -> None:
+        """Drop the traced embeds function (after a fault changed the backbone)."""
+        self._embeds_fn = None
+
+    def how_embeds_run(self) -> str:
+        return (
+            "keras-hub: the inputs_embeds path runs the backbone's own functional graph cut "
+            "after the token lookup (keras.Function), fed the embeddings gathered from the "
+            "token embedding matrix (a token-and-position layer adds its positions with its "
+            "own position_embedding); hidden_states[0] is the first block's input, the "
+            "last hidden state the backbone's sequence_output."
+        )
+
+    # ------------------------------------------------------------------ runs
+
+    def inputs(self, batch: Batch) -> dict[str, Any]:
+        """The backbone's inputs for a batch: token_ids, padding_mask, segment_ids."""
+        names = set(self.backbone.input)
+        feed = {"token_ids": np.asarray(batch.input_ids, np.int32)}
+        feed["padding_mask"] = np.asarray(batch.attention_mask, np.int32)
+        if "segment_ids" in names:
+            types = batch.token_type_ids
+            feed["segment_ids"] = (
+                np.zeros_like(feed["token_ids"]) if types is None else np.asarray(types, np.int32)
+            )
+        if batch.position_ids is not None:
+            raise TfparityError("keras-hub backbones take no position ids; leave them out.")
+        return {k: v for k, v in feed.items() if k in names}
+
+    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+        check_limits(batch, self.limits)
+        trace, _ = self._run(batch, inputs_embeds, taps=False)
+        return trace
+
+    def run_gathered(self, batch: Batch) -> Trace:
+        """The inputs_embeds path fed the word embeddings gathered by the batch's ids
+        (the sweep's embeds path; eager, so there is no compiled gather to fuse)."""
+        return self.run(batch, self.gather(batch.input_ids))
+
+    def _run(
+        self,
+        batch: Batch,
+        inputs_embeds: Any = None,
+        taps: bool = False,
+        substitute: dict[str, np.ndarray] | None = None,
+        block_inputs: list[np.ndarray] | None = None,
+    ) -> tuple[Trace, dict[str, np.ndarray]]:
+        feed = self.inputs(batch)
+        with BlockRecording(self.backbone, self.layout, taps, substitute, block_inputs) as rec:
+            out = self.forward(feed, inputs_embeds)
+        return self.trace_of(out, rec.hidden_states()), rec.taps
+
+    def forward(self, feed: dict[str, Any], inputs_embeds: Any = None) -> dict[str, Any]:
+        """The backbone's outputs (``sequence_output``, ``pooled_output`` where it has
+        one) as tensors, on the ids path or the graph cut after the token lookup."""
+        if inputs_embeds is None:
+            out = self.backbone(feed, training=False)
+        else:
+            out = self._embeds_function()(self._embeds_feed(feed, inputs_embeds))
+        return out if isinstance(out, dict) else {"sequence_output": out}  # GPT-2's: a tensor
+
+    def trace_of(self, out: dict[str, Any], hidden: list[np.ndarray]) -> Trace:
+        """A run's Trace in Hugging Face's names: the recorded hidden states (the last
+        one the backbone's sequence_output, after the final norm), last_hidden_state and
+        pooler_output."""
+        arrays = {f"hidden_states[{k}]": v for k, v in enumerate(hidden)}
+        seq = to_numpy(out["sequence_output"])
+        if arrays:
+            arrays[f"hidden_states[{len(arrays) - 1}]"] = seq
+        arrays["last_hidden_state"] = seq
+        if "pooled_output" in out:
+            arrays["pooler_output"] = to_numpy(out["pooled_output"])
+        return Trace(arrays)
+
+    def _embeds_function(self) -> Any:
+        if self._embeds_fn is None:
+            import keras
+
+            bb = self.backbone
+            cut = self._lookup().output
+            others = [bb.input[k] for k in bb.input if k != "token_ids"]
+            self._embeds_fn = (
+                keras.Function([cut, *others], bb.output),
+                [k for k in bb.input if k != "token_ids"],
+            )
+        return lambda feed: self._embeds_fn[0](feed)
+
+    def _embeds_feed(self, feed: dict[str, Any], embeds: Any) -> list[Any]:
+        self._embeds_function()
+        layer = self._lookup()
+        positions = getattr(layer, "position_embedding", None)
+        if getattr(layer, "token_embedding", None) is not None and positions is not None:
+            # A token-and-position layer: the graph is cut after it, so its position
+            # half runs here, with its own sub-layer, as its call does.
+            embeds = embeds + positions(embeds)
+        return [embeds, *[feed[k] for k in self._embeds_fn[1]]]
+
+    def gradients(
+        self,
+        batch: Batch,
+        objective: Any,
+        *,
+        embeds: bool = False,
+        embeds_fn: Any = None,
+        reference: dict[str, np.ndarray] | None = None,
+    ) -> Any:
+        """The gradients check's scalar differentiated (see :meth:`TFModel.gradients`).
+        Weights are named by PyTorch name in PyTorch's layout through the converter's
+        record where ``reference`` (PyTorch's weights by name) is given, else by their
+        Keras paths."""
+        from ..hf_tf.gradients import backbone_gradients
+
+        check_limits(batch, self.limits)
+        feed = self.inputs(batch)
+
+        def call(fed: Any) -> dict[str, Any]:
+            return self.forward(feed, fed)
+
+        run, variables, grads = backbone_gradients(self, batch, objective, call, embeds, embeds_fn)
+        by_path = dict(zip((v.path for v in variables), grads, strict=True))
+        run.weights, run.word_embeddings = dict(by_path), self.word_embeddings().path
+        if reference is None:
+            return run
+        named = {}
+        for port in self.ports:
+            name = pt_name(port.hf_key, reference)
+            grad = by_path.get(port.variable.path)
+            if name is not None and port.variable.path in by_path:
+                named[name] = None if grad is None else port.pt_layout(reference[name], grad)[0]
+                if port.variable.path == run.word_embeddings:
+                    run.word_embeddings = name
+        run.weights = named
+        return run
+
+    def output_names(self, reference: Any) -> set[str]:
+        """The reference's tensors this backbone has a counterpart of (a keras-hub
+        backbone has no pooler where HF's RoBERTa has one)."""
+        names = {k for k in reference if k.startswith("hidden_states[")}
+        names.add("last_hidden_state")
+        outputs = self.backbone.output
+        if isinstance(outputs, dict) and "pooled_output" in outputs:
+            names.add("pooler_output")
+        return names
+
+    # ------------------------------------------------------------------ localisation
+
+    def localisable(self) -> bool:
+        return self.layout is not None and self.layout.block_taps is not None
+
+    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        check_limits(batch, self.limits)
+        return self._run(batch, taps=True)
+
+    def isolated(
+        self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
+    ) -> dict[str, np.ndarray]:
+        """Each component run on PyTorch's own input: every block is fed PyTorch's
+        hidden state, and each tapped value is recorded, then replaced by PyTorch's, so
+        the next component gets PyTorch's input too (nobuco's approach, in one run).
+        Llama-style blocks add the attention residual from their own sum, so there the
+        output component carries the attention's own (small) error."""
+        _, recorded = self._run(batch, taps=True, substitute=pt_taps, block_inputs=pt_hidden)
+        return recorded
+
+    def feed_forward(self, layer: int) -> FeedForwardWeights | None:
+        if self.layout is None or self.layout.feed_forward is None:
+            return None
+        return feed_forward_weights(self.layout.feed_forward(nth_block(self.backbone, layer)))
+
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Keras values in PyTorch's layout by PyTorch name, through the converter's
+        own mapping (the recorded port_weight calls)."""
+        found: dict[str, np.ndarray] = {}
+        self.casts.clear()
+        for port in self.ports:
+            name = pt_name(port.hf_key, pt_weights)
+            if name is None:
+                continue
+            value, cast = port.pt_layout(pt_weights[name])
+            found[name] = value
+            if cast is not None:
+                self.casts[name] = cast
+        return found
+
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
+        """PyTorch weights under ``prefix`` that the converter never ported (read with
+        port_weight), named: the backbone runs without them."""
+        if not self.ports:
+            return []
+        ported = {pt_name(p.hf_key, pt_weights) for p in self.ports}
+        text = "weight {} is not ported by keras-hub's converter (the backbone runs without it)"
+        return [
+            Hint("unported", text.format(name), weight=name)
+            for name in pt_weights
+            if name.startswith(prefix)
+            and contains in name
+            and name not in ported
+            and np.any(pt_weights[name])
+            and not name.endswith("position_ids")
+        ]
+
+    def weight_note(self, name: str) -> str | None:
+        cast = self.casts.get(name)
+        if cast is None:
+            return None
+        return f"keras-hub's converter casts {name} to {cast} (a lossy dtype conversion)"
+
+    def reloaded(self) -> KerasHubModel:
+        """The backbone after keras-hub's own ``save_to_preset`` and ``from_preset``
+        (the keras-hub counterpart of save_pretrained + reload)."""
+        import tempfile
+
+        keras_hub = import_keras_hub()
+        with tempfile.TemporaryDirectory(prefix="tfparity-preset-") as tmp:
+            self.backbone.save_to_preset(tmp)
+            backbone = keras_hub.models.Backbone.from_preset(tmp)
+        by_path = {v.path: v for v in backbone.weights}
+        ports = [
+            Ported(by_path[p.variable.path], p.hf_key, p.hook)
+            for p in self.ports
+            if p.variable.path in by_path
+        ]
+        return KerasHubModel(
+            name=f"{self.name} (save_to_preset and reloaded)",
+            backbone=backbone,
+            tokenizer=self.tokenizer,
+            hf_config=self.hf_config,
+            layout=self.layout,
+            ports=ports,
+            source=f"{self.source}, saved with save_to_preset and reloaded",
+            notes=list(self.notes),
+            stated=self.stated,
+            spec=self.spec,
+        )
+
+    def with_reference(self, pt_spec: str) -> KerasHubModel:
+        """A preset bound to the checkpoint its PyTorch reference names (``--pt``): that
+        checkpoint's tokenizer, its config for the fields the preset does not state
+        (token ids, a rotary model's maximum length), and the converter's mapping
+        recovered by converting it into a throwaway backbone while recording
+        ``port_weight`` calls, each re-bound to this backbone's variable of the same path
+        (as :meth:`reloaded` does). Where keras-hub cannot convert it, or the paths do
+        not match (another architecture), there are no weight hints (the preset's note
+        says so). Not a preset, or already bound: itself."""
+        spec = parse_spec(pt_spec)
+        spec = spec.inner if spec.kind == "keras-hub" else spec
+        if self.stated is None or self.ports or spec is None:
+            return self
+        directory = checkpoint_dir(spec)
+        try:
+            with recording_ports() as ports:
+                import_keras_hub().models.Backbone.from_preset(str(directory))
+        except Exception:  # keras-hub cannot convert it: no weight hints
+            ports = []
+        by_path = {v.path: v for v in self.backbone.weights}
+        rebound = [
+            Ported(by_path[p.variable.path], p.hf_key, p.hook)
+            for p in ports
+            if p.variable.path in by_path
+            and tuple(p.variable.shape) == tuple(by_path[p.variable.path].shape)
+        ]
+        notes = list(self.notes)
+        if rebound and PRESET_NOTE not in notes:  # a backbone from a .keras file
+            notes.append(
+                f"Weight hints follow keras-hub's converter run on {pt_spec} ({len(rebound)} "
+                f"of {len(ports)} ported variables matched this backbone's by path)."
+            )
+        elif rebound:
+            notes[notes.index(PRESET_NOTE)] = (
+                f"A keras-hub preset directory: weight hints follow keras-hub's converter "
+                f"run on {pt_spec} ({len(rebound)} of {len(ports)} ported variables matched "
+                "this backbone's by path); the tokenizer, and the config fields the preset "
+                "does not state, are that checkpoint's."
+            )
+        hf_config = self.hf_config
+        reference = read_config(directory)
+        if type(reference) is type(hf_config):  # the checkpoint of the same family
+            hf_config = reference.__class__.from_dict({**reference.to_dict(), **self.stated})
+        return replace(
+            self,
+            tokenizer=self.tokenizer or spec_tokenizer(spec, directory),
+            hf_config=hf_config,
+            ports=rebound,
+            notes=notes,
+        )
+
+    def executed(self, options: ExecutionOptions) -> KerasHubModel:
+        """This model under an ExecutionOptions: eager float32 on TensorFlow's default
+        placement only; anything else asked for explicitly is exit 2, never ignored."""
+        runs = eager_only(options, "keras-hub models")
+        return self if runs == self.execution else replace(self, execution=runs)

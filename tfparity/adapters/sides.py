@@ -1,0 +1,121 @@
+"""Which TF side a Python object the user holds becomes: a Hugging Face TF model (its
+own :class:`~.tf_model.TFModel`), a keras-hub backbone (the keras-hub side, its weights
+traced through keras-hub's converter run on the reference's checkpoint), a keras-hub task
+with a head of its own (refused unless ``head`` is BASE, then its backbone), or anything
+else runnable, a model of the user's own (:class:`~.user.UserModel`).
+
+A keras-hub backbone or a model of the user's own carries no Hugging Face config or
+tokenizer: those come from the reference ``pt``, which they therefore need.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..architectures.heads import Head
+from ..errors import TfparityError
+from .interfaces.sides import TFSide
+from .runtime.imports import import_transformers
+
+HELD_NOTE = "A keras-hub backbone held in memory"
+
+
+def object_side(
+    obj: Any,
+    *,
+    pt: Any = None,
+    layers: dict[Any, int] | None = None,
+    weights: dict[str, Any] | None = None,
+    tokenizer: Any = None,
+    head: Head | None = None,
+) -> TFSide:
+    """The TF side for ``obj`` (see the module's docstring); ``layers``/``weights`` are
+    for a model of the user's own (elsewhere tfparity knows both: exit 2)."""
+    from .user.side import user_model
+
+    if is_hf_tf_model(obj):
+        _refuse_maps(layers, weights, "a Hugging Face TF model, whose layers and weights")
+        from .hf_tf.tf_model import TFModel
+
+        return TFModel.wrap(obj, tokenizer=tokenizer)
+    if is_keras_hub_backbone(obj):
+        _refuse_maps(layers, weights, "a keras-hub backbone, whose layers and weights")
+        return held_backbone(obj, pt)
+    if is_keras_hub_task(obj) and (head is Head.BASE or _has_own_head(obj)):
+        _refuse_maps(layers, weights, "a keras-hub task, whose layers and weights")
+        return held_task(obj, pt, head)
+    side = user_model(obj, layers=layers, weights=weights, tokenizer=tokenizer, head=head)
+    return side.bound(pt)
+
+
+def is_hf_tf_model(obj: Any) -> bool:
+    """A transformers TF model (tf-keras): only asked once tf-keras is imported, as it
+    is wherever such a model exists."""
+    tf_keras = sys.modules.get("tf_keras")
+    if tf_keras is None or not isinstance(obj, tf_keras.Model):
+        return False
+    return isinstance(obj, import_transformers().TFPreTrainedModel)
+
+
+def is_keras_hub_backbone(obj: Any) -> bool:
+    keras_hub = sys.modules.get("keras_hub")
+    return keras_hub is not None and isinstance(obj, keras_hub.models.Backbone)
+
+
+def is_keras_hub_task(obj: Any) -> bool:
+    keras_hub = sys.modules.get("keras_hub")
+    return keras_hub is not None and isinstance(obj, keras_hub.models.Task)
+
+
+def _has_own_head(task: Any) -> bool:
+    from .keras_hub.task import head_variables
+
+    return bool(head_variables(task))
+
+
+def _refuse_maps(layers: Any, weights: Any, what: str) -> None:
+    if layers is not None or weights is not None:
+        raise TfparityError(
+            f"layers= and weights= are for a model of your own; this is {what} tfparity "
+            "already knows. Leave them out."
+        )
+
+
+def held_backbone(backbone: Any, pt: Any) -> TFSide:
+    """A keras-hub backbone the user holds, as the keras-hub side: its Hugging Face
+    config from its own structure and the reference's checkpoint, the tokenizer and
+    the weight mapping from keras-hub's converter run on that checkpoint (as for a
+    keras-hub preset, :meth:`KerasHubModel.with_reference`)."""
+    from .keras_hub.side import PRESET_NOTE, backbone_side, import_keras_hub
+
+    if not isinstance(pt, str):
+        raise TfparityError(
+            f"{type(backbone).__name__} is a keras-hub backbone held in memory: it takes its "
+            "tokenizer and weight mapping from the checkpoint of its PyTorch reference. "
+            "Pass pt=<MODEL spec> (the Hugging Face checkpoint it holds)."
+        )
+    import_keras_hub()  # the TensorFlow backend, or exit 2
+    name = type(backbone).__name__
+    side = backbone_side(
+        backbone,
+        name=f"{name} (in memory)",
+        source=f"keras-hub {name} held in memory",
+        notes=[PRESET_NOTE],
+    )
+    bound = side.with_reference(pt)
+    bound.notes = [n.replace("A keras-hub preset directory", HELD_NOTE) for n in bound.notes]
+    return bound
+
+
+def held_task(task: Any, pt: Any, head: Head | None) -> TFSide:
+    """A keras-hub task the user holds: refused (exit 2) where its head is its own (a
+    ``TextClassifier``'s, never ported by keras-hub's converters) unless ``head`` is
+    BASE; then its backbone, as :func:`held_backbone`, with a note that the head is not
+    checked."""
+    from .keras_hub.task import task_backbone
+
+    backbone, note = task_backbone(task, "The model held in memory is", head)
+    side = held_backbone(backbone, pt)
+    side.notes.append(note)
+    return side
