@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-VOCAB_FILE = Path(__file__).resolve().parent.parent / "data" / "tiny_vocab.txt"
+VOCAB_FILE = Path(__file__).resolve().parents[2] / "data" / "tiny_vocab.txt"  # tfparity/data
 TOKENIZER_LABEL = "tiny vocabulary"  # a tiny model's tokenizer, as reports name it
 POSITIONS = 64  # the tokenizer's longest sequence; every tiny config has room for it
 
