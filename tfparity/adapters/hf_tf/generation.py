@@ -22,11 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from ..interfaces.greedy import GreedyRun, SameStart, fed_sequence, greedy_config
+from ..interfaces.decoding import (
+    CAUSAL_DECODING,
+    embeds_loop,
+    recomputed_logits,
+    teacher_forced_pass,
+)
+from ..interfaces.greedy import GreedyRun, SameStart, greedy_config
 from ..interfaces.sides import ForwardPass
 from ..runtime.imports import import_tf
-
-CAUSAL_DECODING = "causal LM: the new tokens continue the prompt"
 
 
 @dataclass
@@ -149,43 +153,3 @@ def no_end_token(hf_model: Any) -> Iterator[None]:
         yield
     finally:
         config.eos_token_id = saved
-
-
-def teacher_forced_pass(
-    side: Any, reference: Any, prompt: np.ndarray, tokens: np.ndarray
-) -> ForwardPass:
-    """A causal LM's forward pass over the prompt and ``tokens`` fed: one pass holds every
-    step's logits, so the cross-check of it names the layer a defect starts in."""
-    return ForwardPass(
-        side,
-        reference,
-        fed_sequence(prompt, tokens),
-        "the teacher-forced sequence",
-        "head",
-        "the difference is in generation itself, not in one forward pass",
-    )
-
-
-def recomputed_logits(side: Any, prompt: np.ndarray, tokens: np.ndarray) -> np.ndarray:
-    """A side's logits that chose each of ``tokens`` after ``prompt``, from one full
-    forward pass (its ``run``) without a cache: [len(tokens), vocab]."""
-    from ...inputs import Batch
-
-    ids = fed_sequence(prompt, tokens)
-    trace = side.run(Batch(ids, np.ones_like(ids)))
-    return np.asarray(trace["logits"])[0, len(prompt) - 1 :]
-
-
-def embeds_loop(side: Any, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
-    """Greedy decoding without a cache from gathered embeddings: every step runs the
-    side's ``inputs_embeds`` path on the embeddings of the prompt and the tokens so far
-    (gathered on the Keras side), and takes the last position's logits."""
-    from ...inputs import Batch
-
-    sequence, logits = [int(t) for t in prompt], []
-    for _ in range(new_tokens):
-        ids = np.array([sequence], np.int32)
-        trace = side.run(Batch(ids, np.ones_like(ids)), side.gather(ids))
-        logits.append(np.asarray(trace["logits"])[0, -1])
-        sequence.append(int(np.argmax(logits[-1])))
-    return GreedyRun(np.array(sequence[len(prompt) :]), np.stack(logits), cached=False)

@@ -17,7 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ..hf_tf.generation import CAUSAL_DECODING, embeds_loop, recomputed_logits, teacher_forced_pass
+from ..interfaces.decoding import (
+    CAUSAL_DECODING,
+    embeds_loop,
+    recomputed_logits,
+    teacher_forced_pass,
+)
 from ..interfaces.greedy import GreedyRun
 from ..interfaces.sides import ForwardPass
 from .side import import_keras_hub
