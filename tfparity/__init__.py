@@ -34,7 +34,7 @@ _ELSEWHERE = {
     "assert_embeds_parity": "assertions",
     "assert_generation": "assertions",
     "assert_gradients": "assertions",
-    "user_model": "adapters.user",
+    "user_model": "adapters.user.side",
 }
 
 __all__ = [
