@@ -402,7 +402,7 @@ def test_fault_catalogues_of_tap_families(model_type, fault, load_tf_model):
 
 def test_albert_with_several_layer_groups_is_not_tapped(load_tf_model):
     """Taps record ALBERT's one shared layer per call; other layouts are not claimed."""
-    from tfparity.adapters.hf_tf.taps import family_of
+    from tfparity.adapters.interfaces.taps import family_of
 
     config = load_tf_model("tiny:albert").config
     assert family_of(config) is not None

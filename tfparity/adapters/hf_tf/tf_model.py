@@ -297,7 +297,7 @@ class TFModel(TFSideBase):
 
     def localisable(self) -> bool:
         """Whether sub-layer taps and isolated runs exist for this model."""
-        from . import taps
+        from ..interfaces import taps
 
         return taps.supported(self.config)
 
@@ -320,9 +320,10 @@ class TFModel(TFSideBase):
 
     def feed_forward(self, layer: int) -> FeedForwardWeights | None:
         """The dense layers and norm around layer ``layer``'s activation, or None."""
+        from ..runtime.keras_weights import feed_forward_weights
         from . import taps
 
-        return taps.feed_forward_weights(taps.feed_forward(self.model, layer))
+        return feed_forward_weights(taps.feed_forward(self.model, layer))
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """TF values in PyTorch's layout, by the PyTorch names ``pt_weights`` use."""

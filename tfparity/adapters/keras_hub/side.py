@@ -37,10 +37,10 @@ from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...results import Hint
 from ...trace import Trace
-from ..hf_tf.taps import feed_forward_weights
 from ..interfaces.sides import FeedForwardWeights, TFSideBase, config_limits
 from ..runtime.execution_options import ExecutionOptions, eager_only
 from ..runtime.imports import import_tf
+from ..runtime.keras_weights import feed_forward_weights
 from ..sources.checkpoints import checkpoint_dir, read_config, spec_tokenizer
 from ..sources.holdings import Holdings
 from ..sources.specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
@@ -404,7 +404,7 @@ class KerasHubModel(TFSideBase):
         Weights are named by PyTorch name in PyTorch's layout through the converter's
         record where ``reference`` (PyTorch's weights by name) is given, else by their
         Keras paths."""
-        from ..hf_tf.gradients import backbone_gradients
+        from .gradients import backbone_gradients
 
         check_limits(batch, self.limits)
         feed = self.inputs(batch)

@@ -146,7 +146,7 @@ class OwnReference(PTModel):
         """Parameters by name; the Hugging Face body's named as in its base model
         (``encoder.layer.0...``, as a Hugging Face reference names them), so layer
         scopes and ``weights=`` maps find them; the module's own keep their names."""
-        from ..hf_tf.taps import pt_module_weights
+        from .taps import pt_module_weights
 
         found = pt_module_weights(self.model)
         if self.body_path is None:

@@ -215,7 +215,7 @@ class PTModel:
         cross-check asks for both through here, so a stored reference can answer too."""
         if not tapped:
             return self.run(batch, float64=float64), {}
-        from ..hf_tf.taps import pt_taps
+        from .taps import pt_taps
 
         with pt_taps(self.fp64() if float64 else self.model) as recorded:
             trace = self.run(batch, float64=float64)
@@ -223,13 +223,13 @@ class PTModel:
 
     def localisable(self) -> bool:
         """Whether its architecture has sub-layer taps (see :mod:`.taps`)."""
-        from ..hf_tf import taps
+        from ..interfaces import taps
 
         return taps.supported(self.config)
 
     def weight_scope(self, layer: int | str, component: str | None) -> list[tuple[str, str]]:
         """Where a component's parameters are, by name (see :func:`.taps.weight_scope`)."""
-        from ..hf_tf import taps
+        from ..interfaces import taps
 
         return taps.weight_scope(self.config, layer, component)
 
@@ -261,7 +261,7 @@ class PTModel:
         a reduced-precision copy, since the TF weights stay float32 under a mixed policy).
         A head model's body weights are named as in its base model (``encoder.layer.0``,
         not ``bert.encoder.layer.0``), so one name serves both; its head's keep theirs."""
-        from ..hf_tf.taps import pt_module_weights
+        from .taps import pt_module_weights
 
         model = self._master if self._master is not None else self.model
         found = pt_module_weights(model)

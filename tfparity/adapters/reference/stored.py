@@ -20,7 +20,7 @@ from ...errors import TfparityError
 from ...golden import Golden, StoredRun, batch_inputs, load_reference, match_batches
 from ...inputs import Batch
 from ...trace import Trace
-from ..hf_tf import taps
+from ..interfaces import taps
 from .pt_model import PTModel
 
 
