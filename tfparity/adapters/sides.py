@@ -1,8 +1,8 @@
 """Which TF side a Python object the user holds becomes: a Hugging Face TF model (its
-own :class:`~.tf_model.TFModel`), a keras-hub backbone (the keras-hub side, its weights
+own :class:`~.hf_tf.tf_model.TFModel`), a keras-hub backbone (the keras-hub side, its weights
 traced through keras-hub's converter run on the reference's checkpoint), a keras-hub task
 with a head of its own (refused unless ``head`` is BASE, then its backbone), or anything
-else runnable, a model of the user's own (:class:`~.user.UserModel`).
+else runnable, a model of the user's own (:class:`~.user.side.UserModel`).
 
 A keras-hub backbone or a model of the user's own carries no Hugging Face config or
 tokenizer: those come from the reference ``pt``, which they therefore need.

@@ -1,7 +1,7 @@
 """A Keras 3 ``.keras`` file as the TF side.
 
 It is loaded with keras-hub imported, so keras-hub's registered classes deserialise.
-A keras-hub backbone (or a task's, see :func:`~..keras_hub_task.task_backbone`) becomes a
+A keras-hub backbone (or a task's, see :func:`~..keras_hub.task.task_backbone`) becomes a
 :class:`~tfparity.adapters.keras_hub.side.KerasHubModel`, checked exactly as a keras-hub
 model: its Hugging Face config fields read from the backbone's own structure (as for a
 preset), the companion's tokenizer and remaining config, and weight hints from keras-hub's

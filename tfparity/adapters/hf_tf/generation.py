@@ -1,4 +1,4 @@
-"""Greedy generation on a Hugging Face TF side, as a :class:`~.interfaces.Generator`:
+"""Greedy generation on a Hugging Face TF side, as a :class:`~..interfaces.sides.Generator`:
 HF TF ``generate`` (the port's own KV-cache path), and tfparity's own greedy loop over
 the model's call started from ``inputs_embeds``, which HF TF ``generate`` refuses
 ("doesn't have its forwarding implemented", docs/design.md).
@@ -36,7 +36,7 @@ from ..runtime.imports import import_tf
 @dataclass
 class HFGenerator:
     """Greedy generation on a Hugging Face TF causal LM (a ``TFModel`` side); an
-    encoder-decoder's is :class:`~.generation_seq2seq.Seq2SeqGenerator`, which extends
+    encoder-decoder's is :class:`~.seq2seq.Seq2SeqGenerator`, which extends
     it."""
 
     side: Any

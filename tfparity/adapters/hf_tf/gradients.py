@@ -49,7 +49,7 @@ def _by_pt_name(
     model: Any, variables: list[Any], grads: list[np.ndarray | None]
 ) -> tuple[dict[str, np.ndarray | None], str | None]:
     """The gradients by PyTorch name (relative to the base model, as
-    :meth:`~.pt_model.PTModel.weights` names them), kernels transposed back to
+    :meth:`~..reference.pt_model.PTModel.weights` names them), kernels transposed back to
     PyTorch's layout where transformers' name conversion says so; and the word
     matrix's name. A variable with no PyTorch name keeps its TF name."""
     from .weight_names import tf_weights_by_pt_name

@@ -1,5 +1,5 @@
 """Greedy generation on a Hugging Face TF seq2seq LM (T5, mT5), as a
-:class:`~.interfaces.Generator`: the prompt feeds the encoder, the decoder starts from
+:class:`~..interfaces.sides.Generator`: the prompt feeds the encoder, the decoder starts from
 the decoder start token, and its tokens are the ones judged.
 
 - **The tokens**: HF TF ``generate`` (the decoder's own KV cache; the encoder runs once),

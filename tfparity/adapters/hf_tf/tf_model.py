@@ -271,8 +271,9 @@ class TFModel(TFSideBase):
         embeds_fn: Any = None,
         reference: Any = None,
     ) -> Any:
-        """The gradients check's scalar differentiated (a :class:`~.gradients.GradientRun`)
-        on the ``input_ids`` path or, with ``embeds``, on the ``inputs_embeds`` path fed
+        """The gradients check's scalar differentiated (a
+        :class:`~..interfaces.gradients.GradientRun`) on the ``input_ids`` path or, with
+        ``embeds``, on the ``inputs_embeds`` path fed
         ``embeds_fn(batch)`` (default: :meth:`gather`), made inside the tape. Weights are
         named by PyTorch name already (``reference`` is for sides that need one)."""
         from .gradients import hf_gradients
@@ -281,8 +282,8 @@ class TFModel(TFSideBase):
 
     def generator(self) -> Any:
         """Greedy generation through HF TF ``generate``: a causal LM's
-        (:class:`~.generation_tf.HFGenerator`), or a seq2seq LM's, whose prompt feeds the
-        encoder (:class:`~.generation_seq2seq.Seq2SeqGenerator`); the check refuses a
+        (:class:`~.generation.HFGenerator`), or a seq2seq LM's, whose prompt feeds the
+        encoder (:class:`~.seq2seq.Seq2SeqGenerator`); the check refuses a
         model with no LM head before it asks."""
         if self.head is Head.SEQ2SEQ_LM:
             from .seq2seq import Seq2SeqGenerator

@@ -1,7 +1,7 @@
 """What the gradients check differentiates, and what a gradient run returns (numpy only).
 
 The scalar is defined once here and computed by each framework's adapter
-(:mod:`.gradients_tf`, :mod:`.gradients_pt`) from the same seeded targets, so that
+(:mod:`..hf_tf.gradients`, :mod:`..reference.gradients`) from the same seeded targets, so that
 TensorFlow, PyTorch and PyTorch in float64 differentiate the same function:
 
 - a model with a task head: the head's loss against seeded labels, one term per output

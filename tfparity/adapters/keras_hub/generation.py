@@ -1,4 +1,4 @@
-"""Greedy generation on a keras-hub causal LM, as a :class:`~.interfaces.Generator`:
+"""Greedy generation on a keras-hub causal LM, as a :class:`~..interfaces.sides.Generator`:
 the tokens from keras-hub's own ``CausalLM.generate`` with its greedy sampler, and the
 logits each step chose from as that sampler received them, so the cached path judged is
 the one ``generate`` runs (``generate_step``: ``call_with_cache`` on the task's KV
@@ -7,7 +7,7 @@ cache), not a loop of tfparity's.
 ``generate`` runs eagerly here (keras-hub models run eagerly in float32, see
 :meth:`KerasHubModel.executed`), so the sampler sees each step's logits as numbers.
 Nothing stops at an end token (``stop_token_ids=None``): every prompt gets its N tokens,
-as on the PyTorch side (:mod:`.greedy`).
+as on the PyTorch side (:mod:`..interfaces.greedy`).
 """
 
 from __future__ import annotations

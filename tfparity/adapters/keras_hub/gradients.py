@@ -1,5 +1,5 @@
 """TensorFlow gradients of a keras-hub backbone or task for the gradients check: one
-``tf.GradientTape`` run per batch and path (:mod:`..runtime.tape`), the hidden states
+``tf.GradientTape`` run per batch and path (:mod:`..runtime.imports.tape`), the hidden states
 being the transformer blocks' input and output tensors, recorded as tensors so that
 the tape can differentiate with respect to them."""
 
@@ -36,7 +36,7 @@ def backbone_gradients(
     """One tape run of a keras-hub backbone or task: ``call(fed)`` runs it (``fed``
     None: the ids path) and returns its outputs by name (``sequence_output``, and a
     task's ``logits``, which the objective then reads). Hidden states are the blocks'
-    input and output tensors, as :class:`~.keras_hub_taps.BlockRecording` records their
+    input and output tensors, as :class:`~.side.keras_hub_taps.BlockRecording` records their
     values, the last one the backbone's ``sequence_output``. Returns the run, the
     trainable variables and their gradients (the adapter maps them to PyTorch names
     through its converter)."""

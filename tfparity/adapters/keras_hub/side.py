@@ -210,7 +210,7 @@ class KerasHubModel(TFSideBase):
     @property
     def head(self) -> Head:
         """A keras-hub backbone is a base model (its causal-LM task is
-        :class:`~.keras_hub_task.KerasHubCausalLM`)."""
+        :class:`~.task.KerasHubCausalLM`)."""
         return Head.BASE
 
     # What its checkpoint held is not known (keras-hub's converter does not say); a

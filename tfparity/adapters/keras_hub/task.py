@@ -6,7 +6,7 @@ The logits are the task's own computation: the side calls the task, whose head r
 the backbone's output (the token embedding reversed: keras-hub's converters port an
 untied ``lm_head.weight`` into ``token_embedding.reverse_embeddings``, a tied model
 reuses the token embedding). The hidden states are recorded per block call as for the
-backbone (:class:`~.keras_hub_taps.BlockRecording`), the last one the backbone's
+backbone (:class:`~.taps.BlockRecording`), the last one the backbone's
 ``sequence_output`` as the task's graph passes it to the head. The ``inputs_embeds``
 path runs the same task with the token lookup's output replaced by the embeddings fed
 (its ids are zeros, so nothing else reads them): everything after the lookup, head
@@ -216,7 +216,7 @@ class KerasHubCausalLM(KerasHubModel):
 
     def generator(self) -> Any:
         """Greedy generation through the task's own ``generate``
-        (:class:`~.keras_hub_generation.KerasHubGenerator`)."""
+        (:class:`~.generation.KerasHubGenerator`)."""
         from .generation import KerasHubGenerator
 
         return KerasHubGenerator(self)

@@ -1,9 +1,9 @@
 """Greedy generation on the PyTorch side: PyTorch ``generate`` (the reference's own
-KV-cache path), with the same settings as the TF side (:mod:`.greedy`), and each step's
+KV-cache path), with the same settings as the TF side (:mod:`..interfaces.greedy`), and each step's
 logits recomputed without a cache in float32 and float64 (the referee).
 
 A causal LM continues the prompt; a seq2seq model (T5) reads the prompt with its
-encoder and decodes from its decoder start token (:func:`.greedy.decoder_start`, a fact
+encoder and decodes from its decoder start token (:func:`..interfaces.greedy.decoder_start`, a fact
 of the config), so its tokens are the decoder's.
 """
 
@@ -40,7 +40,7 @@ def step_logits(
 ) -> np.ndarray:
     """The logits that chose each of ``tokens`` after ``prompt``, recomputed without a
     cache (one call over the prompt and the tokens fed; see
-    :func:`.generation_tf.step_logits`; a seq2seq model: the encoder on the prompt, the
+    :func:`..hf_tf.generation.step_logits`; a seq2seq model: the encoder on the prompt, the
     decoder fed its start token and the tokens), in float32 or float64: [len(tokens), vocab]."""
     start = decoder_start(model.config)
     if start is not None:

@@ -20,7 +20,7 @@ from ..runtime.imports import import_torch
 
 
 def torch_loss(outputs: dict[str, Any], terms: list[Term], dtype: Any) -> Any:
-    """The scalar of :class:`~.gradients.Objective` in PyTorch, in ``dtype``."""
+    """The scalar of :class:`~..interfaces.gradients.Objective` in PyTorch, in ``dtype``."""
     torch = import_torch()
     total = torch.zeros((), dtype=dtype)
     for term in terms:

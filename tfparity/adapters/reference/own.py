@@ -3,7 +3,7 @@ stored reference (as it is), a Hugging Face PyTorch model, or a ``torch.nn.Modul
 the user's own, e.g. a Hugging Face body with a mean-pool and a ``Linear`` head.
 
 A module of one's own is called as a model of one's own is on the TF side
-(:mod:`.user_calls`): with the batch's tensors (``input_ids``, ``attention_mask``,
+(:mod:`..user.calls`): with the batch's tensors (``input_ids``, ``attention_mask``,
 ``token_type_ids`` where the config has token types, ``position_ids`` where the batch
 has them), as int64 torch tensors, by keyword where its ``forward`` names them (or takes
 ``**kwargs``), else as one dict. It returns a tensor (the last hidden state) or a dict of

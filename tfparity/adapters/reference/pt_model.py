@@ -57,7 +57,7 @@ class PTModel:
         cls, tf_model: Any, name: str = "", changes: Mapping[str, Any] | None = None
     ) -> PTModel:
         """Build from ``tf_model.config`` (with ``changes`` set, see
-        :mod:`.reference_config`) and copy the TF weights in (TF -> PT)."""
+        :mod:`.config`) and copy the TF weights in (TF -> PT)."""
         from transformers.modeling_tf_pytorch_utils import load_tf2_model_in_pytorch_model
 
         config, changed = apply_changes(tf_model.config, changes)
@@ -89,7 +89,7 @@ class PTModel:
 
         ``label`` names it in reports (the spec the user gave; default: the directory's
         name), so a report holds no machine-specific path. ``changes``: config fields
-        set before the model is built (see :mod:`.reference_config`)."""
+        set before the model is built (see :mod:`.config`)."""
         directory = Path(directory)
         t = import_transformers()
         config = t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
@@ -211,7 +211,7 @@ class PTModel:
     def recorded(
         self, batch: Batch, *, float64: bool = False, tapped: bool = False
     ) -> tuple[Trace, dict[str, np.ndarray]]:
-        """A run and, when ``tapped``, its sub-layer outputs (see :mod:`.taps`); the
+        """A run and, when ``tapped``, its sub-layer outputs (see :mod:`..hf_tf.taps`); the
         cross-check asks for both through here, so a stored reference can answer too."""
         if not tapped:
             return self.run(batch, float64=float64), {}
@@ -222,20 +222,21 @@ class PTModel:
         return trace, recorded
 
     def localisable(self) -> bool:
-        """Whether its architecture has sub-layer taps (see :mod:`.taps`)."""
+        """Whether its architecture has sub-layer taps (see :mod:`..hf_tf.taps`)."""
         from ..interfaces import taps
 
         return taps.supported(self.config)
 
     def weight_scope(self, layer: int | str, component: str | None) -> list[tuple[str, str]]:
-        """Where a component's parameters are, by name (see :func:`.taps.weight_scope`)."""
+        """Where a component's parameters are, by name (see :func:`..hf_tf.taps.weight_scope`)."""
         from ..interfaces import taps
 
         return taps.weight_scope(self.config, layer, component)
 
     def gradients(self, batch: Batch, objective: Any, *, float64: bool = False) -> Any:
         """The gradients check's scalar differentiated on the ``input_ids`` path (a
-        :class:`~.gradients.GradientRun`), weights named as :meth:`weights` names them."""
+        :class:`~..interfaces.gradients.GradientRun`), weights named as :meth:`weights`
+        names them."""
         from .gradients import pt_gradients
 
         torch = import_torch()
@@ -388,7 +389,7 @@ def load_pt(
     a ``tiny:`` model or a TF-only directory is loaded in TF and its weights copied in.
     Never from a TF model in memory: that one may be the (broken) model under test.
     ``changes`` (``--pt-config``): config fields the reference is built with instead of
-    the checkpoint's (:mod:`.reference_config`); its name and notes say so. ``named``:
+    the checkpoint's (:mod:`.config`); its name and notes say so. ``named``:
     the user named ``spec`` as the reference (``--pt``, ``pt=``), so a refusal says what
     is wrong with it rather than asking for ``--pt``.
     """

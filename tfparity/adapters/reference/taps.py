@@ -1,5 +1,5 @@
 """The PyTorch half of sub-layer taps: forward hooks that record the sub-modules'
-outputs during a run (the layout and the recorder are :mod:`..interfaces.taps`), and
+outputs during a run (the layout and the recorder are :mod:`..interfaces.sides.taps`), and
 the parameters as numpy for the weight hints."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What a ``tf.GradientTape`` run of the gradients check does on either TF side (Hugging
-Face TF models, keras-hub): the scalar of :class:`~..interfaces.gradients.Objective`
+Face TF models, keras-hub): the scalar of :class:`~..interfaces.sides.gradients.Objective`
 in TensorFlow, the embeddings fed in (gathered *inside* the tape, so the word matrix
 gets the gradient that flows back through the Keras-side gather, as in a training
 step), and the tape's gradients as numpy."""
@@ -20,7 +20,7 @@ EmbedsFn = Callable[[Batch], Any]
 
 
 def tf_loss(outputs: dict[str, Any], terms: list[Term]) -> Any:
-    """The scalar of :class:`~.gradients.Objective` in TensorFlow (float32)."""
+    """The scalar of :class:`~.imports.gradients.Objective` in TensorFlow (float32)."""
     tf = import_tf()
     total = tf.constant(0.0, tf.float32)
     for term in terms:

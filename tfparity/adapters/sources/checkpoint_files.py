@@ -1,6 +1,6 @@
 """A checkpoint directory's files as tfparity reads them: the local hub snapshot, the
 validated ``config.json``, the tokenizer. Specs are resolved to directories by
-:mod:`.sources`, which also seeds tiny models (and so sits above the loaders).
+:mod:`.checkpoints`, which also seeds tiny models (and so sits above the loaders).
 
 Remote code is never run: a config or tokenizer that asks for it (``auto_map``) is
 refused by name, and transformers is always called with ``trust_remote_code=False``.
@@ -19,7 +19,7 @@ from .specs import ModelSpec
 
 def local_dir(spec: ModelSpec) -> Path:
     """The directory of a spec that names files already on disk (a directory, minilm, a
-    cached hub id); tiny models are seeded first (:func:`.sources.checkpoint_dir`)."""
+    cached hub id); tiny models are seeded first (:func:`.checkpoints.checkpoint_dir`)."""
     return hub_snapshot(spec.location) if spec.kind == "hub" else Path(spec.location)
 
 

@@ -26,7 +26,7 @@ def tf_checkpoint_gaps(
 ) -> dict[str, list[str]]:
     """``missing`` (the model's weights the checkpoint lacks) and ``unused`` (the
     checkpoint's weights the model never reads), by PyTorch names with the base prefix,
-    as :func:`~.loading._from_pt_state` records them for a PyTorch checkpoint."""
+    as :func:`~..hf_tf.loading._from_pt_state` records them for a PyTorch checkpoint."""
     stored = {pt_name(n) for n in stored_tf_names(directory, files, safetensors)}
     needed = {pt_name(v.name) for v in model.weights}
     missing = sorted(needed - stored)

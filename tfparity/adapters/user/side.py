@@ -3,7 +3,7 @@ tf-keras model (functional or subclassed), checked against a PyTorch reference.
 
 Such a model carries no Hugging Face config or tokenizer: both come from the reference
 it is checked against (``pt=``), which is therefore required. How it is called, and its
-layers recorded, is :mod:`.user_calls`. The maps of :mod:`.user_maps` add what a
+layers recorded, is :mod:`.calls`. The maps of :mod:`.maps` add what a
 registered architecture knows: ``layers=`` gives hidden states, so a divergence is
 localised to a layer; ``weights=`` gives the weight hints their names.
 """
@@ -60,7 +60,7 @@ NO_WEIGHT_MAP = (
 @dataclass
 class UserModel(TFSideBase):
     """A user's model, with the config and tokenizer of the reference it is bound to
-    (:meth:`bound`); ``layers``/``weight_map``: the maps of :mod:`.user_maps`."""
+    (:meth:`bound`); ``layers``/``weight_map``: the maps of :mod:`.maps`."""
 
     name: str
     model: Any
@@ -80,7 +80,7 @@ class UserModel(TFSideBase):
     spec: ModelSpec | None = None
     # The output names its last run produced (the reference is compared on these).
     produced: set[str] = field(default_factory=set)
-    # Without weights=: the names of the HF TF model it wraps (:mod:`.user_wrapped`).
+    # Without weights=: the names of the HF TF model it wraps (:mod:`.wrapped`).
     wrapped: WrappedNames | None = None
 
     # ------------------------------------------------------------------ binding

@@ -3,7 +3,7 @@
 A tf-keras model (subclassed or functional) that holds a ``TFBertModel`` and adds a head
 of its own has no ``weights=`` map, yet the wrapped model's variables carry
 transformers' own paths (``tf_bert_model/bert/encoder/layer_._1/...``). transformers'
-name conversion (:func:`~.weight_names.pt_name_of`) turns each into the PyTorch name it
+name conversion (:func:`~..hf_tf.weight_names.pt_name_of`) turns each into the PyTorch name it
 loads from, so weight hints name ``encoder.layer.1.intermediate.dense.weight`` without a
 map; the user's own variables (the head's) stay unnamed, and the notes say which.
 """
@@ -89,5 +89,5 @@ def _entry(var: Any, hf: Any) -> WeightEntry:
 
 
 def _path(var: Any) -> str:
-    """A tf-keras variable's path as :meth:`~.user_calls.Callee.variables` keys it."""
+    """A tf-keras variable's path as :meth:`~.calls.Callee.variables` keys it."""
     return var.name.removesuffix(":0")
