@@ -35,6 +35,12 @@ _ELSEWHERE = {
     "assert_generation": "assertions",
     "assert_gradients": "assertions",
     "user_model": "adapters.user.side",
+    # the sides and settings the examples and docs use, under one stable name each
+    "ExecutionOptions": "adapters.runtime.execution_options",
+    "PTModel": "adapters.reference.pt_model",
+    "TFModel": "adapters.hf_tf.tf_model",
+    "load_pt": "adapters.reference.pt_model",
+    "render": "report.text",
 }
 
 __all__ = [

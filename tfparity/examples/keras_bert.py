@@ -137,8 +137,7 @@ def port_weights(model: keras.Model, weights: dict, state: dict[str, np.ndarray]
 
 def main() -> None:
     import tfparity
-    from tfparity.adapters.reference.pt_model import load_pt
-    from tfparity.report.text import render
+    from tfparity import load_pt, render
 
     reference = load_pt("tiny:bert")  # any Hugging Face PyTorch BERT works the same way
     state = reference.weights()  # its state_dict as numpy arrays, by PyTorch name

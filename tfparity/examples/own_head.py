@@ -75,9 +75,7 @@ def copy_classifier(tf_model: Any, pt_module: Any) -> None:
 
 def main() -> None:
     import tfparity
-    from tfparity.adapters.hf_tf.tf_model import TFModel
-    from tfparity.adapters.reference.pt_model import load_pt
-    from tfparity.report.text import render
+    from tfparity import TFModel, load_pt, render
 
     # Your TFBertModel and BertModel (from_pretrained(dir, from_pt=True) and
     # from_pretrained(dir)); here tiny:bert's, the same weights in both.
