@@ -193,12 +193,11 @@ def _t5_decoder_fault(work: Path) -> tuple[int, str]:
     from tfparity import generate
     from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
-    from tfparity.architectures.heads import Head, loading_for_generation
+    from tfparity.architectures.heads import Head
     from tfparity.report.generation import render_generation
     from tfparity.testing import scale
 
-    with loading_for_generation():
-        port = TFModel.load("tiny:t5", head=Head.SEQ2SEQ_LM)
+    port = TFModel.load("tiny:t5", head=Head.SEQ2SEQ_LM, decoders=True)
     weights = tf_weights_by_pt_name(port.model)
     scale(weights["decoder.block.0.layer.2.DenseReluDense.wi.weight"].variable, 3.0)
     texts = ["The quick brown fox", "Hello world."]
@@ -212,12 +211,11 @@ def _t5_crosscheck_decoder_fault(work: Path) -> tuple[int, str]:
     from tfparity import crosscheck
     from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
-    from tfparity.architectures.heads import Head, loading_decoders
+    from tfparity.architectures.heads import Head
     from tfparity.report.text import render
     from tfparity.testing import scale
 
-    with loading_decoders():
-        port = TFModel.load("tiny:t5", head=Head.SEQ2SEQ_LM)
+    port = TFModel.load("tiny:t5", head=Head.SEQ2SEQ_LM, decoders=True)
     weights = tf_weights_by_pt_name(port.model)
     scale(weights["decoder.block.1.layer.2.DenseReluDense.wo.weight"].variable, 1.05)
     (report,) = crosscheck(tf=port, pt="tiny:t5/seq2seq-lm")

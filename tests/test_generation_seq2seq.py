@@ -23,9 +23,10 @@ import pytest
 from tfparity import crosscheck, generate
 from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
-from tfparity.architectures.heads import Head, loading_for_generation, unsupported
+from tfparity.architectures.heads import Head, unsupported
 from tfparity.cli import main
 from tfparity.errors import TfparityError
+from tfparity.orchestration import load_model
 from tfparity.testing import CACHE_FAULTS, perturb_ffn, scale
 
 T5 = "tiny:t5"
@@ -35,8 +36,7 @@ N = 4
 
 def _port(spec: str = T5) -> TFModel:
     """A tiny seq2seq LM to break: its class loads only as generate loads it."""
-    with loading_for_generation():
-        return TFModel.load(spec, head=Head.SEQ2SEQ_LM)
+    return TFModel.load(spec, head=Head.SEQ2SEQ_LM, decoders=True)
 
 
 def _agrees(details: dict) -> None:
@@ -71,8 +71,7 @@ def test_a_clean_tiny_mt5_agrees_on_every_decoder_token():
 def test_a_t5_checkpoint_directory_generates_as_a_seq2seq_lm(tmp_path):
     from tfparity.adapters.reference.pt_model import load_pt
 
-    with loading_for_generation():
-        saved = load_pt(T5, head=Head.SEQ2SEQ_LM)
+    saved = load_pt(T5, head=Head.SEQ2SEQ_LM, decoders=True)
     saved.model.save_pretrained(tmp_path)  # PyTorch safetensors, T5ForConditionalGeneration
     _port().tokenizer.save_pretrained(tmp_path)
     report = generate(str(tmp_path), new_tokens=N, texts=PROMPTS[1:], embeds=False)
@@ -142,12 +141,13 @@ def test_what_cannot_be_honoured_exits_2_naming_why(argv, words, capsys):
 
 def test_seq2seq_lms_load_for_generation_only():
     assert unsupported(Head.SEQ2SEQ_LM) is not None
-    with loading_for_generation():
-        assert unsupported(Head.SEQ2SEQ_LM) is None
-        assert unsupported(Head.MULTIPLE_CHOICE) is not None  # only generation's kinds
-    assert unsupported(Head.SEQ2SEQ_LM) is not None
+    assert unsupported(Head.SEQ2SEQ_LM, decoders=True) is None
+    assert unsupported(Head.MULTIPLE_CHOICE, decoders=True) is not None  # generation's only
     with pytest.raises(TfparityError, match="seq2seq-lm"):
         TFModel.load(T5, head=Head.SEQ2SEQ_LM)
+    with pytest.raises(TfparityError, match="seq2seq-lm"):  # the door refuses it too
+        load_model(T5 + "/seq2seq-lm")
+    assert load_model(T5 + "/seq2seq-lm", decoders=True).head is Head.SEQ2SEQ_LM
 
 
 # ----------------------------------------------------------------- judged whole

@@ -20,7 +20,6 @@ import pytest
 
 from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
-from tfparity.architectures.heads import loading_for_generation
 from tfparity.cli import main
 from tfparity.report.sweep import render_summary
 from tfparity.sweep import SweepOptions, run_sweep, summarise
@@ -252,8 +251,7 @@ def test_a_t5_sweeps_its_decoder_and_a_decoder_fault_fails_its_items(corpus, tmp
     assert clean.summary["run"]["decoding"].startswith("seq2seq: the prompt feeds the encoder")
     g = clean.summary["generation"]
     assert g["tokens_agreed"] == g["tokens"] == 4 * len(PROMPTS)
-    with loading_for_generation():
-        port = TFModel.load(T5)
+    port = TFModel.load(T5, decoders=True)
     name = "decoder.block.0.layer.2.DenseReluDense.wi.weight"
     scale(tf_weights_by_pt_name(port.model)[name].variable, 3.0)
     broken = run_sweep(port, corpus, tmp_path / "broken", options, pt=T5)

@@ -14,13 +14,10 @@ from .checks import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, LOCALISE_MODES, REFE
 from .compare import Tolerance
 from .inputs import Batch, InputOptions
 from .orchestration import (
-    bound_to_reference,
     executed,
     load_model,
-    model_head,
-    reference_for,
+    pair,
     save_and_reload,
-    source_side,
     tolerance_from,
     wants_reload,
 )
@@ -207,7 +204,6 @@ def crosscheck(
     its encoder's hidden states (``hidden_states[k]``), its decoder's, teacher-forced on
     each sequence's own ids (``decoder_hidden_states[k]``), and the LM logits.
     """
-    from .architectures.heads import loading_decoders
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
 
@@ -222,51 +218,43 @@ def crosscheck(
     if referee not in REFEREE_RUNS:
         modes = " or ".join(repr(m) for m in REFEREE_RUNS)
         raise ValueError(f"referee must be {modes}, not {referee!r}.")
-    with loading_decoders():  # a T5's seq2seq LM loads here (and in its reload pass)
-        under_test = tf if tf is not None else model
-        companion = source if source is not None else pt if isinstance(pt, str) else None
-        tf_model = load_model(
-            under_test,
-            allow_pickle=allow_pickle,
-            head=head,
-            companion=companion,
-            pt=pt,
-            layers=layers,
-            weights=weights,
-            signature=signature,
+    paired = pair(
+        tf if tf is not None else model,
+        pt,
+        head=head,
+        pt_config=pt_config,
+        execution=execution,
+        decoders=True,  # a T5's seq2seq LM loads here, its decoder teacher-forced
+        allow_pickle=allow_pickle,
+        source=source,
+        layers=layers,
+        weights=weights,
+        signature=signature,
+    )
+    tf_model, pt_model, source_model = paired.tf, paired.reference, paired.source
+    pt = paired.reference_spec or pt  # parsed once: the reference's tokenizer reads it
+    tokenized = batches is None  # by the TF side's tokenizer, when the inputs are texts
+    if batches is None:
+        batches = make_batches(tf_model, inputs)
+    asked = execution
+    execution = (execution or tf_model.execution).settle(len(batches))
+    options = CrosscheckOptions(
+        tolerance=tolerance, localise=localise, budget=budget, referee_runs=referee
+    )
+    runner = executed(tf_model, execution)
+    if source_model is not None:  # the source runs as asked, else as it runs by default
+        source_model = executed(
+            source_model, (asked or source_model.execution).settle(len(batches))
         )
-        source_model = source_side(source, tf_model, allow_pickle=allow_pickle)
-        pt_model = reference_for(
-            tf_model,
-            pt,
-            allow_pickle=allow_pickle,
-            head=model_head(tf_model) or head,
-            pt_config=pt_config,
-        )
-        tf_model = bound_to_reference(tf_model, pt)
-        tokenized = batches is None  # by the TF side's tokenizer, when the inputs are texts
-        if batches is None:
-            batches = make_batches(tf_model, inputs)
-        asked = execution
-        execution = (execution or tf_model.execution).settle(len(batches))
-        pt_model = pt_model.in_precision(execution.precision)
-        options = CrosscheckOptions(
-            tolerance=tolerance, localise=localise, budget=budget, referee_runs=referee
-        )
-        runner = executed(tf_model, execution)
-        if source_model is not None:  # the source runs as asked, else as it runs by default
-            source_model = executed(
-                source_model, (asked or source_model.execution).settle(len(batches))
-            )
-            reports = _export_parity(runner, source_model, pt_model, batches, options)
-            return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
-        reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
-        if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
-            reloaded = save_and_reload(tf_model)
-            if reloaded is not None:  # an export has no save-and-reload pass of its own
-                options = replace(options, label="crosscheck-reloaded")
-                reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
+        reports = _export_parity(runner, source_model, pt_model, batches, options)
         return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
+    reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
+    if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
+        reloaded = save_and_reload(tf_model)
+        if reloaded is not None:  # an export has no save-and-reload pass of its own
+            options = replace(options, label="crosscheck-reloaded")
+            reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
+    return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
 
 
 def _tokenizers_judged(
@@ -346,24 +334,20 @@ def gradients(
         raise ValueError(f"seed must be an int >= 0, not {seed!r}.")
     # An export's config and tokenizer come from the reference named, as in crosscheck:
     # without it, its refusal would ask for the --pt just given.
-    companion = pt if isinstance(pt, str) else None
-    tf_model = load_model(model, allow_pickle=allow_pickle, head=head, companion=companion)
-    pt_model = None
-    if pt is not False:
-        under_test = model if isinstance(model, str) else tf_model
-        pt_model = reference_for(
-            under_test,
-            pt,
-            allow_pickle=allow_pickle,
-            head=model_head(tf_model) or head,
-            pt_config=pt_config,
+    paired = pair(
+        model,
+        None if pt is False else pt,
+        head=head,
+        pt_config=pt_config,
+        allow_pickle=allow_pickle,
+        with_reference=pt is not False,
+    )
+    tf_model, pt_model = paired.tf, paired.reference
+    if pt_model is not None and not isinstance(pt_model, PTModel):
+        raise TfparityError(
+            "The gradients check differentiates the PyTorch reference, so it needs a "
+            "live PyTorch model (a MODEL spec or a PTModel), not stored outputs."
         )
-        if not isinstance(pt_model, PTModel):
-            raise TfparityError(
-                "The gradients check differentiates the PyTorch reference, so it needs a "
-                "live PyTorch model (a MODEL spec or a PTModel), not stored outputs."
-            )
-        tf_model = bound_to_reference(tf_model, pt)
     if batches is None:
         batches = make_batches(tf_model, inputs)
     options = GradientsOptions(seed=seed, tolerance=tolerance, embeds_fn=embeds_fn, frozen=patterns)
@@ -479,7 +463,7 @@ def generate(
     ``pt_config``: as for :func:`crosscheck`.
     """
     from . import validation
-    from .architectures.heads import loading_for_generation
+    from .adapters.sources.specs import as_spec
     from .checks.generation import (
         DEFAULT_NEW_TOKENS,
         DEFAULT_PROMPTS,
@@ -493,15 +477,17 @@ def generate(
     new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
     check_new_tokens(new_tokens)
     validation.instance(embeds, bool, "embeds", "a bool")
-    with loading_for_generation():  # a T5's seq2seq LM loads here, for generate only
-        tf_model = _generating_side(model, allow_pickle, pt if isinstance(pt, str) else None)
-        pt_model = reference_for(
-            model if isinstance(model, str) else tf_model,
-            pt,
-            allow_pickle=allow_pickle,
-            head=tf_model.head,
-            pt_config=pt_config,
-        )
+    if isinstance(model, str):
+        model = as_spec(model)  # parsed once, here: the generation head is read off it
+    paired = pair(  # a T5's seq2seq LM loads, and a side that cannot generate is refused
+        model,
+        pt,
+        head=_generation_head(model),
+        pt_config=pt_config,
+        generating=True,
+        allow_pickle=allow_pickle,
+    )
+    tf_model, pt_model = paired.tf, paired.reference
     if texts is not None:
         inputs = InputOptions(texts=validation.texts(texts))
     elif inputs is None or (inputs.texts is None and inputs.random is None):
@@ -511,23 +497,16 @@ def generate(
     return check_generation(tf_model, pt_model, prompts, options)
 
 
-def _generating_side(model: Any, allow_pickle: bool, companion: str | None) -> Any:
-    """The TF side under test: a spec loads with its LM head (its config's class, or
-    ``tiny:<type>/causal-lm``'s; a T5's seq2seq LM, ``tiny:t5/seq2seq-lm``'s); refused
-    (exit 2) where there is none to generate with. ``companion``: the reference's spec,
-    an export's config and tokenizer (it loads, then is refused for what it is)."""
+def _generation_head(model: Any) -> Any:
+    """The class a spec loads for generation: with its LM head (its config's class, or
+    ``tiny:<type>/causal-lm``'s; a T5's seq2seq LM, ``tiny:t5/seq2seq-lm``'s); None for
+    a spec naming its head, or an object (taken as it is). ``model`` is parsed by the
+    caller: the spec travels on to :func:`~tfparity.orchestration.pair` parsed."""
     from .adapters.hf_tf.loading import generation_head
-    from .adapters.sources.specs import parse_spec
-    from .checks.generation import generation_refusal
-    from .errors import TfparityError
+    from .adapters.sources.specs import ModelSpec
 
-    head = None
-    if isinstance(model, str):
-        spec = parse_spec(model)  # keras-hub:tiny:<type>/<head>: the inner spec names it
-        if spec.head is None and (spec.inner is None or spec.inner.head is None):
-            head = generation_head(spec)  # the body's spec, generated with its LM head
-    tf_model = load_model(model, allow_pickle=allow_pickle, head=head, companion=companion)
-    refusal = generation_refusal(tf_model)
-    if refusal:
-        raise TfparityError(refusal + ".")
-    return tf_model
+    if not isinstance(model, ModelSpec):
+        return None
+    if model.head is None and (model.inner is None or model.inner.head is None):
+        return generation_head(model)  # the body's spec, generated with its LM head
+    return None  # keras-hub:tiny:<type>/<head>: the inner spec names it

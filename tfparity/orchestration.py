@@ -38,6 +38,7 @@ This module imports neither TensorFlow nor torch at import time.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from .adapters.interfaces.sides import Reference, TFSide, TFSideBase
@@ -62,6 +63,7 @@ def load_model(
     layers: dict[Any, int] | None = None,
     weights: dict[str, Any] | None = None,
     signature: str | None = None,
+    decoders: bool = False,
 ):
     """The TF side for ``model``: a :class:`~tfparity.adapters.hf_tf.tf_model.TFModel` for a
     spec (a ``keras-hub:<SPEC>`` gives a
@@ -77,22 +79,26 @@ def load_model(
     ``head`` (a kind, e.g. ``"sequence-classification"``) picks a spec's model class;
     default: the one its config names. ``signature`` (``--signature``) names the
     signature a SavedModel or LiteRT export runs (default: ``serving_default``, else
-    its only one); for anything else it is refused (exit 2)."""
+    its only one); for anything else it is refused (exit 2). A spec string is parsed
+    here, once, and the parsed :class:`~tfparity.adapters.sources.specs.ModelSpec`
+    (which ``model`` may be already) goes to its kind's loader
+    (:data:`~tfparity.adapters.sides.SPEC_LOADERS`). ``decoders``: a seq2seq LM loads
+    too (:func:`~tfparity.architectures.heads.unsupported`; generate and crosscheck)."""
     from . import validation
-    from .adapters.hf_tf.tf_model import TFModel
-    from .adapters.keras_hub.side import is_keras_hub_spec
-    from .adapters.keras_hub.task import load_keras_hub_side
-    from .adapters.sides import object_side
+    from .adapters.sides import LoadRequest, object_side, spec_side
+    from .adapters.sources.specs import ModelSpec, as_spec
     from .adapters.user.side import UserModel
 
     if isinstance(model, os.PathLike):  # an export's path, as pathlib gives it
         model = os.fspath(model)
     validation.model_spec(model, "model")
-    export = _export_for(model, signature)
+    if isinstance(model, str):
+        model = as_spec(model)  # the one parse: the spec travels from here
+    _refuse_signature(model, signature)
     maps = layers is not None or weights is not None
     if isinstance(model, UserModel) and not maps:
         return model.bound(pt)
-    if isinstance(model, (TFSideBase, str)) and maps:
+    if isinstance(model, (TFSideBase, ModelSpec)) and maps:
         raise TfparityError(
             "layers= and weights= are for a model of your own (a callable, a Keras 3 or "
             "tf-keras model); a MODEL spec or a loaded side has its own (for a UserModel: "
@@ -100,73 +106,76 @@ def load_model(
         )
     if isinstance(model, TFSideBase):
         return model
-    if is_keras_hub_spec(model):
-        return load_keras_hub_side(model, head_kind(head))
-    if export is not None:
-        from .adapters.exported import load_export
-
-        return load_export(export, companion, signature, head_kind(head))
-    if isinstance(model, str):
-        return TFModel.load(model, allow_pickle=allow_pickle, head=head_kind(head))
+    if isinstance(model, ModelSpec):
+        request = LoadRequest(allow_pickle, head_kind(head), companion, signature, decoders)
+        return spec_side(model, request)
     return object_side(
         model, pt=pt, layers=layers, weights=weights, tokenizer=tokenizer, head=head_kind(head)
     )
 
 
-def _export_for(model: Any, signature: str | None) -> Any:
-    """``model``'s export spec (None: not an export); a ``signature`` for anything but an
-    export is refused (exit 2): there would be no signature to run it by."""
+def _refuse_signature(model: Any, signature: str | None) -> None:
+    """A ``signature`` for anything but an export is refused (exit 2): there would be no
+    signature to run it by."""
     if signature is not None and not isinstance(signature, str):
         raise TypeError(f"signature must be a name (str), not {type(signature).__name__}")
-    export = export_spec(model)
-    if signature is not None and export is None:
-        what = model if isinstance(model, str) else f"a {type(model).__name__}"
+    if signature is not None and export_spec(model) is None:
+        what = model.text if is_spec(model) else f"a {type(model).__name__}"
         raise TfparityError(
             "--signature (signature=) names a signature of an export (a SavedModel "
             f"directory, a .tflite file); {what} is not one."
         )
-    return export
+
+
+def is_spec(value: Any) -> bool:
+    """Whether ``value`` names a model by spec: a string, or one parsed already."""
+    from .adapters.sources.specs import ModelSpec
+
+    return isinstance(value, (str, ModelSpec))
 
 
 def export_spec(model: Any) -> Any:
-    """The parsed spec when ``model`` is a spec naming an export (a SavedModel, a
-    ``.keras`` file, a LiteRT flatbuffer), else None."""
-    from .adapters.sources.specs import is_export, parse_spec
+    """The parsed spec when ``model`` is a spec (a string, or parsed) naming an export
+    (a SavedModel, a ``.keras`` file, a LiteRT flatbuffer), else None."""
+    from .adapters.sources.specs import as_spec, is_export
 
-    if not isinstance(model, str):
+    if not is_spec(model):
         return None
-    spec = parse_spec(model)
+    spec = as_spec(model)
     return spec if is_export(spec) else None
 
 
 def source_side(source: str | None, tf_model: TFSide, *, allow_pickle: bool = False) -> Any:
     """The TF side of ``source``, the model the export ``tf_model`` came from (None
     without one; see :func:`check_source`)."""
-    check_source(source, tf_model)
+    parsed = check_source(source, tf_model)
+    if parsed is None:
+        return None
+    return load_model(parsed, allow_pickle=allow_pickle, head=tf_model.head)
+
+
+def check_source(source: Any, tf_model: TFSide) -> Any:
+    """``source`` names a model with a config, never an export; and only an export has a
+    source (exit 2 otherwise). Its parsed spec (None without one)."""
+    from .adapters.sources.specs import as_spec, is_export
+
     if source is None:
         return None
-    return load_model(source, allow_pickle=allow_pickle, head=tf_model.head)
-
-
-def check_source(source: Any, tf_model: TFSide) -> None:
-    """``source`` names a model with a config, never an export; and only an export has a
-    source (exit 2 otherwise)."""
-    from .adapters.sources.specs import is_export
-
-    if source is None:
-        return
-    if not isinstance(source, str):
+    if not is_spec(source):
         raise TypeError(f"source must be a MODEL spec (str), not {type(source).__name__}")
+    text = source if isinstance(source, str) else source.text
     if tf_model.spec is None or not is_export(tf_model.spec):
         raise TfparityError(
             f"--source names the model an export came from, but {tf_model.name} is not an "
             "export (a SavedModel directory, a .keras file, a .tflite file)."
         )
-    if export_spec(source) is not None:
+    parsed = as_spec(source)
+    if is_export(parsed):
         raise TfparityError(
-            f"--source {source} is an export itself; name the model {tf_model.name} was "
+            f"--source {text} is an export itself; name the model {tf_model.name} was "
             "exported from (a directory, minilm, tiny:<model_type>, keras-hub:<SPEC>)."
         )
+    return parsed
 
 
 def executed(tf_model: TFSide, execution: ExecutionOptions | None) -> TFSide:
@@ -229,67 +238,76 @@ def reference_for(
     allow_pickle: bool = False,
     head: Any = None,
     pt_config: Any = None,
+    decoders: bool = False,
 ) -> Reference:
     """The PyTorch reference for the TF model ``model`` (a MODEL spec or a loaded model):
-    ``pt`` as given when it is an object, else loaded from the spec ``pt`` or, without
-    one, from ``model``'s own spec (see the module's docstring). ``pt_config``
-    (``--pt-config``): config fields a reference loaded from a spec is built with
-    instead of its checkpoint's (:mod:`tfparity.adapters.reference.config`)."""
+    ``pt`` as given when it is an object, else loaded from the spec ``pt`` (a string, or
+    parsed) or, without one, from ``model``'s own spec (see the module's docstring).
+    ``pt_config`` (``--pt-config``): config fields a reference loaded from a spec is
+    built with instead of its checkpoint's (:mod:`tfparity.adapters.reference.config`).
+    ``decoders``: a seq2seq LM loads (generate, crosscheck; see :func:`load_model`)."""
     from .adapters.reference.config import checked
     from .adapters.reference.own import reference_object
     from .adapters.reference.pt_model import load_pt
     from .adapters.runtime.imports import import_torch
 
     changes = checked(pt_config)
-    if changes and pt is not None and not isinstance(pt, str):
+    named = is_spec(pt)  # the user's --pt: a refusal names what is wrong with it
+    if changes and pt is not None and not named:
         raise TfparityError(
             f"pt_config (--pt-config) builds a reference from a MODEL spec; pt="
             f"{type(pt).__name__} is a reference already built: change its config yourself."
         )
-    if pt is not None and not isinstance(pt, str):
+    if pt is not None and not named:
         return reference_object(pt)  # as given: a PTModel, HF model or module of one's own
-    spec = pt if isinstance(pt, str) else spec_of(model)
+    spec = pt if named else spec_of(model)
     import_torch()  # a clear exit 2 when PyTorch is missing
     # The reference is the TF model's own kind of class (its checkpoint's, or --head's).
     kind = model_head(model) or head_kind(head)
-    named = isinstance(pt, str)  # the user's --pt: a refusal names what is wrong with it
-    return load_pt(spec, allow_pickle=allow_pickle, head=kind, changes=changes, named=named)
+    return load_pt(
+        spec,
+        allow_pickle=allow_pickle,
+        head=kind,
+        changes=changes,
+        named=named,
+        decoders=decoders,
+    )
 
 
 def reference_tokenizer(pt: Any) -> Any | None:
     """The tokenizer of the reference ``pt`` names (a MODEL spec), to tokenize the texts
     with beside the TF side's; None for a reference given as an object (it holds none)."""
-    if not isinstance(pt, str):
+    if not is_spec(pt):
         return None
     from .adapters.sources.checkpoints import reference_tokenizer as tokenizer_of
 
     return tokenizer_of(pt)
 
 
-def model_head(model: str | TFSide) -> Any:
+def model_head(model: Any) -> Any:
     """The kind of model class a loaded TF side is (a keras-hub backbone: the base
     model; its causal-LM task: a causal LM); None for a spec, whose config decides."""
-    return None if isinstance(model, str) else model.head
+    return None if is_spec(model) else model.head
 
 
 def bound_to_reference(tf_model: TFSide, pt: Any) -> TFSide:
     """``tf_model`` with what its PyTorch reference's checkpoint adds: a keras-hub preset
     (no tokenizer, no converter record) takes that checkpoint's tokenizer and weight
     mapping (:meth:`KerasHubModel.with_reference`); any other model is itself."""
-    return tf_model.with_reference(pt) if isinstance(pt, str) else tf_model
+    return tf_model.with_reference(pt) if is_spec(pt) else tf_model
 
 
-def spec_of(model: str | TFSide) -> str:
-    """The MODEL spec that ``model`` was loaded from (an export: its companion's);
-    refused for a model with none."""
+def spec_of(model: Any) -> Any:
+    """The MODEL spec that ``model`` was loaded from (an export: its companion's), as
+    parsed when it loaded (a spec given stays as given); refused for a model with none."""
     from .adapters.sources.specs import is_export
 
-    if isinstance(model, str):
+    if is_spec(model):
         return model
     if model.spec is not None and model.spec.inner is not None and is_export(model.spec):
-        return model.spec.inner.text  # an export: the model it came from (its companion)
+        return model.spec.inner  # an export: the model it came from (its companion)
     if model.spec is not None:
-        return model.spec.text
+        return model.spec
     label = model.name
     raise TfparityError(
         f"The cross-check needs a PyTorch reference for '{label}', which was not loaded "
@@ -297,6 +315,88 @@ def spec_of(model: str | TFSide) -> str:
         "test. Pass pt=<MODEL spec> (or pt=PTModel.from_tf(model.model) to test the TF "
         "computation alone, on the model's own weights)."
     )
+
+
+# ----------------------------------------------------------------------------- pairing
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A run's two sides, as :func:`pair` assembles them for every caller."""
+
+    tf: TFSide  # loaded and bound to its reference's checkpoint
+    reference: Reference | None  # in the TF side's precision; None: none asked for
+    source: TFSide | None = None  # the model an export came from (``source=``)
+    reference_spec: Any = None  # ``pt`` parsed (a ModelSpec), where it is a spec
+
+
+def pair(
+    model: Any,
+    pt: Any = None,
+    *,
+    head: Any = None,
+    pt_config: Any = None,
+    execution: ExecutionOptions | None = None,
+    generating: bool = False,
+    decoders: bool = False,
+    allow_pickle: bool = False,
+    source: Any = None,
+    layers: dict[Any, int] | None = None,
+    weights: dict[str, Any] | None = None,
+    signature: str | None = None,
+    with_reference: bool = True,
+) -> Pair:
+    """The TF side under test and its PyTorch reference, assembled in one order for
+    crosscheck, gradients, generate and the sweep (which each did it their own way):
+    parse the specs (once: the parsed specs travel), load the side (:func:`load_model`;
+    an export takes its config from ``source``, else from ``pt``), refuse a side that
+    cannot generate (``generating``), load ``source``'s side, load the reference
+    (:func:`reference_for`; ``with_reference=False``: none) in the precision the side
+    runs in (``execution``'s, else its own), bind the side to the reference's checkpoint
+    (:func:`bound_to_reference`). ``decoders`` (crosscheck) and ``generating``
+    (generate, ``sweep --generate``) load a seq2seq LM on both sides, an explicit
+    argument where a context variable used to change what loading did."""
+    from .adapters.sources.specs import as_spec
+
+    pt_spec = as_spec(pt) if is_spec(pt) else None
+    source = as_spec(source) if isinstance(source, str) else source  # a bad one: exit 2 first
+    decoders = decoders or generating
+    side = load_model(
+        model,
+        allow_pickle=allow_pickle,
+        head=head,
+        companion=source if source is not None else pt_spec,
+        pt=pt_spec.text if pt_spec is not None else pt,  # a side of one's own binds to it
+        layers=layers,
+        weights=weights,
+        signature=signature,
+        decoders=decoders,
+    )
+    if generating:
+        _refuse_generation(side)
+    source_model = source_side(source, side, allow_pickle=allow_pickle)
+    reference = None
+    if with_reference:
+        reference = reference_for(
+            side,
+            pt_spec if pt_spec is not None else pt,
+            allow_pickle=allow_pickle,
+            head=head,
+            pt_config=pt_config,
+            decoders=decoders,
+        )
+        reference = reference.in_precision((execution or side.execution).precision)
+    return Pair(bound_to_reference(side, pt_spec), reference, source_model, pt_spec)
+
+
+def _refuse_generation(side: TFSide) -> None:
+    """Exit 2 for a side that cannot be judged by its generation (before its reference
+    loads): no LM head, not a causal or seq2seq LM, no greedy decoding."""
+    from .checks.generation import generation_refusal
+
+    refusal = generation_refusal(side)
+    if refusal:
+        raise TfparityError(refusal + ".")
 
 
 # ----------------------------------------------------------------------------- tolerance

@@ -1,4 +1,10 @@
-"""Which TF side a Python object the user holds becomes: a Hugging Face TF model (its
+"""Which TF side a parsed MODEL spec or a Python object becomes.
+
+A spec: the loader of its kind, from the one table :data:`SPEC_LOADERS` (a Hugging Face
+TF model for a directory, hub id, minilm or tiny spec; the keras-hub side for
+``keras-hub:<SPEC>``; an export's side for a SavedModel, ``.keras`` or ``.tflite``).
+
+An object the user holds: a Hugging Face TF model (its
 own :class:`~.hf_tf.tf_model.TFModel`), a keras-hub backbone (the keras-hub side, its weights
 traced through keras-hub's converter run on the reference's checkpoint), a keras-hub task
 with a head of its own (refused unless ``head`` is BASE, then its backbone), or anything
@@ -11,14 +17,74 @@ tokenizer: those come from the reference ``pt``, which they therefore need.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..architectures.heads import Head
 from ..errors import TfparityError
 from .interfaces.sides import TFSide
 from .runtime.imports import import_transformers
+from .sources.specs import ModelSpec
 
 HELD_NOTE = "A keras-hub backbone held in memory"
+
+
+# ----------------------------------------------------------------------------- specs
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """What a spec's loader is asked beside the spec: one record, so every loader of
+    :data:`SPEC_LOADERS` has one signature and takes what it needs of it."""
+
+    allow_pickle: bool = False
+    head: Head | None = None  # the model class's kind (None: the spec's, else its config's)
+    companion: str | ModelSpec | None = None  # an export's config and tokenizer
+    signature: str | None = None  # the signature an export runs
+    decoders: bool = False  # a seq2seq LM loads (heads.unsupported): generate, crosscheck
+
+
+def _hf_tf_side(spec: ModelSpec, request: LoadRequest) -> TFSide:
+    from .hf_tf.tf_model import TFModel
+
+    return TFModel.load(
+        spec, allow_pickle=request.allow_pickle, head=request.head, decoders=request.decoders
+    )
+
+
+def _keras_hub_side(spec: ModelSpec, request: LoadRequest) -> TFSide:
+    from .keras_hub.task import load_keras_hub_side
+
+    return load_keras_hub_side(spec, request.head)
+
+
+def _export_side(spec: ModelSpec, request: LoadRequest) -> TFSide:
+    from .exported import load_export
+
+    return load_export(spec, request.companion, request.signature, request.head)
+
+
+# The one dispatch on a parsed spec's kind (every ``Kind`` of specs.py has a row; a test
+# holds that): a new kind of spec is one loader here, not a branch in each caller.
+SPEC_LOADERS: dict[str, Callable[[ModelSpec, LoadRequest], TFSide]] = {
+    "dir": _hf_tf_side,
+    "hub": _hf_tf_side,
+    "minilm": _hf_tf_side,
+    "tiny": _hf_tf_side,
+    "keras-hub": _keras_hub_side,
+    "saved-model": _export_side,
+    "keras-file": _export_side,
+    "litert": _export_side,
+}
+
+
+def spec_side(spec: ModelSpec, request: LoadRequest) -> TFSide:
+    """The TF side a parsed MODEL spec names, by its kind's loader."""
+    return SPEC_LOADERS[spec.kind](spec, request)
+
+
+# ----------------------------------------------------------------------------- objects
 
 
 def object_side(

@@ -11,9 +11,7 @@ Pure Python: no framework imports.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from enum import Enum
 
 
@@ -51,9 +49,8 @@ UNSUPPORTED: Mapping[Head, str] = {
 
 # Kinds of UNSUPPORTED that the commands running a decoder load (a T5's seq2seq LM:
 # `tfparity generate` judges the tokens it generates, `tfparity crosscheck` its decoder
-# teacher-forced), only within ``loading_decoders()``.
+# teacher-forced): they ask for them with ``decoders=True`` (see :func:`unsupported`).
 GENERATION_ONLY = frozenset({Head.SEQ2SEQ_LM})
-_GENERATING: ContextVar[bool] = ContextVar("tfparity_loading_decoders", default=False)
 
 # Outputs a head adds, by the task-level agreement they are judged by beside the numbers.
 LABEL_OUTPUTS = ("logits",)
@@ -67,25 +64,14 @@ LM_HEADS = frozenset({Head.MASKED_LM, Head.CAUSAL_LM, Head.SEQ2SEQ_LM})
 LABELLED_HEADS = frozenset({Head.SEQUENCE_CLASSIFICATION, Head.TOKEN_CLASSIFICATION})
 
 
-@contextlib.contextmanager
-def loading_decoders() -> Iterator[None]:
-    """Within, the kinds only the commands that run a decoder load
-    (:data:`GENERATION_ONLY`). ``tfparity generate`` and ``tfparity crosscheck`` load
-    their sides inside; every other command loads outside, so a seq2seq LM stays refused
-    there by name, before anything runs a forward pass it has no decoder inputs for."""
-    token = _GENERATING.set(True)
-    try:
-        yield
-    finally:
-        _GENERATING.reset(token)
-
-
-loading_for_generation = loading_decoders  # generate's (and the sweep's) name for it
-
-
-def unsupported(kind: Head) -> str | None:
-    """Why a model class of kind ``kind`` cannot be loaded here; None where it can."""
-    if kind in GENERATION_ONLY and _GENERATING.get():
+def unsupported(kind: Head, *, decoders: bool = False) -> str | None:
+    """Why a model class of kind ``kind`` cannot be loaded here; None where it can.
+    ``decoders``: the caller runs a decoder (``tfparity generate``, ``tfparity
+    crosscheck``, ``sweep --generate``), so the kinds of :data:`GENERATION_ONLY` load.
+    Every other command leaves it False, so a seq2seq LM stays refused there by name,
+    before anything runs a forward pass it has no decoder inputs for. An argument, not
+    ambient state: what a load may do is read at its call."""
+    if kind in GENERATION_ONLY and decoders:
         return None
     return UNSUPPORTED.get(kind)
 

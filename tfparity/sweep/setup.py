@@ -7,7 +7,6 @@ worker gets the batches a single process would make.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,22 +39,23 @@ class SweepSetup:
     def load(
         cls, model: Any, checks: tuple[str, ...], pt: Any, options: SweepOptions, execution: Any
     ) -> SweepSetup:
-        from ..architectures.heads import loading_for_generation
-        from ..checks.generation import generation_refusal
         from ..errors import TfparityError
-        from ..orchestration import bound_to_reference, executed, load_model, reference_for
+        from ..orchestration import executed, pair
         from ..validation import same_architecture
 
-        companion = pt if isinstance(pt, str) else None  # an export's config and tokenizer
         generating = GENERATE in checks
-        # --generate loads a T5's seq2seq LM, as `tfparity generate` does (for it alone)
-        loading = loading_for_generation if generating else contextlib.nullcontext
-        with loading():
-            loaded = load_model(model, companion=companion, signature=options.signature)
-            tf_model = bound_to_reference(loaded, pt)
-        refusal = generation_refusal(tf_model) if generating else None
-        if refusal:
-            raise TfparityError(refusal + ".")
+        # --generate loads a T5's seq2seq LM, as `tfparity generate` does (for it alone),
+        # and refuses a side that cannot generate before its reference loads
+        paired = pair(
+            model,
+            pt,
+            pt_config=options.pt_config,
+            execution=execution,
+            generating=generating,
+            signature=options.signature,
+            with_reference="crosscheck" in checks or generating,
+        )
+        tf_model, pt_model = paired.tf, paired.reference
         if generating and tf_model.architecture.seq2seq and checks != (GENERATE,):
             others = ", ".join(c for c in checks if c != GENERATE)
             raise TfparityError(
@@ -68,12 +68,7 @@ class SweepSetup:
                 f"The embeds check cannot run: {tf_model.inputs_embeds_reason} "
                 "(--checks crosscheck sweeps the rest)."
             )
-        pt_model = None
-        if "crosscheck" in checks or generating:
-            kind = tf_model.head if generating else None  # generate's: the LM's own class
-            with loading():
-                reference = reference_for(model, pt, head=kind, pt_config=options.pt_config)
-            pt_model = reference.in_precision(execution.precision)
+        if pt_model is not None:
             same_architecture(tf_model, pt_model)  # as the cross-check refuses it: exit 2
         head, note = _load_head(tf_model)
         runner_model = executed(tf_model, execution)

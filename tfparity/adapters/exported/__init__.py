@@ -15,13 +15,16 @@ from dataclasses import replace
 from ...architectures.heads import Head
 from ...errors import TfparityError
 from ..interfaces.sides import TFSide
-from ..sources.specs import EXPORT_KINDS, ModelSpec, parse_spec
+from ..sources.specs import EXPORT_KINDS, ModelSpec, as_spec
 
 SIGNED_KINDS = ("saved-model", "litert")  # the kinds that run through a named signature
 
 
 def load_export(
-    spec: ModelSpec, companion: str | None, signature: str | None = None, head: Head | None = None
+    spec: ModelSpec,
+    companion: str | ModelSpec | None,
+    signature: str | None = None,
+    head: Head | None = None,
 ) -> TFSide:
     """The TF side for the export ``spec`` names, with the config and tokenizer of the
     ``companion`` spec (the model it was exported from, or its PyTorch reference).
@@ -42,9 +45,10 @@ def load_export(
         )
     from ..sources.checkpoints import resolve
 
+    companion = as_spec(companion)
     found = resolve(companion, spec.text)
     # The side's spec names its companion: the reference defaults to that model's twin.
-    spec = replace(spec, inner=parse_spec(companion))
+    spec = replace(spec, inner=companion)
     if spec.kind == "saved-model":
         from .saved_model import load_saved_model
 

@@ -63,13 +63,16 @@ def tf_model_class(config: Any) -> Any:
     return getattr(import_transformers(), name)
 
 
-def head_classes(config: Any, head: Head | None = None) -> tuple[Any, Any]:
+def head_classes(
+    config: Any, head: Head | None = None, *, decoders: bool = False
+) -> tuple[Any, Any]:
     """The TF and PyTorch classes of kind ``head`` for ``config`` (None: the kind that
     ``config.architectures`` names, else the base model). transformers names each TF
     class ``TF`` + its PyTorch twin, so the pair is found by name; a kind the family
-    lacks in TF, or that tfparity cannot run yet, is refused naming it."""
+    lacks in TF, or that tfparity cannot run yet, is refused naming it (``decoders``:
+    see :func:`~tfparity.architectures.heads.unsupported`)."""
     tf_model_class(config)  # refuses families without TF classes first
-    kind, names = _class_names(config, head)
+    kind, names = _class_names(config, head, decoders)
     t = import_transformers()
     for name in names:
         if hasattr(t, "TF" + name) and hasattr(t, name):
@@ -80,10 +83,10 @@ def head_classes(config: Any, head: Head | None = None) -> tuple[Any, Any]:
     )
 
 
-def pt_head_class(config: Any, head: Head | None = None) -> Any:
+def pt_head_class(config: Any, head: Head | None = None, *, decoders: bool = False) -> Any:
     """The PyTorch class of kind ``head`` (as :func:`head_classes`), for families whose
     TF side is keras-hub's (no TF class needed)."""
-    kind, names = _class_names(config, head)
+    kind, names = _class_names(config, head, decoders)
     t = import_transformers()
     for name in names:
         if hasattr(t, name):
@@ -94,11 +97,11 @@ def pt_head_class(config: Any, head: Head | None = None) -> Any:
     )
 
 
-def _class_names(config: Any, head: Head | None) -> tuple[Head, list[str]]:
+def _class_names(config: Any, head: Head | None, decoders: bool) -> tuple[Head, list[str]]:
     """The kind asked for and the PyTorch class names it may have, the checkpoint's own
     name first."""
     kind = head or head_of_config(getattr(config, "architectures", None))
-    refusal = unsupported(kind)
+    refusal = unsupported(kind, decoders=decoders)
     if refusal is not None:
         raise TfparityError(
             f"tfparity cannot check {kind.value} heads yet: {refusal}. "
@@ -139,11 +142,18 @@ def tf_lm_head_class(config: Any) -> Any:
 
 
 def load_tf(
-    spec: ModelSpec, *, allow_pickle: bool = False, head: Head | None = None, lm_head: bool = False
+    spec: ModelSpec,
+    *,
+    allow_pickle: bool = False,
+    head: Head | None = None,
+    lm_head: bool = False,
+    decoders: bool = False,
 ) -> Loaded:
     """Load and build the TF model that ``spec`` names: the class of kind ``head``
     (None: the spec's own, else the one ``config.architectures`` names), or with
-    ``lm_head`` the family's language-model head."""
+    ``lm_head`` the family's language-model head. ``decoders``: a kind only the commands
+    running a decoder load (a seq2seq LM) loads too
+    (:func:`~tfparity.architectures.heads.unsupported`)."""
     head = head or spec.head
     if spec.kind == "keras-hub":
         raise TfparityError(
@@ -151,16 +161,24 @@ def load_tf(
             "this command or API takes Hugging Face TF models only."
         )
     if spec.kind == "tiny":
-        return _load_tiny(spec.location, head=head or Head.BASE, lm_head=lm_head)
+        kind = head or Head.BASE
+        return _load_tiny(spec.location, head=kind, lm_head=lm_head, decoders=decoders)
     directory = local_dir(spec)
     return _load_dir(
-        directory, allow_pickle=allow_pickle, head=head, lm_head=lm_head, label=spec.text
+        directory,
+        allow_pickle=allow_pickle,
+        head=head,
+        lm_head=lm_head,
+        label=spec.text,
+        decoders=decoders,
     )
 
 
-def _load_tiny(arch: str, head: Head = Head.BASE, lm_head: bool = False) -> Loaded:
+def _load_tiny(
+    arch: str, head: Head = Head.BASE, lm_head: bool = False, decoders: bool = False
+) -> Loaded:
     config = tiny.tiny_config(arch)
-    cls = tf_lm_head_class(config) if lm_head else head_classes(config, head)[0]
+    cls = tf_lm_head_class(config) if lm_head else head_classes(config, head, decoders=decoders)[0]
     model = cls.from_config(config)
     build(model)
     own = "" if lm_head or head is Head.BASE else f"/{head.value}"
@@ -242,10 +260,11 @@ def _load_dir(
     head: Head | None = None,
     lm_head: bool = False,
     label: str | None = None,
+    decoders: bool = False,
 ) -> Loaded:
     t = import_transformers()
     config = read_config(directory)
-    cls = tf_lm_head_class(config) if lm_head else head_classes(config, head)[0]
+    cls = tf_lm_head_class(config) if lm_head else head_classes(config, head, decoders=decoders)[0]
     files = {p.name for p in directory.iterdir()}
     facts: dict = {}
     tf_safetensors = is_tf_safetensors(directory, files)

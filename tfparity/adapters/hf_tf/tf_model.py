@@ -31,7 +31,7 @@ from ..runtime.execution import clone_model, placed
 from ..runtime.execution_options import ExecutionOptions
 from ..runtime.imports import import_tf
 from ..sources.holdings import Holdings
-from ..sources.specs import DEFAULT_MODEL, ModelSpec, parse_spec
+from ..sources.specs import DEFAULT_MODEL, ModelSpec, as_spec
 from .loading import Loaded, build, cannot_run, load_tf
 
 
@@ -62,19 +62,25 @@ class TFModel(TFSideBase):
     @classmethod
     def load(
         cls,
-        spec: str = DEFAULT_MODEL,
+        spec: str | ModelSpec = DEFAULT_MODEL,
         *,
         allow_pickle: bool = False,
         head: Head | None = None,
         lm_head: bool = False,
+        decoders: bool = False,
     ) -> TFModel:
-        """Load ``spec`` (docs/design.md: a directory, a cached hub id, minilm, tiny:<type>)
-        as the model class of kind ``head`` (None: the one its config names);
-        ``lm_head=True`` loads the class with the family's language-model head instead."""
-        parsed = parse_spec(spec)
-        loaded: Loaded = load_tf(parsed, allow_pickle=allow_pickle, head=head, lm_head=lm_head)
+        """Load ``spec`` (docs/design.md: a directory, a cached hub id, minilm, tiny:<type>;
+        a string, or the spec parsed where it entered) as the model class of kind ``head``
+        (None: the one its config names); ``lm_head=True`` loads the class with the
+        family's language-model head instead. ``decoders=True``: a seq2seq LM loads too,
+        for the commands that run its decoder
+        (:func:`~tfparity.architectures.heads.unsupported`)."""
+        parsed = as_spec(spec)
+        loaded: Loaded = load_tf(
+            parsed, allow_pickle=allow_pickle, head=head, lm_head=lm_head, decoders=decoders
+        )
         return cls(
-            spec,
+            parsed.text,
             loaded.model,
             loaded.tokenizer,
             loaded.config,
@@ -253,7 +259,8 @@ class TFModel(TFSideBase):
         under the same execution."""
         with tempfile.TemporaryDirectory(prefix="tfparity-") as tmp:
             self.model.save_pretrained(tmp)
-            fresh = TFModel.load(tmp)
+            # what loaded once reloads: a seq2seq LM too (its kind was allowed then)
+            fresh = TFModel.load(tmp, decoders=True)
         return replace(
             fresh,
             name=f"{self.name} (saved and reloaded)",

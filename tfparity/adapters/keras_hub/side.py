@@ -43,7 +43,7 @@ from ..runtime.imports import import_tf
 from ..runtime.keras_weights import feed_forward_weights
 from ..sources.checkpoints import checkpoint_dir, read_config, spec_tokenizer
 from ..sources.holdings import Holdings
-from ..sources.specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, parse_spec
+from ..sources.specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, as_spec
 from .checkpoints import (
     checkpoint_of,
     preset_backbone,
@@ -82,10 +82,11 @@ def is_keras_hub_spec(spec: Any) -> bool:
 # ----------------------------------------------------------------------------- loading
 
 
-def load_keras_hub(text: str) -> KerasHubModel:
+def load_keras_hub(text: str | ModelSpec) -> KerasHubModel:
     """Convert the checkpoint a ``keras-hub:<SPEC>`` names with keras-hub's converter,
     or load the keras-hub preset directory it names."""
-    spec = parse_spec(text)
+    spec = as_spec(text)
+    text = spec.text
     if spec.kind != "keras-hub":
         raise TfparityError(f"'{text}' is not a keras-hub spec (keras-hub:<SPEC>).")
     keras_hub = import_keras_hub()
@@ -529,7 +530,7 @@ class KerasHubModel(TFSideBase):
             spec=self.spec,
         )
 
-    def with_reference(self, pt_spec: str) -> KerasHubModel:
+    def with_reference(self, pt_spec: str | ModelSpec) -> KerasHubModel:
         """A preset bound to the checkpoint its PyTorch reference names (``--pt``): that
         checkpoint's tokenizer, its config for the fields the preset does not state
         (token ids, a rotary model's maximum length), and the converter's mapping
@@ -538,7 +539,7 @@ class KerasHubModel(TFSideBase):
         (as :meth:`reloaded` does). Where keras-hub cannot convert it, or the paths do
         not match (another architecture), there are no weight hints (the preset's note
         says so). Not a preset, or already bound: itself."""
-        spec = parse_spec(pt_spec)
+        spec = as_spec(pt_spec)
         spec = spec.inner if spec.kind == "keras-hub" else spec
         if self.stated is None or self.ports or spec is None:
             return self

@@ -32,17 +32,18 @@ from ...compare import to_numpy
 from ...errors import TfparityError
 from ...trace import Trace
 from ..runtime.imports import import_tf
-from ..sources.specs import ModelSpec, parse_spec
+from ..sources.specs import ModelSpec, as_spec
 from .side import KerasHubModel, import_keras_hub, load_keras_hub
 
 TASK_HEADS = (Head.BASE, Head.CAUSAL_LM)
 
 
-def load_keras_hub_side(text: str, head: Head | None = None) -> KerasHubModel:
+def load_keras_hub_side(text: str | ModelSpec, head: Head | None = None) -> KerasHubModel:
     """The keras-hub side ``text`` names: its backbone, or its causal-LM task where
     ``head`` (else the spec, else the checkpoint's config) says so; exit 2 for a head
     keras-hub's side does not check, before anything loads."""
-    spec = parse_spec(text)
+    spec = as_spec(text)
+    text = spec.text
     asked = head or (spec.inner.head if spec.inner is not None else None)
     if asked is not None and asked not in TASK_HEADS:
         raise TfparityError(
@@ -52,7 +53,7 @@ def load_keras_hub_side(text: str, head: Head | None = None) -> KerasHubModel:
             "head is then left out) or its causal LM task (--head causal-lm), whose head "
             "is the ported token embedding or lm_head."
         )
-    side = load_keras_hub(text)
+    side = load_keras_hub(spec)
     kind = asked or default_head(spec, side.hf_config)
     if kind is not Head.BASE:
         return causal_lm_side(side)

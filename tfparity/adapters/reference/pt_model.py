@@ -28,6 +28,7 @@ from ..hf_tf.loading import PT_PICKLE, PT_SAFETENSORS, pt_head_class
 from ..interfaces.greedy import teacher_forced_decoder
 from ..runtime.imports import import_torch, import_transformers
 from ..sources.holdings import Holdings, refuse_unused_body
+from ..sources.specs import ModelSpec
 from .config import apply_changes, changed_note, label, rejected, rejecting
 
 
@@ -84,12 +85,14 @@ class PTModel:
         label: str | None = None,
         head: Head | None = None,
         changes: Mapping[str, Any] | None = None,
+        decoders: bool = False,
     ) -> PTModel:
         """Load a PyTorch checkpoint directory (config.json + safetensors or pickle).
 
         ``label`` names it in reports (the spec the user gave; default: the directory's
         name), so a report holds no machine-specific path. ``changes``: config fields
-        set before the model is built (see :mod:`.config`)."""
+        set before the model is built (see :mod:`.config`). ``decoders``: a seq2seq LM
+        loads (:func:`~tfparity.architectures.heads.unsupported`)."""
         directory = Path(directory)
         t = import_transformers()
         config = t.AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
@@ -104,7 +107,7 @@ class PTModel:
                     "--allow-pickle to load it with torch.load(weights_only=True)."
                 )
         try:
-            model, info = pt_head_class(config, head).from_pretrained(
+            model, info = pt_head_class(config, head, decoders=decoders).from_pretrained(
                 str(directory),
                 config=config,
                 attn_implementation="eager",
@@ -376,12 +379,13 @@ def _missing_note(model: Any, missing: list[str]) -> list[str]:
 
 
 def load_pt(
-    spec: str,
+    spec: str | ModelSpec,
     *,
     allow_pickle: bool = False,
     head: Head | None = None,
     changes: Mapping[str, Any] | None = None,
     named: bool = False,
+    decoders: bool = False,
 ) -> PTModel:
     """The PyTorch reference for a MODEL spec, always loaded afresh from the spec.
 
@@ -391,24 +395,29 @@ def load_pt(
     ``changes`` (``--pt-config``): config fields the reference is built with instead of
     the checkpoint's (:mod:`.config`); its name and notes say so. ``named``:
     the user named ``spec`` as the reference (``--pt``, ``pt=``), so a refusal says what
-    is wrong with it rather than asking for ``--pt``.
+    is wrong with it rather than asking for ``--pt``. ``spec``: a string, or the
+    :class:`~..sources.specs.ModelSpec` parsed where it entered (parsed once).
+    ``decoders``: a seq2seq LM loads (:func:`~tfparity.architectures.heads.unsupported`).
     """
-    reference = _load_pt(spec, allow_pickle, head, changes, named)
+    reference = _load_pt(spec, allow_pickle, head, changes, named, decoders=decoders)
     return replace(reference, name=reference.name + label(changes)) if changes else reference
 
 
 def _load_pt(
-    spec: str,
+    spec: str | ModelSpec,
     allow_pickle: bool,
     head: Head | None,
     changes: Mapping[str, Any] | None,
     named: bool = False,
+    *,
+    decoders: bool = False,
 ) -> PTModel:
     from ..hf_tf.loading import is_tf_safetensors, load_tf
     from ..sources.checkpoints import checkpoint_dir
-    from ..sources.specs import parse_spec
+    from ..sources.specs import as_spec
 
-    parsed = parse_spec(spec)
+    parsed = as_spec(spec)
+    spec = parsed.text
     converted = parsed.kind == "keras-hub"
     if converted:  # the checkpoint keras-hub converts, in PyTorch
         if parsed.inner is None:
@@ -422,23 +431,30 @@ def _load_pt(
         if for_config_type(parsed.location).tf_class is None or (
             converted and kind is not Head.BASE
         ):
-            loaded = PTModel.from_dir(checkpoint_dir(parsed), head=kind, changes=changes)
+            loaded = PTModel.from_dir(
+                checkpoint_dir(parsed), head=kind, changes=changes, decoders=decoders
+            )
             reference = cls_from_model(loaded.model, f"PyTorch {spec}")
             return replace(reference, config_changes=loaded.config_changes)
-        tf_model = load_tf(parsed, head=head).model
+        tf_model = load_tf(parsed, head=head, decoders=decoders).model
         return PTModel.from_tf(tf_model, name=f"PyTorch {spec}", changes=changes)
     directory = checkpoint_dir(parsed)
     files = {p.name for p in directory.iterdir()}
     # TF-format safetensors hold TF names: a TF checkpoint, which PyTorch cannot load
     if not files & set(PT_SAFETENSORS + PT_PICKLE) or is_tf_safetensors(directory, files):
-        loaded = load_tf(parsed, allow_pickle=allow_pickle, head=head)
+        loaded = load_tf(parsed, allow_pickle=allow_pickle, head=head, decoders=decoders)
         name = f"PyTorch from TF weights of {spec}"
         # it holds what the TF checkpoint holds: weights that checkpoint lacks are made
         # up by this TF load, unlike the port's, and so not judged
         reference = PTModel.from_tf(loaded.model, name=name, changes=changes)
         return replace(reference, holdings=loaded.holdings)
     return PTModel.from_dir(
-        directory, allow_pickle=allow_pickle, label=spec, head=head, changes=changes
+        directory,
+        allow_pickle=allow_pickle,
+        label=spec,
+        head=head,
+        changes=changes,
+        decoders=decoders,
     )
 
 

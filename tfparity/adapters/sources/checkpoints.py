@@ -14,7 +14,7 @@ from ...architectures.heads import Head
 from ...errors import TfparityError
 from ..runtime.imports import import_transformers
 from .checkpoint_files import checkpoint_tokenizer, local_dir, read_config
-from .specs import EXPORT_KINDS, ModelSpec, is_export, parse_spec
+from .specs import EXPORT_KINDS, ModelSpec, as_spec, is_export
 
 
 @dataclass(frozen=True)
@@ -33,13 +33,14 @@ class Companion:
         return self.checkpoint.head
 
 
-def resolve(text: str, for_whom: str) -> Companion:
+def resolve(text: str | ModelSpec, for_whom: str) -> Companion:
     """The config and tokenizer of the companion ``text`` of the model ``for_whom`` (an
     export, a model of the user's own); exit 2 for a companion that holds none (another
     export, a keras-hub preset)."""
     from . import tiny
 
-    spec = parse_spec(text)
+    spec = as_spec(text)
+    text = spec.text
     if is_export(spec):
         raise TfparityError(
             f"{for_whom}'s companion {text} is {EXPORT_KINDS[spec.kind]} too: it holds "
@@ -77,11 +78,11 @@ def spec_tokenizer(spec: ModelSpec, directory: Path) -> Any:
     return checkpoint_tokenizer(import_transformers(), directory, spec.text)
 
 
-def reference_tokenizer(text: str) -> Any | None:
+def reference_tokenizer(text: str | ModelSpec) -> Any | None:
     """The tokenizer of the PyTorch reference the spec ``text`` names (``--pt``), to
     tokenize the texts with beside the TF side's; None where it holds none (an export,
     a keras-hub preset: such a reference is refused elsewhere, by the loader)."""
-    spec = parse_spec(text)
+    spec: ModelSpec | None = as_spec(text)
     if spec.kind == "keras-hub":
         spec = spec.inner
     if spec is None or is_export(spec):

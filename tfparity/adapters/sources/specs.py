@@ -88,6 +88,14 @@ def parse_spec(text: str) -> ModelSpec:
     return ModelSpec(text, "hub", text)
 
 
+def as_spec(spec: str | ModelSpec) -> ModelSpec:
+    """``spec`` parsed: a string is parsed, a :class:`ModelSpec` is taken as it is. The
+    public boundary (:func:`tfparity.orchestration.pair`, ``load_model``) parses a
+    MODEL string once and hands the parsed spec down, so the loaders below take either
+    and parse only what no one parsed yet."""
+    return spec if isinstance(spec, ModelSpec) else parse_spec(spec)
+
+
 def _export_kind(path: Path) -> str | None:
     """The export kind a path holds (see :data:`EXPORT_KINDS`), or None."""
     if path.is_dir():
