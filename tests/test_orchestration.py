@@ -142,3 +142,88 @@ def test_reload_pass_runs_for_the_model_itself_not_for_a_separate_port(load_tf_m
     assert all(r.passed for r in reports)
     (one,) = crosscheck(tf=load_tf_model("tiny:bert"), pt="tiny:bert", inputs=INPUTS)
     assert one.passed
+
+
+# ----------------------------------------------------------------------------- the door
+
+
+def _count_parses(monkeypatch) -> list[str]:
+    """Every parse_spec call from now on, by the text parsed: patched in every tfparity
+    module that holds the function, so a new call site importing it is counted too."""
+    import sys
+
+    from tfparity.adapters.sources import specs
+
+    original, seen = specs.parse_spec, []
+
+    def counted(text):
+        seen.append(text)
+        return original(text)
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("tfparity") and getattr(module, "parse_spec", None) is original:
+            monkeypatch.setattr(module, "parse_spec", counted)
+    return seen
+
+
+def test_one_generate_call_parses_its_spec_once(monkeypatch):
+    from tfparity import generate
+
+    seen = _count_parses(monkeypatch)
+    report = generate("tiny:gpt2", new_tokens=2, texts=["a b"])
+    assert report.passed
+    assert seen == ["tiny:gpt2"]  # before the one door: 4 parses of the same string
+    seen.clear()
+    with pytest.raises(TfparityError, match="not a causal language model"):
+        generate("tiny:bert", new_tokens=2, texts=["a b"])  # refused: parsed once too
+    assert seen == ["tiny:bert"]
+
+
+def test_load_models_table_covers_every_spec_kind():
+    from typing import get_args
+
+    from tfparity.adapters.sides import SPEC_LOADERS
+    from tfparity.adapters.sources.specs import EXPORT_KINDS, Kind
+
+    assert set(SPEC_LOADERS) == set(get_args(Kind))  # a new kind without a loader fails
+    assert set(EXPORT_KINDS) <= set(SPEC_LOADERS)
+
+
+def test_load_model_dispatches_a_parsed_spec_through_the_table(monkeypatch):
+    from tfparity.adapters import sides
+    from tfparity.adapters.sources.specs import ModelSpec
+    from tfparity.architectures.heads import Head
+    from tfparity.orchestration import load_model
+
+    asked = []
+    monkeypatch.setitem(sides.SPEC_LOADERS, "tiny", lambda spec, req: asked.append((spec, req)))
+    load_model("tiny:bert", head="masked-lm", decoders=True)
+    ((spec, request),) = asked
+    assert isinstance(spec, ModelSpec) and spec.location == "bert"
+    assert request.head is Head.MASKED_LM and request.decoders
+    with pytest.raises(TfparityError, match="names a signature of an export"):
+        load_model("tiny:bert", signature="serving_default")  # before any loader runs
+    assert len(asked) == 1
+
+
+def test_pair_refuses_a_side_that_cannot_generate_before_its_reference_loads(monkeypatch):
+    from tfparity import orchestration
+
+    def no_reference(*args, **kwargs):
+        raise AssertionError("the reference loaded before the refusal")
+
+    monkeypatch.setattr(orchestration, "reference_for", no_reference)
+    with pytest.raises(TfparityError, match="not a causal language model"):
+        orchestration.pair("tiny:bert", generating=True)
+    paired = orchestration.pair("tiny:bert", with_reference=False)
+    assert paired.reference is None and paired.tf.spec.text == "tiny:bert"
+
+
+def test_pair_gives_the_bound_side_and_its_reference_in_the_sides_precision():
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
+    from tfparity.orchestration import pair
+
+    assert not pair("tiny:bert").reference.name.endswith(" in bf16")
+    paired = pair("tiny:bert", execution=ExecutionOptions(precision="bf16"))
+    assert paired.tf.spec.text == "tiny:bert" and paired.reference_spec is None
+    assert paired.reference.name.endswith(" in bf16")  # PyTorch's error in bf16 sets the bar
