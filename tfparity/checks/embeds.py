@@ -19,7 +19,7 @@ from ..compare import Comparison, Tolerance, all_finite, compare_output_batches
 from ..errors import TfparityError
 from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
-from ..trace import Trace, hidden_state_index
+from ..trace import Trace, hidden_state_index, layer_of, layer_text
 from ..validation import nonfinite_weights
 
 
@@ -103,9 +103,9 @@ def localise(model: TFModel, comparisons: list[Comparison], batches: Sequence[Ba
         k = hidden[0]
         return Divergence(
             k,
-            k - 1,
+            layer_of(k),
             "attention",
-            f"The embedding outputs agree but layer {k - 1} differs: the two "
+            f"The embedding outputs agree but {layer_text(k)} differs: the two "
             "paths build the attention mask or bias differently.",
         )
     component = "pooler" if any(c.name.startswith("pooler") for c in failing) else "head"

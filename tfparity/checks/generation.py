@@ -109,8 +109,8 @@ def check_generation(
         details={
             "compares": "TF generate (actual) vs PyTorch generate (expected), greedy, "
             "same weights and prompts",
-            "judge": f"float64 referee per step (factor {options.referee.factor:g}, floor "
-            f"{options.referee.floor:g} x RMS); a flip within 4x its allowed RMSE is a near-tie",
+            "judge": f"{options.referee.describe('per step')}; a flip within 4x its allowed "
+            "RMSE is a near-tie",
             "reference": pt_model.name,
             "decoding": generator.decoding,
             "prompts": len(runs),

@@ -42,7 +42,7 @@ from ..compare import (
 )
 from ..inputs import Batch, note_inputs
 from ..results import Report
-from ..trace import Trace, hidden_state_index
+from ..trace import Trace, hidden_state_index, layer_text
 from ..validation import NothingComparedError
 from .embeds import ensure_finite
 
@@ -218,7 +218,7 @@ def _first_failing_hidden_state(label: str, found: list[Comparison]) -> str | No
     if not hidden:
         return f"{label}: every hidden state agrees; only the final outputs differ."
     k = hidden[0]
-    where = "the embedding output" if k == 0 else f"the output of layer {k - 1}"
+    where = layer_text(k, "the embedding output", "the output of layer")
     return f"{label}: first differs from the reference at hidden_states[{k}] ({where})."
 
 

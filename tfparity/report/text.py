@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from ..compare import Comparison
 from ..results import Divergence, Report, is_artefact
+from ..trace import layer_text
 from .growth import growth_table
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
@@ -76,7 +77,7 @@ def divergence_text(d: Divergence) -> str:
         return "the outputs (no hidden state compared, so not localised to a layer)"
     if d.decoder_hidden_state is not None:  # past a seq2seq model's clean encoder
         k = d.decoder_hidden_state
-        part = "decoder embeddings" if k == 0 else f"decoder layer {k - 1}"
+        part = layer_text(k, "decoder embeddings", "decoder layer")
         return f"decoder_hidden_states[{k}] · {part}{where}"
     if d.hidden_state is None:  # every hidden state agrees: the pooler or the head
         return f"{d.layer} (past the last hidden state)"
