@@ -103,11 +103,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--referee",
-        choices=("lazy", "full"),
-        default="lazy",
-        help="the cross-check's float64 PyTorch pass: lazy (default) runs it only for the "
-        "items whose verdict it can change (the first batch, one sentinel row per batch, and "
-        "items near the referee's line), full for every item; the verdicts are the same",
+        choices=("calibrated", "full", "lazy"),
+        default="calibrated",
+        help="the cross-check's float64 PyTorch pass: calibrated (default) runs it only for "
+        "the items whose verdict margins calibrated on float64 rows cannot settle (the first "
+        "batch, one sentinel row per batch, and items near the referee's line), full for "
+        "every item; the verdicts are the same. lazy: read as calibrated (the cross-check's "
+        "lazy bound needs float64 on part of each verdict, a sweep item has none)",
     )
     ray = p.add_argument_group("running on Ray (the 'ray' extra)")
     ray.add_argument(

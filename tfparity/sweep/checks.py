@@ -56,9 +56,9 @@ class SweepChecks:
     tolerance: Tolerance | None = None
     referee: Referee = Referee()
     seed: int = 0
-    # "lazy": float64 only for the rows whose verdict it can change (LazyReferee);
-    # "full": a float64 pass for every row.
-    referee_mode: str = "lazy"
+    # "calibrated": float64 only for the rows whose verdict calibrated margins cannot
+    # settle (LazyReferee); "full": a float64 pass for every row.
+    referee_mode: str = "calibrated"
     lazy: LazyReferee | None = None
     # The generate check (``--generate N``), which runs each item's prompt alone.
     generate: GenerateCheck | None = None

@@ -1,5 +1,8 @@
-"""The sweep's lazy float64 referee (``--referee lazy``): the cross-check referee's
-verdict from the float32 runs wherever float64 could not change it (numpy only)."""
+"""The sweep's calibrated float64 referee (``--referee calibrated``): the cross-check
+referee's verdict from the float32 runs wherever margins calibrated on float64 rows say
+float64 could not change it (numpy only). Not the cross-check's ``--referee lazy``,
+whose exact bound needs float64 on part of what one verdict covers: a sweep's verdict
+covers one item, and an item without float64 has no part to bound the rest by."""
 
 from __future__ import annotations
 
@@ -79,7 +82,7 @@ class LazyReferee:
 
     def stats(self) -> dict[str, Any]:
         return {
-            "referee": "lazy",
+            "referee": "calibrated",
             "items": self.items,
             "items_fp64": self.items_fp64,
             "assumption_violations": self.violations,
