@@ -441,3 +441,14 @@ def test_a_classifier_is_swept_with_label_agreement_and_a_broken_head_fails(corp
         for w in r["checks"]["crosscheck"]["failing"]
     }
     assert failing == {"logits"}
+
+
+def test_the_sweep_referee_is_calibrated_and_reads_the_cross_checks_lazy_as_it():
+    from tfparity.errors import TfparityError
+    from tfparity.sweep.options import SweepOptions, sweep_referee
+
+    assert SweepOptions().referee == "calibrated"
+    assert sweep_referee("lazy") == sweep_referee("calibrated") == "calibrated"
+    assert sweep_referee("full") == "full"
+    with pytest.raises(TfparityError, match="calibrated or full"):
+        sweep_referee("exact")
