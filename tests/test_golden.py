@@ -92,6 +92,53 @@ def test_broken_tf_model_fails_against_a_stored_good_reference(saved, no_torch):
     assert (d.hidden_state, d.layer, d.component) == (expect.hidden_state, expect.layer, "output")
 
 
+T5 = "tiny:t5/seq2seq-lm"
+T5_INPUTS = ["--random", "3", "--seq-len", "8", "--batch-size", "3", "--seed", "2"]
+
+
+@pytest.fixture(scope="module")
+def saved_t5(tmp_path_factory):
+    """The tiny T5 seq2seq LM's PyTorch outputs stored with torch: its encoder's and
+    its teacher-forced decoder's hidden states and the logits."""
+    path = tmp_path_factory.mktemp("golden-t5") / "t5.npz"
+    code = main(["crosscheck", T5, "--no-reload", *T5_INPUTS, "--save-outputs", str(path)])
+    assert code == 0
+    return path
+
+
+def test_a_seq2seq_lm_is_judged_whole_against_its_stored_outputs(saved_t5, no_torch, tmp_path):
+    out = tmp_path / "replayed.json"
+    argv = ["crosscheck", T5, "--no-reload", *T5_INPUTS, "--load-outputs", str(saved_t5)]
+    assert main([*argv, "--json", str(out)]) == 0
+    names = {c["name"] for c in json.loads(out.read_text())["comparisons"]}
+    decoder = {f"decoder_hidden_states[{k}]" for k in range(3)}  # 2 layers and embeddings
+    assert decoder | {"hidden_states[2]", "logits"} <= names
+
+
+def test_a_decoder_fault_fails_at_its_layer_against_stored_outputs(saved_t5, no_torch, tmp_path):
+    """The port saved with its decoder layer-1 FFN output weight scaled, checked against
+    the stored reference without torch: FAIL at the decoder's hidden state 2."""
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
+    from tfparity.architectures.heads import Head, loading_decoders
+    from tfparity.testing import scale
+
+    with loading_decoders():
+        port = TFModel.load("tiny:t5", head=Head.SEQ2SEQ_LM)
+    weight = "decoder.block.1.layer.2.DenseReluDense.wo.weight"
+    scale(tf_weights_by_pt_name(port.model)[weight].variable, 1.5)
+    port.model.save_pretrained(tmp_path / "port")
+    port.tokenizer.save_pretrained(tmp_path / "port")
+    out = tmp_path / "broken.json"
+    argv = ["crosscheck", "--tf", str(tmp_path / "port"), "--pt", T5, *T5_INPUTS]
+    assert main([*argv, "--load-outputs", str(saved_t5), "--json", str(out)]) == 1
+    report = json.loads(out.read_text())
+    verdicts = {c["name"]: c["passed"] for c in report["comparisons"]}
+    assert verdicts["hidden_states[2]"] and verdicts["decoder_hidden_states[1]"]
+    assert not verdicts["decoder_hidden_states[2]"]
+    assert report["first_divergence"]["decoder_hidden_state"] == 2
+
+
 def test_inputs_that_do_not_match_the_stored_batches_are_exit_2(saved, no_torch, capsys):
     path, _ = saved
     other = [a if a != "3" else "4" for a in INPUTS]  # another seed: other ids

@@ -154,27 +154,31 @@ def _one_side_refusal(args: argparse.Namespace) -> str:
 
 def _golden_passes(args: argparse.Namespace, execution) -> list:
     """The cross-check against a stored reference (--load-outputs) or one captured and
-    saved on the way (--save-outputs); the reload pass runs against it too."""
+    saved on the way (--save-outputs); the reload pass runs against it too. Both sides
+    load as :func:`tfparity.api.crosscheck` loads them, so a T5's seq2seq LM is judged
+    whole here too (its decoder's hidden states stored and replayed)."""
     from ..api import crosscheck, load_model, make_batches
+    from ..architectures.heads import loading_decoders
 
-    tf_model = load_model(
-        args.tf or args.model,
-        allow_pickle=args.allow_pickle,
-        head=args.head,
-        companion=args.source or args.pt,
-        signature=args.signature,
-    )
-    batches = make_batches(tf_model, input_options(args))
-    separate = args.tf is not None  # a port checked as given: no reload pass
-    return crosscheck(
-        args.model if separate else tf_model,
-        tf=tf_model if separate else None,
-        pt=golden_reference(args, batches, args.pt or args.source or args.model),
-        source=args.source,
-        batches=batches,
-        tolerance=tolerance(args),
-        reload=not args.no_reload,
-        localise=args.localise,
-        referee=args.referee,
-        execution=execution,
-    )
+    with loading_decoders():
+        tf_model = load_model(
+            args.tf or args.model,
+            allow_pickle=args.allow_pickle,
+            head=args.head,
+            companion=args.source or args.pt,
+            signature=args.signature,
+        )
+        batches = make_batches(tf_model, input_options(args))
+        separate = args.tf is not None  # a port checked as given: no reload pass
+        return crosscheck(
+            args.model if separate else tf_model,
+            tf=tf_model if separate else None,
+            pt=golden_reference(args, batches, args.pt or args.source or args.model),
+            source=args.source,
+            batches=batches,
+            tolerance=tolerance(args),
+            reload=not args.no_reload,
+            localise=args.localise,
+            referee=args.referee,
+            execution=execution,
+        )
