@@ -476,3 +476,19 @@ def test_a_naming_must_decide_every_option():
 
     with pytest.raises(ValueError, match="decide each"):
         Naming(takes=("MODEL", "--tf"))
+
+
+def test_the_docs_table_of_model_naming_is_the_code_table():
+    """docs/check.md's table says, per command, what NAMING takes (--allow-pickle goes
+    with MODEL everywhere): a changed table fails until the page says so too."""
+    from tfparity.commands.naming import NAMING, OPTIONS
+
+    page = (Path(tfparity.__file__).parents[1] / "docs" / "check.md").read_text()
+    section = page.split("## Naming the model in every command", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| `")]
+    documented = {}
+    for commands, takes in rows:
+        named = set(re.findall(r"--[a-z-]+|MODEL", takes)) | {"--allow-pickle"}
+        for command in re.findall(r"`([a-z]+)`", commands):
+            documented[command] = set(OPTIONS) if takes.strip() == "all" else named
+    assert documented == {c: set(n.takes) for c, n in NAMING.items()}
