@@ -409,7 +409,7 @@ def test_every_command_names_its_model_as_the_one_table_says():
     """Each command is in the table (a model command or one that loads none), and its
     parser shows exactly the model-naming options the table says it takes, each with
     the table's one help text; the others are parsed hidden, to be refused."""
-    from tfparity.commands.naming import _ARGUMENTS, NAMING, NO_MODEL, OPTIONS, dest
+    from tfparity.commands.naming import ARGUMENTS, NAMING, NO_MODEL, OPTIONS, dest
 
     parsers = subparsers()
     assert set(parsers) == set(NAMING) | set(NO_MODEL) and not set(NAMING) & set(NO_MODEL)
@@ -424,7 +424,7 @@ def test_every_command_names_its_model_as_the_one_table_says():
         shown = {o for o in OPTIONS if actions[dest(o)].help is not argparse.SUPPRESS}
         assert shown == set(NAMING[command].takes), command
         for option in shown:
-            assert actions[dest(option)].help == _ARGUMENTS[option]()["help"], (command, option)
+            assert actions[dest(option)].help == ARGUMENTS[option]()["help"], (command, option)
         usage = parser.format_usage()
         for option in set(OPTIONS) - shown:
             assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", usage) is None, option

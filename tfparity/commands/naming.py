@@ -152,7 +152,7 @@ def _head_choices() -> dict:
 
 
 # Each option's argparse arguments: the one help text every command shows.
-_ARGUMENTS: dict[str, Callable[[], dict]] = {
+ARGUMENTS: dict[str, Callable[[], dict]] = {
     "MODEL": lambda: {"nargs": "?", "help": model_help()},
     "--allow-pickle": lambda: {
         "action": "store_true",
@@ -206,7 +206,7 @@ def add_model_naming(parser: argparse.ArgumentParser, command: str) -> None:
     help, the others hidden, so that :func:`settle_model_naming` refuses them by name."""
     naming = NAMING[command]
     for option in OPTIONS:
-        arguments = _ARGUMENTS[option]()
+        arguments = ARGUMENTS[option]()
         if option not in naming.takes:  # parsed as usual, to be refused with its reason
             kept = {k: v for k, v in arguments.items() if k in ("action", "nargs")}
             arguments = {**kept, "help": argparse.SUPPRESS}
