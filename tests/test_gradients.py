@@ -264,3 +264,22 @@ def test_cli_frozen_lists_what_it_excludes(tmp_path, capsys):
     data = json.loads(out.read_text())
     excluded = data["reports"][1]["details"]["excluded_weights"]
     assert excluded == sorted(["pooler.dense.bias", "pooler.dense.weight", WORD])
+
+
+def test_cli_takes_a_port_and_its_reference_as_crosscheck_does(tmp_path, capsys):
+    """`gradients --tf A --pt B`: the clean port passes both reports; the same port saved
+    with a broken feed-forward fails TF against PyTorch; --tf alone exits 2."""
+    from tfparity.testing import perturb_ffn
+
+    short = ["--random", "2", "--seq-len", "8"]
+    assert cli.main(["gradients", "--tf", TINY, "--pt", TINY, *short]) == 0
+    port = TFModel.load(TINY)
+    perturb_ffn(port, 1, 1.5)
+    port.model.save_pretrained(tmp_path / "port")
+    port.tokenizer.save_pretrained(tmp_path / "port")
+    capsys.readouterr()
+    assert cli.main(["gradients", "--tf", str(tmp_path / "port"), "--pt", TINY, *short]) == 1
+    out = capsys.readouterr().out
+    assert "PASS gradients-embeds" in out and "FAIL gradients:" in out
+    assert cli.main(["gradients", "--tf", str(tmp_path / "port"), "--no-pt"]) == 2
+    assert "nothing names its PyTorch reference" in capsys.readouterr().err

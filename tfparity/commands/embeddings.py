@@ -10,10 +10,10 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_input_arguments,
-    add_model_argument,
     frameworks_frozen,
     input_options,
 )
+from .naming import add_model_naming
 
 TOP_LEVEL = ("tied", "head_transform", "roundtrip", "noise")
 
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "variable itself, what the head does before it, how well tokens are recovered from "
         "their embeddings (dot, cosine, LM head), and under how much Gaussian noise.",
     )
-    add_model_argument(p)
+    add_model_naming(p, "embeddings")
     add_input_arguments(p)
     p.add_argument(
         "--noise-scales",

@@ -9,15 +9,13 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_execution_arguments,
-    add_model_argument,
-    add_pt_config_argument,
-    add_signature_argument,
     add_tolerance_arguments,
     non_negative_int,
     one_execution,
     pt_config,
     tolerance,
 )
+from .naming import add_model_naming
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,16 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the model are skipped and counted, or cut with --truncate), 1 when any failed or "
         "the run stopped early, 2 for bad input.",
     )
-    add_model_argument(p)
-    p.add_argument(
-        "--pt",
-        metavar="PT_MODEL",
-        help="the cross-check's PyTorch reference (a MODEL spec); default: MODEL's own "
-        "checkpoint. A keras-hub preset directory needs one: it takes that checkpoint's "
-        "tokenizer and weight map",
-    )
-    add_signature_argument(p)
-    add_pt_config_argument(p)
+    add_model_naming(p, "sweep")
     p.add_argument(
         "--texts",
         metavar="FILE",
