@@ -201,3 +201,36 @@ def test_file_layout_round_trip(tmp_path):
     assert list(back.runs[0].fp32) == ["hidden_states[1]", "pooler_output"]
     assert back.runs[0].fp32["hidden_states[1]"].dtype == np.float32
     np.testing.assert_array_equal(back.runs[0].inputs["input_ids"], ids)
+
+
+def test_a_stored_reference_is_a_reference_that_refuses_what_needs_a_model(saved):
+    """Read from a file it is no PyTorch model: it replays its runs (with their taps),
+    and gradients, generation and another precision are refused by name (exit 2), not
+    an AttributeError on a model it does not hold."""
+    from types import SimpleNamespace
+
+    from tfparity.adapters.interfaces.sides import ReferenceBase
+    from tfparity.adapters.reference.pt_model import PTModel
+    from tfparity.adapters.reference.stored import StoredReference
+    from tfparity.errors import TfparityError
+    from tfparity.golden import load_reference
+
+    path, _ = saved
+    golden = load_reference(path)
+    stored = StoredReference("tiny (stored)", SimpleNamespace(**golden.config), golden)
+    assert isinstance(stored, ReferenceBase) and not isinstance(stored, PTModel)
+    assert stored.localisable() and stored.named_weights() == [] and stored.weights() == {}
+    assert stored.in_precision("fp32") is stored
+    prompt = np.array([1, 2, 3])
+    refusals = {
+        "gradients check needs a live PyTorch model": lambda: stored.gradients(None, None),
+        "judges TF against PyTorch generate": lambda: stored.greedy(prompt, 2),
+        "needs a live Hugging Face PyTorch LM": lambda: stored.step_logits(prompt, prompt),
+        "PyTorch generate": lambda: stored.encoder(),
+        "a cross-check in fp16 needs the live PyTorch model": lambda: stored.in_precision("fp16"),
+    }
+    for words, call in refusals.items():
+        with pytest.raises(TfparityError) as refused:
+            call()
+        assert "tiny (stored) is stored outputs (a golden file" in str(refused.value), words
+        assert words in str(refused.value)

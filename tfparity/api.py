@@ -334,7 +334,6 @@ def gradients(
     PyTorch weight names the port freezes on purpose, left out (the report lists them;
     a pattern that matches none raises :class:`~tfparity.errors.TfparityError`)."""
     from . import validation
-    from .adapters.reference.pt_model import PTModel
     from .checks.gradient_frozen import frozen_patterns
     from .checks.gradients import GradientsOptions, check_gradients
     from .errors import TfparityError
@@ -358,11 +357,9 @@ def gradients(
             head=model_head(tf_model) or head,
             pt_config=pt_config,
         )
-        if not isinstance(pt_model, PTModel):
-            raise TfparityError(
-                "The gradients check differentiates the PyTorch reference, so it needs a "
-                "live PyTorch model (a MODEL spec or a PTModel), not stored outputs."
-            )
+        refusal = pt_model.gradients_refusal()  # stored outputs cannot be differentiated
+        if refusal:
+            raise TfparityError(refusal)
         tf_model = bound_to_reference(tf_model, pt)
     if batches is None:
         batches = make_batches(tf_model, inputs)

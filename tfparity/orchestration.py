@@ -83,15 +83,12 @@ def load_model(
     from .adapters.keras_hub.side import is_keras_hub_spec
     from .adapters.keras_hub.task import load_keras_hub_side
     from .adapters.sides import object_side
-    from .adapters.user.side import UserModel
 
     if isinstance(model, os.PathLike):  # an export's path, as pathlib gives it
         model = os.fspath(model)
     validation.model_spec(model, "model")
     export = _export_for(model, signature)
     maps = layers is not None or weights is not None
-    if isinstance(model, UserModel) and not maps:
-        return model.bound(pt)
     if isinstance(model, (TFSideBase, str)) and maps:
         raise TfparityError(
             "layers= and weights= are for a model of your own (a callable, a Keras 3 or "
@@ -99,7 +96,7 @@ def load_model(
             "tfparity.user_model(model, layers=..., weights=...))."
         )
     if isinstance(model, TFSideBase):
-        return model
+        return model.bound(pt)  # a model of one's own takes its reference's config
     if is_keras_hub_spec(model):
         return load_keras_hub_side(model, head_kind(head))
     if export is not None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.hf_tf.tf_model import TFModel
+from ..adapters.interfaces.sides import TFSide
 from ..adapters.runtime.devices import resolve_devices, short_name, tf32_capable
 from ..adapters.runtime.execution_options import ExecutionOptions, parse_mode
 from ..compare import (
@@ -99,7 +99,7 @@ def plan_modes(devices: str, modes: Sequence[str]) -> tuple[list[PlannedMode], l
 
 
 def check_modes(
-    model: TFModel, batches: Sequence[Batch], options: ModesOptions = ModesOptions()
+    model: TFSide, batches: Sequence[Batch], options: ModesOptions = ModesOptions()
 ) -> Report:
     """Run every planned mode on ``batches`` and compare it with CPU eager fp32."""
     plan, skipped = plan_modes(options.devices, options.modes)

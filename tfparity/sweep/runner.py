@@ -224,11 +224,11 @@ def _reference(pt: Any) -> str | None:
     """How run.json names the PyTorch reference given (None: the model's own checkpoint).
     Part of a run's identity: a resume against another reference would mix two runs'
     verdicts."""
-    from ..adapters.reference.pt_model import PTModel
+    from ..adapters.interfaces.sides import ReferenceBase
 
     if pt is None or isinstance(pt, str):
         return pt
-    return pt.name if isinstance(pt, PTModel) else type(pt).__name__
+    return pt.name if isinstance(pt, ReferenceBase) else type(pt).__name__
 
 
 def _prepare_out(out: Path, manifest: dict, options: SweepOptions) -> None:
