@@ -240,6 +240,87 @@ def test_a_reference_lacking_only_the_pooler_leaves_an_exports_pooler_unjudged(
     assert code == 1 and "first divergence: pooler" in text
 
 
+@pytest.fixture(scope="module")
+def flatbuffer(tf_ports, tmp_path_factory):
+    """The sequence-classification port as a LiteRT flatbuffer (static [2, 16] inputs):
+    it returns logits and holds every weight it computes with."""
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.testing import to_litert
+
+    path = tmp_path_factory.mktemp("litert") / "seqcls.tflite"
+    return str(to_litert(TFModel.load(tf_ports["h5-seqcls"]), path))
+
+
+def test_a_flatbuffer_passes_against_its_complete_reference(flatbuffer, ckpts, capsys):
+    code, text, _ = _run(["crosscheck", flatbuffer, "--pt", ckpts["seqcls"], "--no-reload"], capsys)
+    assert code == 0 and "head: sequence-classification" in text and "logits" in text
+    assert "lacks" not in text
+
+
+def test_a_reference_lacking_a_flatbuffers_head_exits_2_with_head_given(flatbuffer, ckpts, capsys):
+    """``--head`` reaches the flatbuffer: against a base checkpoint (no head to take it
+    from) it is a sequence classifier, and the reference lacks its classifier."""
+    argv = ["crosscheck", flatbuffer, "--pt", ckpts["base"], *SEQ]
+    code, _, err = _run(argv, capsys)
+    assert code == 2 and "The PyTorch reference's checkpoint lacks weights" in err
+    assert "classifier.weight" in err and "Traceback" not in err
+
+
+def test_head_names_what_a_flatbuffer_returning_logits_is(flatbuffer, ckpts):
+    from tfparity.adapters.exported import load_export
+    from tfparity.adapters.sources.specs import parse_spec
+    from tfparity.architectures.heads import Head
+
+    spec = parse_spec(flatbuffer)
+    assert load_export(spec, ckpts["base"]).head == Head.BASE  # a BertModel companion
+    named = load_export(spec, ckpts["base"], head=Head.SEQUENCE_CLASSIFICATION)
+    assert named.head == Head.SEQUENCE_CLASSIFICATION
+
+
+@pytest.fixture(scope="module")
+def keras_files(ckpts, tmp_path_factory):
+    """The base checkpoint ported by keras-hub and saved as ``.keras`` backbone files,
+    as it is and with its pooler scaled (a pooler made up before it was saved, as far
+    as the file can tell). keras-hub cannot port a checkpoint lacking the pooler."""
+    pytest.importorskip("keras_hub")
+    from tfparity.adapters.keras_hub.side import load_keras_hub
+    from tfparity.architectures.faults import scale
+
+    root = tmp_path_factory.mktemp("keras-files")
+    backbone = load_keras_hub(f"keras-hub:{ckpts['base']}").backbone
+    backbone.save(root / "base.keras")
+    scale(backbone.get_layer("pooled_dense").kernel, 1.1)
+    backbone.save(root / "pooler.keras")
+    return {"base": str(root / "base.keras"), "pooler": str(root / "pooler.keras")}
+
+
+# keras-hub's BertBackbone hard-codes the tanh GELU (its known difference): the reference
+# runs it too, so what is judged here is the holdings, not the port's activation.
+TANH = ["--pt-config", "hidden_act=gelu_pytorch_tanh", "--no-reload"]
+
+
+def test_a_keras_file_against_a_reference_lacking_the_pooler_leaves_it_unjudged(
+    keras_files, ckpts, capsys
+):
+    """A token-classification reference checked as base lacks the pooler: the file's
+    pooler may be made up as well, so it is not judged, whatever its values."""
+    for name in ("base", "pooler"):
+        argv = ["crosscheck", keras_files[name], "--pt", ckpts["tokcls"], "--head", "base"]
+        code, text, _ = _run([*argv, *TANH], capsys)
+        assert code == 0, text
+        assert "Not judged: pooler_output" in text and "pooler.dense.weight" in text
+
+
+def test_a_keras_files_pooler_is_judged_against_a_reference_holding_one(keras_files, ckpts, capsys):
+    def run(name):
+        return _run(["crosscheck", keras_files[name], "--pt", ckpts["base"], *TANH], capsys)
+
+    code, text, _ = run("base")
+    assert code == 0 and "pooler_output" in text and "Not judged" not in text
+    code, text, _ = run("pooler")
+    assert code == 1 and "first divergence: pooler" in text
+
+
 def test_unused_weights_read_as_sentences():
     """The checkpoint is described mid-sentence in the note, first in the refusal."""
     head = Holdings(unused=("classifier.weight",), body=BODY)

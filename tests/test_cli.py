@@ -10,6 +10,7 @@ was imported (a too-long text).
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
@@ -393,3 +394,101 @@ def test_a_command_freezes_the_frameworks_objects_and_the_library_does_not(
     result = tfparity_in_process("check", "tiny:bert", "--random", "1", "--seq-len", "4", "--no-pt")
     assert result.returncode == 0, result.stderr
     assert calls == ["freeze"]  # the command froze what was alive, once
+
+
+def subparsers() -> dict:
+    """Every subcommand's parser, as `tfparity --help` lists them (argparse's own table)."""
+    import argparse
+
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_every_command_names_its_model_as_the_one_table_says():
+    """Each command is in the table (a model command or one that loads none), and its
+    parser shows exactly the model-naming options the table says it takes, each with
+    the table's one help text; the others are parsed hidden, to be refused."""
+    from tfparity.commands.naming import ARGUMENTS, NAMING, NO_MODEL, OPTIONS, dest
+
+    parsers = subparsers()
+    assert set(parsers) == set(NAMING) | set(NO_MODEL) and not set(NAMING) & set(NO_MODEL)
+    assert {"generate", "gradients", "crosscheck", "sweep"} <= {
+        c for c, n in NAMING.items() if {"--tf", "--pt"} <= set(n.takes)
+    }
+    for command, parser in parsers.items():
+        actions = {a.dest: a for a in parser._actions}
+        if command in NO_MODEL:
+            assert not {dest(o) for o in OPTIONS} & set(actions), command
+            continue
+        shown = {o for o in OPTIONS if actions[dest(o)].help is not argparse.SUPPRESS}
+        assert shown == set(NAMING[command].takes), command
+        for option in shown:
+            assert actions[dest(option)].help == ARGUMENTS[option]()["help"], (command, option)
+        usage = parser.format_usage()
+        for option in set(OPTIONS) - shown:
+            assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", usage) is None, option
+
+
+@pytest.mark.parametrize(
+    "command", ["check", "crosscheck", "generate", "gradients", "sweep", "modes", "positions"]
+)
+def test_the_model_named_twice_or_a_port_without_its_reference_exits_2(command, capsys):
+    """The same two sentences in every command that takes --tf, before anything loads;
+    commands without a reference refuse --tf by the table's reason."""
+    from tfparity.commands.naming import NAMING
+
+    assert cli.main([command, "tiny:bert", "--tf", "tiny:bert", "--pt", "tiny:bert"]) == 2
+    err = capsys.readouterr().err
+    if "--tf" in NAMING[command].takes:
+        assert "MODEL (tiny:bert) and --tf tiny:bert both name the TF model" in err
+        assert cli.main([command, "--tf", "tiny:bert"]) == 2
+        err = capsys.readouterr().err
+        assert "nothing names its PyTorch reference: add --pt PT_MODEL" in err
+    else:
+        assert f"`tfparity {command}` does not take --tf: " in err, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, why",
+    [
+        (["embeddings", "tiny:bert", "--pt", "tiny:bert"], "no PyTorch reference"),
+        (["positions", "tiny:bert", "--pt-config", "hidden_act=gelu"], "no PyTorch reference"),
+        (["modes", "tiny:bert", "--signature", "x"], "not an export"),
+        (["diagnose", "tiny:bert", "--head", "masked-lm", "--ids", "i", "--embeds", "e"], "tiny:<"),
+        (["generate", "tiny:gpt2", "--head", "causal-lm"], "loads the LM head itself"),
+        (["generate", "tiny:gpt2", "--source", "tiny:gpt2"], "an export does not have"),
+        (["gradients", "tiny:bert", "--signature", "x"], "on a tape"),
+        (["check", "tiny:bert", "--pt", "tiny:bert"], "tfparity crosscheck --tf TF_MODEL"),
+        (["sweep", "tiny:bert", "--source", "tiny:bert", "--out", "x"], "from --pt"),
+    ],
+)
+def test_an_option_a_command_does_not_take_exits_2_naming_why(argv, why, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    option = next(a for a in argv if a.startswith("--"))
+    assert f"`tfparity {argv[0]}` does not take {option}: " in err and why in err, err
+
+
+def test_a_naming_must_decide_every_option():
+    from tfparity.commands.naming import Naming
+
+    with pytest.raises(ValueError, match="decide each"):
+        Naming(takes=("MODEL", "--tf"))
+
+
+def test_the_docs_table_of_model_naming_is_the_code_table():
+    """docs/check.md's table says, per command, what NAMING takes (--allow-pickle goes
+    with MODEL everywhere): a changed table fails until the page says so too."""
+    from tfparity.commands.naming import NAMING, OPTIONS
+
+    page = (Path(tfparity.__file__).parents[1] / "docs" / "check.md").read_text()
+    section = page.split("## Naming the model in every command", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| `")]
+    documented = {}
+    for commands, takes in rows:
+        named = set(re.findall(r"--[a-z-]+|MODEL", takes)) | {"--allow-pickle"}
+        for command in re.findall(r"`([a-z]+)`", commands):
+            documented[command] = set(OPTIONS) if takes.strip() == "all" else named
+    assert documented == {c: set(n.takes) for c, n in NAMING.items()}

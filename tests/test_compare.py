@@ -1155,7 +1155,7 @@ def test_property_referee_sums_batch_by_batch_are_the_plain_formula(data, n, blo
     with _blocks(block):
         for a, r, t, m in zip(a_list, r_list, t_list, masks, strict=True):
             sums.add(a, r, t, m)
-    got = sums.result("x", Referee())
+    got = Referee().result("x", sums)
     keep = [
         np.ones(t.shape, bool)
         if m is None
@@ -1189,7 +1189,7 @@ def test_referee_sums_fail_a_non_finite_candidate_and_refuse_other_shapes():
     assert clean.passed and clean.actual_rmse == clean.reference_rmse
     sums = RefereeSums()
     sums.add(r[:, :2], r, t, None)
-    assert sums.result("x", Referee()) is None
+    assert Referee().result("x", sums) is None
     with pytest.raises(ValueError, match="differ in shape"):
         referee_batches("x", [r[:, :2]], [r], [t])
 

@@ -183,3 +183,18 @@ def test_width_mismatch_raises_in_python(bert):
     model, batch = bert
     with pytest.raises(TfparityError, match="not for this model"):
         check_diagnose(model, DiagnoseInputs(batch, np.zeros(batch.input_ids.shape + (8,))))
+
+
+def test_a_keras_hub_side_exits_2_by_name(bert, tmp_path, capsys):
+    """The embeddings tiny:bert diagnoses as its word embeddings (exit 0 above) are
+    refused on keras-hub's port of the same checkpoint: diagnose rebuilds the embedding
+    stages from the model's tables, which a keras-hub backbone does not expose."""
+    model, batch = bert
+    p = _save(tmp_path, ids=batch.input_ids, good=model.gather(batch.input_ids).numpy())
+    args = ["--ids", str(p["ids"]), "--embeds", str(p["good"])]
+    assert main(["diagnose", "tiny:bert", *args]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", "keras-hub:tiny:bert", *args]) == 2
+    err = capsys.readouterr().err
+    assert "Diagnose needs the model's embedding tables" in err
+    assert "keras-hub:tiny:bert (a KerasHubModel) does not expose" in err

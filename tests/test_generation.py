@@ -214,3 +214,21 @@ def test_a_near_tie_flip_is_told_from_a_defect():
     tf[:, 9] += 0.5  # far beyond it
     defect = judge_steps(np.array([9, 9]), tf, np.array([7, 7]), Forced(tf, pt, truth, pt))
     assert defect.defects == [0, 1] and not defect.first_divergence.near_tie
+
+
+def test_the_cli_takes_a_port_and_its_reference_as_crosscheck_does(tmp_path, capsys):
+    """`generate --tf A --pt B` (A the TF port, B its PyTorch reference): the clean port
+    passes, the same port saved broken fails at a divergent step; --tf alone exits 2."""
+    short = ["--new-tokens", "2", "--text", PROMPTS[0], "--no-embeds"]
+    assert main(["generate", "--tf", "tiny:gpt2", "--pt", "tiny:gpt2", *short]) == 0
+    assert "PASS generate" in capsys.readouterr().out
+    port = TFModel.load(GPT2)
+    perturb_ffn(port, 1, 1.5)
+    port.model.save_pretrained(tmp_path / "port")
+    port.tokenizer.save_pretrained(tmp_path / "port")
+    argv = ["generate", "--tf", str(tmp_path / "port"), "--pt", GPT2, "--new-tokens", str(N)]
+    assert main([*argv, "--text", PROMPTS[0], "--text", PROMPTS[1], "--no-embeds"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL generate" in out and "first divergent step" in out
+    assert main(["generate", "--tf", str(tmp_path / "port")]) == 2
+    assert "nothing names its PyTorch reference" in capsys.readouterr().err

@@ -27,6 +27,7 @@ from tfparity.architectures.heads import Head, unsupported
 from tfparity.cli import main
 from tfparity.errors import TfparityError
 from tfparity.orchestration import load_model
+from tfparity.report.text import render
 from tfparity.testing import CACHE_FAULTS, perturb_ffn, scale
 
 T5 = "tiny:t5"
@@ -171,6 +172,27 @@ def test_crosscheck_passes_a_clean_seq2seq_lm_judging_its_decoder(model_type):
         assert f"hidden_states[{k}]" in names and f"decoder_hidden_states[{k}]" in names
     assert "logits" in names and report.details["head"] == "seq2seq-lm"
     assert report.details["agreement"][0]["measure"] == "top-1"  # a vocabulary's logits
+    rows = _layer_rows(render(report))
+    assert [r[:2] for r in rows] == [
+        ["0", "embeddings"],
+        ["1", "0"],
+        ["2", "1"],
+        ["decoder_0", "embeddings"],
+        ["decoder_1", "0"],
+        ["decoder_2", "1"],
+    ]
+    assert all(r[-1] == "ok" for r in rows)
+
+
+def _layer_rows(text: str) -> list[list[str]]:
+    """The per-layer table's rows, cells split (``decoder 1`` kept as one cell), and
+    nothing of the decoder's left in the tensor table below it."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["hidden", "layer"])
+    end = lines.index("", start)
+    tensors = lines[end : lines.index("", end + 1)]
+    assert not any("decoder_hidden_states" in line for line in tensors)
+    return [line.replace("decoder ", "decoder_").split() for line in lines[start + 1 : end]]
 
 
 def test_a_decoder_layer_fault_fails_the_crosscheck_at_that_layer_naming_the_weight():
@@ -184,6 +206,8 @@ def test_a_decoder_layer_fault_fails_the_crosscheck_at_that_layer_naming_the_wei
     assert (d.hidden_state, d.layer, d.decoder_hidden_state) == (None, "decoder", 2)
     assert "hidden state 2 (decoder layer 1's output) is the first beyond" in d.hint
     assert f"weight {SUBTLE} is PyTorch's scaled by 1.5" in d.hint
+    verdict = {r[0]: r[-1] for r in _layer_rows(render(report))}
+    assert verdict["decoder_1"] == "ok" and verdict["decoder_2"] == "FAIL"
 
 
 def test_generate_fails_a_decoder_defect_that_flips_no_token(tmp_path, capsys):

@@ -92,6 +92,52 @@ def test_broken_tf_model_fails_against_a_stored_good_reference(saved, no_torch):
     assert (d.hidden_state, d.layer, d.component) == (expect.hidden_state, expect.layer, "output")
 
 
+T5 = "tiny:t5/seq2seq-lm"
+T5_INPUTS = ["--random", "3", "--seq-len", "8", "--batch-size", "3", "--seed", "2"]
+
+
+@pytest.fixture(scope="module")
+def saved_t5(tmp_path_factory):
+    """The tiny T5 seq2seq LM's PyTorch outputs stored with torch: its encoder's and
+    its teacher-forced decoder's hidden states and the logits."""
+    path = tmp_path_factory.mktemp("golden-t5") / "t5.npz"
+    code = main(["crosscheck", T5, "--no-reload", *T5_INPUTS, "--save-outputs", str(path)])
+    assert code == 0
+    return path
+
+
+def test_a_seq2seq_lm_is_judged_whole_against_its_stored_outputs(saved_t5, no_torch, tmp_path):
+    out = tmp_path / "replayed.json"
+    argv = ["crosscheck", T5, "--no-reload", *T5_INPUTS, "--load-outputs", str(saved_t5)]
+    assert main([*argv, "--json", str(out)]) == 0
+    names = {c["name"] for c in json.loads(out.read_text())["comparisons"]}
+    decoder = {f"decoder_hidden_states[{k}]" for k in range(3)}  # 2 layers and embeddings
+    assert decoder | {"hidden_states[2]", "logits"} <= names
+
+
+def test_a_decoder_fault_fails_at_its_layer_against_stored_outputs(saved_t5, no_torch, tmp_path):
+    """The port saved with its decoder layer-1 FFN output weight scaled, checked against
+    the stored reference without torch: FAIL at the decoder's hidden state 2."""
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.adapters.hf_tf.weight_names import tf_weights_by_pt_name
+    from tfparity.architectures.heads import Head
+    from tfparity.testing import scale
+
+    port = TFModel.load("tiny:t5", head=Head.SEQ2SEQ_LM, decoders=True)
+    weight = "decoder.block.1.layer.2.DenseReluDense.wo.weight"
+    scale(tf_weights_by_pt_name(port.model)[weight].variable, 1.5)
+    port.model.save_pretrained(tmp_path / "port")
+    port.tokenizer.save_pretrained(tmp_path / "port")
+    out = tmp_path / "broken.json"
+    argv = ["crosscheck", "--tf", str(tmp_path / "port"), "--pt", T5, *T5_INPUTS]
+    assert main([*argv, "--load-outputs", str(saved_t5), "--json", str(out)]) == 1
+    report = json.loads(out.read_text())
+    verdicts = {c["name"]: c["passed"] for c in report["comparisons"]}
+    assert verdicts["hidden_states[2]"] and verdicts["decoder_hidden_states[1]"]
+    assert not verdicts["decoder_hidden_states[2]"]
+    assert report["first_divergence"]["decoder_hidden_state"] == 2
+
+
 def test_inputs_that_do_not_match_the_stored_batches_are_exit_2(saved, no_torch, capsys):
     path, _ = saved
     other = [a if a != "3" else "4" for a in INPUTS]  # another seed: other ids
@@ -154,3 +200,36 @@ def test_file_layout_round_trip(tmp_path):
     assert list(back.runs[0].fp32) == ["hidden_states[1]", "pooler_output"]
     assert back.runs[0].fp32["hidden_states[1]"].dtype == np.float32
     np.testing.assert_array_equal(back.runs[0].inputs["input_ids"], ids)
+
+
+def test_a_stored_reference_is_a_reference_that_refuses_what_needs_a_model(saved):
+    """Read from a file it is no PyTorch model: it replays its runs (with their taps),
+    and gradients, generation and another precision are refused by name (exit 2), not
+    an AttributeError on a model it does not hold."""
+    from types import SimpleNamespace
+
+    from tfparity.adapters.interfaces.sides import ReferenceBase
+    from tfparity.adapters.reference.pt_model import PTModel
+    from tfparity.adapters.reference.stored import StoredReference
+    from tfparity.errors import TfparityError
+    from tfparity.golden import load_reference
+
+    path, _ = saved
+    golden = load_reference(path)
+    stored = StoredReference("tiny (stored)", SimpleNamespace(**golden.config), golden)
+    assert isinstance(stored, ReferenceBase) and not isinstance(stored, PTModel)
+    assert stored.localisable() and stored.named_weights() == [] and stored.weights() == {}
+    assert stored.in_precision("fp32") is stored
+    prompt = np.array([1, 2, 3])
+    refusals = {
+        "gradients check needs a live PyTorch model": lambda: stored.gradients(None, None),
+        "judges TF against PyTorch generate": lambda: stored.greedy(prompt, 2),
+        "needs a live Hugging Face PyTorch LM": lambda: stored.step_logits(prompt, prompt),
+        "PyTorch generate": lambda: stored.encoder(),
+        "a cross-check in fp16 needs the live PyTorch model": lambda: stored.in_precision("fp16"),
+    }
+    for words, call in refusals.items():
+        with pytest.raises(TfparityError) as refused:
+            call()
+        assert "tiny (stored) is stored outputs (a golden file" in str(refused.value), words
+        assert words in str(refused.value)

@@ -14,6 +14,7 @@ from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.adapters.reference.pt_model import load_pt
 from tfparity.api import check_embeds, make_batches
 from tfparity.checks.gradients import GradientsOptions, check_gradients
+from tfparity.errors import TfparityError
 from tfparity.report.gradients import render_gradients
 from tfparity.testing import gradient_faults
 
@@ -250,8 +251,6 @@ def test_a_frozen_pattern_that_matches_nothing_is_bad_input(capsys):
     assert "'LayerNrom'" in err and "Traceback" not in err
     assert cli.main([*quick, "--no-pt", "--frozen", "LayerNorm"]) == 2
     assert "--no-pt" in capsys.readouterr().err
-    from tfparity.errors import TfparityError
-
     with pytest.raises(TfparityError, match="'nothing'"):
         gradients(TINY, inputs=INPUTS, frozen=["pooler", "nothing"])
 
@@ -264,3 +263,40 @@ def test_cli_frozen_lists_what_it_excludes(tmp_path, capsys):
     data = json.loads(out.read_text())
     excluded = data["reports"][1]["details"]["excluded_weights"]
     assert excluded == sorted(["pooler.dense.bias", "pooler.dense.weight", WORD])
+
+
+def test_cli_takes_a_port_and_its_reference_as_crosscheck_does(tmp_path, capsys):
+    """`gradients --tf A --pt B`: the clean port passes both reports; the same port saved
+    with a broken feed-forward fails TF against PyTorch; --tf alone exits 2."""
+    from tfparity.testing import perturb_ffn
+
+    short = ["--random", "2", "--seq-len", "8"]
+    assert cli.main(["gradients", "--tf", TINY, "--pt", TINY, *short]) == 0
+    port = TFModel.load(TINY)
+    perturb_ffn(port, 1, 1.5)
+    port.model.save_pretrained(tmp_path / "port")
+    port.tokenizer.save_pretrained(tmp_path / "port")
+    capsys.readouterr()
+    assert cli.main(["gradients", "--tf", str(tmp_path / "port"), "--pt", TINY, *short]) == 1
+    out = capsys.readouterr().out
+    assert "PASS gradients-embeds" in out and "FAIL gradients:" in out
+    assert cli.main(["gradients", "--tf", str(tmp_path / "port"), "--no-pt"]) == 2
+    assert "nothing names its PyTorch reference" in capsys.readouterr().err
+
+
+def test_a_stored_reference_is_refused_by_name_a_live_one_is_differentiated(reference):
+    """Stored outputs (a golden file) hold runs, not a model to differentiate: the API
+    exits 2 with a sentence before any run, where a live reference of the same model
+    passes (test_clean_port_passes_both_comparisons)."""
+    from tfparity.adapters.reference.stored import capture
+
+    pt_model, batches = reference
+    stored = capture(pt_model, batches[:1], model=TINY)
+    with pytest.raises(TfparityError) as refused:
+        gradients(TINY, pt=stored, inputs=INPUTS)
+    text = str(refused.value)
+    assert "is stored outputs (a golden file" in text
+    assert "the gradients check needs a live PyTorch model" in text and "pt= a MODEL spec" in text
+    assert pt_model.gradients_refusal() is None
+    with pytest.raises(TfparityError, match="needs a live PyTorch model"):
+        stored.gradients(batches[0], None)

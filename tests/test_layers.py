@@ -177,3 +177,91 @@ def test_no_module_is_over_600_lines():
     """A module that long holds more than one job; split it by concern."""
     long = {n: len(p.read_text().splitlines()) for n, p in modules().items()}
     assert {n: lines for n, lines in long.items() if lines > 600} == {}
+
+
+# The sides' own packages: only adapters/ (and the layers above checks/ that assemble a
+# run) may import them; checks/ talk to a side through adapters.interfaces alone.
+SIDE_PACKAGES = tuple(
+    f"adapters.{side}" for side in ("hf_tf", "keras_hub", "reference", "user", "exported")
+)
+SIDE_BASES = {"TFSideBase", "ReferenceBase"}
+
+
+def concrete_sides(known: dict[str, Path]) -> set[str]:
+    """The classes under adapters/ that derive, directly or not, from a side's base
+    class (``TFModel``, ``PTModel``, ``StoredReference``, ...): found, not listed, so a
+    new side is held to the rules the day it is written."""
+    bases: dict[str, set[str]] = {}
+    for name, path in known.items():
+        if not name.startswith("adapters"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                parents = {
+                    b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
+                }
+                bases.setdefault(node.name, set()).update(parents)
+    found = set(SIDE_BASES)
+    while grown := {c for c, parents in bases.items() if parents & found} - found:
+        found |= grown
+    return found - SIDE_BASES
+
+
+def isinstance_on(source: str, classes: set[str]) -> list[str]:
+    """``isinstance(x, C)`` (or a tuple holding ``C``, or ``module.C``) for each ``C`` of
+    ``classes`` in ``source``, as ``line: C``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance"):
+            continue
+        if len(node.args) != 2:
+            continue
+        kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+        for kind in kinds:
+            named = kind.id if isinstance(kind, ast.Name) else getattr(kind, "attr", None)
+            if named in classes:
+                found.append(f"{node.lineno}: {named}")
+    return found
+
+
+def test_no_isinstance_on_a_concrete_side_outside_adapters():
+    """A caller tells a side or a reference from anything else by its base class
+    (``TFSideBase``, ``ReferenceBase``); a decision that needs the concrete class is
+    the side's own, behind the interface (``side.bound(pt)``, ``gradients_refusal()``)."""
+    known = modules()
+    concrete = concrete_sides(known)
+    assert {"TFModel", "PTModel", "StoredReference", "OwnReference", "UserModel"} <= concrete
+    assert "KerasHubModel" in concrete and "TFSideBase" not in concrete
+    planted = "def f(x):\n    return isinstance(x, (int, PTModel)) or isinstance(x, side.TFModel)\n"
+    assert isinstance_on(planted, concrete) == ["2: PTModel", "2: TFModel"]
+    assert isinstance_on("isinstance(x, TFSideBase)", concrete) == []
+    found = {
+        name: hits
+        for name, path in known.items()
+        if not name.startswith("adapters") and (hits := isinstance_on(path.read_text(), concrete))
+    }
+    assert found == {}
+
+
+def side_imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of a side's own package that ``name`` imports."""
+    own = imports(name, path, known)[0]
+    return {t for t in own if any(t == p or t.startswith(p + ".") for p in SIDE_PACKAGES)}
+
+
+def test_checks_import_no_concrete_side(tmp_path):
+    """checks/ judge any side through adapters.interfaces: an import of hf_tf, keras_hub,
+    reference, user or exported would tie a check to one side (and its framework)."""
+    known = modules()
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f():\n    from ..adapters.hf_tf.tf_model import TFModel\n")
+    assert side_imports("checks.planted", planted, known) == {"adapters.hf_tf.tf_model"}
+    planted.write_text("from ..adapters.interfaces.sides import TFSide\n")
+    assert side_imports("checks.planted", planted, known) == set()
+    found = {
+        name: targets
+        for name, path in known.items()
+        if name == "checks" or name.startswith("checks.")
+        if (targets := side_imports(name, path, known))
+    }
+    assert found == {}

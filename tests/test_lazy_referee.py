@@ -41,7 +41,7 @@ def verdicts(tf_model, pt_model, batches, mode: str, runner=None):
 
 def same_verdicts(tf_model, pt_model, batches, runner=None) -> dict:
     full, _ = verdicts(tf_model, pt_model, batches, "full", runner)
-    lazy, stats = verdicts(tf_model, pt_model, batches, "lazy", runner)
+    lazy, stats = verdicts(tf_model, pt_model, batches, "calibrated", runner)
     assert lazy == full
     assert stats["disagreements"] == 0 and stats["items"] == len(full)
     return stats

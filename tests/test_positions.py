@@ -103,3 +103,15 @@ def test_cli(tmp_path):
     assert data["equivariant"] is True and data["explicit_positions_match"] is True
     assert np.isfinite(data["scenarios"]["s2_s3"]["max_abs_diff"])
     assert main(["positions", "tiny:bert", "--permutations", "0"]) == 2
+
+
+def test_a_keras_hub_side_exits_2_by_name_not_a_silent_pass(capsys):
+    """The positions check reads how the model encodes positions off the model; a
+    keras-hub backbone does not expose it, so it is refused (exit 2), never a PASS of
+    n/a scenarios; an HF TF model is judged (exit 0)."""
+    assert main(["positions", "tiny:bert", "--permutations", "1"]) == 0
+    capsys.readouterr()
+    assert main(["positions", "keras-hub:tiny:bert", "--permutations", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "The positions check needs how the model encodes positions" in err
+    assert "keras-hub:tiny:bert (a KerasHubModel) does not expose" in err

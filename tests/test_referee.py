@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfparity.compare import Referee, RefereeSums, referee_batches
-from tfparity.compare.referee import SMALL_LEAF_FACTORS
+from tfparity.compare.judge import SMALL_LEAF_FACTORS
 
 F = 3.0
 
@@ -28,7 +28,7 @@ def sums_of(actual, reference, truth, refereed: int) -> RefereeSums:
 
 
 def full_verdict(actual, reference, truth, referee: Referee) -> bool:
-    return sums_of(actual, reference, truth, len(truth)).result("x", referee).passed
+    return referee.result("x", sums_of(actual, reference, truth, len(truth))).passed
 
 
 @settings(max_examples=300, deadline=None)
@@ -56,7 +56,7 @@ def test_a_settled_leaf_passes_whatever_the_batches_left_hold(
         actual.append((t + own + correlation * e_r).astype(np.float32))
     for k in range(1, batches):
         sums = sums_of(actual, reference, truth, k)
-        if sums.settled(referee):
+        if referee.settled(sums):
             assert full_verdict(actual, reference, truth, referee), k
             for scale in (0.0, 1.0, 10.0):  # and the truths float64 would have found
                 worst = adversarial_truths(actual, reference, truth, k, sums, scale)
@@ -83,7 +83,7 @@ def test_a_clean_candidate_settles_after_a_few_of_many_batches():
     truth = [rng.normal(size=(8, 16, 32)) for _ in range(12)]
     reference = [(t + rng.normal(size=t.shape) * 1e-7).astype(np.float32) for t in truth]
     actual = [(t + rng.normal(size=t.shape) * 1e-7).astype(np.float32) for t in truth]
-    first = next(k for k in range(1, 13) if sums_of(actual, reference, truth, k).settled(Referee()))
+    first = next(k for k in range(1, 13) if Referee().settled(sums_of(actual, reference, truth, k)))
     assert first <= 4 and full_verdict(actual, reference, truth, Referee())
 
 
@@ -108,7 +108,7 @@ def test_the_bound_is_tight_where_the_refereed_candidate_error_is_zero(margin):
     fails, so float64 must run there: a looser bound would say PASS wrongly."""
     referee = Referee(factor=F, floor=0.0)
     actual, reference, truth = tight_case(margin)
-    settled = sums_of(actual, reference, truth, 1).settled(referee)
+    settled = referee.settled(sums_of(actual, reference, truth, 1))
     passed = full_verdict(actual, reference, truth, referee)
     assert settled is (margin < 1) and passed is (margin < 1)
 
@@ -116,13 +116,13 @@ def test_the_bound_is_tight_where_the_refereed_candidate_error_is_zero(margin):
 def test_nothing_settles_without_float64_or_with_nan_or_a_shape_change():
     t = np.ones((2, 3))
     sums = sums_of([t + 1e-9, t], [t, t], [t, t], 0)
-    assert not sums.settled(Referee())  # no refereed batch: no bound on the rest
+    assert not Referee().settled(sums)  # no refereed batch: no bound on the rest
     nan = np.full((2, 3), np.nan)
-    assert not sums_of([t, nan], [t + 1e-3, t], [t, t], 1).settled(Referee())
+    assert not Referee().settled(sums_of([t, nan], [t + 1e-3, t], [t, t], 1))
     odd = sums_of([t, np.ones((2, 4))], [t + 1e-3, t], [t, t], 1)  # sides differ in shape
-    assert not odd.settled(Referee())
+    assert not Referee().settled(odd)
     every = sums_of([t, t], [t + 1e-3, t], [t, t], 2)
-    assert not every.settled(Referee())  # every batch refereed: the verdict itself decides
+    assert not Referee().settled(every)  # every batch refereed: the verdict itself decides
 
 
 def test_differences_skip_the_padding_as_the_referee_does():
@@ -137,7 +137,7 @@ def test_differences_skip_the_padding_as_the_referee_does():
         sums.add_difference(a, r, mask, "last_hidden_state")
     sums.add(a, r, t, mask, name="last_hidden_state")
     assert sums.differences[0] == pytest.approx(9 * 1e-6)
-    assert sums.settled(Referee())
+    assert Referee().settled(sums)
 
 
 @pytest.mark.parametrize("n", [2, 4, 8, 16])

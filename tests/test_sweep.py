@@ -441,3 +441,38 @@ def test_a_classifier_is_swept_with_label_agreement_and_a_broken_head_fails(corp
         for w in r["checks"]["crosscheck"]["failing"]
     }
     assert failing == {"logits"}
+
+
+def test_the_sweep_referee_is_calibrated_and_reads_the_cross_checks_lazy_as_it():
+    from tfparity.errors import TfparityError
+    from tfparity.sweep.options import SweepOptions, sweep_referee
+
+    assert SweepOptions().referee == "calibrated"
+    assert sweep_referee("lazy") == sweep_referee("calibrated") == "calibrated"
+    assert sweep_referee("full") == "full"
+    with pytest.raises(TfparityError, match="calibrated or full"):
+        sweep_referee("exact")
+
+
+def test_cli_tf_names_the_port_and_pt_its_reference(tmp_path, capsys):
+    """`sweep --tf A --pt B` as in crosscheck: the clean port passes, the same port saved
+    with a dropped output bias fails its cross-check; --tf alone exits 2."""
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.testing import by_name
+
+    texts = tmp_path / "few.txt"
+    texts.write_text("\n".join(DEFAULT_CORPUS.read_text().splitlines()[:3]) + "\n")
+    base = ["sweep", "--texts", str(texts), "--checks", "crosscheck", "--progress", "none"]
+    assert (
+        main([*base, "--tf", "tiny:bert", "--pt", "tiny:bert", "--out", str(tmp_path / "a")]) == 0
+    )
+    broken = by_name("dropped output bias").apply(TFModel.load("tiny:bert"))
+    broken.model.save_pretrained(tmp_path / "port")
+    broken.tokenizer.save_pretrained(tmp_path / "port")
+    port = ["--tf", str(tmp_path / "port"), "--pt", "tiny:bert"]
+    assert main([*base, *port, "--out", str(tmp_path / "b")]) == 1
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["per_check"]["crosscheck"]["failed"] == 3
+    capsys.readouterr()
+    assert main([*base, "--tf", str(tmp_path / "port"), "--out", str(tmp_path / "c")]) == 2
+    assert "nothing names its PyTorch reference" in capsys.readouterr().err

@@ -95,3 +95,15 @@ def test_cli_json_top_level(tmp_path):
     assert set(data["roundtrip"]) == {"dot", "cosine", "lm_head"}
     assert [n["scale"] for n in data["noise"]] == [0.0, 1.0]
     assert main(["embeddings", "tiny:bert", "--noise-scales", "a,b"]) == 2
+
+
+def test_the_embeddings_check_on_a_keras_hub_side_exits_2_by_name(capsys):
+    """tying reads the LM head off the model, which only the HF TF side exposes: a
+    keras-hub backbone is refused by name (the HF TF side passes above)."""
+    assert main(["embeddings", "tiny:bert", "--noise-scales", "0"]) == 0
+    capsys.readouterr()
+    assert main(["embeddings", "keras-hub:tiny:bert", "--noise-scales", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "The embeddings check (tying) needs the model's LM head" in err
+    assert "keras-hub:tiny:bert (a KerasHubModel) does not expose" in err
+    assert "Traceback" not in err

@@ -322,7 +322,6 @@ def gradients(
     PyTorch weight names the port freezes on purpose, left out (the report lists them;
     a pattern that matches none raises :class:`~tfparity.errors.TfparityError`)."""
     from . import validation
-    from .adapters.reference.pt_model import PTModel
     from .checks.gradient_frozen import frozen_patterns
     from .checks.gradients import GradientsOptions, check_gradients
     from .errors import TfparityError
@@ -343,11 +342,9 @@ def gradients(
         with_reference=pt is not False,
     )
     tf_model, pt_model = paired.tf, paired.reference
-    if pt_model is not None and not isinstance(pt_model, PTModel):
-        raise TfparityError(
-            "The gradients check differentiates the PyTorch reference, so it needs a "
-            "live PyTorch model (a MODEL spec or a PTModel), not stored outputs."
-        )
+    refusal = pt_model.gradients_refusal() if pt_model is not None else None
+    if refusal:  # stored outputs cannot be differentiated
+        raise TfparityError(refusal)
     if batches is None:
         batches = make_batches(tf_model, inputs)
     options = GradientsOptions(seed=seed, tolerance=tolerance, embeds_fn=embeds_fn, frozen=patterns)

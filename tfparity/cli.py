@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ._version import __version__
 from .commands.common import EXIT_USAGE, check_output_paths
+from .commands.naming import settle_model_naming
 from .errors import TfparityError
 
 
@@ -80,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.debug:
         os.environ["TFPARITY_DEBUG"] = "1"
     try:
+        settle_model_naming(args)  # MODEL/--tf/--pt and the options a command refuses
         check_output_paths(args)
         if getattr(args, "json", None) == "-":
             from .report.jsonio import json_on_stdout

@@ -87,7 +87,6 @@ def load_model(
     from . import validation
     from .adapters.sides import LoadRequest, object_side, spec_side
     from .adapters.sources.specs import ModelSpec, as_spec
-    from .adapters.user.side import UserModel
 
     if isinstance(model, os.PathLike):  # an export's path, as pathlib gives it
         model = os.fspath(model)
@@ -96,8 +95,6 @@ def load_model(
         model = as_spec(model)  # the one parse: the spec travels from here
     _refuse_signature(model, signature)
     maps = layers is not None or weights is not None
-    if isinstance(model, UserModel) and not maps:
-        return model.bound(pt)
     if isinstance(model, (TFSideBase, ModelSpec)) and maps:
         raise TfparityError(
             "layers= and weights= are for a model of your own (a callable, a Keras 3 or "
@@ -105,7 +102,7 @@ def load_model(
             "tfparity.user_model(model, layers=..., weights=...))."
         )
     if isinstance(model, TFSideBase):
-        return model
+        return model.bound(pt)  # a model of one's own takes its reference's config
     if isinstance(model, ModelSpec):
         request = LoadRequest(allow_pickle, head_kind(head), companion, signature, decoders)
         return spec_side(model, request)

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .compare import flatten
+from .compare.nested import flatten  # the module: compare.budgets imports layer_of
 
+EMBEDDINGS = "embeddings"  # the layer whose output hidden state 0 is
 _CACHES = ("past_key_values", "mems", "attentions", "cross_attentions")
 _HIDDEN = re.compile(r"^hidden_states\[(\d+)\]$")
 _DECODER = re.compile(r"^decoder_hidden_states\[(\d+)\]$")
@@ -70,3 +71,22 @@ def decoder_state_index(name: str) -> int | None:
     """``decoder_hidden_states[1]`` -> 1 (a seq2seq decoder's); any other name -> None."""
     m = _DECODER.match(name)
     return int(m.group(1)) if m else None
+
+
+def layer_of(hidden_state: int) -> int | str:
+    """The layer whose output hidden state ``hidden_state`` is: ``hidden_states[0]`` is
+    the embeddings' output (``"embeddings"``), ``hidden_states[k]`` layer ``k - 1``'s; a
+    decoder's ``decoder_hidden_states`` likewise. The one place this is written."""
+    return EMBEDDINGS if hidden_state == 0 else hidden_state - 1
+
+
+def hidden_state_of(layer: int | str) -> int:
+    """The hidden state that ``layer`` outputs (:func:`layer_of`'s inverse)."""
+    return 0 if layer == EMBEDDINGS else int(layer) + 1
+
+
+def layer_text(hidden_state: int, embeddings: str = "the embeddings", layer: str = "layer") -> str:
+    """What a text calls the layer that outputs ``hidden_state``: ``embeddings`` for the
+    embeddings, else ``"<layer> <index>"`` (``layer 2``, ``decoder layer 2``)."""
+    found = layer_of(hidden_state)
+    return embeddings if found == EMBEDDINGS else f"{layer} {found}"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import Comparison, failed_comparison
+from ..compare import BudgetJudge, Comparison, failed_comparison
 from ..compare.budgets import (
     Budget,
     LayerError,
@@ -27,7 +27,7 @@ from ..compare.budgets import (
     worst_layer,
 )
 from ..results import Divergence
-from ..trace import Trace, hidden_state_index
+from ..trace import Trace, hidden_state_index, layer_of, layer_text
 from .agreement import Agreement
 
 
@@ -40,10 +40,8 @@ def budget_of(quantisation: str | None, given: str | Budget | None) -> Budget | 
 
 
 def judge_line(quantisation: str | None, budget: Budget) -> str:
-    what = f"quantised ({quantisation})" if quantisation else "float32"
-    return f"{what}: judged by budgets: {budget.text()}; not by the float64 referee" + (
-        " (a quantised model differs from float32 by design)" if quantisation else ""
-    )
+    """The report's judge line (:meth:`BudgetJudge.describe`)."""
+    return BudgetJudge(budget, quantisation).describe()
 
 
 def judged(
@@ -82,7 +80,7 @@ def worst_text(rows: Sequence[LayerError]) -> str | None:
     worst = worst_layer(rows)
     if worst is None:
         return None
-    where = "embeddings" if worst.layer == "embeddings" else f"layer {worst.layer}"
+    where = layer_text(worst.hidden_state, "embeddings")
     times = f", x{worst.growth:.3g} its input's" if worst.growth else ""
     return (
         f"{where} (hidden_states[{worst.hidden_state}]): adds {worst.added:.3g} relative "
@@ -105,7 +103,7 @@ def divergence(
     if not hidden:
         return Divergence(None, "head", "head", hint)
     k = hidden[0]
-    return Divergence(k, "embeddings" if k == 0 else k - 1, None, hint)
+    return Divergence(k, layer_of(k), None, hint)
 
 
 def details(rows: Sequence[LayerError], quantisation: str | None) -> dict[str, Any]:

@@ -137,10 +137,7 @@ def crosscheck(
         notes=notes,
         details={
             "compares": "TensorFlow (actual) vs PyTorch (expected), same weights and inputs",
-            "judge": "tolerance"
-            if options.tolerance
-            else f"float64 referee (factor {options.referee.factor:g}, floor "
-            f"{options.referee.floor:g} x RMS)",
+            "judge": "tolerance" if options.tolerance else options.referee.describe(),
             "reference": pt_model.name,
             **_model_class_facts(tf_model, pt_model),
             "batches": len(batches),
@@ -287,7 +284,7 @@ def _refereeing(runs: Runs, referee: Referee, refereed: dict[str, RefereeResult]
         done[name] = (actual, expected, comparison)
         sums = runs.referee.get(name)
         if sums is not None and sums.batches == runs.float64_batches > 0:
-            verdict = sums.result(name, referee)
+            verdict = referee.result(name, sums)
             if verdict is not None:
                 refereed[name] = verdict
         return comparison

@@ -36,7 +36,7 @@ class Runs:
 @dataclass(frozen=True)
 class Float64Runs:
     """Which batches the float64 PyTorch pass runs for. ``lazy``: in batch order, until
-    every leaf that ``waits_for`` is settled (:meth:`RefereeSums.settled`: the batches
+    every leaf that ``waits_for`` is settled (:meth:`Referee.settled`: the batches
     left cannot change its verdict); else every batch. ``none``: no float64 at all (a
     side judged by budgets)."""
 
@@ -91,7 +91,7 @@ def add_differences(runs: Runs, batches: Sequence[Batch]) -> None:
 def settled(runs: Runs, float64: Float64Runs) -> bool:
     """No float64 run still to come can change a verdict that ``float64`` waits for."""
     waited = [s for name, s in runs.referee.items() if float64.waits_for(name)]
-    return all(s.settled(float64.referee) for s in waited)
+    return all(float64.referee.settled(s) for s in waited)
 
 
 def add_truth(runs: Runs, i: int, truth: Trace, mask: Any) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..adapters.interfaces.sides import ForwardPass, Reference, TFSide
 from ..compare import Comparison, Referee, referee_batches
 from ..results import Divergence
-from ..trace import decoder_state_index
+from ..trace import EMBEDDINGS, decoder_state_index, layer_of, layer_text
 from . import hints
 
 
@@ -53,12 +53,13 @@ def decoder_layer_divergence(
 ) -> Divergence:
     """The decoder's hidden state ``k`` as the first divergence (``lead``: what came
     before it, ``evidence``: by how much it fails), with its layer's weight hints."""
-    part = "its embeddings" if k == 0 else f"decoder layer {k - 1}"
+    part = layer_text(k, "its embeddings", "decoder layer")
     found = (
         f"{lead}the decoder's hidden state {k} ({part}'s output) is the first beyond "
         f"the float64 referee: {evidence}"
     )
-    weights = _layer_weights(tf_model, pt_model, k - 1) if k > 0 else []
+    layer = layer_of(k)
+    weights = [] if layer == EMBEDDINGS else _layer_weights(tf_model, pt_model, layer)
     text = "; ".join([found, *weights]) if weights else found
     return Divergence(None, "decoder", None, text, decoder_hidden_state=k)
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.hf_tf.embedding_parts import EmbeddingParts, default_position_ids, embedding_parts
-from ..adapters.hf_tf.tf_model import TFModel
+from ..adapters.interfaces.embeddings import EmbeddingParts
+from ..adapters.interfaces.sides import TFSide
 from ..compare import Tolerance, compare_output_batches, to_numpy
 from ..errors import TfparityError
 from ..inputs import Batch, check_limits, integer_ids
@@ -125,12 +125,12 @@ def _finite(embeds: np.ndarray, what: str) -> None:
 
 
 def check_diagnose(
-    model: TFModel, inputs: DiagnoseInputs, options: DiagnoseOptions = DiagnoseOptions()
+    model: TFSide, inputs: DiagnoseInputs, options: DiagnoseOptions = DiagnoseOptions()
 ) -> Report:
+    parts = model.embedding_parts()  # exit 2 on a side that does not expose them
     batch = inputs.batch
     check_limits(batch, model.limits)
     _finite(np.asarray(inputs.embeds), "inputs_embeds")
-    parts = embedding_parts(model)
     _check_width(inputs.embeds, parts)
     valid = batch.attention_mask.astype(bool)
     embeds = inputs.embeds.astype(np.float64)
@@ -183,7 +183,7 @@ def _check_width(embeds: np.ndarray, parts: EmbeddingParts) -> None:
         )
 
 
-def _stages(model: TFModel, parts: EmbeddingParts, batch: Batch) -> dict[str, np.ndarray | None]:
+def _stages(model: TFSide, parts: EmbeddingParts, batch: Batch) -> dict[str, np.ndarray | None]:
     """Every stage the embedding layer computes from the ids (None: not in this model)."""
     word = parts.word.astype(np.float64)[batch.input_ids]
     positions = _positions(model, parts, batch)
@@ -201,12 +201,12 @@ def _stages(model: TFModel, parts: EmbeddingParts, batch: Batch) -> dict[str, np
     }
 
 
-def _positions(model: TFModel, parts: EmbeddingParts, batch: Batch) -> np.ndarray | None:
+def _positions(model: TFSide, parts: EmbeddingParts, batch: Batch) -> np.ndarray | None:
     if parts.position is None:
         return None
     rows = batch.position_ids
     if rows is None:
-        rows = default_position_ids(model, batch.input_ids)
+        rows = model.default_position_ids(batch.input_ids)
     return parts.position.astype(np.float64)[rows]
 
 
@@ -250,7 +250,7 @@ def _verdict(candidates: dict[str, float | None]) -> str:
 
 
 def _recover_ids(
-    embeds: np.ndarray, verdict: str, parts: EmbeddingParts, model: TFModel, batch: Batch
+    embeds: np.ndarray, verdict: str, parts: EmbeddingParts, model: TFSide, batch: Batch
 ) -> np.ndarray:
     """Nearest word-embedding row by cosine, after undoing ``verdict``'s stage.
 
@@ -271,7 +271,7 @@ def _recover_ids(
     return _nearest(undone, word).reshape(batch.input_ids.shape)
 
 
-def _offsets(model: TFModel, parts: EmbeddingParts, batch: Batch, verdict: str) -> np.ndarray:
+def _offsets(model: TFSide, parts: EmbeddingParts, batch: Batch, verdict: str) -> np.ndarray:
     """What the stage added to the word embeddings (zeros for word/scaled/unknown)."""
     zeros = np.zeros(batch.input_ids.shape + (parts.width,))
     if verdict not in ("word_plus_position", "word_plus_position_plus_type"):
@@ -325,7 +325,7 @@ def _mismatches(recovered: np.ndarray, ids: np.ndarray, valid: np.ndarray) -> di
     return {"first": first, "offset": offset, "count": len(where)}
 
 
-def _compare_outputs(model: TFModel, inputs: DiagnoseInputs, options: DiagnoseOptions) -> list:
+def _compare_outputs(model: TFSide, inputs: DiagnoseInputs, options: DiagnoseOptions) -> list:
     """Every output of the embeds path against the ids path (padding excluded)."""
     batch = inputs.batch
     dtype = model.word_embeddings().dtype.as_numpy_dtype  # run in the model's own dtype

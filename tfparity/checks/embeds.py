@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from .. import validation
-from ..adapters.hf_tf.tf_model import TFModel
+from ..adapters.interfaces.sides import TFSide
 from ..compare import Comparison, Tolerance, all_finite, compare_output_batches
 from ..errors import TfparityError
 from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
-from ..trace import Trace, hidden_state_index
+from ..trace import Trace, hidden_state_index, layer_of, layer_text
 from ..validation import nonfinite_weights
 
 
@@ -37,7 +37,7 @@ class NonFiniteOutputError(TfparityError):
 
 
 def check_embeds(
-    model: TFModel, batches: Sequence[Batch], options: EmbedsOptions = EmbedsOptions()
+    model: TFSide, batches: Sequence[Batch], options: EmbedsOptions = EmbedsOptions()
 ) -> Report:
     if model.inputs_embeds_reason is not None:  # an export without that path
         raise TfparityError(f"The embeds check cannot run: {model.inputs_embeds_reason}")
@@ -70,7 +70,7 @@ def check_embeds(
     return note_inputs(report, batches)
 
 
-def _ids_only_notes(model: TFModel, options: EmbedsOptions) -> list[str]:
+def _ids_only_notes(model: TFSide, options: EmbedsOptions) -> list[str]:
     """Say so where the ids path changes gathered embeddings: the default gather applied
     the same change (a PASS is then not silent about it), a user's embeds_fn must too."""
     change = model.ids_only_change
@@ -93,7 +93,7 @@ def ensure_finite(trace: Trace, where: str) -> None:
             )
 
 
-def localise(model: TFModel, comparisons: list[Comparison], batches: Sequence[Batch]) -> Divergence:
+def localise(model: TFSide, comparisons: list[Comparison], batches: Sequence[Batch]) -> Divergence:
     """The first failing hidden state, and why the two paths might part there."""
     failing = [c for c in comparisons if not c.passed]
     hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
@@ -103,9 +103,9 @@ def localise(model: TFModel, comparisons: list[Comparison], batches: Sequence[Ba
         k = hidden[0]
         return Divergence(
             k,
-            k - 1,
+            layer_of(k),
             "attention",
-            f"The embedding outputs agree but layer {k - 1} differs: the two "
+            f"The embedding outputs agree but {layer_text(k)} differs: the two "
             "paths build the attention mask or bias differently.",
         )
     component = "pooler" if any(c.name.startswith("pooler") for c in failing) else "head"
@@ -117,7 +117,7 @@ def localise(model: TFModel, comparisons: list[Comparison], batches: Sequence[Ba
     )
 
 
-def embeddings_hint(model: TFModel, batches: Sequence[Batch]) -> str:
+def embeddings_hint(model: TFSide, batches: Sequence[Batch]) -> str:
     left_padded = any((b.attention_mask[:, 0] == 0).any() for b in batches)
     if model.padding_aware_positions and left_padded:
         return (

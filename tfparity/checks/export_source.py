@@ -21,7 +21,7 @@ from ..adapters.interfaces.sides import TFSide
 from ..compare import Comparison, Tolerance, compare_output_batches
 from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
-from ..trace import Trace, hidden_state_index
+from ..trace import Trace, hidden_state_index, layer_of, layer_text
 from ..validation import NothingComparedError
 from .embeds import ensure_finite
 from .modes import mode_tolerance, reference_magnitudes
@@ -97,8 +97,7 @@ def localise(comparisons: list[Comparison], source: str) -> Divergence:
         hint = f"Every hidden state agrees with {source}'s; only the final outputs differ."
         return Divergence(None, where, where, hint)
     k = hidden[0]
-    layer = "embeddings" if k == 0 else k - 1
-    where = "the embeddings" if k == 0 else f"layer {k - 1}"
+    layer, where = layer_of(k), layer_text(k)
     return Divergence(
         k,
         layer,

@@ -16,8 +16,9 @@ generator says which (:meth:`~tfparity.adapters.interfaces.sides.Generator.forwa
 The frameworks are the adapters': the TF side's decoding is the
 :class:`~tfparity.adapters.interfaces.sides.Generator` it declares (``tf_model.generator()``:
 HF TF ``generate``, or keras-hub ``CausalLM.generate``; a side that cannot generate
-refuses, exit 2), PyTorch's :mod:`~tfparity.adapters.reference.generation`; this module judges
-numpy arrays.
+refuses, exit 2), PyTorch's is the reference's (its ``greedy`` and ``step_logits``, see
+:class:`~tfparity.adapters.interfaces.sides.Reference`; stored outputs refuse by name,
+exit 2); this module judges numpy arrays.
 """
 
 from __future__ import annotations
@@ -28,9 +29,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from ..adapters.interfaces.greedy import GreedyRun, SameStart
-from ..adapters.interfaces.sides import Generator, TFSide
-from ..adapters.reference import generation as generation_pt
-from ..adapters.reference.pt_model import PTModel
+from ..adapters.interfaces.sides import Generator, Reference, TFSide
 from ..compare import Comparison, Referee, compare_arrays
 from ..errors import TfparityError
 from ..inputs import Batch, Limits
@@ -85,7 +84,7 @@ class _Prompt:
 
 def check_generation(
     tf_model: TFSide,
-    pt_model: PTModel,
+    pt_model: Reference,
     prompts: Sequence[np.ndarray],
     options: GenerationOptions = GenerationOptions(),
 ) -> Report:
@@ -109,8 +108,8 @@ def check_generation(
         details={
             "compares": "TF generate (actual) vs PyTorch generate (expected), greedy, "
             "same weights and prompts",
-            "judge": f"float64 referee per step (factor {options.referee.factor:g}, floor "
-            f"{options.referee.floor:g} x RMS); a flip within 4x its allowed RMSE is a near-tie",
+            "judge": f"{options.referee.describe('per step')}; a flip within 4x its allowed "
+            "RMSE is a near-tie",
             "reference": pt_model.name,
             "decoding": generator.decoding,
             "prompts": len(runs),
@@ -124,7 +123,7 @@ def check_generation(
 
 def _runs(
     generator: Generator,
-    pt_model: PTModel,
+    pt_model: Reference,
     prompts: Sequence[np.ndarray],
     options: GenerationOptions,
     refusal: str | None,
@@ -137,10 +136,10 @@ def _runs(
     starts: list[GreedyRun | SameStart | None] = [None] * len(prompts)
     if options.embeds and refusal is None:
         starts = [generator.generate_from_embeds(p, n) for p in prompts]
-    pt_runs = [generation_pt.pt_generate(pt_model, p, n) for p in prompts]
+    pt_runs = [pt_model.greedy(p, n) for p in prompts]
     fed = [(p, r.tokens) for p, r in zip(prompts, pt_runs, strict=True)]
-    pt32 = [generation_pt.step_logits(pt_model, p, t) for p, t in fed]
-    pt64 = [generation_pt.step_logits(pt_model, p, t, float64=True) for p, t in fed]
+    pt32 = [pt_model.step_logits(p, t) for p, t in fed]
+    pt64 = [pt_model.step_logits(p, t, float64=True) for p, t in fed]
     runs = []
     for i, prompt in enumerate(prompts):
         tf_run, pt_run, start = tf_runs[i], pt_runs[i], starts[i]
@@ -274,7 +273,7 @@ def _list(steps: list[int], most: int = 8) -> str:
 def _localise(
     generator: Generator,
     tf_model: TFSide,
-    pt_model: PTModel,
+    pt_model: Reference,
     runs: list[_Prompt],
     options: GenerationOptions,
 ) -> Divergence | None:
@@ -325,7 +324,7 @@ def _crosscheck_advice(tf_model: TFSide) -> str:
 def _localised(
     generator: Generator,
     tf_model: TFSide,
-    pt_model: PTModel,
+    pt_model: Reference,
     bad: _Prompt,
     options: GenerationOptions,
     where: str,
@@ -509,7 +508,7 @@ class PromptVerdict:
 
 def judge_prompts(
     tf_model: TFSide,
-    pt_model: PTModel,
+    pt_model: Reference,
     prompts: Sequence[np.ndarray],
     options: GenerationOptions = GenerationOptions(),
 ) -> list[PromptVerdict]:

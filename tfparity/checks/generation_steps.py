@@ -211,7 +211,7 @@ def cache_bounds(forced: Forced, referee: Referee = Referee()) -> np.ndarray:
     for k in range(len(forced.pt)):
         noise = max(rmse(forced.pt[k], forced.pt64[k]), rmse(forced.pt_cached[k], forced.pt[k]))
         scale = float(np.sqrt(np.mean(np.square(forced.pt64[k].astype(np.float64)))))
-        bounds.append(referee.factor * noise + referee.floor * scale)
+        bounds.append(referee.allowed(noise, scale))
     return np.array(bounds)
 
 

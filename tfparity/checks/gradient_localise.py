@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..architectures import COMPONENTS
-from ..compare import Comparison
+from ..compare import Comparison, known_difference_note
 from ..results import Divergence
-from ..trace import hidden_state_index
+from ..trace import EMBEDDINGS, hidden_state_index, hidden_state_of, layer_of
 
 GRAD = "grad:"  # comparison names: grad:hidden_states[1], grad:<PyTorch weight name>
 
@@ -27,14 +27,14 @@ def localise(
     top = _top_weights(rows)
     if forward:
         k = min(forward)
-        layer: Any = "embeddings" if k == 0 else k - 1
+        layer = layer_of(k)
         hint = (
             f"The forward pass already differs at hidden_states[{k}] ({actual} vs {expected}), "
             "so every gradient below the scalar differs with it: the cause is in the forward "
             f"computation of {_layer_text(layer)} (tfparity crosscheck localises it to the "
-            f"sub-layer){_known(tf_model, k, layer)}"
+            f"sub-layer){_known(tf_model, pt_model, k, layer)}"
         )
-        return Divergence(k, layer, "embeddings" if k == 0 else None, hint + top)
+        return Divergence(k, layer, EMBEDDINGS if layer == EMBEDDINGS else None, hint + top)
     hidden = sorted(
         ((k, c) for c in rows if (k := hidden_state_index(c.name.removeprefix(GRAD))) is not None),
         key=lambda kc: kc[0],
@@ -88,7 +88,7 @@ def _weight_place(rows: list[Comparison], pt_model: Any) -> tuple[int, Any, Any]
     for layer in range(max((k for k in indices if k is not None), default=0)):
         parts = [p for p in COMPONENTS if _in_scope(name, pt_model.weight_scope(layer, p))]
         if parts:
-            return layer + 1, layer, parts[0] if len(parts) == 1 else None
+            return hidden_state_of(layer), layer, parts[0] if len(parts) == 1 else None
     return None
 
 
@@ -100,11 +100,12 @@ def _layer_text(layer: Any) -> str:
     return "the embeddings" if layer == "embeddings" else f"layer {layer}"
 
 
-def _known(tf_model: Any, k: int, layer: Any) -> str:
-    known = tf_model.known_difference
-    if known is None or (known.hidden_state, known.layer) != (k, layer):
-        return ""
-    return f"; a known difference of this port: {known.finding}"
+def _known(tf_model: Any, pt_model: Any, k: int, layer: Any) -> str:
+    """The port's known difference where the forward pass first differs there, matched
+    as the cross-check's localisation matches it (:func:`known_difference_note`: the
+    component is not localised here, so it does not contradict)."""
+    config = pt_model.config if pt_model is not None else None
+    return known_difference_note(tf_model.known_difference, config, k, layer)
 
 
 def _top_weights(rows: list[Comparison], n: int = 3) -> str:

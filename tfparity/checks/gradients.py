@@ -23,7 +23,7 @@ weights whose gradients differ most are listed with it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,11 +34,10 @@ from ..compare import (
     Comparison,
     Referee,
     Tolerance,
+    ToleranceJudge,
     compare_batches,
     factor_text,
     failed_comparison,
-    judged_by_referee,
-    referee_batches,
     rmse,
 )
 from ..inputs import Batch, note_inputs
@@ -299,17 +298,16 @@ def _ensure_finite(side: Collected, where: str) -> None:
 
 @dataclass
 class _Judge:
-    """A tolerance, or the float64 referee (tolerance None)."""
+    """A tolerance, or the float64 referee (tolerance None): the judges of
+    :mod:`tfparity.compare.judge`, with the referee's room for a lone number."""
 
     tolerance: Tolerance | None
     referee: Referee
 
     def text(self) -> str:
         if self.tolerance is not None:
-            return "tolerance"
-        return (
-            f"float64 referee (factor {self.referee.factor:g}, floor {self.referee.floor:g} x RMS)"
-        )
+            return ToleranceJudge(self.tolerance).describe()
+        return self.referee.describe()
 
     # Allowed beyond the referee's bound, in units of float32's epsilon: a single number
     # (the loss: PyTorch's own rounding of one sum is as likely tiny as not), and a
@@ -326,15 +324,11 @@ class _Judge:
         masks: list | None,
         scale: float = 0.0,
     ) -> Comparison:
-        c = compare_batches(
-            actual, expected, name=name, masks=masks, tolerance=self.tolerance, check_dtype=False
-        )
-        if self.tolerance is not None or truth is None or c.problem:
-            return c
-        r = referee_batches(name, actual, expected, truth, masks=masks, referee=self.referee)
-        allowed = r.allowed_rmse + self.EPSILONS * float(np.finfo(np.float32).eps) * scale
-        r = replace(r, allowed_rmse=allowed, passed=bool(r.actual_rmse <= allowed))
-        return judged_by_referee(c, r, self.referee)
+        if self.tolerance is not None:
+            judge = ToleranceJudge(self.tolerance, check_dtype=False)
+            return judge.judge(name, actual, expected, masks=masks)
+        slack = self.EPSILONS * float(np.finfo(np.float32).eps) * scale
+        return self.referee.judge(name, actual, expected, masks=masks, truth=truth, slack=slack)
 
 
 def _embeds_row(

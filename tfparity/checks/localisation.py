@@ -13,9 +13,9 @@ import numpy as np
 from ..adapters.interfaces.sides import Reference, TFSide
 from ..architectures import activation_name
 from ..architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS, Head, reordered_outputs
-from ..compare import Comparison, Referee, RefereeResult, referee_batches
+from ..compare import Comparison, Referee, RefereeResult, known_difference_note, referee_batches
 from ..results import Divergence, Hint
-from ..trace import hidden_state_index
+from ..trace import EMBEDDINGS, hidden_state_index, layer_of
 from . import hints
 from .artefacts import id_to_label, is_default
 from .crosscheck_runs import Runs
@@ -87,7 +87,7 @@ def localise(
         hint = _hint(tf_model, pt_model, "embeddings", "embeddings", runs)
         hint = _known(tf_model, pt_model, 0, "embeddings", "embeddings", hint)
         return Divergence(0, "embeddings", "embeddings", hint)
-    layer = k - 1
+    layer = layer_of(k)
     component = _component_of(layer, components)
     hint = _hint(tf_model, pt_model, layer, component, runs)
     return Divergence(k, layer, component, _known(tf_model, pt_model, k, layer, component, hint))
@@ -112,17 +112,9 @@ def _known(
 ) -> str:
     """The hint, with the registry's finding where the divergence is the known
     difference of this port (e.g. transformers' TF OpenAI GPT's exact GELU) and how to
-    check the rest of the port; not where the reference already computes as the port."""
+    check the rest of the port (:func:`known_difference_note`, as the gradients')."""
     known = tf_model.known_difference
-    if known is None or (known.hidden_state, known.layer, known.component) != (
-        hidden_state,
-        layer,
-        component,
-    ):
-        return hint
-    if known.reproduced_by(pt_model.config):
-        return hint
-    return f"{hint}; a known difference of this port: {known.finding}{known.rerun()}"
+    return hint + known_difference_note(known, pt_model.config, hidden_state, layer, component)
 
 
 def _component_of(layer: int, components: list[Component]) -> str | None:
@@ -256,8 +248,8 @@ def layer_rows(
         k = hidden_state_index(c.name)
         if k is None:
             continue
-        layer = "embeddings" if k == 0 else k - 1
-        prefix = "embeddings" if k == 0 else f"layer_{k - 1}."
+        layer = layer_of(k)
+        prefix = EMBEDDINGS if layer == EMBEDDINGS else f"layer_{layer}."
         mine = [x for x in components if x.name.startswith(prefix)]
         isolated = [x.isolated for x in mine if x.isolated is not None]
         rows.append(

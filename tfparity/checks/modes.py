@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.hf_tf.tf_model import TFModel
+from ..adapters.interfaces.sides import TFSide
 from ..adapters.runtime.devices import resolve_devices, short_name, tf32_capable
 from ..adapters.runtime.execution_options import ExecutionOptions, parse_mode
 from ..compare import (
@@ -42,7 +42,7 @@ from ..compare import (
 )
 from ..inputs import Batch, note_inputs
 from ..results import Report
-from ..trace import Trace, hidden_state_index
+from ..trace import Trace, hidden_state_index, layer_text
 from ..validation import NothingComparedError
 from .embeds import ensure_finite
 
@@ -99,7 +99,7 @@ def plan_modes(devices: str, modes: Sequence[str]) -> tuple[list[PlannedMode], l
 
 
 def check_modes(
-    model: TFModel, batches: Sequence[Batch], options: ModesOptions = ModesOptions()
+    model: TFSide, batches: Sequence[Batch], options: ModesOptions = ModesOptions()
 ) -> Report:
     """Run every planned mode on ``batches`` and compare it with CPU eager fp32."""
     plan, skipped = plan_modes(options.devices, options.modes)
@@ -218,7 +218,7 @@ def _first_failing_hidden_state(label: str, found: list[Comparison]) -> str | No
     if not hidden:
         return f"{label}: every hidden state agrees; only the final outputs differ."
     k = hidden[0]
-    where = "the embedding output" if k == 0 else f"the output of layer {k - 1}"
+    where = layer_text(k, "the embedding output", "the output of layer")
     return f"{label}: first differs from the reference at hidden_states[{k}] ({where})."
 
 

@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.hf_tf.embedding_parts import default_position_ids, position_facts
-from ..adapters.hf_tf.tf_model import TFModel
+from ..adapters.interfaces.sides import TFSide
 from ..compare import Comparison, Tolerance, compare_batches, compare_output_batches
 from ..inputs import Batch, note_inputs
 from ..results import Report
@@ -41,16 +40,16 @@ class PositionsOptions:
 
 
 def check_positions(
-    model: TFModel, batches: Sequence[Batch], options: PositionsOptions = PositionsOptions()
+    model: TFSide, batches: Sequence[Batch], options: PositionsOptions = PositionsOptions()
 ) -> Report:
-    facts = position_facts(model)
+    facts = model.position_facts()  # exit 2 on a side that does not expose them
     rng = np.random.default_rng(options.seed)
     explicit = facts.takes_position_ids
     aligned: dict[str, list[np.ndarray]] = {s: [] for s in SCENARIOS}
     masks: list[np.ndarray] = []
     involutions = 0
     for batch in batches:
-        positions = default_position_ids(model, batch.input_ids) if explicit else None
+        positions = model.default_position_ids(batch.input_ids) if explicit else None
         base = replace(batch, position_ids=positions)
         s1 = model.run(base)[OUTPUT]
         for _ in range(options.permutations):
@@ -93,7 +92,7 @@ def check_positions(
 
 
 def _scenario_runs(
-    model: TFModel, base: Batch, perm: np.ndarray, explicit: bool
+    model: TFSide, base: Batch, perm: np.ndarray, explicit: bool
 ) -> dict[str, np.ndarray]:
     """s2..s4 for one permutation, each aligned back to token order."""
     inverse = np.argsort(perm)
@@ -144,11 +143,10 @@ def _equivariance(aligned, masks, tolerance, facts, explicit) -> Comparison | No
     )
 
 
-def _explicit_vs_default(model: TFModel, batches: Sequence[Batch]) -> list[Comparison]:
+def _explicit_vs_default(model: TFSide, batches: Sequence[Batch]) -> list[Comparison]:
     """``position_ids`` = the model's default positions, passed explicitly, vs omitted."""
     explicit = [
-        model.run(replace(b, position_ids=default_position_ids(model, b.input_ids)))
-        for b in batches
+        model.run(replace(b, position_ids=model.default_position_ids(b.input_ids))) for b in batches
     ]
     default = [model.run(replace(b, position_ids=None)) for b in batches]
     results = compare_output_batches(explicit, default, masks=[b.attention_mask for b in batches])

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.hf_tf.lm_head import LMHead, find_head
-from ..adapters.hf_tf.tf_model import TFModel
+from ..adapters.interfaces.embeddings import LMHead
+from ..adapters.interfaces.sides import TFSide
 from ..inputs import Batch, note_inputs
 from ..results import Report
 from ..validation import nonfinite_weights
@@ -39,9 +39,9 @@ class TyingOptions:
 
 
 def check_tying(
-    model: TFModel, batches: Sequence[Batch], options: TyingOptions = TyingOptions()
+    model: TFSide, batches: Sequence[Batch], options: TyingOptions = TyingOptions()
 ) -> Report:
-    head = find_head(model)
+    head = model.lm_head()  # exit 2 on a side that does not expose it
     word = model.word_matrix().astype(np.float64)
     ids = np.concatenate([b.input_ids[b.attention_mask.astype(bool)] for b in batches])
     embeds = word[ids]

@@ -9,15 +9,10 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_execution_arguments,
-    add_head_argument,
     add_input_arguments,
-    add_model_argument,
     add_output_arguments,
-    add_pt_config_argument,
     add_referee_argument,
     add_report_arguments,
-    add_signature_argument,
-    add_source_argument,
     check_output_arguments,
     execution_options,
     frameworks_frozen,
@@ -27,6 +22,7 @@ from .common import (
     tolerance,
     write_outputs,
 )
+from .naming import add_model_naming
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,11 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "model gets the embeds check alone: its comparison with PyTorch is `tfparity "
         "crosscheck keras-hub:<SPEC>`.",
     )
-    add_model_argument(p)
-    add_head_argument(p)
-    add_source_argument(p)
-    add_signature_argument(p)
-    add_pt_config_argument(p)
+    add_model_naming(p, "check")
     add_referee_argument(p)
     add_input_arguments(p)
     add_report_arguments(p)

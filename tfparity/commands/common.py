@@ -26,80 +26,6 @@ def frameworks_frozen(torch: bool = False) -> None:
     gc.freeze()
 
 
-def model_help() -> str:
-    """MODEL's help, its lists taken from the registry (which imports no framework)."""
-    from ..architectures import tiny_types, torch_only_tiny_types
-    from ..architectures.heads import UNSUPPORTED, Head
-
-    heads = [h.value for h in Head if h is not Head.BASE and h not in UNSUPPORTED]
-    return (
-        "a directory with config.json and weights, a cached Hugging Face id, 'minilm' "
-        "(default: a real pretrained BERT), 'tiny:<model_type>' (a seeded 2-layer model: "
-        f"{', '.join(tiny_types())}; PyTorch only, TF through 'keras-hub:tiny:<model_type>': "
-        f"{', '.join(torch_only_tiny_types())}), 'tiny:<model_type>/<head>' (with a seeded "
-        f"task head: {', '.join(heads)}), 'keras-hub:<SPEC>' (the checkpoint SPEC "
-        "names, converted by keras-hub), or an export: a SavedModel directory or a .keras "
-        "file (its config and tokenizer from --source or --pt)"
-    )
-
-
-def add_model_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", nargs="?", default="minilm", metavar="MODEL", help=model_help())
-    parser.add_argument(
-        "--allow-pickle",
-        action="store_true",
-        help="allow loading pickled PyTorch checkpoints (pytorch_model.bin) "
-        "with torch.load(weights_only=True)",
-    )
-
-
-def add_source_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--source",
-        metavar="SOURCE_MODEL",
-        help="for an export (a SavedModel directory, a .keras file): the MODEL spec it was "
-        "exported from, which gives its config and tokenizer; the report then compares the "
-        "export with its source, the export with PyTorch and the source with PyTorch",
-    )
-
-
-def add_signature_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--signature",
-        metavar="NAME",
-        help="for a SavedModel or a LiteRT flatbuffer with several signatures: the one "
-        "that runs (default: serving_default, else the only one); an unknown NAME exits 2 "
-        "listing the signatures it has. One without an attention mask runs unpadded "
-        "batches, of one length each",
-    )
-
-
-def add_head_argument(parser: argparse.ArgumentParser) -> None:
-    from ..architectures.heads import head_names
-
-    parser.add_argument(
-        "--head",
-        choices=head_names(),
-        metavar="KIND",
-        help="the model class to check on both sides: "
-        f"{', '.join(head_names())} (default: the one config.json's architectures names; "
-        "tiny:<model_type>/<KIND> for a seeded tiny head)",
-    )
-
-
-def add_pt_config_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--pt-config",
-        action="append",
-        metavar="KEY=VALUE",
-        help="build the PyTorch reference (and its float64 referee) with this config field "
-        "changed from its checkpoint's (repeatable; VALUE read as JSON where it parses: "
-        "numbers, true/false, null; else a string), e.g. hidden_act=gelu_pytorch_tanh to "
-        "check the rest of a port whose known difference is its GELU; the report says the "
-        "reference is not the checkpoint's own",
-    )
-
-
 def add_referee_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--referee",
@@ -374,7 +300,7 @@ def check_output_arguments(args: argparse.Namespace) -> None:
         import_matplotlib()
 
 
-def golden_reference(args: argparse.Namespace, batches, pt_spec: str):
+def golden_reference(args: argparse.Namespace, batches, pt_spec: str, decoders: bool = False):
     """The PyTorch side as a :class:`StoredReference`: read from --load-outputs, or run
     once and written to --save-outputs; None when neither is given (use the live model)."""
     from ..adapters.reference.stored import StoredReference, capture
@@ -386,7 +312,7 @@ def golden_reference(args: argparse.Namespace, batches, pt_spec: str):
     from ..golden import save_reference
     from ..orchestration import reference_for
 
-    pt_model = reference_for(pt_spec, allow_pickle=args.allow_pickle)
+    pt_model = reference_for(pt_spec, allow_pickle=args.allow_pickle, decoders=decoders)
     reference = capture(pt_model, batches, model=pt_spec)
     save_reference(args.save_outputs, reference.golden)
     print(f"saved PyTorch's outputs for {len(batches)} batch(es) to {args.save_outputs}")

@@ -10,15 +10,10 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_execution_arguments,
-    add_head_argument,
     add_input_arguments,
-    add_model_argument,
     add_output_arguments,
-    add_pt_config_argument,
     add_referee_argument,
     add_report_arguments,
-    add_signature_argument,
-    add_source_argument,
     check_output_arguments,
     execution_options,
     frameworks_frozen,
@@ -28,6 +23,7 @@ from .common import (
     tolerance,
     write_outputs,
 )
+from .naming import add_model_naming
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,13 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "referees; --atol/--rtol switch to fixed tolerances. The first divergence is "
         "localised to a layer and component, with likely causes.",
     )
-    add_model_argument(p)
-    add_head_argument(p)
-    p.add_argument("--tf", metavar="TF_MODEL", help="the TF port to check (a MODEL spec)")
-    p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (a MODEL spec)")
-    add_source_argument(p)
-    add_signature_argument(p)
-    add_pt_config_argument(p)
+    add_model_naming(p, "crosscheck")
     add_referee_argument(p)
     p.add_argument(
         "--no-reload",
@@ -86,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     from ..report.jsonio import write_json
     from ..report.text import render
 
-    if (args.tf is None) != (args.pt is None) and not (args.pt and export_spec(args.model)):
-        raise TfparityError(_one_side_refusal(args))
+    if args.pt is not None and args.tf is None and not export_spec(args.model):
+        raise TfparityError(_reference_alone_refusal(args))
     check_output_arguments(args)
     changes = pt_config(args)  # exit 2 on a malformed item, before any load
     if args.budget is not None:
@@ -135,26 +125,23 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
 
 
-def _one_side_refusal(args: argparse.Namespace) -> str:
-    """What is missing beside the one of --tf/--pt that was given (the user gave one:
-    "give both" would not say which to add, or why MODEL does not count)."""
-    if args.pt is not None:
-        return (
-            f"--pt {args.pt} names the reference, but nothing names the TF model beside "
-            f"it: MODEL ({args.model}) stands in for --tf only when it is an export (a "
-            "SavedModel directory, a .keras or .tflite file). Add --tf TF_MODEL, or drop "
-            "--pt to check MODEL against its own checkpoint."
-        )
+def _reference_alone_refusal(args: argparse.Namespace) -> str:
+    """What is missing beside --pt given without --tf (the user gave one: "give both"
+    would not say which to add, or why MODEL does not count). --tf without --pt is
+    refused for every command by :func:`~tfparity.commands.naming.settle_model_naming`."""
     return (
-        f"--tf {args.tf} names the TF model, but nothing names its PyTorch reference: add "
-        "--pt PT_MODEL (the checkpoint it was ported from), or drop --tf to check MODEL "
-        "against its own checkpoint."
+        f"--pt {args.pt} names the reference, but nothing names the TF model beside "
+        f"it: MODEL ({args.model}) stands in for --tf only when it is an export (a "
+        "SavedModel directory, a .keras or .tflite file). Add --tf TF_MODEL, or drop "
+        "--pt to check MODEL against its own checkpoint."
     )
 
 
 def _golden_passes(args: argparse.Namespace, execution) -> list:
     """The cross-check against a stored reference (--load-outputs) or one captured and
-    saved on the way (--save-outputs); the reload pass runs against it too."""
+    saved on the way (--save-outputs); the reload pass runs against it too. Both sides
+    load as :func:`tfparity.api.crosscheck` loads them, so a T5's seq2seq LM is judged
+    whole here too (its decoder's hidden states stored and replayed)."""
     from ..api import crosscheck, load_model, make_batches
 
     tf_model = load_model(
@@ -163,13 +150,15 @@ def _golden_passes(args: argparse.Namespace, execution) -> list:
         head=args.head,
         companion=args.source or args.pt,
         signature=args.signature,
+        decoders=True,  # a T5's seq2seq LM loads, as crosscheck loads it
     )
     batches = make_batches(tf_model, input_options(args))
     separate = args.tf is not None  # a port checked as given: no reload pass
+    spec = args.pt or args.source or args.model
     return crosscheck(
         args.model if separate else tf_model,
         tf=tf_model if separate else None,
-        pt=golden_reference(args, batches, args.pt or args.source or args.model),
+        pt=golden_reference(args, batches, spec, decoders=True),
         source=args.source,
         batches=batches,
         tolerance=tolerance(args),

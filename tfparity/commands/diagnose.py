@@ -9,11 +9,11 @@ from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
-    add_model_argument,
     add_report_arguments,
     frameworks_frozen,
     tolerance,
 )
+from .naming import add_model_naming
 
 TOP_LEVEL = ("verdict", "candidates", "recovered_ids_match", "fix")
 
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the embeddings encode, compare the outputs, and say how to fix the pipeline. "
         "Exit 0 only for raw word embeddings of IDS whose outputs match.",
     )
-    add_model_argument(p)
+    add_model_naming(p, "diagnose")
     p.add_argument("--ids", required=True, metavar="IDS.npy", help="input ids [batch, seq]")
     p.add_argument(
         "--embeds", required=True, metavar="EMBEDS.npy", help="embeddings [batch, seq, hidden]"

@@ -10,10 +10,10 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_input_arguments,
-    add_model_argument,
     frameworks_frozen,
     input_options,
 )
+from .naming import add_model_naming
 
 TOP_LEVEL = ("tied", "head_transform", "roundtrip", "noise")
 
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "variable itself, what the head does before it, how well tokens are recovered from "
         "their embeddings (dot, cosine, LM head), and under how much Gaussian noise.",
     )
-    add_model_argument(p)
+    add_model_naming(p, "embeddings")
     add_input_arguments(p)
     p.add_argument(
         "--noise-scales",
@@ -38,7 +38,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_embeddings(args: argparse.Namespace) -> int:
-    from ..adapters.hf_tf.lm_head import checkpoint_has_head
     from ..api import load_model
     from ..checks.tying import TyingOptions, check_tying
     from ..inputs import make_batches
@@ -50,10 +49,8 @@ def _run_embeddings(args: argparse.Namespace) -> int:
         options = TyingOptions(noise_scales=_scales(args.noise_scales), seed=args.seed)
     frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle)
-    if checkpoint_has_head(model, args.model):
-        from ..adapters.hf_tf.tf_model import TFModel
-
-        model = TFModel.load(args.model, allow_pickle=args.allow_pickle, lm_head=True)
+    # with its LM head where the checkpoint holds one (exit 2 where the side has none)
+    model = model.with_lm_head(allow_pickle=args.allow_pickle)
     batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))
     report = check_tying(model, batches, options)
     print(render_embeddings(report))

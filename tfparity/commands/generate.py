@@ -9,12 +9,11 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_input_arguments,
-    add_model_argument,
-    add_pt_config_argument,
     frameworks_frozen,
     input_options,
     pt_config,
 )
+from .naming import add_model_naming
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,9 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "A T5/mT5 loads as its seq2seq LM: the prompt feeds the encoder, the decoder's "
         "tokens are judged, and a defect is localised in the encoder when it is there.",
     )
-    add_model_argument(p)
-    p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (default: MODEL)")
-    add_pt_config_argument(p)
+    add_model_naming(p, "generate")
     p.add_argument(
         "--new-tokens",
         type=int,

@@ -8,16 +8,14 @@ import time
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
-    add_head_argument,
     add_input_arguments,
-    add_model_argument,
-    add_pt_config_argument,
     add_report_arguments,
     frameworks_frozen,
     input_options,
     pt_config,
     tolerance,
 )
+from .naming import add_model_naming
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,13 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "matrix's gradient must match), and TF with PyTorch (float64 referee). The first "
         "divergent layer is found walking backwards from the hidden states' gradients.",
     )
-    add_model_argument(p)
-    add_head_argument(p)
-    p.add_argument("--pt", metavar="PT_MODEL", help="the PyTorch reference (a MODEL spec)")
+    add_model_naming(p, "gradients")
     p.add_argument(
         "--no-pt", action="store_true", help="skip PyTorch: the ids-vs-embeds comparison only"
     )
-    add_pt_config_argument(p)
     p.add_argument(
         "--frozen",
         metavar="PATTERN",

@@ -11,13 +11,13 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_input_arguments,
-    add_model_argument,
     add_report_arguments,
     frameworks_frozen,
     input_options,
     non_empty,
     tolerance,
 )
+from .naming import add_model_naming
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "TF32, on each device; compare every output and hidden state with CPU eager fp32. "
         "Each mode is judged by its compute dtype's tolerance, scaled to the tensor.",
     )
-    add_model_argument(p)
+    add_model_naming(p, "modes")
     p.add_argument(
         "--devices",
         "--device",

@@ -9,12 +9,12 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_input_arguments,
-    add_model_argument,
     add_report_arguments,
     frameworks_frozen,
     input_options,
     tolerance,
 )
+from .naming import add_model_naming
 
 TOP_LEVEL = ("scenarios", "equivariant", "explicit_positions_match")
 
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "position encoder must give s1 == s4. Also checks position_ids = default positions "
         "equals passing none.",
     )
-    add_model_argument(p)
+    add_model_naming(p, "positions")
     add_input_arguments(p)
     p.add_argument(
         "--permutations", type=int, default=10, metavar="N", help="random permutations (default 10)"

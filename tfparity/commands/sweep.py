@@ -9,15 +9,13 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_execution_arguments,
-    add_model_argument,
-    add_pt_config_argument,
-    add_signature_argument,
     add_tolerance_arguments,
     non_negative_int,
     one_execution,
     pt_config,
     tolerance,
 )
+from .naming import add_model_naming
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,16 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the model are skipped and counted, or cut with --truncate), 1 when any failed or "
         "the run stopped early, 2 for bad input.",
     )
-    add_model_argument(p)
-    p.add_argument(
-        "--pt",
-        metavar="PT_MODEL",
-        help="the cross-check's PyTorch reference (a MODEL spec); default: MODEL's own "
-        "checkpoint. A keras-hub preset directory needs one: it takes that checkpoint's "
-        "tokenizer and weight map",
-    )
-    add_signature_argument(p)
-    add_pt_config_argument(p)
+    add_model_naming(p, "sweep")
     p.add_argument(
         "--texts",
         metavar="FILE",
@@ -103,11 +92,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--referee",
-        choices=("lazy", "full"),
-        default="lazy",
-        help="the cross-check's float64 PyTorch pass: lazy (default) runs it only for the "
-        "items whose verdict it can change (the first batch, one sentinel row per batch, and "
-        "items near the referee's line), full for every item; the verdicts are the same",
+        choices=("calibrated", "full", "lazy"),
+        default="calibrated",
+        help="the cross-check's float64 PyTorch pass: calibrated (default) runs it only for "
+        "the items whose verdict margins calibrated on float64 rows cannot settle (the first "
+        "batch, one sentinel row per batch, and items near the referee's line), full for "
+        "every item; the verdicts are the same. lazy: read as calibrated (the cross-check's "
+        "lazy bound needs float64 on part of each verdict, a sweep item has none)",
     )
     ray = p.add_argument_group("running on Ray (the 'ray' extra)")
     ray.add_argument(

@@ -7,7 +7,9 @@ One module per concern:
 - :mod:`.masks`: which elements count (the attention mask's one rule);
 - :mod:`.stats`: one leaf's statistics over its batches;
 - :mod:`.nested`: nested outputs flattened and compared leaf by leaf;
-- :mod:`.referee`: the float64 referee and its RMSEs.
+- :mod:`.referee`: the float64 referee's RMSEs, summed batch by batch;
+- :mod:`.judge`: the judges (tolerance, float64 referee, budget): each one's rule, text,
+  refusal of non-finite errors, and the known-difference match.
 
 ``actual`` is the side under test (e.g. the ``inputs_embeds`` path, or TensorFlow),
 ``expected`` the reference (e.g. the ``input_ids`` path, or PyTorch).
@@ -15,19 +17,20 @@ One module per concern:
 
 from __future__ import annotations
 
+from .judge import (
+    BudgetJudge,
+    Judge,
+    Referee,
+    ToleranceJudge,
+    judged_by_referee,
+    known_difference_note,
+    referee_batches,
+    within,
+)
 from .masks import POOLED_OUTPUTS, is_pooled, leaf_mask, valid_positions
 from .nested import compare_output_batches, compare_outputs, flatten
 from .record import Comparison, factor_text, failed_comparison, failure_message
-from .referee import (
-    Referee,
-    RefereeResult,
-    RefereeSums,
-    judged_by_referee,
-    referee_batches,
-    rmse,
-    row_counts,
-    row_rms,
-)
+from .referee import RefereeResult, RefereeSums, rmse, row_counts, row_rms
 from .stats import all_finite, compare_arrays, compare_batches, to_numpy
 from .tolerance import (
     Closeness,
@@ -39,6 +42,7 @@ from .tolerance import (
 
 __all__ = [
     "POOLED_OUTPUTS",
+    "BudgetJudge",
     "Closeness",
     "Comparison",
     "Referee",
@@ -46,6 +50,7 @@ __all__ = [
     "RefereeSums",
     "Tolerance",
     "ToleranceError",
+    "ToleranceJudge",
     "all_finite",
     "check_tolerance_value",
     "compare_arrays",
@@ -58,7 +63,9 @@ __all__ = [
     "failure_message",
     "flatten",
     "is_pooled",
+    "Judge",
     "judged_by_referee",
+    "known_difference_note",
     "leaf_mask",
     "referee_batches",
     "row_counts",
@@ -66,4 +73,5 @@ __all__ = [
     "row_rms",
     "to_numpy",
     "valid_positions",
+    "within",
 ]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from ..errors import TfparityError
+from ..trace import layer_of
 from .masks import leaf_mask
 from .record import Comparison
 
@@ -162,7 +163,7 @@ def error_growth(
             diff += float(np.sum(d * d))
             ref += float(np.sum(r * r))
         relative = float(np.sqrt(diff / ref)) if ref > 0 else 0.0
-        rows.append(LayerError(k, "embeddings" if k == 0 else k - 1, relative, relative - before))
+        rows.append(LayerError(k, layer_of(k), relative, relative - before))
         before = relative
     return rows
 

@@ -1,52 +1,16 @@
-"""The float64 referee: a candidate judged by a float64 truth instead of a fixed
-threshold (the cross-check's verdict), and the root-mean-square errors it rests on."""
+"""The float64 referee's arithmetic: the root-mean-square errors it rests on, summed
+batch by batch. The rule that judges them is :class:`.judge.Referee`'s."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .masks import Layout, leaf_mask
-from .record import Comparison
 from .stats import BLOCK, as_float64, to_numpy
-
-_ROUNDING = 1e-9  # relative: far above float64 sums' rounding, far below any margin
-
-# Per number of values n: the square root of the F(n, n) distribution's 1 - 1e-4
-# quantile (scipy.stats.f.ppf(1 - 1e-4, n, n), rounded up), i.e. the ratio of two RMSEs
-# over n values of the same rounding noise that one clean leaf in 10^4 exceeds. Past 16
-# values it is below the default factor of 3.
-SMALL_LEAF_FACTORS = {
-    1: 6366.2, 2: 100.0, 3: 25.68, 4: 13.11, 5: 8.77, 6: 6.7, 7: 5.52, 8: 4.77,
-    9: 4.24, 10: 3.86, 11: 3.57, 12: 3.34, 13: 3.15, 14: 3.0, 15: 2.87, 16: 2.76,
-}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Referee:
-    """Judge a candidate by a float64 truth instead of a fixed threshold.
-
-    The candidate (e.g. TF fp32) passes when its RMSE to the truth (PyTorch fp64) is at
-    most ``factor`` times the reference's own RMSE to the truth (PyTorch fp32), plus
-    ``floor`` times the truth's RMS (for tensors that fp32 computes exactly). Deep
-    models get room for the rounding they really accumulate; shallow ones get none.
-    """
-
-    factor: float = 3.0
-    floor: float = 1e-7
-
-    def factor_for(self, n: int) -> float:
-        """``factor`` for a leaf of ``n`` values, widened where ``n`` is so small (a
-        classifier's two or three logits, per item in a sweep) that PyTorch's own RMSE
-        over them is a poor estimate of its rounding: with two values, TF's RMSE is over
-        3x PyTorch's on one clean item in ten. The widened factor is what one clean leaf
-        in 10^4 exceeds (:data:`SMALL_LEAF_FACTORS`); a fault on such a leaf (a head
-        bias off by 0.01) is still orders of magnitude past it."""
-        return max(self.factor, SMALL_LEAF_FACTORS.get(int(n), 0.0))
 
 
 @dataclass
@@ -57,42 +21,7 @@ class RefereeResult:
     allowed_rmse: float
     ratio: float | None  # actual_rmse / reference_rmse
     passed: bool
-    factor: float = 3.0  # the factor applied (Referee.factor_for the leaf's size)
-
-
-def judged_by_referee(c: Comparison, r: RefereeResult | None, referee: Referee) -> Comparison:
-    """``c`` judged by its referee verdict ``r`` (None: as it was), with the bound that
-    decided it; a comparison that found a problem (shapes, NaN) keeps its verdict."""
-    if r is None or c.problem:
-        return c
-    bound = {
-        "actual_rmse": r.actual_rmse,
-        "reference_rmse": r.reference_rmse,
-        "allowed_rmse": r.allowed_rmse,
-        "factor": r.factor,
-        "floor": referee.floor,
-    }
-    return replace(c, passed=r.passed, judge="referee", referee=bound)  # c is left as it was
-
-
-def referee_batches(
-    name: str,
-    actual: Sequence[Any],
-    reference: Sequence[Any],
-    truth: Sequence[Any],
-    *,
-    masks: Sequence[np.ndarray | None] | None = None,
-    referee: Referee = Referee(),
-) -> RefereeResult:
-    """Referee one named tensor over batches (padding excluded, as in comparisons)."""
-    masks = list(masks) if masks is not None else [None] * len(actual)
-    sums = RefereeSums()
-    for a, r, t, mask in zip(actual, reference, truth, masks, strict=True):
-        sums.add(a, r, t, mask, name=name)
-    result = sums.result(name, referee)
-    if result is None:
-        raise ValueError(f"{name}: the three sides differ in shape; nothing to referee.")
-    return result
+    factor: float = 3.0  # the factor applied (judge.Referee.factor_for the leaf's size)
 
 
 @dataclass
@@ -109,7 +38,7 @@ class RefereeSums:
     n: int = 0
     batches: int = 0
     usable: bool = True  # False once a batch's three sides differed in shape
-    # Per batch, the squares of ``a - r`` (no float64 needed): what :meth:`settled`
+    # Per batch, the squares of ``a - r`` (no float64 needed): what :meth:`.judge.Referee.settled`
     # bounds the batches not yet refereed by.
     differences: list[float] = field(default_factory=list)
     _buffers: list = field(default_factory=list, init=False, repr=False, compare=False)
@@ -143,7 +72,7 @@ class RefereeSums:
         self, actual: Any, reference: Any, mask: np.ndarray | None, name: str = ""
     ) -> None:
         """One batch's candidate against the reference (no truth needed), in batch order:
-        the squares of ``a - r`` over the valid elements, for :meth:`settled`."""
+        the squares of ``a - r`` over the valid elements, for :meth:`.judge.Referee.settled`."""
         a, r = (to_numpy(x) for x in (actual, reference))
         if a.shape != r.shape or any(np.iscomplexobj(x) for x in (a, r)):
             self.differences.append(math.inf)  # never settled: float64 runs everywhere
@@ -159,37 +88,18 @@ class RefereeSums:
                 total += _unthreaded_squares(d)
         self.differences.append(total)
 
-    def settled(self, referee: Referee) -> bool:
-        """True when no float64 run of the batches not yet refereed can change the
-        verdict: the referee passes whatever they hold. Exact, no assumption: with ``K``
-        the batches refereed and ``U`` the rest, ``a = (a_K, d_U) + (0, r_U)`` (``d`` the
-        candidate minus the reference, ``r`` the reference's own error), so
-        ``|a| <= |(a_K, d_U)| + |r_U|``, while ``F |r| - |r_U|`` is at least
-        ``sqrt(F^2 - 1) |r_K|`` (its minimum over ``|r_U|``); ``|(a_K, d_U)|`` below
-        that, plus the floor on the refereed truth, is a pass. Derivation in
-        docs/crosscheck.md ("Float64 only where it decides")."""
-        rest = self.differences[self.batches :]
-        if not self.usable or not rest or referee.factor <= 1.0:
-            return False
-        worst = math.sqrt(self.at + math.fsum(rest))
-        bound = math.sqrt(referee.factor**2 - 1.0) * math.sqrt(self.rt)
-        bound += referee.floor * math.sqrt(self.tt)
-        return bool(worst <= bound * (1.0 - _ROUNDING))  # float64 sums: room for their rounding
-
     def _buffers_of(self, size: int) -> list[np.ndarray]:
         """Three float64 blocks, kept between batches (reallocated only to grow)."""
         if not self._buffers or self._buffers[0].size < size:
             self._buffers = [np.empty(size) for _ in range(3)]
         return self._buffers
 
-    def result(self, name: str, referee: Referee) -> RefereeResult | None:
-        """The referee's verdict; None when a batch could not be refereed (shapes)."""
-        if not self.usable:
-            return None
-        a, r, t = (
+    def rmses(self) -> tuple[float, float, float]:
+        """The candidate's and the reference's RMSEs to the truth, and the truth's RMS,
+        over the batches added so far (what :meth:`.judge.Referee.result` judges)."""
+        return tuple(  # type: ignore[return-value]
             float(np.sqrt(v / self.n)) if self.n else 0.0 for v in (self.at, self.rt, self.tt)
         )
-        return _verdict(name, a, r, t, referee.factor_for(self.n), referee)
 
 
 def _unthreaded_squares(d: np.ndarray) -> float:
@@ -197,22 +107,6 @@ def _unthreaded_squares(d: np.ndarray) -> float:
     float64 batches, and BLAS threads spin for a while after each call, taking cores
     from PyTorch's own threads."""
     return float(np.einsum("i,i->", d, d))
-
-
-def _verdict(
-    name: str,
-    actual_rmse: float,
-    reference_rmse: float,
-    scale: float,
-    factor: float,
-    referee: Referee,
-) -> RefereeResult:
-    """Pass when the candidate's error to the truth is within ``factor`` times the
-    reference's own, plus ``floor`` times the truth's RMS (``scale``)."""
-    allowed = factor * reference_rmse + referee.floor * scale
-    passed = bool(np.isfinite(actual_rmse) and actual_rmse <= allowed)
-    ratio = actual_rmse / reference_rmse if reference_rmse > 0 else None
-    return RefereeResult(name, actual_rmse, reference_rmse, allowed, ratio, passed, factor)
 
 
 def rmse(a: np.ndarray, b: np.ndarray) -> float:

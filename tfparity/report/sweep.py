@@ -44,7 +44,7 @@ def render_summary(summary: dict, out: str) -> str:
             + (
                 f" (assumption violations {referee['assumption_violations']}, "
                 f"disagreements {referee['disagreements']})"
-                if referee["referee"] == "lazy"
+                if referee["referee"] in ("calibrated", "lazy")  # "lazy": older summaries
                 else ""
             )
         )

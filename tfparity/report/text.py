@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from ..compare import Comparison
 from ..results import Divergence, Report, is_artefact
+from ..trace import decoder_state_index, layer_of, layer_text
 from .growth import growth_table
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
@@ -20,9 +21,11 @@ def render(report: Report, *, verbose: bool = False) -> str:
     layers = report.details.get("layers")
     shown = report.comparisons
     if layers:
+        decoder = decoder_rows(shown)  # a seq2seq LM's, after its encoder's
         lines.append("")
-        lines.extend(layer_table(layers))
-        shown = [c for c in shown if not c.name.startswith("hidden_states[")]
+        lines.extend(layer_table(layers + decoder))
+        tabled = "decoder_hidden_states[" if decoder else "hidden_states["
+        shown = [c for c in shown if not c.name.startswith(("hidden_states[", tabled))]
     if shown:
         lines.append("")
         lines.extend(comparison_table(shown))
@@ -76,7 +79,7 @@ def divergence_text(d: Divergence) -> str:
         return "the outputs (no hidden state compared, so not localised to a layer)"
     if d.decoder_hidden_state is not None:  # past a seq2seq model's clean encoder
         k = d.decoder_hidden_state
-        part = "decoder embeddings" if k == 0 else f"decoder layer {k - 1}"
+        part = layer_text(k, "decoder embeddings", "decoder layer")
         return f"decoder_hidden_states[{k}] · {part}{where}"
     if d.hidden_state is None:  # every hidden state agrees: the pooler or the head
         return f"{d.layer} (past the last hidden state)"
@@ -198,6 +201,33 @@ def layer_table(rows: list[dict]) -> list[str]:
     widths = [max(len(x[i]) for x in [_LAYER_HEADER, *body]) for i in range(len(_LAYER_HEADER))]
     fmt = "  ".join(f"{{:>{w}}}" for w in widths)
     return [fmt.format(*_LAYER_HEADER), *(fmt.format(*r) for r in body)]
+
+
+def decoder_rows(comparisons: list[Comparison]) -> list[dict]:
+    """A seq2seq decoder's hidden states as rows of the per-layer table (``decoder 0`` its
+    embeddings, ``decoder k`` decoder layer k-1's output), so its layers read in order
+    under the encoder's rather than scattered worst-first among the outputs. They are
+    judged whole, teacher-forced: no taps, no isolated runs (those columns are ``-``)."""
+    decoder = [c for c in comparisons if decoder_state_index(c.name) is not None]
+    rows = []
+    for c in sorted(decoder, key=lambda c: decoder_state_index(c.name)):
+        k = decoder_state_index(c.name)
+        referee = c.referee or {}
+        rows.append(
+            {
+                "hidden_state": f"decoder {k}",
+                "layer": layer_of(k),
+                "max_abs_diff": c.max_abs_diff,
+                "mean_abs_diff": c.mean_abs_diff,
+                "cosine": c.cosine,
+                "rmse_vs_fp64": referee.get("actual_rmse"),
+                "reference_rmse_vs_fp64": referee.get("reference_rmse"),
+                "accumulated_ok": None,
+                "isolated_ok": None,
+                "passed": c.passed,
+            }
+        )
+    return rows
 
 
 def agreement_lines(agreement: list[dict]) -> list[str]:

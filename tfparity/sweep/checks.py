@@ -56,9 +56,9 @@ class SweepChecks:
     tolerance: Tolerance | None = None
     referee: Referee = Referee()
     seed: int = 0
-    # "lazy": float64 only for the rows whose verdict it can change (LazyReferee);
-    # "full": a float64 pass for every row.
-    referee_mode: str = "lazy"
+    # "calibrated": float64 only for the rows whose verdict calibrated margins cannot
+    # settle (LazyReferee); "full": a float64 pass for every row.
+    referee_mode: str = "calibrated"
     lazy: LazyReferee | None = None
     # The generate check (``--generate N``), which runs each item's prompt alone.
     generate: GenerateCheck | None = None
@@ -185,9 +185,7 @@ class SweepChecks:
         return self.generate.run(ctx.padded)
 
     def _positions(self, ctx: BatchContext) -> list[RowResult]:
-        from ..adapters.hf_tf.embedding_parts import default_position_ids, position_facts
-
-        facts = position_facts(self.tf_model)
+        facts = self.tf_model.position_facts()
         if not facts.takes_position_ids or facts.kind != "absolute" or facts.causal:
             note = (
                 f"positions: equivariance does not apply ({facts.kind} positions"
@@ -196,7 +194,7 @@ class SweepChecks:
             )
             return [RowResult(None, 0.0, None, note=note) for _ in ctx.rows]
         batch = ctx.padded.batch
-        base = replace(batch, position_ids=default_position_ids(self.tf_model, batch.input_ids))
+        base = replace(batch, position_ids=self.tf_model.default_position_ids(batch.input_ids))
         s1 = self.runner_model.run(base)
         perms = self._permutations(ctx)
         s4 = self.runner_model.run(_permute(base, perms))

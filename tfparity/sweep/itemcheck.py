@@ -21,6 +21,7 @@ from ..compare import (
     row_counts,
     row_rms,
     valid_positions,
+    within,
 )
 from ..trace import Trace
 
@@ -136,10 +137,8 @@ def referee_verdicts(
         t = np.asarray(pt64[name], np.float64)
         actual = row_rms(np.asarray(tf[name], np.float64) - t, mask, name)
         reference = row_rms(np.asarray(pt[name], np.float64) - t, mask, name)
-        factors = np.array([referee.factor_for(n) for n in row_counts(t.shape, mask, name)])
-        allowed = factors * reference + referee.floor * row_rms(t, mask, name)
-        with np.errstate(invalid="ignore"):
-            ok = np.isfinite(actual) & (actual <= allowed)
+        values = row_counts(t.shape, mask, name)
+        ok = within(actual, referee.allowed(reference, row_rms(t, mask, name), values))
         for r in range(rows):
             verdicts[r][name] = bool(ok[r])
     return verdicts

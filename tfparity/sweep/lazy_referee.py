@@ -1,5 +1,8 @@
-"""The sweep's lazy float64 referee (``--referee lazy``): the cross-check referee's
-verdict from the float32 runs wherever float64 could not change it (numpy only)."""
+"""The sweep's calibrated float64 referee (``--referee calibrated``): the cross-check
+referee's verdict from the float32 runs wherever margins calibrated on float64 rows say
+float64 could not change it (numpy only). Not the cross-check's ``--referee lazy``,
+whose exact bound needs float64 on part of what one verdict covers: a sweep's verdict
+covers one item, and an item without float64 has no part to bound the rest by."""
 
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ class LazyReferee:
         e_r = self.low[name] / self.margin * s_r
         # The worst case sits at the smallest e_r: allowed minus worst grows with e_r.
         worst = np.sqrt(d * d + e_r * e_r + 2.0 * min(self.alignment, 1.0) * d * e_r)
-        allowed = F * e_r + f * (s_r - e_r)
+        allowed = self.referee.allowed(e_r, s_r - e_r, values)
         if worst <= allowed:
             return True, (1.0 - worst / allowed) if allowed > 0 else 0.0
         if d > (F + 1 + f) * self.high[name] * self.upper_margin * s_r + f * s_r:
@@ -79,7 +82,7 @@ class LazyReferee:
 
     def stats(self) -> dict[str, Any]:
         return {
-            "referee": "lazy",
+            "referee": "calibrated",
             "items": self.items,
             "items_fp64": self.items_fp64,
             "assumption_violations": self.violations,

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..adapters.runtime.execution_options import ExecutionOptions
 from ..compare import Tolerance
+from ..errors import TfparityError
 from .corpus import Shard
 from .summary import WORST
 
@@ -30,10 +31,13 @@ class SweepOptions:
     # Device, eager/graph/XLA, precision. None: graph (one trace per path, any shape),
     # float32, TensorFlow's own placement.
     execution: ExecutionOptions | None = None
-    # The cross-check's float64 referee: "lazy" runs float64 only for the items whose
-    # verdict it can change (see sweep.lazy_referee.LazyReferee); "full" for every item. The
-    # verdicts are the same, so a resume or a merge may mix them.
-    referee: str = "lazy"
+    # The cross-check's float64 referee: "calibrated" runs float64 only for the items
+    # whose verdict margins calibrated on float64 rows cannot settle (see
+    # sweep.lazy_referee.LazyReferee); "full" for every item. The verdicts are the same, so
+    # a resume or a merge may mix them. "lazy", the cross-check's word, is read as
+    # "calibrated": the cross-check's exact bound needs float64 on part of what it
+    # judges, and a sweep judges each item alone (docs/sweep.md).
+    referee: str = "calibrated"
     # Which engine runs the batches, by its options' type (runner.ENGINES): None, in
     # this process (local.LocalEngine); a ray_engine.RayOptions, on Ray actors.
     engine: Any = None
@@ -46,3 +50,17 @@ class SweepOptions:
     pt_config: dict[str, Any] | None = None
     # --signature: the signature an export runs (None: serving_default, else its only one).
     signature: str | None = None
+
+
+SWEEP_REFEREES = ("calibrated", "full")
+# The cross-check's name, accepted by the sweep for what it meant there before: the
+# sweep's own algorithm (calibrated margins), not the cross-check's exact bound.
+REFEREE_ALIASES = {"lazy": "calibrated"}
+
+
+def sweep_referee(mode: str) -> str:
+    """``mode`` as the sweep names it (``lazy`` -> ``calibrated``); exit 2 on another."""
+    mode = REFEREE_ALIASES.get(mode, mode)
+    if mode not in SWEEP_REFEREES:
+        raise TfparityError(f"--referee must be calibrated or full (got {mode!r}).")
+    return mode

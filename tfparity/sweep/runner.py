@@ -9,7 +9,7 @@ disk as each batch finishes, and resume keeps one byte per corpus item.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import NoneType
 from typing import Any
@@ -21,7 +21,7 @@ from .corpus import DEFAULT_CORPUS, CorpusInfo, check_shard, iter_items, scan
 from .engine import EngineStart, SweepEngine
 from .generate import GENERATE, check_generate_options
 from .local import LocalEngine
-from .options import SweepOptions
+from .options import SweepOptions, sweep_referee
 from .progress import Progress
 from .ray_engine import RayEngine, RayOptions
 from .results import (
@@ -100,8 +100,7 @@ def run_sweep(
             "--pt-config changes the PyTorch reference of the cross-check and of "
             "--generate: add crosscheck (or --generate N)."
         )
-    if options.referee not in ("lazy", "full"):
-        raise TfparityError(f"--referee must be lazy or full (got {options.referee!r}).")
+    options = replace(options, referee=sweep_referee(options.referee))  # lazy: calibrated
     start_engine = ENGINES.get(type(options.engine))
     if start_engine is None:
         known = ", ".join("None" if t is NoneType else t.__name__ for t in ENGINES)
@@ -225,11 +224,11 @@ def _reference(pt: Any) -> str | None:
     """How run.json names the PyTorch reference given (None: the model's own checkpoint).
     Part of a run's identity: a resume against another reference would mix two runs'
     verdicts."""
-    from ..adapters.reference.pt_model import PTModel
+    from ..adapters.interfaces.sides import ReferenceBase
 
     if pt is None or isinstance(pt, str):
         return pt
-    return pt.name if isinstance(pt, PTModel) else type(pt).__name__
+    return pt.name if isinstance(pt, ReferenceBase) else type(pt).__name__
 
 
 def _prepare_out(out: Path, manifest: dict, options: SweepOptions) -> None:

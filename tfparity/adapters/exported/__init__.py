@@ -30,8 +30,8 @@ def load_export(
     ``companion`` spec (the model it was exported from, or its PyTorch reference).
     ``signature``: the signature that runs (a SavedModel's or a LiteRT flatbuffer's;
     default: ``serving_default``, else the only one). ``head`` (``--head``): the kind
-    of a SavedModel that returns logits (default: the companion's), and what of a
-    ``.keras`` file's keras-hub task is checked."""
+    of a SavedModel or a LiteRT flatbuffer that returns logits (default: the
+    companion's), and what of a ``.keras`` file's keras-hub task is checked."""
     if signature is not None and spec.kind not in SIGNED_KINDS:
         raise TfparityError(
             f"--signature names a signature of a SavedModel or a LiteRT flatbuffer; "
@@ -60,5 +60,5 @@ def load_export(
     if spec.kind == "litert":
         from .litert import load_litert
 
-        return load_litert(spec, found, signature)
+        return load_litert(spec, found, signature, head)
     raise TfparityError(f"Checking {EXPORT_KINDS[spec.kind]} is not supported yet.")

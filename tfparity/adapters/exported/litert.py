@@ -39,9 +39,13 @@ _KERNEL = re.compile(r"^(.*?)/(?:Tensordot/)?MatMul$")
 _BIAS = re.compile(r"^(.*)/BiasAdd$")
 
 
-def load_litert(spec: ModelSpec, companion: Companion, signature: str | None = None) -> LiteRTModel:
+def load_litert(
+    spec: ModelSpec, companion: Companion, signature: str | None = None, head: Head | None = None
+) -> LiteRTModel:
     """The flatbuffer ``spec`` names, with ``companion``'s config and tokenizer, run
-    through ``signature`` (default: serving_default, else its first)."""
+    through ``signature`` (default: serving_default, else its first). ``head``
+    (``--head``): the kind of a flatbuffer that returns logits (default: the head the
+    companion spec names, else its config's architecture)."""
     config, tokenizer, origin = companion.config, companion.tokenizer, companion.text
     path = Path(spec.location)
     data = path.read_bytes()
@@ -60,6 +64,7 @@ def load_litert(spec: ModelSpec, companion: Companion, signature: str | None = N
         tokenizer=tokenizer,
         source=f"LiteRT flatbuffer {path} (config and tokenizer: {origin})",
         spec=spec,
+        named_head=head or companion.head,
     )
     model.notes.append(model.describe())
     return model
@@ -80,6 +85,8 @@ class LiteRTModel(TFSideBase):
     # it holds every weight it computes with (its pooler perhaps made up: Holdings.export)
     holdings: Holdings | None = field(default_factory=Holdings.export)
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
+    # --head, else the companion spec's: what a flatbuffer returning logits is checked as
+    named_head: Head | None = None
 
     # ------------------------------------------------------------------ facts
 
@@ -94,10 +101,14 @@ class LiteRTModel(TFSideBase):
 
     @property
     def head(self) -> Head:
-        """Base, unless the flatbuffer returns logits: then the companion's head."""
+        """Base, unless the flatbuffer returns logits: then the head ``--head`` names,
+        else the companion's (a reference of another class is then judged by what its
+        checkpoint holds: a head it lacks is exit 2, see :mod:`tfparity.checks.checkpoints`)."""
         outputs = set(self.runner.output_names())
         if not outputs & {"logits", "start_logits"}:
             return Head.BASE
+        if self.named_head is not None:
+            return self.named_head
         named = (getattr(self.config, "architectures", None) or [""])[0]
         return head_of_class("TF" + named) or head_of_class(named) or Head.BASE
 

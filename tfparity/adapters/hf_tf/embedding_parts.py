@@ -5,62 +5,24 @@ Checks that ask "what is this tensor?" (diagnose) or "are positions honoured?"
 word matrix, which position and token-type tables, which LayerNorm, and which
 position ids the model uses when none are given. Where those live is an architecture
 fact (:class:`tfparity.architectures.EmbeddingTables`); this module reads them off a
-model; the arithmetic on the arrays stays in the checks.
+model; the arithmetic on the arrays stays in the checks. ``model`` is a
+:class:`~.tf_model.TFModel`, which offers these as its methods (typed ``Any`` here: that
+module imports this one).
 """
 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ...architectures import Positions
+from ..interfaces.embeddings import EmbeddingParts, LayerNormParams, PositionFacts
 from ..runtime.imports import import_tf
-from .tf_model import TFModel
 
 
-@dataclass(frozen=True)
-class LayerNormParams:
-    """Scale, shift and epsilon of the embedding LayerNorm (over the last axis)."""
-
-    gamma: np.ndarray
-    beta: np.ndarray
-    eps: float
-
-
-@dataclass(frozen=True)
-class EmbeddingParts:
-    """What the embedding layer sums (and normalises) to make ``hidden_states[0]``.
-
-    ``position`` and ``token_type`` are the full tables (rows indexed by position or
-    type id) or None when the model has none; ``layer_norm`` is None for models
-    without one (GPT-2). ``gather_code`` is the line a user would write to gather the
-    word embeddings of this model correctly.
-    """
-
-    word: np.ndarray
-    position: np.ndarray | None
-    token_type: np.ndarray | None
-    layer_norm: LayerNormParams | None
-    gather_code: str
-
-    @property
-    def width(self) -> int:
-        return int(self.word.shape[1])
-
-
-@dataclass(frozen=True)
-class PositionFacts:
-    """How a model encodes positions, for the positions check."""
-
-    kind: str  # "absolute" (a table added to the embeddings), "relative" or "rotary"
-    takes_position_ids: bool
-    causal: bool
-
-
-def embedding_parts(model: TFModel) -> EmbeddingParts:
+def embedding_parts(model: Any) -> EmbeddingParts:
     """Numpy copies of ``model``'s embedding tables (read, never modified)."""
     arch = model.architecture
     tables = arch.embeddings
@@ -81,7 +43,7 @@ def embedding_parts(model: TFModel) -> EmbeddingParts:
     )
 
 
-def default_position_ids(model: TFModel, input_ids: np.ndarray) -> np.ndarray:
+def default_position_ids(model: Any, input_ids: np.ndarray) -> np.ndarray:
     """The rows of the position table the model uses when no position_ids are passed.
 
     BERT-like models count 0..seq-1; RoBERTa-like models count from padding_idx + 1 and
@@ -95,7 +57,7 @@ def default_position_ids(model: TFModel, input_ids: np.ndarray) -> np.ndarray:
     return np.broadcast_to(np.arange(ids.shape[1], dtype=np.int32), ids.shape).copy()
 
 
-def position_facts(model: TFModel) -> PositionFacts:
+def position_facts(model: Any) -> PositionFacts:
     """Whether positions are a table (absolute) and whether ``position_ids`` reach it."""
     accepted = inspect.signature(model.model.call).parameters
     arch = model.architecture
@@ -114,7 +76,7 @@ def position_facts(model: TFModel) -> PositionFacts:
     )
 
 
-def _main_layer(model: TFModel) -> Any:
+def _main_layer(model: Any) -> Any:
     prefix = getattr(model.model, "base_model_prefix", "")
     return getattr(model.model, prefix, model.model)
 

@@ -3,36 +3,26 @@
 ``output_embeddings(input_embeddings(ids))`` gives the ids back only if the head is a
 bare product with the (tied) word matrix; most MLM heads put a dense layer, an
 activation and a LayerNorm first. Which layers those are, and where the output
-matrix lives, differ by architecture, so that knowledge lives here.
+matrix lives, differ by architecture, so that knowledge lives here. ``model`` is a
+:class:`~.tf_model.TFModel` (typed ``Any``: that module imports this one for its
+``lm_head()``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..interfaces.embeddings import LMHead
 from ..runtime.imports import import_tf
-from .tf_model import TFModel
 
 # Class names whose checkpoints hold LM-head weights (config.architectures).
 _HEAD_ARCHITECTURES = ("ForMaskedLM", "ForCausalLM", "LMHeadModel", "ForPreTraining", "WithLMHead")
 
 
-@dataclass(frozen=True)
-class LMHead:
-    """A model's LM head: the output matrix, whether it is the input matrix itself,
-    a description of the transform before it, and a way to apply the whole head."""
-
-    output_matrix: np.ndarray
-    tied: bool
-    transform: str
-    logits: Callable[[np.ndarray], np.ndarray] | None  # None where widths do not allow it
-
-
-def checkpoint_has_head(model: TFModel, spec: str) -> bool:
+def checkpoint_has_head(model: Any, spec: str) -> bool:
     """Whether ``spec`` can give a trained (or, for tiny:<model_type>, seeded) LM head.
 
     A checkpoint saved from a base class (``BertModel``, e.g. sentence-transformers'
@@ -52,7 +42,7 @@ def checkpoint_has_head(model: TFModel, spec: str) -> bool:
     return any(part in name for name in names for part in _HEAD_ARCHITECTURES)
 
 
-def find_head(model: TFModel) -> LMHead | None:
+def find_head(model: Any) -> LMHead | None:
     """The LM head of ``model``, or None for a base model (no output embeddings)."""
     output_layer = model.model.get_output_embeddings()
     if output_layer is None:
@@ -89,7 +79,7 @@ def _same_handle(a: Any, b: Any) -> bool:
         return False
 
 
-def _head_parts(model: TFModel) -> tuple[str, Callable[[np.ndarray], np.ndarray]]:
+def _head_parts(model: Any) -> tuple[str, Callable[[np.ndarray], np.ndarray]]:
     """A description of the head and a function ``hidden [.., H] -> logits [.., vocab]``
     (the architecture's, else the model's own ``get_lm_head()`` undescribed)."""
     m, head = model.model, model.architecture.lm_head

@@ -96,8 +96,6 @@ class Seq2SeqGenerator(HFGenerator):
     def forward_pass(self, reference: Any, prompt: np.ndarray, tokens: np.ndarray) -> ForwardPass:
         """The encoder on the prompt: the TF encoder class holding the model's weights
         against the reference's encoder (the decoder has no taps to localise with)."""
-        from ..reference.generation import encoder_reference
-
         ids = np.asarray(prompt, np.int32)[None]
         fed = decoder_fed(self.start, tokens)
 
@@ -108,7 +106,7 @@ class Seq2SeqGenerator(HFGenerator):
 
         return ForwardPass(
             encoder_side(self.side),
-            encoder_reference(reference),
+            reference.encoder(),
             ids,
             "the encoder on the prompt",
             "decoder",

@@ -300,6 +300,42 @@ class TFModel(TFSideBase):
 
         return HFGenerator(self)
 
+    # ------------------------------------------------------------------ embeddings
+    # What the embeddings, diagnose and positions checks read off the model (the other
+    # sides refuse by name, :class:`~..interfaces.sides.TFSideBase`).
+
+    def lm_head(self) -> Any:
+        """The LM head (:class:`~..interfaces.embeddings.LMHead`), None for a base model."""
+        from .lm_head import find_head
+
+        return find_head(self)
+
+    def with_lm_head(self, *, allow_pickle: bool = False) -> TFModel:
+        """This checkpoint loaded as its family's LM-head class where the checkpoint holds
+        a head (a base checkpoint would get a random one); itself otherwise, or when held
+        in memory (nothing to load from)."""
+        from .lm_head import checkpoint_has_head
+
+        if self.spec is None or not checkpoint_has_head(self, self.spec.text):
+            return self
+        return TFModel.load(self.spec.text, allow_pickle=allow_pickle, lm_head=True)
+
+    def embedding_parts(self) -> Any:
+        """Numpy copies of its embedding tables (:mod:`.embedding_parts`)."""
+        from .embedding_parts import embedding_parts
+
+        return embedding_parts(self)
+
+    def position_facts(self) -> Any:
+        from .embedding_parts import position_facts
+
+        return position_facts(self)
+
+    def default_position_ids(self, input_ids: np.ndarray) -> np.ndarray:
+        from .embedding_parts import default_position_ids
+
+        return default_position_ids(self, input_ids)
+
     # ------------------------------------------------------------------ localisation
     # What the cross-check asks of a TF side (the keras-hub adapter answers the same).
 

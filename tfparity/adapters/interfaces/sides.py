@@ -31,6 +31,7 @@ from ...trace import Trace
 from ..runtime.execution_options import ExecutionOptions
 from ..sources.holdings import Holdings
 from ..sources.specs import ModelSpec
+from .embeddings import EmbeddingParts, LMHead, PositionFacts
 
 if TYPE_CHECKING:
     from .greedy import GreedyRun, SameStart
@@ -176,6 +177,18 @@ class TFSide(Protocol):
     # generation
     def generator(self) -> Generator: ...  # exit 2 where the side cannot generate
 
+    # what it takes from its reference when it is paired with one (a model of one's own:
+    # the reference's config and tokenizer); itself for the others
+    def bound(self, pt: Any) -> TFSide: ...
+
+    # what only some sides can read off their model (the Hugging Face TF side); the
+    # others refuse by name (exit 2)
+    def lm_head(self) -> LMHead | None: ...  # None: a base model, no output embeddings
+    def with_lm_head(self, *, allow_pickle: bool = False) -> TFSide: ...  # where one is held
+    def embedding_parts(self) -> EmbeddingParts: ...
+    def position_facts(self) -> PositionFacts: ...
+    def default_position_ids(self, input_ids: np.ndarray) -> np.ndarray: ...
+
 
 class Reference(Protocol):
     """The PyTorch side a TF side is judged against: a live model, or stored outputs."""
@@ -200,8 +213,19 @@ class Reference(Protocol):
     def weights(self) -> dict[str, np.ndarray]: ...
     def named_weights(self) -> list[tuple[str, Any]]: ...  # (name, tensor); none if stored
     def head_weight_names(self) -> list[str]: ...
+    def gradients_refusal(self) -> str | None: ...  # why it cannot be differentiated
     def gradients(self, batch: Batch, objective: Any, *, float64: bool = False) -> Any: ...
     def in_precision(self, precision: str) -> Reference: ...
+
+    # greedy generation (exit 2 where the reference cannot generate: stored outputs)
+    def greedy(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun: ...
+    def step_logits(
+        self, prompt: np.ndarray, tokens: np.ndarray, *, float64: bool = False
+    ) -> np.ndarray: ...  # [len(tokens), vocab], recomputed without a cache
+    def encoder(self) -> Reference: ...  # a seq2seq reference's encoder alone
+    def decoder_states(
+        self, input_ids: np.ndarray, decoder_input_ids: np.ndarray, *, float64: bool = False
+    ) -> list[np.ndarray]: ...  # a seq2seq decoder's hidden states, teacher-forced
 
 
 _UNSET: Any = object()
@@ -230,6 +254,11 @@ def config_limits(
         type_vocab_size=types,
         position_table=table,
     )
+
+
+TYING = "the embeddings check (tying)"
+EMBEDDING_TABLES = "the model's embedding tables (word, position, token type, LayerNorm)"
+POSITION_FACTS = "how the model encodes positions and which position ids it uses by default"
 
 
 class TFSideBase:
@@ -295,6 +324,41 @@ class TFSideBase:
         ...), which the cross-check judges by budgets; None: float32, judged as such.
         A side that runs in a chosen precision says so through ``execution`` instead."""
         return None
+
+    @property
+    def side_kind(self) -> str:
+        """What kind of side this is, in words, for the refusals ("a KerasHubModel")."""
+        return f"a {type(self).__name__}"
+
+    def bound(self, pt: Any) -> TFSide:
+        """Itself: only a model of one's own takes anything (its config and tokenizer)
+        from the reference it is paired with."""
+        return self  # type: ignore[return-value]
+
+    def lm_head(self) -> LMHead | None:
+        raise self._not_exposed("the model's LM head and word embeddings", TYING)
+
+    def with_lm_head(self, *, allow_pickle: bool = False) -> TFSide:
+        raise self._not_exposed("the model's LM head and word embeddings", TYING)
+
+    def embedding_parts(self) -> EmbeddingParts:
+        raise self._not_exposed(EMBEDDING_TABLES, "diagnose")
+
+    def position_facts(self) -> PositionFacts:
+        raise self._not_exposed(POSITION_FACTS, "the positions check")
+
+    def default_position_ids(self, input_ids: np.ndarray) -> np.ndarray:
+        raise self._not_exposed(POSITION_FACTS, "the positions check")
+
+    def _not_exposed(self, what: str, check: str) -> TfparityError:
+        """The refusal (exit 2) of a check that reads ``what`` off the model, which only
+        the Hugging Face TF side can; it names the side and what the check takes."""
+        name = self.name  # type: ignore[attr-defined]
+        return TfparityError(
+            f"{check[0].upper()}{check[1:]} needs {what}, which {name} ({self.side_kind}) "
+            "does not expose; it checks Hugging Face TF models (a MODEL spec such as "
+            "tiny:bert or minilm, or a TFPreTrainedModel)."
+        )
 
     def word_matrix(self) -> np.ndarray:
         """The word-embedding matrix's values, as numpy (checks never touch variables)."""
@@ -372,3 +436,91 @@ class TFSideBase:
             "(HF TF generate) and keras-hub CausalLM tasks (CausalLM.generate with a "
             "greedy sampler)."
         )
+
+
+class ReferenceBase:
+    """The answers of a reference that lacks a capability, stated once, each refusing by
+    name (exit 2) rather than failing on a missing attribute: stored outputs (a golden
+    file) cannot be differentiated nor generate, a module of one's own has no sub-layer
+    taps. The live PyTorch reference overrides what it has.
+
+    A caller tells a reference from anything else by this class, never by a concrete
+    one. Subclasses hold ``name``, ``config``, ``notes``, ``holdings`` and
+    ``config_changes`` (see :class:`Reference`) and their own :meth:`run`.
+    """
+
+    @property
+    def reference_kind(self) -> str:
+        """What kind of reference this is, in words, for the refusals."""
+        return f"a {type(self).__name__}"
+
+    def recorded(
+        self, batch: Batch, *, float64: bool = False, tapped: bool = False
+    ) -> tuple[Trace, dict[str, np.ndarray]]:
+        """A run, without sub-layer taps (``localisable()`` is False)."""
+        return self.run(batch, float64=float64), {}  # type: ignore[attr-defined]
+
+    def localisable(self) -> bool:
+        return False
+
+    def weight_scope(self, layer: int | str, component: str | None) -> list[tuple[str, str]]:
+        """Where a component's parameters are, by name: an architecture fact."""
+        from .taps import weight_scope
+
+        return weight_scope(self.config, layer, component)  # type: ignore[attr-defined]
+
+    def weights(self) -> dict[str, np.ndarray]:
+        """None visible: weight-level hints then say they need the live model."""
+        return {}
+
+    def named_weights(self) -> list[tuple[str, Any]]:
+        return []
+
+    def head_weight_names(self) -> list[str]:
+        return []
+
+    def in_precision(self, precision: str) -> Any:
+        if precision == "fp32":
+            return self
+        raise TfparityError(
+            f"{self._label()}: a cross-check in {precision} needs the live PyTorch model in "
+            f"{precision}; give pt= a MODEL spec (on the command line: drop "
+            "--load-outputs/--save-outputs)."
+        )
+
+    def gradients_refusal(self) -> str | None:
+        """Why the gradients check cannot differentiate this reference; None: it can."""
+        return (
+            f"{self._label()}: the gradients check needs a live PyTorch model to "
+            "differentiate; give pt= a MODEL spec (or a PTModel, or a Hugging Face PyTorch "
+            "model)."
+        )
+
+    def gradients(self, batch: Batch, objective: Any, *, float64: bool = False) -> Any:
+        raise TfparityError(self.gradients_refusal() or "")
+
+    def greedy(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
+        raise self._cannot_generate()
+
+    def step_logits(
+        self, prompt: np.ndarray, tokens: np.ndarray, *, float64: bool = False
+    ) -> np.ndarray:
+        raise self._cannot_generate()
+
+    def encoder(self) -> Reference:
+        raise self._cannot_generate()
+
+    def decoder_states(
+        self, input_ids: np.ndarray, decoder_input_ids: np.ndarray, *, float64: bool = False
+    ) -> list[np.ndarray]:
+        raise self._cannot_generate()
+
+    def _cannot_generate(self) -> TfparityError:
+        return TfparityError(
+            f"{self._label()}: `tfparity generate` judges TF against PyTorch generate, "
+            "which needs a live Hugging Face PyTorch LM; give pt= a MODEL spec (or a "
+            "PTModel)."
+        )
+
+    def _label(self) -> str:
+        return f"{self.name} is {self.reference_kind}"  # type: ignore[attr-defined]

@@ -5,9 +5,15 @@ logits recomputed without a cache in float32 and float64 (the referee).
 A causal LM continues the prompt; a seq2seq model (T5) reads the prompt with its
 encoder and decodes from its decoder start token (:func:`..interfaces.greedy.decoder_start`, a fact
 of the config), so its tokens are the decoder's.
+
+These are the live reference's methods (:meth:`~.pt_model.PTModel.greedy`, ``step_logits``,
+``encoder``); ``model`` is that :class:`~.pt_model.PTModel` (typed ``Any``: it imports this
+module).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -15,10 +21,9 @@ from ...errors import TfparityError
 from ...inputs import Batch
 from ..interfaces.greedy import GreedyRun, decoder_fed, decoder_start, fed_sequence, greedy_config
 from ..runtime.imports import import_torch, import_transformers
-from .pt_model import PTModel, cls_from_model
 
 
-def pt_generate(model: PTModel, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
+def pt_generate(model: Any, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
     """PyTorch ``generate``, greedy, ``new_tokens`` steps from ``prompt`` (one sequence,
     no padding), with each step's raw logits; the end-of-sequence token does not stop it."""
     torch = import_torch()
@@ -36,7 +41,7 @@ def pt_generate(model: PTModel, prompt: np.ndarray, new_tokens: int) -> GreedyRu
 
 
 def step_logits(
-    model: PTModel, prompt: np.ndarray, tokens: np.ndarray, *, float64: bool = False
+    model: Any, prompt: np.ndarray, tokens: np.ndarray, *, float64: bool = False
 ) -> np.ndarray:
     """The logits that chose each of ``tokens`` after ``prompt``, recomputed without a
     cache (one call over the prompt and the tokens fed; see
@@ -51,9 +56,10 @@ def step_logits(
     return np.asarray(trace["logits"])[0, len(prompt) - 1 :]
 
 
-def encoder_reference(model: PTModel) -> PTModel:
+def encoder_model(model: Any) -> Any:
     """A seq2seq reference's encoder alone (``T5EncoderModel``: the class the other
-    checks run), holding its weights: what the cross-check compares a TF encoder with."""
+    checks run), as a PyTorch model holding its weights: what the cross-check compares a
+    TF encoder with."""
     from ...architectures import for_config
 
     cls = getattr(import_transformers(), for_config(model.config).pt_class)
@@ -64,4 +70,4 @@ def encoder_reference(model: PTModel) -> PTModel:
             f"{model.name}'s weights do not fill its encoder {cls.__name__} (missing: "
             f"{', '.join(missing[:4])})."
         )
-    return cls_from_model(encoder, f"{model.name}, its encoder")
+    return encoder

@@ -27,6 +27,7 @@ import numpy as np
 from ...errors import TfparityError
 from ...inputs import Batch
 from ...trace import Trace
+from ..interfaces.sides import ReferenceBase
 from ..runtime.imports import import_torch, import_transformers
 from ..user.calls import available_inputs
 from .pt_model import PTModel, default_dtype, evaluated
@@ -38,10 +39,10 @@ FLOAT32_IN_FLOAT64 = (
 )
 
 
-def reference_object(pt: Any) -> PTModel:
+def reference_object(pt: Any) -> ReferenceBase:
     """The reference ``pt`` names when it is an object (see the module's docstring);
     anything else is refused (exit 2), naming what it may be."""
-    if isinstance(pt, PTModel):  # a live model or a StoredReference
+    if isinstance(pt, ReferenceBase):  # a live model, stored outputs, a module of one's own
         return pt
     if isinstance(pt, import_transformers().PreTrainedModel):
         return PTModel(type(pt).__name__, evaluated(pt), pt.config)
@@ -58,7 +59,7 @@ def reference_object(pt: Any) -> PTModel:
 
 def reference_config(pt: Any) -> Any:
     """The Hugging Face config of the reference object ``pt`` (exit 2 without one)."""
-    if isinstance(pt, PTModel):
+    if isinstance(pt, ReferenceBase):
         return pt.config
     return reference_object(pt).config
 
@@ -171,11 +172,23 @@ class OwnReference(PTModel):
             else inner
         )
 
-    def gradients(self, batch: Batch, objective: Any, *, float64: bool = False) -> Any:
-        raise TfparityError(
+    @property
+    def reference_kind(self) -> str:
+        return "a torch module of your own"
+
+    def gradients_refusal(self) -> str | None:
+        return (
             f"{self.name} is a torch module of your own: the gradients check differentiates "
             "Hugging Face PyTorch models (give pt= a MODEL spec or a PreTrainedModel)."
         )
+
+    # Refused by name (exit 2), as the base states them: a module of one's own has no
+    # PyTorch generate and no encoder-decoder layout to call.
+    gradients = ReferenceBase.gradients
+    greedy = ReferenceBase.greedy
+    step_logits = ReferenceBase.step_logits
+    encoder = ReferenceBase.encoder
+    decoder_states = ReferenceBase.decoder_states
 
 
 def _call(model: Any, inputs: dict[str, Any]) -> Any:

@@ -25,7 +25,8 @@ from ...errors import TfparityError
 from ...inputs import Batch
 from ...trace import Trace
 from ..hf_tf.loading import PT_PICKLE, PT_SAFETENSORS, pt_head_class
-from ..interfaces.greedy import teacher_forced_decoder
+from ..interfaces.greedy import GreedyRun, teacher_forced_decoder
+from ..interfaces.sides import ReferenceBase
 from ..runtime.imports import import_torch, import_transformers
 from ..sources.holdings import Holdings, refuse_unused_body
 from ..sources.specs import ModelSpec
@@ -33,8 +34,9 @@ from .config import apply_changes, changed_note, label, rejected, rejecting
 
 
 @dataclass
-class PTModel:
-    """A PyTorch model in eval mode, with a float64 copy made on demand (the referee)."""
+class PTModel(ReferenceBase):
+    """A PyTorch model in eval mode, with a float64 copy made on demand (the referee):
+    the live reference, which can do all a :class:`~..interfaces.sides.Reference` does."""
 
     name: str
     model: Any
@@ -236,6 +238,13 @@ class PTModel:
 
         return taps.weight_scope(self.config, layer, component)
 
+    @property
+    def reference_kind(self) -> str:
+        return "a live PyTorch model"
+
+    def gradients_refusal(self) -> str | None:
+        return None
+
     def gradients(self, batch: Batch, objective: Any, *, float64: bool = False) -> Any:
         """The gradients check's scalar differentiated on the ``input_ids`` path (a
         :class:`~..interfaces.gradients.GradientRun`), weights named as :meth:`weights`
@@ -260,6 +269,30 @@ class PTModel:
         )
         return run
 
+    # ------------------------------------------------------------------ generation
+
+    def greedy(self, prompt: np.ndarray, new_tokens: int) -> GreedyRun:
+        """PyTorch ``generate``, greedy (see :func:`.generation.pt_generate`)."""
+        from .generation import pt_generate
+
+        return pt_generate(self, prompt, new_tokens)
+
+    def step_logits(
+        self, prompt: np.ndarray, tokens: np.ndarray, *, float64: bool = False
+    ) -> np.ndarray:
+        """Each step's logits without a cache (see :func:`.generation.step_logits`)."""
+        from .generation import step_logits
+
+        return step_logits(self, prompt, tokens, float64=float64)
+
+    def encoder(self) -> PTModel:
+        """A seq2seq reference's encoder alone (see :func:`.generation.encoder_model`)."""
+        from .generation import encoder_model
+
+        return cls_from_model(encoder_model(self), f"{self.name}, its encoder")
+
+    # ------------------------------------------------------------------ weights
+
     def weights(self) -> dict[str, np.ndarray]:
         """Parameters as numpy by state-dict name (for weight-level hints; float32 ones for
         a reduced-precision copy, since the TF weights stay float32 under a mixed policy).
@@ -275,8 +308,8 @@ class PTModel:
         return {k.removeprefix(body): v for k, v in found.items()}
 
     def named_weights(self) -> list[tuple[str, Any]]:
-        """``(name, tensor)`` of its state dict; none for stored outputs (no model)."""
-        return [] if self.model is None else list(self.model.state_dict().items())
+        """``(name, tensor)`` of its state dict."""
+        return list(self.model.state_dict().items())
 
     def head_weight_names(self) -> list[str]:
         """The head's parameters (``classifier.bias``), named as :meth:`weights` names

@@ -4,6 +4,10 @@
 ``weights``, ``config``) from a :class:`tfparity.golden.Golden` instead of a live
 model, so ``crosscheck`` runs unchanged against it. :func:`capture` makes one from a
 live :class:`PTModel` (running it once), which is what ``--save-outputs`` stores.
+
+It is not a PyTorch model: what needs one (gradients, generation, a run in another
+precision) it refuses by name, exit 2, as :class:`~..interfaces.sides.ReferenceBase`
+states it.
 """
 
 from __future__ import annotations
@@ -21,20 +25,27 @@ from ...golden import Golden, StoredRun, batch_inputs, load_reference, match_bat
 from ...inputs import Batch
 from ...trace import Trace
 from ..interfaces import taps
+from ..interfaces.sides import ReferenceBase
+from ..sources.holdings import Holdings
 from .pt_model import PTModel
 
 
 @dataclass
-class StoredReference(PTModel):
+class StoredReference(ReferenceBase):
     """The reference's runs for known batches; ``source`` is the live model it was
     captured from (None when loaded from a file: weight hints are then unavailable)."""
 
-    golden: Golden | None = None
+    name: str
+    config: Any
+    golden: Golden
+    notes: list[str] = field(default_factory=list)
+    holdings: Holdings | None = None
+    config_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # none: stored
     source: PTModel | None = None
     _index: dict[bytes, int] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        for i, run in enumerate(self.golden.runs if self.golden else []):
+        for i, run in enumerate(self.golden.runs):
             self._index[_key(run.inputs)] = i
 
     @classmethod
@@ -48,22 +59,18 @@ class StoredReference(PTModel):
         ]
         return cls(
             name=f"{golden.reference} (stored in {path})",
-            model=None,
             config=SimpleNamespace(**golden.config),
-            notes=notes,
             golden=golden,
+            notes=notes,
         )
 
-    def fp64(self) -> Any:
-        raise TfparityError("A stored reference has no float64 model; its fp64 run is stored.")
+    @property
+    def reference_kind(self) -> str:
+        return "stored outputs (a golden file: PyTorch's float32 and float64 runs)"
 
-    def in_precision(self, precision: str) -> PTModel:
-        if precision == "fp32":
-            return self
-        raise TfparityError(
-            f"Stored PyTorch outputs are float32 and float64 runs; a cross-check in "
-            f"{precision} needs the live PyTorch model (drop --load-outputs/--save-outputs)."
-        )
+    def localisable(self) -> bool:
+        """Whether the file holds the sub-layer taps of its runs."""
+        return bool(self.golden.tapped)
 
     def run(self, batch: Batch, *, float64: bool = False) -> Trace:
         return self.recorded(batch, float64=float64)[0]
@@ -80,6 +87,10 @@ class StoredReference(PTModel):
 
     def weights(self) -> dict[str, np.ndarray]:
         return self.source.weights() if self.source is not None else {}
+
+    def named_weights(self) -> list[tuple[str, Any]]:
+        """The live model's, where it was captured from one; none from a file."""
+        return self.source.named_weights() if self.source is not None else []
 
     def head_weight_names(self) -> list[str]:
         """The live model's head weights; none from a file (no model to compare)."""
@@ -114,10 +125,9 @@ def capture(pt_model: PTModel, batches: Sequence[Batch], model: str = "") -> Sto
     )
     return StoredReference(
         name=pt_model.name,
-        model=pt_model.model,
         config=pt_model.config,
-        notes=list(pt_model.notes),
         golden=golden,
+        notes=list(pt_model.notes),
         source=pt_model,
     )
 

@@ -1,0 +1,241 @@
+"""How every command names the model it runs: one table, one way to add the options.
+
+A user who learned ``crosscheck --tf A --pt B`` should not be stopped by the next
+command with "unrecognized arguments". So every command that runs a TF model gets the
+same model-naming options from :func:`add_model_naming`, each with one help text, and
+:data:`NAMING` says, per command, which of them it takes and why each other one does
+not apply. An option that does not apply is still parsed (hidden from ``--help``) and
+refused by :func:`settle_model_naming` with exit 2 and that reason: one rule, in every
+command, instead of argparse's bare "unrecognized arguments".
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import TfparityError
+
+# What MODEL means when neither MODEL nor --tf is given (a real pretrained BERT).
+DEFAULT_MODEL = "minilm"
+
+# The model-naming options, in the order a command's --help lists them.
+OPTIONS = (
+    "MODEL",
+    "--allow-pickle",
+    "--tf",
+    "--pt",
+    "--source",
+    "--signature",
+    "--head",
+    "--pt-config",
+)
+
+NO_REFERENCE = "it runs the TF model alone, with no PyTorch reference to name or change"
+NOT_EXPORTS = (
+    "it runs a Hugging Face TF, keras-hub or own model, not an export (a SavedModel, a "
+    ".keras or LiteRT file), which alone needs a source and a signature"
+)
+OWN_CLASS = (
+    "it runs the class MODEL's config names; tiny:<model_type>/<head> loads a tiny "
+    "model with a head (--head picks the class on both sides of a comparison)"
+)
+
+
+@dataclass(frozen=True)
+class Naming:
+    """The model-naming options one command takes; ``refused`` maps each other option
+    of :data:`OPTIONS` to why it does not apply (the sentence the refusal prints).
+    Every option is in one of the two, so a new option must be decided per command."""
+
+    takes: tuple[str, ...]
+    refused: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        named = sorted((*self.takes, *self.refused))
+        if named != sorted(OPTIONS):
+            raise ValueError(f"a Naming must decide each of {OPTIONS} once, not {named}")
+
+
+_TF_ALONE = Naming(
+    takes=("MODEL", "--allow-pickle"),
+    refused={
+        "--tf": f"{NO_REFERENCE}; name that model as MODEL",
+        "--pt": NO_REFERENCE,
+        "--pt-config": NO_REFERENCE,
+        "--source": NOT_EXPORTS,
+        "--signature": NOT_EXPORTS,
+        "--head": OWN_CLASS,
+    },
+)
+
+# Per command that runs a TF model: the options it takes, and why not the others.
+NAMING: dict[str, Naming] = {
+    "check": Naming(
+        takes=("MODEL", "--allow-pickle", "--source", "--signature", "--head", "--pt-config"),
+        refused={
+            "--tf": "check judges MODEL, and cross-checks it against its own checkpoint; a "
+            "port against another reference is `tfparity crosscheck --tf TF_MODEL --pt "
+            "PT_MODEL`",
+            "--pt": "check cross-checks MODEL against its own checkpoint (an export's: "
+            "--source); another reference is `tfparity crosscheck --tf TF_MODEL --pt "
+            "PT_MODEL`",
+        },
+    ),
+    "crosscheck": Naming(takes=OPTIONS),
+    "generate": Naming(
+        takes=("MODEL", "--allow-pickle", "--tf", "--pt", "--pt-config"),
+        refused={
+            "--source": "generation runs the model's own generate (Hugging Face TF, a "
+            "keras-hub CausalLM), which an export does not have",
+            "--signature": "generation runs the model's own generate (Hugging Face TF, a "
+            "keras-hub CausalLM), which an export does not have",
+            "--head": "generate loads the LM head itself: causal-lm, or seq2seq-lm for T5/mT5",
+        },
+    ),
+    "gradients": Naming(
+        takes=("MODEL", "--allow-pickle", "--tf", "--pt", "--head", "--pt-config"),
+        refused={
+            "--source": "gradients differentiate the TF model on a tape, which an export "
+            "(a traced graph) does not offer",
+            "--signature": "gradients differentiate the TF model on a tape, which an "
+            "export (a traced graph) does not offer",
+        },
+    ),
+    "sweep": Naming(
+        takes=("MODEL", "--allow-pickle", "--tf", "--pt", "--signature", "--pt-config"),
+        refused={
+            "--source": "a sweep's export takes its config and tokenizer from --pt, its reference",
+            "--head": OWN_CLASS,
+        },
+    ),
+    "modes": _TF_ALONE,
+    "diagnose": _TF_ALONE,
+    "embeddings": _TF_ALONE,
+    "positions": _TF_ALONE,
+}
+
+# The commands that run no model, and why (the table is complete: a test holds that).
+NO_MODEL = {
+    "devices": "lists the devices TensorFlow and PyTorch see; it loads no model",
+    "merge": "merges sweep output directories; it loads no model",
+}
+
+
+def model_help() -> str:
+    """MODEL's help, its lists taken from the registry (which imports no framework)."""
+    from ..architectures import tiny_types, torch_only_tiny_types
+    from ..architectures.heads import UNSUPPORTED, Head
+
+    heads = [h.value for h in Head if h is not Head.BASE and h not in UNSUPPORTED]
+    return (
+        "a directory with config.json and weights, a cached Hugging Face id, 'minilm' "
+        "(default: a real pretrained BERT), 'tiny:<model_type>' (a seeded 2-layer model: "
+        f"{', '.join(tiny_types())}; PyTorch only, TF through 'keras-hub:tiny:<model_type>': "
+        f"{', '.join(torch_only_tiny_types())}), 'tiny:<model_type>/<head>' (with a seeded "
+        f"task head: {', '.join(heads)}), 'keras-hub:<SPEC>' (the checkpoint SPEC "
+        "names, converted by keras-hub), or an export: a SavedModel directory or a .keras "
+        "file (its config and tokenizer from --source or --pt)"
+    )
+
+
+def _head_choices() -> dict:
+    from ..architectures.heads import head_names
+
+    return {
+        "choices": head_names(),
+        "help": "the model class to check on both sides: "
+        f"{', '.join(head_names())} (default: the one config.json's architectures names; "
+        "tiny:<model_type>/<KIND> for a seeded tiny head)",
+    }
+
+
+# Each option's argparse arguments: the one help text every command shows.
+ARGUMENTS: dict[str, Callable[[], dict]] = {
+    "MODEL": lambda: {"nargs": "?", "help": model_help()},
+    "--allow-pickle": lambda: {
+        "action": "store_true",
+        "help": "allow loading pickled PyTorch checkpoints (pytorch_model.bin) with "
+        "torch.load(weights_only=True)",
+    },
+    "--tf": lambda: {
+        "metavar": "TF_MODEL",
+        "help": "the TF port under test (a MODEL spec), in place of MODEL; checked "
+        "against --pt, which it needs",
+    },
+    "--pt": lambda: {
+        "metavar": "PT_MODEL",
+        "help": "the PyTorch reference (a MODEL spec; default: the TF model's own "
+        "checkpoint). An export or a keras-hub preset directory takes its config, "
+        "tokenizer (and weight map) from it",
+    },
+    "--source": lambda: {
+        "metavar": "SOURCE_MODEL",
+        "help": "for an export (a SavedModel directory, a .keras file): the MODEL spec it "
+        "was exported from, which gives its config and tokenizer; the report then compares "
+        "the export with its source, the export with PyTorch and the source with PyTorch",
+    },
+    "--signature": lambda: {
+        "metavar": "NAME",
+        "help": "for a SavedModel or a LiteRT flatbuffer with several signatures: the one "
+        "that runs (default: serving_default, else the only one); an unknown NAME exits 2 "
+        "listing the signatures it has. One without an attention mask runs unpadded "
+        "batches, of one length each",
+    },
+    "--head": lambda: {"metavar": "KIND", **_head_choices()},
+    "--pt-config": lambda: {
+        "action": "append",
+        "metavar": "KEY=VALUE",
+        "help": "build the PyTorch reference (and its float64 referee) with this config "
+        "field changed from its checkpoint's (repeatable; VALUE read as JSON where it "
+        "parses: numbers, true/false, null; else a string), e.g. hidden_act="
+        "gelu_pytorch_tanh to check the rest of a port whose known difference is its GELU; "
+        "the report says the reference is not the checkpoint's own",
+    },
+}
+
+
+def dest(option: str) -> str:
+    """The attribute an option's value lands on (``--pt-config`` -> ``pt_config``)."""
+    return "model" if option == "MODEL" else option.lstrip("-").replace("-", "_")
+
+
+def add_model_naming(parser: argparse.ArgumentParser, command: str) -> None:
+    """Add every model-naming option to ``command``'s parser: those it takes with their
+    help, the others hidden, so that :func:`settle_model_naming` refuses them by name."""
+    naming = NAMING[command]
+    for option in OPTIONS:
+        arguments = ARGUMENTS[option]()
+        if option not in naming.takes:  # parsed as usual, to be refused with its reason
+            kept = {k: v for k, v in arguments.items() if k in ("action", "nargs")}
+            arguments = {**kept, "help": argparse.SUPPRESS}
+        if option == "MODEL":  # None: given or not is told apart; settle sets the default
+            parser.add_argument("model", metavar="MODEL", default=None, **arguments)
+        else:
+            parser.add_argument(option, dest=dest(option), **arguments)
+
+
+def settle_model_naming(args: argparse.Namespace) -> None:
+    """Refuse what the command's :data:`NAMING` refuses, and the model named twice or a
+    port without its reference (exit 2, before anything loads); then ``args.model`` is
+    the TF model under test: ``--tf``, else MODEL, else :data:`DEFAULT_MODEL`."""
+    naming = NAMING.get(getattr(args, "command", None) or "")
+    if naming is None:
+        return
+    for option, why in naming.refused.items():
+        if getattr(args, dest(option), None) not in (None, False, []):
+            raise TfparityError(f"`tfparity {args.command}` does not take {option}: {why}.")
+    tf, model = getattr(args, "tf", None), args.model
+    if tf is not None and model is not None:
+        raise TfparityError(
+            f"MODEL ({model}) and --tf {tf} both name the TF model under test: give one "
+            "(--tf with --pt for a port and its reference, or MODEL alone)."
+        )
+    if tf is not None and getattr(args, "pt", None) is None:
+        raise TfparityError(
+            f"--tf {tf} names the TF model, but nothing names its PyTorch reference: add "
+            "--pt PT_MODEL (the checkpoint it was ported from), or drop --tf to check "
+            "MODEL against its own checkpoint."
+        )
+    args.model = tf or model or DEFAULT_MODEL
