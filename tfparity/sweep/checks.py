@@ -18,6 +18,7 @@ import numpy as np
 from ..adapters.interfaces.sides import TFSide
 from ..checks.positions import EQUIVARIANCE_TOLERANCE
 from ..compare import Referee, Tolerance, row_counts, row_rms
+from ..errors import TfparityError
 from ..trace import Trace
 from .bucketing import PaddedBatch
 from .generate import GenerateCheck
@@ -185,7 +186,12 @@ class SweepChecks:
         return self.generate.run(ctx.padded)
 
     def _positions(self, ctx: BatchContext) -> list[RowResult]:
-        facts = self.tf_model.position_facts()
+        try:
+            facts = self.tf_model.position_facts()
+        except TfparityError as refused:  # a side that does not expose them (keras-hub)
+            # one item's note, not the sweep's end: the other checks still judge it
+            note = f"positions: not checked: {refused}"
+            return [RowResult(None, 0.0, None, note=note) for _ in ctx.rows]
         if not facts.takes_position_ids or facts.kind != "absolute" or facts.causal:
             note = (
                 f"positions: equivariance does not apply ({facts.kind} positions"

@@ -539,8 +539,8 @@ class KerasHubModel(TFSideBase):
         (as :meth:`reloaded` does). Where keras-hub cannot convert it, or the paths do
         not match (another architecture), there are no weight hints (the preset's note
         says so). Not a preset, or already bound: itself."""
-        spec = as_spec(pt_spec)
-        spec = spec.inner if spec.kind == "keras-hub" else spec
+        given = as_spec(pt_spec)
+        spec = given.inner if given.kind == "keras-hub" else given
         if self.stated is None or self.ports or spec is None:
             return self
         directory = checkpoint_dir(spec)
@@ -559,13 +559,13 @@ class KerasHubModel(TFSideBase):
         notes = list(self.notes)
         if rebound and PRESET_NOTE not in notes:  # a backbone from a .keras file
             notes.append(
-                f"Weight hints follow keras-hub's converter run on {pt_spec} ({len(rebound)} "
+                f"Weight hints follow keras-hub's converter run on {given.text} ({len(rebound)} "
                 f"of {len(ports)} ported variables matched this backbone's by path)."
             )
         elif rebound:
             notes[notes.index(PRESET_NOTE)] = (
                 f"A keras-hub preset directory: weight hints follow keras-hub's converter "
-                f"run on {pt_spec} ({len(rebound)} of {len(ports)} ported variables matched "
+                f"run on {given.text} ({len(rebound)} of {len(ports)} ported variables matched "
                 "this backbone's by path); the tokenizer, and the config fields the preset "
                 "does not state, are that checkpoint's."
             )

@@ -40,6 +40,10 @@ class ModelSpec:
     inner: ModelSpec | None = None
     head: Head | None = None  # tiny:<model_type>/<head>: that task head, seeded
 
+    def __str__(self) -> str:
+        """What the user typed: a spec in a message reads as they wrote it."""
+        return self.text
+
 
 def parse_spec(text: str) -> ModelSpec:
     """Classify ``text``; raise :class:`TfparityError` when it cannot name a model."""
