@@ -507,7 +507,8 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("keras-hub-exports",),
         keep=_export_verdicts,
         tested=False,
-        why_untested="tests/test_pt_config.py checks the same verdicts on its own exports",
+        why_untested="tests/adapters/reference/test_pt_config.py checks the same verdicts on "
+        "its own exports",
     ),
     Example(
         "export-keras-hub-pt-config-faulty",
@@ -528,7 +529,8 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("keras-hub-exports",),
         keep=_verdicts_and_divergences,
         tested=False,
-        why_untested="tests/test_pt_config.py checks the same localisation on its own exports",
+        why_untested="tests/adapters/reference/test_pt_config.py checks the same localisation "
+        "on its own exports",
     ),
     Example(
         "crosscheck-task-head",
@@ -680,7 +682,7 @@ EXAMPLES: tuple[Example, ...] = (
         1,
         run=_t5_decoder_fault,
         tested=False,
-        why_untested="tests/test_generation_seq2seq.py runs the same fault and checks it",
+        why_untested="tests/checks/test_generation_seq2seq.py runs the same fault and checks it",
     ),
     Example(
         "generate-keras-hub-qwen2",
@@ -688,7 +690,8 @@ EXAMPLES: tuple[Example, ...] = (
         0,
         ("generate", "keras-hub:tiny:qwen2", "--new-tokens", "8", "--text", "Hello world."),
         tested=False,
-        why_untested="tests/test_keras_hub_task.py runs the same generation and checks it",
+        why_untested="tests/adapters/keras_hub/test_keras_hub_task.py runs the same generation "
+        "and checks it",
     ),
     Example(
         "crosscheck-keras-hub-causal-lm",
@@ -696,7 +699,8 @@ EXAMPLES: tuple[Example, ...] = (
         0,
         ("crosscheck", "keras-hub:tiny:gpt2/causal-lm", "--no-reload", "--random", "2"),
         tested=False,
-        why_untested="tests/test_keras_hub_task.py runs the same cross-check and checks it",
+        why_untested="tests/adapters/keras_hub/test_keras_hub_task.py runs the same cross-check "
+        "and checks it",
     ),
     Example(
         "litert-int8",
@@ -715,8 +719,8 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         setup=("litert-int8",),
         tested=False,
-        why_untested="converts a flatbuffer first (15 s or more); tests/test_litert.py runs "
-        "the same command on its own conversion",
+        why_untested="converts a flatbuffer first (15 s or more); "
+        "tests/adapters/exported/test_litert.py runs the same command on its own conversion",
     ),
     Example(
         "litert-fault",
@@ -736,8 +740,8 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("litert-fault",),
         keep=_divergence_and_hint,
         tested=False,
-        why_untested="converts a flatbuffer first (15 s or more); tests/test_litert.py "
-        "checks the same localisation",
+        why_untested="converts a flatbuffer first (15 s or more); "
+        "tests/adapters/exported/test_litert.py checks the same localisation",
     ),
     Example(
         "export-faulty",
@@ -788,7 +792,8 @@ BY_NAME = {e.name: e for e in EXAMPLES}
 EXCLUDED: dict[str, str] = {
     "docs/keras-hub.md (the `$ tfparity ...` excerpts)": (
         "several commands per block, cut with `...`; their verdicts are the page's "
-        "table, which scripts/keras_hub_table.py writes and tests/test_keras_hub.py checks"
+        "table, which scripts/keras_hub_table.py writes and "
+        "tests/adapters/keras_hub/test_keras_hub.py checks"
     ),
     "docs/benchmarks.md": "timings and memory: scripts/bench.py prints them",
     "docs/sweep.md (--engine ray)": "needs Ray and a cluster; the page shows commands only",

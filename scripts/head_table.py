@@ -7,7 +7,7 @@ weight is off by 0.01, both cross-checked against PyTorch.
 Prints a markdown table: per pair, whether transformers has both classes, the clean
 verdict with the task-level agreement, and the broken port's verdict with where it was
 localised. A measurement for the docs and the issue notes, not a test: CI runs the pairs
-in tests/test_heads.py.
+in tests/architectures/test_heads.py.
 """
 
 from __future__ import annotations

@@ -46,19 +46,19 @@ LIST = Path(__file__).resolve().parents[1] / "tests" / "kernel_tests.txt"
 # the rounding it calibrated on. Kept: minilm (the kernels move its ratios up to 3x),
 # reduced precision, and MobileBERT (the one tiny family whose ratios moved, 1.44x).
 UNSEEN = (
-    "tests/test_lazy_referee.py::test_lazy_matches_full_on_the_repo_corpus_with_fewer_float64_rows",
-    "tests/test_lazy_referee.py::test_lazy_matches_full_on_every_fault_of_the_catalogue[mobilebert]",
-    "tests/test_lazy_referee.py::test_lazy_matches_full_on_clean_models_in_reduced_precision[fp16]",
-    "tests/test_lazy_referee.py::test_lazy_matches_full_on_clean_models_in_reduced_precision[bf16]",
+    "tests/checks/test_lazy_referee.py::test_lazy_matches_full_on_the_repo_corpus_with_fewer_float64_rows",
+    "tests/checks/test_lazy_referee.py::test_lazy_matches_full_on_every_fault_of_the_catalogue[mobilebert]",
+    "tests/checks/test_lazy_referee.py::test_lazy_matches_full_on_clean_models_in_reduced_precision[fp16]",
+    "tests/checks/test_lazy_referee.py::test_lazy_matches_full_on_clean_models_in_reduced_precision[bf16]",
 )
 
 # Tests whose near verdicts judge arrays the test makes itself (numpy, Hypothesis draws):
 # no TF kernel computes them, so the Eigen pass has nothing to add.
 FRAMEWORK_FREE = (
-    "tests/test_compare.py::",
-    "tests/test_referee.py::",
-    "tests/test_masks.py::test_property_",
-    "tests/test_sweep.py::test_property_",
+    "tests/compare/test_compare.py::",
+    "tests/compare/test_referee.py::",
+    "tests/compare/test_masks.py::test_property_",
+    "tests/sweep/test_sweep.py::test_property_",
     "tests/test_orchestration.py::test_api_assertions_and_cli_apply_the_same_lone_atol_rule",
 )
 

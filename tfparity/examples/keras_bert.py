@@ -1,5 +1,5 @@
 """A hand-written Keras 3 BERT checked against Hugging Face's PyTorch BERT: the complete
-example of docs/your-own-model.md, run by its tests (tests/test_user.py).
+example of docs/your-own-model.md, run by its tests (tests/adapters/user/test_user.py).
 
     python -m tfparity.examples.keras_bert
 

@@ -1,7 +1,7 @@
 """A head model of one's own on both sides: a Hugging Face BERT body, a mean-pool and a
 dense classifier, as a tf-keras functional model and as a ``torch.nn.Module``; the
 example of docs/your-own-model.md ("Head models of your own"), run by its tests
-(tests/test_user_reference.py).
+(tests/adapters/reference/test_user_reference.py).
 
     python -m tfparity.examples.own_head
 

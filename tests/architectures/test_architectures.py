@@ -123,7 +123,7 @@ def test_a_model_type_without_a_tf_class_is_refused_clearly():
 
 
 def test_no_model_type_branching_outside_the_registry():
-    root = Path(__file__).resolve().parent.parent / "tfparity"
+    root = Path(__file__).resolve().parents[2] / "tfparity"
     branch = re.compile(r"model_type\s*(==|!=|in |not in )")
     offenders = [
         f"{path.relative_to(root)}:{n}"
@@ -139,7 +139,7 @@ def test_the_architecture_page_is_generated_from_the_registry():
     """docs/architectures.md is what scripts/architecture_table.py writes today."""
     import importlib.util
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     path = root / "scripts" / "architecture_table.py"
     spec = importlib.util.spec_from_file_location("architecture_table", path)
     script = importlib.util.module_from_spec(spec)

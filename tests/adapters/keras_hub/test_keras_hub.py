@@ -22,7 +22,7 @@ from tfparity.architectures.faults import scale  # noqa: E402
 from tfparity.checks.crosscheck import crosscheck  # noqa: E402
 from tfparity.errors import TfparityError  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 INPUTS = InputOptions(random=6, seq_len=16, batch_size=3, seed=1)
 
 

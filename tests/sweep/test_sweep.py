@@ -376,7 +376,7 @@ def test_cli_pt_names_the_reference_and_is_part_of_the_run(corpus, tmp_path, cap
 def test_both_engines_meet_the_sweep_engine_protocol(tiny, corpus):
     """runner.ENGINES holds the local and the Ray engine; each has every member of the
     SweepEngine protocol with its signature, and a started local engine answers each
-    (a started Ray engine: tests/test_sweep_ray.py's isinstance check and run)."""
+    (a started Ray engine: tests/sweep/test_sweep_ray.py's isinstance check and run)."""
     import inspect
 
     from tfparity.adapters.runtime.execution_options import ExecutionOptions

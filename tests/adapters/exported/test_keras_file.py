@@ -53,7 +53,8 @@ def test_clean_keras_file_matches_its_source_and_fails_pytorch_only_as_the_port_
     assert vs_pt.first_divergence.component == "intermediate"
     assert "known difference of this port" in vs_pt.first_divergence.hint
     rerun = "to check the rest of the port, rerun with --pt-config hidden_act=gelu_pytorch_tanh"
-    assert vs_pt.first_divergence.hint.endswith(rerun)  # tests/test_pt_config.py reruns it
+    # tests/adapters/reference/test_pt_config.py reruns it
+    assert vs_pt.first_divergence.hint.endswith(rerun)
     assert "the port is at fault, not the export" in export_verdict(reports)
 
 

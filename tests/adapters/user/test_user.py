@@ -297,7 +297,7 @@ def test_only_eager_float32(port):
 def test_the_docs_page_shows_the_example_module_as_it_is():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     page = (root / "docs" / "your-own-model.md").read_text()
     block = page.split("<!-- code: tfparity/examples/keras_bert.py -->\n```python\n")[1]
     shown = block.split("\n```\n<!-- end of code -->")[0]

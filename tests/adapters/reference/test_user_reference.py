@@ -135,7 +135,7 @@ def test_an_object_that_is_no_reference_is_refused(heads):
 def test_the_docs_page_shows_the_example_module_as_it_is():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     page = (root / "docs" / "your-own-model.md").read_text()
     block = page.split("<!-- code: tfparity/examples/own_head.py -->\n```python\n")[1]
     shown = block.split("\n```\n<!-- end of code -->")[0]
