@@ -639,11 +639,11 @@ def fine_tuned_minilm(directory: Path) -> str:
     from transformers import BertForSequenceClassification
 
     from tfparity.adapters.runtime.imports import import_torch
-    from tfparity.adapters.sources.checkpoints import checkpoint_dir
+    from tfparity.adapters.sources.checkpoint_files import local_dir
     from tfparity.adapters.sources.specs import parse_spec
 
     torch = import_torch()
-    source = checkpoint_dir(parse_spec("minilm"))
+    source = local_dir(parse_spec("minilm"))
     torch.manual_seed(0)
     model = BertForSequenceClassification.from_pretrained(str(source), num_labels=3)
     model.config.architectures = ["BertForSequenceClassification"]

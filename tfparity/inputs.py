@@ -508,3 +508,21 @@ def make_batches(
     for batch in batches:
         check_limits(batch, limits)
     return batches
+
+
+def available_inputs(batch: Batch, config: Any) -> dict[str, np.ndarray]:
+    """The batch's tensors as int32 arrays, as a model of one's own is fed them (a TF
+    callable, or a torch module as the reference): token types (zeros where the batch
+    has none) where the config has a token-type table."""
+    feed = {
+        "input_ids": np.asarray(batch.input_ids, np.int32),
+        "attention_mask": np.asarray(batch.attention_mask, np.int32),
+    }
+    if getattr(config, "type_vocab_size", 0):
+        types = batch.token_type_ids
+        feed["token_type_ids"] = np.asarray(
+            np.zeros_like(feed["input_ids"]) if types is None else types, np.int32
+        )
+    if batch.position_ids is not None:
+        feed["position_ids"] = np.asarray(batch.position_ids, np.int32)
+    return feed

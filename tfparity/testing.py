@@ -130,14 +130,14 @@ def gradient_faults(layer_path: str = "encoder.layer.{i}") -> dict[str, tuple[Fa
 
     def gather(factor: float) -> Any:
         def apply(model: Any) -> Any:
-            from .adapters.runtime.gradient_faults import with_gather_gradient
+            from .adapters.tf_common.gradient_faults import with_gather_gradient
 
             return with_gather_gradient(model, factor)
 
         return apply
 
     def backward(model: Any) -> Any:
-        from .adapters.runtime.gradient_faults import with_layer_backward
+        from .adapters.tf_common.gradient_faults import with_layer_backward
 
         with_layer_backward(find(main_layer(model), layer_path.format(i=1)), 0.5)
         return model

@@ -16,7 +16,41 @@ from typing import Any
 
 import numpy as np
 
-from .compare.nested import flatten  # the module: compare.budgets imports layer_of
+
+def to_numpy(x: Any) -> np.ndarray:
+    """Convert a TF/torch/numpy tensor to numpy without importing a framework."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "detach"):  # torch
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            return x.float().numpy()
+        return x.numpy()
+    if hasattr(x, "numpy"):  # tf
+        # TF's __array__ reads a CPU tensor in place (read-only); .numpy() would copy it.
+        return np.asarray(x) if hasattr(x, "__array__") else np.asarray(x.numpy())
+    return np.asarray(x)
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, np.ndarray]:
+    """Named leaves of a nested output, in order: ``hidden_states[3]``, ``past[0].key``.
+
+    Mappings (including Hugging Face ``ModelOutput``) give ``name`` or ``prefix.name``;
+    sequences give ``prefix[i]``; ``None`` leaves are dropped.
+    """
+    out: dict[str, np.ndarray] = {}
+    if tree is None:
+        return out
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    elif isinstance(tree, (tuple, list)):
+        for i, value in enumerate(tree):
+            out.update(flatten(value, f"{prefix}[{i}]"))
+    else:
+        out[prefix] = to_numpy(tree)
+    return out
+
 
 EMBEDDINGS = "embeddings"  # the layer whose output hidden state 0 is
 _CACHES = ("past_key_values", "mems", "attentions", "cross_attentions")

@@ -17,6 +17,7 @@ One module per concern:
 
 from __future__ import annotations
 
+from ..trace import flatten, to_numpy  # a run's arrays, named: trace's, exported here too
 from .judge import (
     BudgetJudge,
     Judge,
@@ -28,10 +29,10 @@ from .judge import (
     within,
 )
 from .masks import POOLED_OUTPUTS, is_pooled, leaf_mask, valid_positions
-from .nested import compare_output_batches, compare_outputs, flatten
+from .nested import compare_output_batches, compare_outputs
 from .record import Comparison, factor_text, failed_comparison, failure_message
 from .referee import RefereeResult, RefereeSums, rmse, row_counts, row_rms
-from .stats import all_finite, compare_arrays, compare_batches, to_numpy
+from .stats import all_finite, compare_arrays, compare_batches
 from .tolerance import (
     Closeness,
     Tolerance,

@@ -4,34 +4,15 @@ a side."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..trace import flatten
 from .record import Comparison
-from .stats import compare_batches, to_numpy
+from .stats import compare_batches
 from .tolerance import Tolerance, default_tolerance, dtype_name
-
-
-def flatten(tree: Any, prefix: str = "") -> dict[str, np.ndarray]:
-    """Named leaves of a nested output, in order: ``hidden_states[3]``, ``past[0].key``.
-
-    Mappings (including Hugging Face ``ModelOutput``) give ``name`` or ``prefix.name``;
-    sequences give ``prefix[i]``; ``None`` leaves are dropped.
-    """
-    out: dict[str, np.ndarray] = {}
-    if tree is None:
-        return out
-    if isinstance(tree, Mapping):
-        for key, value in tree.items():
-            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-    elif isinstance(tree, (tuple, list)):
-        for i, value in enumerate(tree):
-            out.update(flatten(value, f"{prefix}[{i}]"))
-    else:
-        out[prefix] = to_numpy(tree)
-    return out
 
 
 def compare_outputs(

@@ -15,24 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ..trace import to_numpy
 from .masks import Layout, token_rows
 from .record import Comparison
 from .tolerance import Closeness, Tolerance, default_tolerance, dtype_name
-
-
-def to_numpy(x: Any) -> np.ndarray:
-    """Convert a TF/torch/numpy tensor to numpy without importing a framework."""
-    if isinstance(x, np.ndarray):
-        return x
-    if hasattr(x, "detach"):  # torch
-        x = x.detach().cpu()
-        if str(x.dtype) == "torch.bfloat16":
-            return x.float().numpy()
-        return x.numpy()
-    if hasattr(x, "numpy"):  # tf
-        # TF's __array__ reads a CPU tensor in place (read-only); .numpy() would copy it.
-        return np.asarray(x) if hasattr(x, "__array__") else np.asarray(x.numpy())
-    return np.asarray(x)
 
 
 def compare_arrays(

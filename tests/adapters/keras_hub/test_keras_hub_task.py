@@ -13,9 +13,9 @@ import pytest
 pytest.importorskip("keras_hub")
 
 from tfparity import InputOptions, cli  # noqa: E402
+from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir  # noqa: E402
 from tfparity.adapters.interfaces.sides import TFSideBase  # noqa: E402
 from tfparity.adapters.keras_hub.task import KerasHubCausalLM  # noqa: E402
-from tfparity.adapters.sources.tiny_checkpoints import checkpoint_dir  # noqa: E402
 from tfparity.api import check_embeds, crosscheck, generate, load_model, make_batches  # noqa: E402
 from tfparity.architectures import keras_hub_layouts  # noqa: E402
 from tfparity.architectures.faults import scale  # noqa: E402

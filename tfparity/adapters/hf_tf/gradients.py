@@ -1,5 +1,5 @@
 """TensorFlow gradients of a Hugging Face TF model for the gradients check: one
-``tf.GradientTape`` run per batch and path (:mod:`..runtime.tape`), differentiating
+``tf.GradientTape`` run per batch and path (:mod:`..tf_common.tape`), differentiating
 with respect to the embeddings fed in, every hidden state and every trainable weight,
 the weights named as PyTorch names them."""
 
@@ -12,7 +12,7 @@ import numpy as np
 from ...inputs import Batch, check_limits
 from ..interfaces.gradients import GradientRun, Objective
 from ..runtime.imports import import_tf
-from ..runtime.tape import (
+from ..tf_common.tape import (
     EmbedsFn,
     differentiate,
     fed_embeddings,

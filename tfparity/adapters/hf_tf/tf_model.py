@@ -364,7 +364,7 @@ class TFModel(TFSideBase):
 
     def feed_forward(self, layer: int) -> FeedForwardWeights | None:
         """The dense layers and norm around layer ``layer``'s activation, or None."""
-        from ..runtime.keras_weights import feed_forward_weights
+        from ..tf_common.keras_weights import feed_forward_weights
         from . import taps
 
         return feed_forward_weights(taps.feed_forward(self.model, layer))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TfparityError
-from ..sources.checkpoints import checkpoint_dir
+from ..hf_tf.tiny_checkpoints import spec_dir
 from ..sources.specs import ModelSpec
 
 
@@ -18,7 +18,7 @@ def checkpoint_of(spec: ModelSpec) -> tuple[Path, bool]:
     is a keras-hub preset (``save_to_preset``) rather than a Hugging Face checkpoint."""
     if spec.inner is None:
         return Path(spec.location), True
-    return checkpoint_dir(spec.inner), False
+    return spec_dir(spec.inner), False
 
 
 def preset_backbone(directory: Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import numpy as np
 from ...inputs import Batch
 from ..interfaces.gradients import GradientRun, Objective
 from ..runtime.imports import import_tf
-from ..runtime.tape import (
+from ..tf_common.tape import (
     EmbedsFn,
     differentiate,
     fed_embeddings,

@@ -37,13 +37,14 @@ from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
 from ...results import Hint
 from ...trace import Trace
+from ..hf_tf.tiny_checkpoints import spec_dir
 from ..interfaces.sides import FeedForwardWeights, TFSideBase, config_limits
 from ..runtime.execution_options import ExecutionOptions, eager_only
 from ..runtime.imports import import_tf
-from ..runtime.keras_weights import feed_forward_weights
-from ..sources.checkpoints import checkpoint_dir, read_config, spec_tokenizer
+from ..sources.checkpoints import read_config, spec_tokenizer
 from ..sources.holdings import Holdings
 from ..sources.specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, as_spec
+from ..tf_common.keras_weights import feed_forward_weights
 from .checkpoints import (
     checkpoint_of,
     preset_backbone,
@@ -543,7 +544,7 @@ class KerasHubModel(TFSideBase):
         spec = given.inner if given.kind == "keras-hub" else given
         if self.stated is None or self.ports or spec is None:
             return self
-        directory = checkpoint_dir(spec)
+        directory = spec_dir(spec)
         try:
             with recording_ports() as ports:
                 import_keras_hub().models.Backbone.from_preset(str(directory))

@@ -25,11 +25,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import TfparityError
-from ...inputs import Batch
+from ...inputs import Batch, available_inputs
 from ...trace import Trace
 from ..interfaces.sides import ReferenceBase
 from ..runtime.imports import import_torch, import_transformers
-from ..user.calls import available_inputs
 from .pt_model import PTModel, default_dtype, evaluated
 
 FLOAT32_IN_FLOAT64 = (

@@ -446,7 +446,7 @@ def _load_pt(
     decoders: bool = False,
 ) -> PTModel:
     from ..hf_tf.loading import is_tf_safetensors, load_tf
-    from ..sources.checkpoints import checkpoint_dir
+    from ..hf_tf.tiny_checkpoints import spec_dir
     from ..sources.specs import as_spec
 
     parsed = as_spec(spec)
@@ -465,13 +465,13 @@ def _load_pt(
             converted and kind is not Head.BASE
         ):
             loaded = PTModel.from_dir(
-                checkpoint_dir(parsed), head=kind, changes=changes, decoders=decoders
+                spec_dir(parsed), head=kind, changes=changes, decoders=decoders
             )
             reference = cls_from_model(loaded.model, f"PyTorch {spec}")
             return replace(reference, config_changes=loaded.config_changes)
         tf_model = load_tf(parsed, head=head, decoders=decoders).model
         return PTModel.from_tf(tf_model, name=f"PyTorch {spec}", changes=changes)
-    directory = checkpoint_dir(parsed)
+    directory = spec_dir(parsed)
     files = {p.name for p in directory.iterdir()}
     # TF-format safetensors hold TF names: a TF checkpoint, which PyTorch cannot load
     if not files & set(PT_SAFETENSORS + PT_PICKLE) or is_tf_safetensors(directory, files):

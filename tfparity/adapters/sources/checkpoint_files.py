@@ -19,7 +19,7 @@ from .specs import ModelSpec
 
 def local_dir(spec: ModelSpec) -> Path:
     """The directory of a spec that names files already on disk (a directory, minilm, a
-    cached hub id); tiny models are seeded first (:func:`.checkpoints.checkpoint_dir`)."""
+    cached hub id); a tiny model's is written by :func:`~..hf_tf.tiny_checkpoints.spec_dir`."""
     return hub_snapshot(spec.location) if spec.kind == "hub" else Path(spec.location)
 
 

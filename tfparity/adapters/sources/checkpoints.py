@@ -56,20 +56,11 @@ def resolve(text: str | ModelSpec, for_whom: str) -> Companion:
         spec = spec.inner
     if spec.kind == "tiny":  # its config and tokenizer are built, not read
         return Companion(text, spec, tiny.tiny_config(spec.location), tiny.tiny_tokenizer())
-    directory = checkpoint_dir(spec)
+    directory = local_dir(spec)
     return Companion(text, spec, read_config(directory), spec_tokenizer(spec, directory))
 
 
-def checkpoint_dir(spec: ModelSpec) -> Path:
-    """The Hugging Face checkpoint directory a plain MODEL spec names."""
-    from . import tiny_checkpoints
-
-    if spec.kind == "tiny":
-        return tiny_checkpoints.checkpoint_dir(spec.location)
-    return local_dir(spec)
-
-
-def spec_tokenizer(spec: ModelSpec, directory: Path) -> Any:
+def spec_tokenizer(spec: ModelSpec, directory: Path | None) -> Any:
     """The transformers tokenizer of the checkpoint a plain MODEL spec names."""
     from . import tiny
 
@@ -87,4 +78,4 @@ def reference_tokenizer(text: str | ModelSpec) -> Any | None:
         spec = spec.inner
     if spec is None or is_export(spec):
         return None
-    return spec_tokenizer(spec, checkpoint_dir(spec))
+    return spec_tokenizer(spec, None if spec.kind == "tiny" else local_dir(spec))

@@ -23,7 +23,6 @@ import numpy as np
 
 from ...compare import to_numpy
 from ...errors import TfparityError
-from ...inputs import Batch
 from .maps import LayerEntry, unknown
 
 KERAS, TF_KERAS, CALLABLE = "Keras 3 model", "tf-keras model", "callable"
@@ -43,23 +42,6 @@ def keras_kind(obj: Any) -> str | None:
     if "tf_keras" in sys.modules and isinstance(obj, sys.modules["tf_keras"].Model):
         return TF_KERAS
     return None
-
-
-def available_inputs(batch: Batch, config: Any) -> dict[str, np.ndarray]:
-    """The batch's tensors as int32 arrays; token types (zeros where the batch has
-    none) where the config has a token-type table."""
-    feed = {
-        "input_ids": np.asarray(batch.input_ids, np.int32),
-        "attention_mask": np.asarray(batch.attention_mask, np.int32),
-    }
-    if getattr(config, "type_vocab_size", 0):
-        types = batch.token_type_ids
-        feed["token_type_ids"] = np.asarray(
-            np.zeros_like(feed["input_ids"]) if types is None else types, np.int32
-        )
-    if batch.position_ids is not None:
-        feed["position_ids"] = np.asarray(batch.position_ids, np.int32)
-    return feed
 
 
 @dataclass(frozen=True)

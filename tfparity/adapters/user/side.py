@@ -18,7 +18,7 @@ import numpy as np
 
 from ...architectures.heads import Head, head_of_config, parse_head
 from ...errors import TfparityError
-from ...inputs import Batch, Limits, check_limits
+from ...inputs import Batch, Limits, available_inputs, check_limits
 from ...results import Hint
 from ...trace import Trace, hidden_state_index
 from ..interfaces.sides import TFSideBase, config_limits
@@ -30,7 +30,6 @@ from .calls import (
     CALLABLE,
     Callee,
     LayerRecording,
-    available_inputs,
     keras_kind,
 )
 from .maps import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .imports import import_tf
+from ..runtime.imports import import_tf
 
 
 def gradient_scaled(x: Any, factor: float) -> Any:

@@ -8,7 +8,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .tiny import seed_torch_parameters, tiny_config
+from ..sources.checkpoint_files import local_dir
+from ..sources.specs import ModelSpec
+from ..sources.tiny import seed_torch_parameters, tiny_config
+
+
+def spec_dir(spec: ModelSpec) -> Path:
+    """The Hugging Face checkpoint directory a plain MODEL spec names: a tiny model's is
+    written here (its PyTorch weights come from the seeded TF model), the others are on
+    disk already."""
+    if spec.kind == "tiny":
+        return checkpoint_dir(spec.location)
+    return local_dir(spec)
 
 
 def checkpoint_dir(model_type: str) -> Path:
@@ -25,7 +36,7 @@ def checkpoint_dir(model_type: str) -> Path:
 
     from ..._version import __version__
     from ...architectures import registry
-    from .weight_cache import cache_root
+    from ..sources.weight_cache import cache_root
 
     arch = registry()[model_type]
     key = json.dumps([model_type, dict(arch.tiny or {}), __version__], sort_keys=True)
@@ -70,8 +81,8 @@ def _tiny_head_model(model_type: str) -> Any:
     if arch.tf_class is not None:
         from transformers.modeling_tf_pytorch_utils import load_tf2_model_in_pytorch_model
 
-        from ..hf_tf.loading import load_tf
-        from .specs import ModelSpec
+        from ..sources.specs import ModelSpec
+        from .loading import load_tf
 
         tf_model = load_tf(ModelSpec(f"tiny:{model_type}", "tiny", model_type)).model
         base = getattr(t, arch.pt_class)._from_config(config, attn_implementation="eager")

@@ -14,7 +14,7 @@ import numpy as np
 from ...compare import to_numpy
 from ...inputs import Batch
 from ..interfaces.gradients import GradientRun, Objective, Term
-from .imports import import_tf
+from ..runtime.imports import import_tf
 
 EmbedsFn = Callable[[Batch], Any]
 
