@@ -1,0 +1,96 @@
+"""The bootstrap verdict on distribution metrics: PASS inside, FAIL outside,
+INCONCLUSIVE across a budget; seeded; budgets parsed with clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfparity.compare.bootstrap import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Limit,
+    bootstrap_verdict,
+    parse_budget,
+    verdict_text,
+)
+from tfparity.compare.distribution import position_metrics
+from tfparity.errors import TfparityError
+
+
+def _logits(items: int, noise: float, seed: int = 0):
+    """Reference logits and a perturbed copy: ``noise`` sets the KL."""
+    rng = np.random.default_rng(seed)
+    ref = rng.normal(size=(items, 6, 20)) * 3
+    return ref, ref + rng.normal(size=ref.shape) * noise
+
+
+def test_close_logits_pass_and_far_ones_fail():
+    close = position_metrics(*_logits(16, 0.01))
+    far = position_metrics(*_logits(16, 2.0))
+    limits = parse_budget("kl_mean=0.01,same_top1=0.9")
+    good = bootstrap_verdict(close, limits, resamples=200)
+    bad = bootstrap_verdict(far, limits, resamples=200)
+    assert good.verdict == PASS and all(t.verdict == PASS for t in good.terms)
+    assert bad.verdict == FAIL and bad.terms[0].verdict == FAIL
+    assert bad.terms[0].low > 0.01  # the whole interval above the budget
+    for t in good.terms + bad.terms:
+        assert t.low <= t.value <= t.high
+
+
+def test_a_budget_inside_the_interval_is_inconclusive():
+    metrics = position_metrics(*_logits(6, 0.5))
+    point = bootstrap_verdict(metrics, [Limit("kl_mean", "<=", 1.0)], resamples=300)
+    t = point.terms[0]
+    assert t.low < t.value < t.high
+    middle = bootstrap_verdict(metrics, [Limit("kl_mean", "<=", t.value)], resamples=300)
+    assert middle.verdict == INCONCLUSIVE
+    assert "run more items" in verdict_text(middle)
+
+
+def test_the_seed_fixes_the_interval():
+    metrics = position_metrics(*_logits(8, 0.3))
+    limits = parse_budget("kl_mean=0.05,kl_p99=0.2")
+    a, b = (bootstrap_verdict(metrics, limits, resamples=100, seed=7) for _ in range(2))
+    c = bootstrap_verdict(metrics, limits, resamples=100, seed=8)
+    assert a == b
+    assert a.terms != c.terms
+
+
+def test_items_are_resampled_whole():
+    """One item holds all the error: an interval over items spans with and without it."""
+    ref, act = _logits(4, 0.0)
+    act[2] += np.random.default_rng(1).normal(size=act[2].shape) * 3
+    v = bootstrap_verdict(position_metrics(ref, act), parse_budget("kl_mean=1e-3"))
+    assert v.items == 4 and v.terms[0].low == pytest.approx(0.0, abs=1e-12)
+    assert v.verdict == INCONCLUSIVE
+
+
+def test_the_perplexity_ratio_needs_targets():
+    with pytest.raises(TfparityError, match="next-token targets"):
+        bootstrap_verdict(position_metrics(*_logits(3, 0.1)), parse_budget("ln_ppl_ratio=0.01"))
+
+
+def test_budget_forms():
+    assert parse_budget("kl_mean=0.01, same_top1>=0.99,rms_dp<=0.02") == [
+        Limit("kl_mean", "<=", 0.01),
+        Limit("same_top1", ">=", 0.99),
+        Limit("rms_dp", "<=", 0.02),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("kl_avg=0.01", "Unknown distribution metric 'kl_avg'"),
+        ("kl_mean=abc", "not a number"),
+        ("kl_mean=nan", "finite"),
+        ("kl_mean", "no value"),
+        ("same_top1<=0.9", "bounded >="),
+        ("", "Empty"),
+    ],
+)
+def test_bad_budgets_are_refused(text, message):
+    with pytest.raises(TfparityError, match=message):
+        parse_budget(text)

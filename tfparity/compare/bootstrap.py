@@ -1,0 +1,167 @@
+"""A statistical verdict on distribution metrics: a paired bootstrap over items.
+
+A quantised model's KL divergence is a sample statistic: over 8 prompts its mean can
+land either side of a budget by chance. So a budget (``kl_mean=0.01,same_top1=0.99``)
+is judged against a confidence interval, not a point: the items (sentences or
+prompts) are resampled with replacement, each resample's metric recomputed from the
+positions of the items drawn (both sides' positions move together: the test is
+paired), and the 2.5th and 97.5th percentiles of those values bound the interval.
+PASS where the whole interval is within the budget, FAIL where it lies wholly
+outside, INCONCLUSIVE where it straddles it: more items would decide. Numpy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import TfparityError
+from .distribution import PositionMetrics, metric_value, select
+
+# metric -> the side of the limit it must stay on: "<=" an upper bound, ">=" a lower one
+BOUNDS = {
+    "kl_mean": "<=",
+    "kl_median": "<=",
+    "kl_p99": "<=",
+    "kl_max": "<=",
+    "same_top1": ">=",
+    "rms_dp": "<=",
+    "ln_ppl_ratio": "<=",
+}
+PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+DEFAULT_RESAMPLES = 1000
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_SEED = 0
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One budget term: ``metric`` must stay ``bound`` (``<=`` or ``>=``) ``value``."""
+
+    metric: str
+    bound: str
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.bound}{self.value:g}"
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    """One term's verdict, with the point value and its confidence interval."""
+
+    limit: Limit
+    value: float
+    low: float
+    high: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class BootstrapVerdict:
+    """Every term's verdict; the whole is FAIL if any term fails, else INCONCLUSIVE if
+    any straddles, else PASS."""
+
+    terms: list[MetricVerdict]
+    items: int
+    resamples: int
+    confidence: float
+    seed: int
+
+    @property
+    def verdict(self) -> str:
+        found = {t.verdict for t in self.terms}
+        return FAIL if FAIL in found else INCONCLUSIVE if INCONCLUSIVE in found else PASS
+
+
+def parse_budget(text: str) -> list[Limit]:
+    """``"kl_mean=0.01,same_top1>=0.99"``: ``=`` takes the metric's own side (an upper
+    bound for KL, Δp and the perplexity ratio; a lower one for same_top1)."""
+    limits = []
+    for term in (t.strip() for t in text.split(",")):
+        if not term:
+            continue
+        limits.append(_parse_term(term, text))
+    if not limits:
+        raise TfparityError(f"Empty distribution budget {text!r}: give e.g. kl_mean=0.01.")
+    return limits
+
+
+def _parse_term(term: str, text: str) -> Limit:
+    for op in ("<=", ">=", "="):
+        if op in term:
+            name, _, raw = (s.strip() for s in term.partition(op))
+            break
+    else:
+        raise TfparityError(
+            f"Budget term {term!r} in {text!r} has no value: write metric=value, e.g. kl_mean=0.01."
+        )
+    if name not in BOUNDS:
+        raise TfparityError(
+            f"Unknown distribution metric {name!r} in budget {text!r}; known: {', '.join(BOUNDS)}."
+        )
+    if op != "=" and op != BOUNDS[name]:
+        raise TfparityError(
+            f"{name} is bounded {BOUNDS[name]} (budget {text!r}); write {name}{BOUNDS[name]}"
+            f"{raw} or {name}={raw}."
+        )
+    try:
+        value = float(raw)
+    except ValueError:
+        raise TfparityError(f"Budget value {raw!r} for {name} is not a number.") from None
+    if not np.isfinite(value):
+        raise TfparityError(f"Budget value {raw!r} for {name} must be finite.")
+    return Limit(name, BOUNDS[name], value)
+
+
+def bootstrap_verdict(
+    metrics: PositionMetrics,
+    limits: Sequence[Limit],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = DEFAULT_SEED,
+) -> BootstrapVerdict:
+    """Each limit judged on a percentile interval of ``resamples`` item resamples
+    (seeded: the same inputs give the same verdict)."""
+    groups = _positions_by_item(metrics.item)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(groups), size=(resamples, len(groups)))
+    samples = [select(metrics, np.concatenate([groups[i] for i in row])) for row in draws]
+    tail = 100 * (1 - confidence) / 2
+    terms = []
+    for limit in limits:
+        value = metric_value(metrics, limit.metric)
+        if value is None:
+            raise TfparityError(
+                f"{limit.metric} needs next-token targets (a causal LM on text); this run has none."
+            )
+        spread = np.array([metric_value(s, limit.metric) for s in samples], np.float64)
+        low, high = (float(x) for x in np.percentile(spread, [tail, 100 - tail]))
+        terms.append(MetricVerdict(limit, value, low, high, _judge(limit, low, high)))
+    return BootstrapVerdict(terms, len(groups), resamples, confidence, seed)
+
+
+def _positions_by_item(item: np.ndarray) -> list[np.ndarray]:
+    order = np.argsort(item, kind="stable")
+    _, starts = np.unique(item[order], return_index=True)
+    return np.split(order, starts[1:])
+
+
+def _judge(limit: Limit, low: float, high: float) -> str:
+    if limit.bound == "<=":
+        return PASS if high <= limit.value else FAIL if low > limit.value else INCONCLUSIVE
+    return PASS if low >= limit.value else FAIL if high < limit.value else INCONCLUSIVE
+
+
+def verdict_text(v: BootstrapVerdict) -> str:
+    """One line per run: the verdict and each term with its interval."""
+    terms = "; ".join(
+        f"{t.limit} {t.verdict} ({t.value:.3g}, {100 * v.confidence:g}% CI "
+        f"[{t.low:.3g}, {t.high:.3g}])"
+        for t in v.terms
+    )
+    more = " (run more items)" if v.verdict == INCONCLUSIVE else ""
+    return f"distribution budget {v.verdict}{more} over {v.items} items: {terms}"
