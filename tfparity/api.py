@@ -139,6 +139,7 @@ def crosscheck(
     weights: dict[str, Any] | None = None,
     pt_config: dict[str, Any] | None = None,
     signature: str | None = None,
+    kl_budget: str | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -203,11 +204,19 @@ def crosscheck(
     A T5/mT5 seq2seq LM (``head="seq2seq-lm"``, ``tiny:t5/seq2seq-lm``) is judged whole:
     its encoder's hidden states (``hidden_states[k]``), its decoder's, teacher-forced on
     each sequence's own ids (``decoder_hidden_states[k]``), and the LM logits.
+
+    An LM head's logits (masked-lm, causal-lm) also get llama.cpp's distribution
+    metrics (``details["distribution"]``: KL mean, median, p99, max, same top-1, RMS Δp,
+    and for a causal LM ln(PPL ratio)); ``kl_budget`` (``"kl_mean=0.01,same_top1=0.99"``)
+    judges them by a bootstrap interval over the sequences: a term fails where its
+    whole interval is outside (docs/quantised.md).
     """
     from .checks.crosscheck import CrosscheckOptions
     from .checks.crosscheck import crosscheck as _check
+    from .compare.bootstrap import parse_budget
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
+    limits = parse_budget(kl_budget) if kl_budget is not None else None  # exit 2 first
     if isinstance(budget, str):
         from .compare.budgets import budget_for
 
@@ -239,7 +248,11 @@ def crosscheck(
     asked = execution
     execution = (execution or tf_model.execution).settle(len(batches))
     options = CrosscheckOptions(
-        tolerance=tolerance, localise=localise, budget=budget, referee_runs=referee
+        tolerance=tolerance,
+        localise=localise,
+        budget=budget,
+        referee_runs=referee,
+        kl_budget=limits,
     )
     runner = executed(tf_model, execution)
     if source_model is not None:  # the source runs as asked, else as it runs by default

@@ -3,6 +3,8 @@ INCONCLUSIVE across a budget; seeded; budgets parsed with clear errors."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 
@@ -13,10 +15,10 @@ from tfparity.compare.bootstrap import (
     Limit,
     bootstrap_verdict,
     parse_budget,
-    verdict_text,
 )
-from tfparity.compare.distribution import position_metrics
+from tfparity.compare.distribution import position_metrics, summarise
 from tfparity.errors import TfparityError
+from tfparity.report.text import distribution_lines
 
 
 def _logits(items: int, noise: float, seed: int = 0):
@@ -24,6 +26,10 @@ def _logits(items: int, noise: float, seed: int = 0):
     rng = np.random.default_rng(seed)
     ref = rng.normal(size=(items, 6, 20)) * 3
     return ref, ref + rng.normal(size=ref.shape) * noise
+
+
+def _row(verdict):
+    return asdict(verdict) | {"verdict": verdict.verdict}
 
 
 def test_close_logits_pass_and_far_ones_fail():
@@ -46,7 +52,8 @@ def test_a_budget_inside_the_interval_is_inconclusive():
     assert t.low < t.value < t.high
     middle = bootstrap_verdict(metrics, [Limit("kl_mean", "<=", t.value)], resamples=300)
     assert middle.verdict == INCONCLUSIVE
-    assert "run more items" in verdict_text(middle)
+    shown = distribution_lines({**asdict(summarise(metrics)), "budget": _row(middle)})
+    assert "distribution budget INCONCLUSIVE (run more items) over 6 sequences" in shown[1]
 
 
 def test_the_seed_fixes_the_interval():

@@ -28,11 +28,12 @@ from ..compare import (
     compare_output_batches,
     judged_by_referee,
 )
+from ..compare.bootstrap import Limit
 from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index
 from ..validation import nonfinite_weights, same_architecture
-from . import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, budgeted
+from . import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, budgeted, distribution
 from .agreement import task_agreement
 from .artefacts import Findings, label_findings, with_findings
 from .checkpoints import (
@@ -62,6 +63,10 @@ class CrosscheckOptions:
     # one of REFEREE_RUNS: "lazy" runs float64 only until the batches left cannot
     # change a verdict (the verdicts are those of "full", which runs every batch)
     referee_runs: str = DEFAULT_REFEREE_RUNS
+    # Limits on the LM head's distribution metrics (``--kl-budget``), judged by a
+    # bootstrap interval over sequences (tfparity/checks/distribution.py); None: reported
+    # only, the verdict left to the judge above.
+    kl_budget: Sequence[Limit] | None = None
 
 
 def crosscheck(
@@ -117,6 +122,9 @@ def crosscheck(
         language_model=tf_model.head in LM_HEADS,
         noise=_noise(comparisons, refereed),
     )
+    lm_metrics = distribution.lm_distribution(tf_judged, pt_judged, batches, tf_model.head)
+    kl_verdict = distribution.judged(lm_metrics, options.kl_budget)
+    broken += distribution.failures(kl_verdict)
     notes = list(tf_model.notes) + list(pt_model.notes) + gap_notes(gaps, dropped)
     if tapped and not components:
         notes.append(
@@ -148,6 +156,7 @@ def crosscheck(
             **_execution_facts(tf_model),
             "layers": layer_rows(comparisons, referees, components),
             "agreement": [asdict(a) for a in agreement],
+            **distribution.details(lm_metrics, kl_verdict),
             "components": [component_row(c) for c in components],
         },
     )
@@ -173,6 +182,9 @@ def _budgeted(
     lm = head in LM_HEADS
     agreement = task_agreement(runs.tf, runs.pt, masks, language_model=lm, noise=noise)
     comparisons = budgeted.judged(comparisons, agreement, budget)
+    lm_metrics = distribution.lm_distribution(runs.tf, runs.pt, batches, head)
+    kl_verdict = distribution.judged(lm_metrics, options.kl_budget)
+    comparisons += distribution.failures(kl_verdict)
     rows = budgeted.growth(runs.tf, runs.pt, masks)
     kind = tf_model.quantisation
     labels = _labels(tf_model, pt_model)
@@ -196,6 +208,7 @@ def _budgeted(
             **budgeted.details(rows, kind),
             "budget": asdict(budget),
             "agreement": [asdict(a) for a in agreement],
+            **distribution.details(lm_metrics, kl_verdict),
         },
     )
     return note_inputs(with_findings(report, labels), batches)

@@ -61,6 +61,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "model is always judged by a budget; given for a float32 model, it replaces the "
         "float64 referee",
     )
+    p.add_argument(
+        "--kl-budget",
+        metavar="METRIC=VALUE,...",
+        help="judge an LM head's distribution metrics (llama.cpp's: kl_mean, kl_median, "
+        "kl_p99, kl_max, same_top1, rms_dp, ln_ppl_ratio), e.g. kl_mean=0.01,"
+        "same_top1=0.99, by a 95%% bootstrap interval over the sequences: FAIL where it "
+        "lies wholly outside, INCONCLUSIVE (run more items) where it straddles "
+        "(docs/quantised.md)",
+    )
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -84,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
         from ..compare.budgets import budget_for
 
         budget_for(None, args.budget)  # exit 2 on a malformed budget, before any load
+    if args.kl_budget is not None:
+        from ..compare.bootstrap import parse_budget
+
+        parse_budget(args.kl_budget)  # exit 2 on a malformed budget, before any load
     executions = execution_options(args)
     golden = bool(args.save_outputs or args.load_outputs)
     if golden and len(executions) > 1:
@@ -111,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
             source=args.source,
             pt_config=changes,
             signature=args.signature,
+            kl_budget=args.kl_budget,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))

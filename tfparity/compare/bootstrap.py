@@ -154,14 +154,3 @@ def _judge(limit: Limit, low: float, high: float) -> str:
     if limit.bound == "<=":
         return PASS if high <= limit.value else FAIL if low > limit.value else INCONCLUSIVE
     return PASS if low >= limit.value else FAIL if high < limit.value else INCONCLUSIVE
-
-
-def verdict_text(v: BootstrapVerdict) -> str:
-    """One line per run: the verdict and each term with its interval."""
-    terms = "; ".join(
-        f"{t.limit} {t.verdict} ({t.value:.3g}, {100 * v.confidence:g}% CI "
-        f"[{t.low:.3g}, {t.high:.3g}])"
-        for t in v.terms
-    )
-    more = " (run more items)" if v.verdict == INCONCLUSIVE else ""
-    return f"distribution budget {v.verdict}{more} over {v.items} items: {terms}"

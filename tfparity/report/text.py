@@ -33,6 +33,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
     if growth:
         lines.extend(["", *growth_table(growth)])
     lines.extend(agreement_lines(report.details.get("agreement") or []))
+    lines.extend(distribution_lines(report.details.get("distribution")))
     for note in report.notes:
         lines.append(f"note: {note}")
     if report.first_divergence is not None:
@@ -252,4 +253,33 @@ def agreement_lines(agreement: list[dict]) -> list[str]:
             )
         if a["flip_count"] > len(a["flips"]):
             lines.append(f"  ... {a['flip_count']} flips in all, {a['near_ties']} at near-ties")
+    return lines
+
+
+def distribution_lines(d: dict | None) -> list[str]:
+    """llama.cpp's KL statistics of the LM head's logits (docs/quantised.md), and the
+    bootstrap verdict on them where a ``--kl-budget`` was set."""
+    if not d:
+        return []
+    ratio = d.get("ln_ppl_ratio")
+    ppl = "" if ratio is None else f"; ln(PPL(TF)/PPL(PyTorch)) {ratio:.3g}"
+    lines = [
+        f"distribution (logits, {d['positions']} positions over {d['items']} sequences): "
+        f"KL mean {d['kl_mean']:.3g}, median {d['kl_median']:.3g}, p99 {d['kl_p99']:.3g}, "
+        f"max {d['kl_max']:.3g}; same top-1 {100 * d['same_top1']:.1f}%; "
+        f"RMS Δp {d['rms_dp']:.3g} (at the {d['dp_at']} token){ppl}"
+    ]
+    v = d.get("budget")
+    if v:
+        more = " (run more items)" if v["verdict"] == "INCONCLUSIVE" else ""
+        terms = "; ".join(
+            f"{t['limit']['metric']}{t['limit']['bound']}{t['limit']['value']:g} "
+            f"{t['verdict']} ({t['value']:.3g}, {100 * v['confidence']:g}% CI "
+            f"[{t['low']:.3g}, {t['high']:.3g}])"
+            for t in v["terms"]
+        )
+        lines.append(
+            f"distribution budget {v['verdict']}{more} over {v['items']} sequences, "
+            f"{v['resamples']} bootstrap resamples: {terms}"
+        )
     return lines

@@ -1,0 +1,100 @@
+"""The distribution metrics of an LM head's logits, TF against the reference, for a
+cross-check's report (docs/quantised.md).
+
+They describe; they do not decide a float model's verdict (the float64 referee does).
+A ``--kl-budget`` decides through :mod:`tfparity.compare.bootstrap`, over the batches'
+sequences as items. Numpy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from ..architectures.heads import DISTRIBUTION_HEADS, NEXT_TOKEN_HEADS, Head
+from ..compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
+from ..compare.distribution import PositionMetrics, concatenate, position_metrics, summarise
+from ..compare.record import Comparison, failed_comparison
+from ..errors import TfparityError
+from ..inputs import Batch
+from ..trace import Trace
+
+LOGITS = "logits"
+
+
+def next_token_targets(batch: Batch) -> np.ndarray:
+    """Each position's next token, -1 where it or its successor is padding (left or
+    right padding alike) and at the last position."""
+    ids, mask = np.asarray(batch.input_ids), np.asarray(batch.attention_mask, bool)
+    targets = np.full(ids.shape, -1, np.int64)
+    follows = mask[:, :-1] & mask[:, 1:]
+    targets[:, :-1] = np.where(follows, ids[:, 1:], -1)
+    return targets
+
+
+def lm_distribution(
+    tf: Sequence[Trace], pt: Sequence[Trace], batches: Sequence[Batch], head: Head | None
+) -> PositionMetrics | None:
+    """Per-position metrics of every batch's ``logits`` (PyTorch the reference), each
+    sequence one item; None for a head without vocabulary logits per token, or where
+    either side lacks them or they differ in shape (a failed comparison already)."""
+    if head not in DISTRIBUTION_HEADS or not tf or not pt:
+        return None
+    parts, offset = [], 0
+    for actual, expected, batch in zip(tf, pt, batches, strict=True):
+        a, e = actual.get(LOGITS), expected.get(LOGITS)
+        if a is None or e is None or np.shape(a) != np.shape(e) or np.ndim(a) != 3:
+            return None
+        targets = next_token_targets(batch) if head in NEXT_TOKEN_HEADS else None
+        parts.append(position_metrics(e, a, batch.attention_mask, targets, offset))
+        offset += np.shape(a)[0]
+    metrics = concatenate(parts)
+    return metrics if metrics.kl.size else None
+
+
+def details(metrics: PositionMetrics | None, verdict: BootstrapVerdict | None) -> dict:
+    """The report's ``details["distribution"]`` (empty where there are none)."""
+    if metrics is None:
+        return {}
+    found: dict[str, Any] = {"distribution": asdict(summarise(metrics))}
+    if verdict is not None:
+        found["distribution"]["budget"] = asdict(verdict) | {"verdict": verdict.verdict}
+    return found
+
+
+def judged(
+    metrics: PositionMetrics | None, limits: Sequence[Limit] | None
+) -> BootstrapVerdict | None:
+    """The bootstrap verdict where a budget was set; exit 2 where it was set on a run
+    with no vocabulary logits per token to judge."""
+    if not limits:
+        return None
+    if metrics is None:
+        raise TfparityError(
+            "--kl-budget judges an LM head's logits per token (masked-lm or causal-lm), "
+            "and this run compared none; drop it, or load the model with its LM head."
+        )
+    return bootstrap_verdict(metrics, limits)
+
+
+def failures(verdict: BootstrapVerdict | None) -> list[Comparison]:
+    """A failing row per term whose whole interval lies outside its budget, so the
+    verdict line leads with it; an INCONCLUSIVE term fails nothing (more items would
+    decide) and is said on the report's distribution line."""
+    if verdict is None:
+        return []
+    return [
+        failed_comparison(
+            f"distribution {t.limit.metric} ({LOGITS})",
+            f"Over budget: {t.limit.metric} {t.value:.3g} outside {t.limit}, its "
+            f"{100 * verdict.confidence:g}% interval [{t.low:.3g}, {t.high:.3g}] over "
+            f"{verdict.items} sequences wholly outside.",
+            [verdict.items],
+            "float64",
+        )
+        for t in verdict.terms
+        if t.verdict == FAIL
+    ]
