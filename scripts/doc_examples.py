@@ -473,6 +473,18 @@ EXAMPLES: tuple[Example, ...] = (
         keep=_divergence_and_hint,
     ),
     Example(
+        "quantised-kl-budget",
+        "docs/quantised.md",
+        0,
+        (
+            "crosscheck",
+            "tiny:gpt2/causal-lm",
+            "--no-reload",
+            "--kl-budget",
+            "kl_mean=0.01,same_top1=0.99",
+        ),
+    ),
+    Example(
         "crosscheck-pt-config",
         "docs/crosscheck.md",
         0,

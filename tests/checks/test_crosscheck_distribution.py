@@ -92,3 +92,6 @@ def test_kl_budget_cli_exit_2_cases(tmp_path, monkeypatch, capsys):
     code = cli.main(["crosscheck", "tiny:bert", "--no-reload", "--kl-budget", "kl_mean=0.01"])
     assert code == 2
     assert "judges an LM head's logits" in capsys.readouterr().err
+    golden = ["--load-outputs", "x.npz", "--kl-budget", "kl_mean=0.01"]
+    assert cli.main(["crosscheck", "tiny:gpt2/causal-lm", *golden]) == 2
+    assert "not judged on --save-outputs/--load-outputs" in capsys.readouterr().err
