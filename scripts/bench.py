@@ -175,7 +175,7 @@ def gradients_overhead(spec: str, texts: list[str], n_batches: int, repeats: int
     from tfparity.adapters.reference.pt_model import load_pt
     from tfparity.adapters.runtime.imports import import_torch
     from tfparity.api import load_model, make_batches
-    from tfparity.checks.gradients import check_gradients
+    from tfparity.checks.gradients.check import check_gradients
     from tfparity.inputs import InputOptions
 
     torch = import_torch()
@@ -827,7 +827,7 @@ def generation(spec: str, new_tokens: int, rounds: int = 5) -> None:
 
     from tfparity.adapters.interfaces.greedy import greedy_config
     from tfparity.api import generate, load_model, make_batches
-    from tfparity.checks.generation import DEFAULT_PROMPTS, prompts_of
+    from tfparity.checks.generation.check import DEFAULT_PROMPTS, prompts_of
     from tfparity.inputs import InputOptions
     from tfparity.orchestration import reference_for
 

@@ -18,7 +18,7 @@ def main(models: list[str]) -> int:
     from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.adapters.reference.pt_model import load_pt
     from tfparity.api import make_batches
-    from tfparity.checks.crosscheck import crosscheck
+    from tfparity.checks.crosscheck.check import crosscheck
     from tfparity.testing import catalogue_for
 
     misses = 0

@@ -51,7 +51,7 @@ def row(inner: str) -> dict:
     from tfparity.adapters.keras_hub.side import load_keras_hub
     from tfparity.adapters.reference.pt_model import load_pt
     from tfparity.api import make_batches
-    from tfparity.checks.crosscheck import crosscheck
+    from tfparity.checks.crosscheck.check import crosscheck
 
     spec = f"keras-hub:{inner}"
     model = load_keras_hub(spec)

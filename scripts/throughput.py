@@ -2,7 +2,7 @@
 """Throughput of tfparity's checks: sentences per second, after a warm-up run.
 
 The embeds check (two TF runs and a Keras gather per batch, then the comparison) is
-timed always; the PyTorch cross-check too when ``tfparity.checks.crosscheck`` exists
+timed always; the PyTorch cross-check too when ``tfparity.checks.crosscheck.check`` exists
 (it runs TF, PyTorch and PyTorch in float64, so it is slower by nature). Inputs are
 seeded random ids: ``--batch`` sequences of mixed lengths up to ``--seq``.
 
@@ -57,8 +57,8 @@ def _rate(run: Callable[[], object], sentences: int, repeats: int) -> float:
 
 
 def _crosscheck_line(runner, batches, args: argparse.Namespace, where: str) -> str:
-    if importlib.util.find_spec("tfparity.checks.crosscheck") is None:
-        return "crosscheck: not available (tfparity.checks.crosscheck does not exist)"
+    if importlib.util.find_spec("tfparity.checks.crosscheck.check") is None:
+        return "crosscheck: not available (tfparity.checks.crosscheck.check does not exist)"
     try:
         from tfparity.api import crosscheck
 

@@ -178,7 +178,7 @@ def crosscheck(
     from ``source``, the MODEL spec it was exported from, else from ``pt``. With
     ``source`` the export's parity comes three ways: the export against its source (the
     export should change nothing), the export against PyTorch (the referee) and the
-    source against PyTorch (:mod:`tfparity.checks.export_source`), in that order.
+    source against PyTorch (:mod:`tfparity.checks.crosscheck.export_source`), in that order.
 
     A model of your own (``tf=``: a callable, a Keras 3 or tf-keras model) takes its
     config and tokenizer from ``pt`` (required). ``layers`` maps its layers to Hugging
@@ -211,8 +211,8 @@ def crosscheck(
     judges them by a bootstrap interval over the sequences: a term fails where its
     whole interval is outside (docs/quantised.md).
     """
-    from .checks.crosscheck import CrosscheckOptions
-    from .checks.crosscheck import crosscheck as _check
+    from .checks.crosscheck.check import CrosscheckOptions
+    from .checks.crosscheck.check import crosscheck as _check
     from .compare.bootstrap import parse_budget
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
@@ -277,7 +277,7 @@ def _tokenizers_judged(
     whether the reference's own tokenizer (``pt``, a spec with one) makes the same ids:
     a port checked on ids its reference's users never feed it proves nothing about
     them (tfparity/checks/artefacts.py)."""
-    from .checks.artefacts import tokenizer_findings, with_findings
+    from .checks.crosscheck.artefacts import tokenizer_findings, with_findings
     from .inputs import tokenizer_source
     from .orchestration import reference_tokenizer
 
@@ -298,8 +298,8 @@ def _export_parity(
 ) -> list[Report]:
     """The export vs its source, the export vs PyTorch, the source vs PyTorch; the
     export's runs are made once and serve the first two."""
-    from .checks.crosscheck import crosscheck as _check
-    from .checks.export_source import SOURCE_LABEL, check_export_vs_source
+    from .checks.crosscheck.check import crosscheck as _check
+    from .checks.crosscheck.export_source import SOURCE_LABEL, check_export_vs_source
 
     traces = [export.run(b) for b in batches]
     return [
@@ -324,7 +324,7 @@ def gradients(
     frozen: str | Sequence[str] | None = None,
 ) -> list[Report]:
     """Gradients through ``inputs_embeds`` and against PyTorch (see
-    :mod:`tfparity.checks.gradients`): a ``gradients-embeds`` Report (TF ``input_ids``
+    :mod:`tfparity.checks.gradients.check`): a ``gradients-embeds`` Report (TF ``input_ids``
     path vs the ``inputs_embeds`` path fed the Keras-side gather, or ``embeds_fn(batch)``
     made inside the tape) and a ``gradients`` Report (TF vs PyTorch, float64 referee;
     ``tolerance`` judges both instead). ``seed`` seeds the scalar (labels, projection).
@@ -335,8 +335,8 @@ def gradients(
     PyTorch weight names the port freezes on purpose, left out (the report lists them;
     a pattern that matches none raises :class:`~tfparity.errors.TfparityError`)."""
     from . import validation
-    from .checks.gradient_frozen import frozen_patterns
-    from .checks.gradients import GradientsOptions, check_gradients
+    from .checks.gradients.check import GradientsOptions, check_gradients
+    from .checks.gradients.frozen import frozen_patterns
     from .errors import TfparityError
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
@@ -474,7 +474,7 @@ def generate(
     """
     from . import validation
     from .adapters.sources.specs import as_spec
-    from .checks.generation import (
+    from .checks.generation.check import (
         DEFAULT_NEW_TOKENS,
         DEFAULT_PROMPTS,
         GenerationOptions,

@@ -389,7 +389,7 @@ def pair(
 def _refuse_generation(side: TFSide) -> None:
     """Exit 2 for a side that cannot be judged by its generation (before its reference
     loads): no LM head, not a causal or seq2seq LM, no greedy decoding."""
-    from .checks.generation import generation_refusal
+    from .checks.generation.check import generation_refusal
 
     refusal = generation_refusal(side)
     if refusal:

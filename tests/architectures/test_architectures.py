@@ -15,7 +15,7 @@ from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.adapters.reference.pt_model import PTModel, load_pt
 from tfparity.api import check_embeds, make_batches
 from tfparity.architectures import Positions, lookup, registry, tiny_types
-from tfparity.checks.crosscheck import crosscheck
+from tfparity.checks.crosscheck.check import crosscheck
 from tfparity.errors import TfparityError
 from tfparity.testing import ffn_fault
 

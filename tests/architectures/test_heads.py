@@ -96,7 +96,7 @@ def test_the_text_report_names_the_head_and_its_agreement():
 
 
 def test_a_flip_at_a_near_tie_is_labelled_as_one():
-    from tfparity.checks.agreement import task_agreement
+    from tfparity.checks.crosscheck.agreement import task_agreement
     from tfparity.trace import Trace
 
     mask = np.ones((2, 1))
@@ -112,7 +112,7 @@ def test_a_flip_at_a_near_tie_is_labelled_as_one():
 
 
 def test_spans_and_tokens_count_non_padding_positions_only():
-    from tfparity.checks.agreement import task_agreement
+    from tfparity.checks.crosscheck.agreement import task_agreement
     from tfparity.trace import Trace
 
     mask = np.array([[1, 1, 0]])
@@ -218,7 +218,7 @@ def test_a_broken_head_against_stored_outputs_is_localised_without_weight_claims
 
 
 def test_lm_agreement_reports_top5_overlap_even_when_nothing_is_shared():
-    from tfparity.checks.agreement import task_agreement
+    from tfparity.checks.crosscheck.agreement import task_agreement
     from tfparity.trace import Trace
 
     logits = np.random.default_rng(0).normal(size=(2, 3, 10))

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tfparity.checks.artefacts import is_default, label_findings
+from tfparity.checks.crosscheck.artefacts import is_default, label_findings
 from tfparity.cli import main
 
 LABELS = {0: "NEGATIVE", 1: "POSITIVE"}

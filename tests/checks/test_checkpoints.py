@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from tfparity.adapters.sources.holdings import Holdings, refuse_unused_body
-from tfparity.checks.checkpoints import checkpoint_gaps
-from tfparity.checks.hints import describe_weight
+from tfparity.checks.crosscheck.checkpoints import checkpoint_gaps
+from tfparity.checks.crosscheck.hints import describe_weight
 from tfparity.cli import main
 from tfparity.compare import factor_text
 from tfparity.errors import TfparityError
@@ -384,7 +384,7 @@ def test_factor_text_keeps_two_digits_of_the_distance_from_1():
 
 
 def test_rows_reordered_are_named_as_a_permutation_and_noise_is_not():
-    from tfparity.checks.hints import column_permutation, row_permutation
+    from tfparity.checks.crosscheck.hints import column_permutation, row_permutation
 
     x = np.random.default_rng(3).normal(size=(3, 8)).astype(np.float32)
     assert row_permutation(x[[2, 0, 1]], x) == (2, 0, 1)

@@ -14,8 +14,8 @@ from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.adapters.reference.pt_model import PTModel
 from tfparity.adapters.sources.specs import minilm_dir
 from tfparity.api import crosscheck, make_batches
-from tfparity.checks.crosscheck import CrosscheckOptions
-from tfparity.checks.crosscheck import crosscheck as run_crosscheck
+from tfparity.checks.crosscheck.check import CrosscheckOptions
+from tfparity.checks.crosscheck.check import crosscheck as run_crosscheck
 from tfparity.testing import CATALOGUE, by_name, catalogue_for, with_config
 
 TINY = "tiny:bert"
@@ -71,7 +71,7 @@ def test_explicit_tolerance_mode_and_its_blind_spot(tiny_reference):
     pt_model, batches = tiny_reference
     broken = by_name("LayerNorm gamma off by 1%").apply(TFModel.load(TINY))
     assert not run_crosscheck(broken, pt_model, batches).passed
-    from tfparity.checks.crosscheck import CrosscheckOptions
+    from tfparity.checks.crosscheck.check import CrosscheckOptions
 
     loose = run_crosscheck(
         broken, pt_model, batches, CrosscheckOptions(tolerance=Tolerance(atol=1e-1, rtol=0))
@@ -194,7 +194,7 @@ def test_localise_on_failure_skips_taps_on_a_pass_and_still_localises_a_fault(
     tiny_reference, load_tf_model
 ):
     pt_model, batches = tiny_reference
-    from tfparity.checks.crosscheck import CrosscheckOptions
+    from tfparity.checks.crosscheck.check import CrosscheckOptions
 
     lazy = CrosscheckOptions(localise="on_failure")
     good = run_crosscheck(load_tf_model(TINY), pt_model, batches, lazy)
@@ -224,7 +224,7 @@ def test_last_hidden_state_is_compared_once_where_it_is_the_last_hidden_state(
     them together."""
     import dataclasses
 
-    import tfparity.checks.crosscheck as module
+    import tfparity.checks.crosscheck.check as module
     from tfparity.report.text import grouped
 
     pt_model, batches = tiny_reference
@@ -245,7 +245,7 @@ def test_last_hidden_state_is_compared_once_where_it_is_the_last_hidden_state(
 
 
 def test_last_hidden_state_that_differs_anywhere_is_compared_on_its_own():
-    from tfparity.checks.crosscheck import _alias_of
+    from tfparity.checks.crosscheck.check import _alias_of
     from tfparity.compare import compare_arrays
 
     x = np.arange(24.0).reshape(2, 3, 4)
@@ -261,7 +261,7 @@ def test_last_hidden_state_that_differs_anywhere_is_compared_on_its_own():
 
 
 def test_judging_by_the_referee_returns_a_new_comparison():
-    from tfparity.checks.crosscheck import _judged
+    from tfparity.checks.crosscheck.check import _judged
     from tfparity.compare import Referee, RefereeResult, compare_arrays
 
     c = compare_arrays(np.ones((2, 3)), np.ones((2, 3)) + 1.0, name="x")
@@ -272,7 +272,7 @@ def test_judging_by_the_referee_returns_a_new_comparison():
 
 
 def test_weight_hints_are_records_naming_their_weight():
-    from tfparity.checks.hints import config_differences, weight_differences
+    from tfparity.checks.crosscheck.hints import config_differences, weight_differences
 
     pt = {"a.weight": np.ones((2, 2)), "a.bias": np.ones(2)}
     tf = {"a.weight": np.zeros((2, 2)), "a.bias": np.ones(2)}

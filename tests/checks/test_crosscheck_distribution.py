@@ -9,7 +9,7 @@ import pytest
 
 from tfparity import cli
 from tfparity.api import crosscheck
-from tfparity.checks.distribution import next_token_targets
+from tfparity.checks.crosscheck.distribution import next_token_targets
 from tfparity.inputs import Batch
 from tfparity.report.text import render
 

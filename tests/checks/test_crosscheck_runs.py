@@ -13,7 +13,7 @@ from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.adapters.reference.pt_model import PTModel
 from tfparity.api import make_batches
 from tfparity.checks import DEFAULT_REFEREE_RUNS, REFEREE_RUNS
-from tfparity.checks.crosscheck import CrosscheckOptions, crosscheck
+from tfparity.checks.crosscheck.check import CrosscheckOptions, crosscheck
 from tfparity.testing import by_name
 
 TINY = "tiny:bert"

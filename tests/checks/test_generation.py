@@ -198,7 +198,7 @@ def test_bad_input_exits_2_naming_why(argv, words, capsys):
 
 def test_a_near_tie_flip_is_told_from_a_defect():
     """Numpy only: the same flip, within the referee's noise and far beyond it."""
-    from tfparity.checks.generation_steps import Forced, judge_steps
+    from tfparity.checks.generation.steps import Forced, judge_steps
 
     rng = np.random.default_rng(0)
     truth = rng.standard_normal((2, 50))

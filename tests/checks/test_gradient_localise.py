@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfparity.checks.gradient_localise import GRAD, localise, weight_table
+from tfparity.checks.gradients.localise import GRAD, localise, weight_table
 from tfparity.compare import compare_batches
 
 

@@ -13,7 +13,7 @@ from tfparity import InputOptions, assert_gradients, cli, gradients
 from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.adapters.reference.pt_model import load_pt
 from tfparity.api import check_embeds, make_batches
-from tfparity.checks.gradients import GradientsOptions, check_gradients
+from tfparity.checks.gradients.check import GradientsOptions, check_gradients
 from tfparity.errors import TfparityError
 from tfparity.report.gradients import render_gradients
 from tfparity.testing import gradient_faults

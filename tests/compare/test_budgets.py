@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfparity.checks.agreement import Agreement
-from tfparity.checks.budgeted import budget_of, judged
+from tfparity.checks.crosscheck.agreement import Agreement
+from tfparity.checks.crosscheck.budgeted import budget_of, judged
 from tfparity.compare import compare_arrays
 from tfparity.compare.budgets import (
     DEFAULT_BUDGETS,

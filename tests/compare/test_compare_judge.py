@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from tfparity.architectures.bert import GELU_FINDING
-from tfparity.checks import gradient_localise, localisation
+from tfparity.checks.crosscheck import localisation
+from tfparity.checks.gradients import localise as gradient_localise
 from tfparity.compare import (
     BudgetJudge,
     Referee,

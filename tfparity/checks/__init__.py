@@ -1,9 +1,9 @@
 """Checks: one module each, each a function ``(adapters, batches, options) -> Report``.
 
 The cross-check's ``localise`` and ``referee`` modes live here, not in
-:mod:`.crosscheck`, so that the CLI can offer them (``--localise``, ``--referee``)
+:mod:`.crosscheck.check`, so that the CLI can offer them (``--localise``, ``--referee``)
 without importing the checks: one home for the defaults that
-:class:`~tfparity.checks.crosscheck.CrosscheckOptions`, :func:`tfparity.crosscheck` and
+:class:`~tfparity.checks.crosscheck.check.CrosscheckOptions`, :func:`tfparity.crosscheck` and
 ``tfparity crosscheck`` share.
 """
 

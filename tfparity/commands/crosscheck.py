@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import crosscheck
-    from ..checks.export_source import export_verdict
+    from ..checks.crosscheck.export_source import export_verdict
     from ..errors import TfparityError
     from ..orchestration import export_spec
     from ..report.jsonio import write_json

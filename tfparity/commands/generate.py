@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import generate
-    from ..checks.generation import check_new_tokens
+    from ..checks.generation.check import check_new_tokens
     from ..report.generation import render_generation
     from ..report.jsonio import write_json
 

@@ -1,7 +1,7 @@
 """The sweep's generate check (``tfparity sweep --generate N``): each corpus item a prompt,
 decoded alone (no padding) for N greedy tokens on both sides, each through its own KV
 cache, and judged by the generation check itself
-(:func:`tfparity.checks.generation.judge_prompts`): the tokens agreed, the first
+(:func:`tfparity.checks.generation.check.judge_prompts`): the tokens agreed, the first
 divergent step with both sides' margins, a near-tie flip told from a defect by the
 float64 referee on the teacher-forced logits, the TF cache against its recomputation.
 
@@ -35,8 +35,8 @@ def check_generate_options(
     count that is not a positive int, and the ways of running that apply to the batched
     checks only (generation runs the side's own ``generate`` eagerly in float32). The
     model itself is judged once loaded
-    (:func:`tfparity.checks.generation.generation_refusal`)."""
-    from ..checks.generation import check_new_tokens
+    (:func:`tfparity.checks.generation.check.generation_refusal`)."""
+    from ..checks.generation.check import check_new_tokens
 
     check_new_tokens(new_tokens, "--generate (the new tokens per item)")
     if execution.precision != "fp32" or execution.xla:
@@ -79,7 +79,7 @@ class GenerateCheck:
     def run(self, padded: PaddedBatch) -> list[RowResult]:
         """One RowResult per real row: that item's prompt generated and judged alone."""
         from ..adapters.runtime.execution import placed
-        from ..checks.generation import GenerationOptions, judge_prompts, prompts_of
+        from ..checks.generation.check import GenerationOptions, judge_prompts, prompts_of
 
         # Each row without its padding; the bucketer kept items within the prompt limit.
         prompts = prompts_of([padded.batch], self.new_tokens, self.tf_model.limits)

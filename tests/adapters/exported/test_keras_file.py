@@ -17,7 +17,7 @@ from tfparity.adapters.keras_hub.side import KerasHubModel, load_keras_hub  # no
 from tfparity.api import crosscheck, load_model  # noqa: E402
 from tfparity.architectures import keras_hub_layouts  # noqa: E402
 from tfparity.architectures.faults import scale  # noqa: E402
-from tfparity.checks.export_source import export_verdict  # noqa: E402
+from tfparity.checks.crosscheck.export_source import export_verdict  # noqa: E402
 
 INPUTS = InputOptions(random=4, seq_len=12, batch_size=2, seed=5)
 SOURCE = "keras-hub:tiny:bert"

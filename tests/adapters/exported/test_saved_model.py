@@ -10,7 +10,7 @@ import pytest
 
 from tfparity import InputOptions, cli
 from tfparity.api import check_embeds, crosscheck
-from tfparity.checks.export_source import export_verdict
+from tfparity.checks.crosscheck.export_source import export_verdict
 from tfparity.errors import TfparityError
 
 INPUTS = InputOptions(random=4, seq_len=12, batch_size=2, seed=3)

@@ -19,7 +19,7 @@ from tfparity.adapters.sources.specs import parse_spec  # noqa: E402
 from tfparity.api import check_embeds, make_batches  # noqa: E402
 from tfparity.architectures import keras_hub_layouts, lookup  # noqa: E402
 from tfparity.architectures.faults import scale  # noqa: E402
-from tfparity.checks.crosscheck import crosscheck  # noqa: E402
+from tfparity.checks.crosscheck.check import crosscheck  # noqa: E402
 from tfparity.errors import TfparityError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -78,7 +78,7 @@ def test_broken_tf_model_fails_against_a_stored_good_reference(saved, no_torch):
     from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.adapters.reference.stored import StoredReference
     from tfparity.api import make_batches
-    from tfparity.checks.crosscheck import crosscheck
+    from tfparity.checks.crosscheck.check import crosscheck
     from tfparity.testing import by_name
 
     path, _ = saved

@@ -27,7 +27,7 @@ from tfparity.adapters.sources.tiny import tiny_config  # noqa: E402
 from tfparity.api import crosscheck, gradients  # noqa: E402
 from tfparity.architectures import keras_hub_layouts, registry  # noqa: E402
 from tfparity.architectures.faults import scale  # noqa: E402
-from tfparity.checks.hints import config_differences  # noqa: E402
+from tfparity.checks.crosscheck.hints import config_differences  # noqa: E402
 from tfparity.errors import TfparityError  # noqa: E402
 
 INPUTS = InputOptions(random=4, seq_len=12, batch_size=2, seed=5)

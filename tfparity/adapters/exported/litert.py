@@ -103,7 +103,8 @@ class LiteRTModel(TFSideBase):
     def head(self) -> Head:
         """Base, unless the flatbuffer returns logits: then the head ``--head`` names,
         else the companion's (a reference of another class is then judged by what its
-        checkpoint holds: a head it lacks is exit 2, see :mod:`tfparity.checks.checkpoints`)."""
+        checkpoint holds: a head it lacks is exit 2, see
+        :mod:`tfparity.checks.crosscheck.checkpoints`)."""
         outputs = set(self.runner.output_names())
         if not outputs & {"logits", "start_logits"}:
             return Head.BASE

@@ -345,7 +345,8 @@ def _keras_hub_note(ids: Signature, companion: Companion) -> list[str]:
 def _head(ids: Signature, companion: Companion, head: Head | None = None) -> Head:
     """A base model unless the signature returns logits: then ``head`` (``--head``),
     else the companion's (a reference of another class is then judged by what its
-    checkpoint holds: a head it lacks is exit 2, see :mod:`tfparity.checks.checkpoints`)."""
+    checkpoint holds: a head it lacks is exit 2, see
+    :mod:`tfparity.checks.crosscheck.checkpoints`)."""
     if "logits" not in ids.outputs.names.values():
         return Head.BASE
     named = head or companion.head

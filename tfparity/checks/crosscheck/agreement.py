@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS
-from ..trace import Trace
+from ...architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS
+from ...trace import Trace
 
 MAX_FLIPS = 5  # flips listed per measure (all are counted)
 

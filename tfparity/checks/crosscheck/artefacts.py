@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compare import Comparison, failed_comparison
-from ..inputs import token_ids, token_strings, tokenizer_source
-from ..results import Report
+from ...compare import Comparison, failed_comparison
+from ...inputs import token_ids, token_strings, tokenizer_source
+from ...results import Report
 
 _DEFAULT_LABEL = re.compile(r"LABEL_(\d+)")
 MAX_LISTED = 3  # differing labels named per failure (all are counted)

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..adapters.interfaces.sides import TFSide
-from ..compare import Comparison, Tolerance, compare_output_batches
-from ..inputs import Batch, note_inputs
-from ..results import Divergence, Report
-from ..trace import Trace, hidden_state_index, layer_of, layer_text
-from ..validation import NothingComparedError
-from .embeds import ensure_finite
-from .modes import mode_tolerance, reference_magnitudes
+from ...adapters.interfaces.sides import TFSide
+from ...compare import Comparison, Tolerance, compare_output_batches
+from ...inputs import Batch, note_inputs
+from ...results import Divergence, Report
+from ...trace import Trace, hidden_state_index, layer_of, layer_text
+from ...validation import NothingComparedError
+from ..embeds import ensure_finite
+from ..modes import mode_tolerance, reference_magnitudes
 
 LABEL = "export-vs-source"
 SOURCE_LABEL = "crosscheck-source"

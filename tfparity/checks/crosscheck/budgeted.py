@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import BudgetJudge, Comparison, failed_comparison
-from ..compare.budgets import (
+from ...compare import BudgetJudge, Comparison, failed_comparison
+from ...compare.budgets import (
     Budget,
     LayerError,
     budget_for,
@@ -26,8 +26,8 @@ from ..compare.budgets import (
     judged_by_budget,
     worst_layer,
 )
-from ..results import Divergence
-from ..trace import Trace, hidden_state_index, layer_of, layer_text
+from ...results import Divergence
+from ...trace import Trace, hidden_state_index, layer_of, layer_text
 from .agreement import Agreement
 
 

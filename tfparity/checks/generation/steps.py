@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..compare import Referee, referee_batches, rmse
+from ...compare import Referee, referee_batches, rmse
 
 NOISE_FACTOR = 4.0  # noise = 4 x the referee's allowed RMSE (checks/crosscheck.py's _noise)
 TOP_K = 5

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.interfaces.sides import Reference, TFSide
-from ..architectures import tapped_types
-from ..architectures.heads import LABELLED_HEADS, LM_HEADS, Head
-from ..compare import (
+from ...adapters.interfaces.sides import Reference, TFSide
+from ...architectures import tapped_types
+from ...architectures.heads import LABELLED_HEADS, LM_HEADS, Head
+from ...compare import (
     Comparison,
     Referee,
     RefereeResult,
@@ -28,12 +28,13 @@ from ..compare import (
     compare_output_batches,
     judged_by_referee,
 )
-from ..compare.bootstrap import Limit
-from ..inputs import Batch, note_inputs
-from ..results import Divergence, Report
-from ..trace import Trace, hidden_state_index
-from ..validation import nonfinite_weights, same_architecture
-from . import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, budgeted, distribution
+from ...compare.bootstrap import Limit
+from ...inputs import Batch, note_inputs
+from ...results import Divergence, Report
+from ...trace import Trace, hidden_state_index
+from ...validation import nonfinite_weights, same_architecture
+from .. import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS
+from . import budgeted, distribution
 from .agreement import task_agreement
 from .artefacts import Findings, label_findings, with_findings
 from .checkpoints import (
@@ -44,8 +45,8 @@ from .checkpoints import (
     judged,
     name_lacking,
 )
-from .crosscheck_runs import Float64Runs, Runs, run_all
 from .localisation import component_row, components_of, layer_rows, localise
+from .runs import Float64Runs, Runs, run_all
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.interfaces.sides import Reference, TFSide
-from ..architectures import activation_name
-from ..architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS, Head, reordered_outputs
-from ..compare import Comparison, Referee, RefereeResult, known_difference_note, referee_batches
-from ..results import Divergence, Hint
-from ..trace import EMBEDDINGS, hidden_state_index, layer_of
+from ...adapters.interfaces.sides import Reference, TFSide
+from ...architectures import activation_name
+from ...architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS, Head, reordered_outputs
+from ...compare import Comparison, Referee, RefereeResult, known_difference_note, referee_batches
+from ...results import Divergence, Hint
+from ...trace import EMBEDDINGS, hidden_state_index, layer_of
+from ..generation.decoder_localise import failing_decoder_state
 from . import hints
 from .artefacts import id_to_label, is_default
-from .crosscheck_runs import Runs
-from .decoder_localise import failing_decoder_state
 from .export_source import NO_INTERMEDIATES
+from .runs import Runs
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from fnmatch import fnmatchcase
 
-from ..errors import TfparityError
+from ...errors import TfparityError
 
 
 def frozen_patterns(frozen: str | Sequence[str] | None) -> tuple[str, ...]:

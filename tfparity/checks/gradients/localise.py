@@ -1,5 +1,5 @@
 """Where gradients first part, and the gradients check's tables (see
-:mod:`.gradients`): the walk backwards from the hidden states' gradients, the forward
+:mod:`.check`): the walk backwards from the hidden states' gradients, the forward
 divergence that explains a whole column of them, and the weights whose gradients
 differ most."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..architectures import COMPONENTS
-from ..compare import Comparison, known_difference_note
-from ..results import Divergence
-from ..trace import EMBEDDINGS, hidden_state_index, hidden_state_of, layer_of
+from ...architectures import COMPONENTS
+from ...compare import Comparison, known_difference_note
+from ...results import Divergence
+from ...trace import EMBEDDINGS, hidden_state_index, hidden_state_of, layer_of
 
 GRAD = "grad:"  # comparison names: grad:hidden_states[1], grad:<PyTorch weight name>
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ..architectures.heads import DISTRIBUTION_HEADS, NEXT_TOKEN_HEADS, Head
-from ..compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
-from ..compare.distribution import PositionMetrics, concatenate, position_metrics, summarise
-from ..compare.record import Comparison, failed_comparison
-from ..errors import TfparityError
-from ..inputs import Batch
-from ..trace import Trace
+from ...architectures.heads import DISTRIBUTION_HEADS, NEXT_TOKEN_HEADS, Head
+from ...compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
+from ...compare.distribution import PositionMetrics, concatenate, position_metrics, summarise
+from ...compare.record import Comparison, failed_comparison
+from ...errors import TfparityError
+from ...inputs import Batch
+from ...trace import Trace
 
 LOGITS = "logits"
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..adapters.sources.holdings import Holdings, listed
-from ..compare import failed_comparison
-from ..errors import TfparityError
-from ..results import Divergence
-from ..trace import Trace, hidden_state_index
+from ...adapters.sources.holdings import Holdings, listed
+from ...compare import failed_comparison
+from ...errors import TfparityError
+from ...results import Divergence
+from ...trace import Trace, hidden_state_index
 
 
 @dataclass(frozen=True)

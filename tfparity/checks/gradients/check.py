@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.interfaces.gradients import GradientRun, Objective
-from ..adapters.interfaces.sides import Reference, TFSide
-from ..compare import (
+from ...adapters.interfaces.gradients import GradientRun, Objective
+from ...adapters.interfaces.sides import Reference, TFSide
+from ...compare import (
     Comparison,
     Referee,
     Tolerance,
@@ -40,13 +40,13 @@ from ..compare import (
     failed_comparison,
     rmse,
 )
-from ..inputs import Batch, note_inputs
-from ..results import Divergence, Report
-from ..trace import hidden_state_index
-from ..validation import same_architecture
-from .embeds import NonFiniteOutputError, embeddings_hint
-from .gradient_frozen import excluded_note, excluded_weights
-from .gradient_localise import GRAD, failed, hidden_agree, hidden_table, localise, weight_table
+from ...inputs import Batch, note_inputs
+from ...results import Divergence, Report
+from ...trace import hidden_state_index
+from ...validation import same_architecture
+from ..embeds import NonFiniteOutputError, embeddings_hint
+from .frozen import excluded_note, excluded_weights
+from .localise import GRAD, failed, hidden_agree, hidden_table, localise, weight_table
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ judged by the float64 referee here), and for ``tfparity crosscheck`` on a seq2se
 
 from __future__ import annotations
 
-from ..adapters.interfaces.sides import ForwardPass, Reference, TFSide
-from ..compare import Comparison, Referee, referee_batches
-from ..results import Divergence
-from ..trace import EMBEDDINGS, decoder_state_index, layer_of, layer_text
-from . import hints
+from ...adapters.interfaces.sides import ForwardPass, Reference, TFSide
+from ...compare import Comparison, Referee, referee_batches
+from ...results import Divergence
+from ...trace import EMBEDDINGS, decoder_state_index, layer_of, layer_text
+from ..crosscheck import hints
 
 
 def decoder_divergence(

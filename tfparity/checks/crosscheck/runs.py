@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters.interfaces.sides import Reference, TFSide
-from ..compare import Referee, RefereeSums
-from ..inputs import Batch
-from ..trace import Trace
-from . import DEFAULT_REFEREE_RUNS
-from .embeds import ensure_finite
+from ...adapters.interfaces.sides import Reference, TFSide
+from ...compare import Referee, RefereeSums
+from ...inputs import Batch
+from ...trace import Trace
+from .. import DEFAULT_REFEREE_RUNS
+from ..embeds import ensure_finite
 
 
 @dataclass

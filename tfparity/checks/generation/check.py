@@ -6,7 +6,7 @@ it generates, through its own KV-cache path (HF TF ``generate`` against PyTorch
 Per prompt: the tokens agreed, the first divergent step with both sides' top-1 minus
 top-2 margins there, and per step (teacher-forced: both sides fed PyTorch's tokens) the
 largest logit difference, the top-k overlap and the float64 referee's verdict. The verdict
-tells a near-tie flip from a defect (:mod:`.generation_steps`). On the TF side, each
+tells a near-tie flip from a defect (:mod:`.steps`). On the TF side, each
 cached step is compared with a recomputation without cache, and generation started from
 gathered ``inputs_embeds`` with the ids path. Where tokens part by a defect, the
 cross-check of one forward pass names the layer: the teacher-forced sequence of a causal
@@ -28,14 +28,14 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ..adapters.interfaces.greedy import GreedyRun, SameStart
-from ..adapters.interfaces.sides import Generator, Reference, TFSide
-from ..compare import Comparison, Referee, compare_arrays
-from ..errors import TfparityError
-from ..inputs import Batch, Limits
-from ..results import Divergence, Report
+from ...adapters.interfaces.greedy import GreedyRun, SameStart
+from ...adapters.interfaces.sides import Generator, Reference, TFSide
+from ...compare import Comparison, Referee, compare_arrays
+from ...errors import TfparityError
+from ...inputs import Batch, Limits
+from ...results import Divergence, Report
 from .decoder_localise import decoder_divergence
-from .generation_steps import (
+from .steps import (
     Forced,
     PromptSteps,
     cache_bounds,
@@ -330,7 +330,7 @@ def _localised(
     where: str,
 ) -> Divergence:
     """The layer the cross-check of the failing prompt's forward pass names."""
-    from .crosscheck import CrosscheckOptions, crosscheck
+    from ..crosscheck.check import CrosscheckOptions, crosscheck
 
     one = generator.forward_pass(pt_model, bad.prompt, bad.pt.tokens)
     batch = Batch(one.input_ids, np.ones_like(one.input_ids))
@@ -414,7 +414,7 @@ def generation_refusal(tf_model: TFSide) -> str | None:
     LM with its LM head, or a seq2seq model (T5, mT5) with its seq2seq LM head, on a side
     that declares greedy decoding (HF TF models and keras-hub CausalLM tasks; the
     others' ``generator()`` says why not)."""
-    from ..architectures.heads import Head
+    from ...architectures.heads import Head
 
     arch = tf_model.architecture
     if not arch.causal and not arch.seq2seq:

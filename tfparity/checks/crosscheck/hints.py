@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..architectures import for_config
-from ..compare import factor_text, rmse
-from ..results import Hint
+from ...architectures import for_config
+from ...compare import factor_text, rmse
+from ...results import Hint
 
 # Fields every architecture has (through transformers' attribute maps); each
 # architecture adds its own (activation, norm epsilon, ...) in the registry.
