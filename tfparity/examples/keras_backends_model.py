@@ -9,10 +9,13 @@ the kind of backend-specific fault the check localises.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
-import keras
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")  # a backend's process has set its own
+
+import keras  # noqa: E402
 
 
 @keras.saving.register_keras_serializable(package="tfparity_examples")
