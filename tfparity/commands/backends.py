@@ -16,14 +16,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "backends",
         help="one Keras 3 .keras model on each Keras backend, layer by layer, float64 referee",
-        description="Run a Keras 3 .keras file on each Keras backend (TensorFlow, JAX, "
+        description="MODEL: a Keras 3 .keras file (a model of your own; its custom layers "
+        "registered by --import). Run it on each Keras backend (TensorFlow, JAX, "
         "PyTorch), each in its own process, record every layer's output and judge each "
         "against a float64 run of the same model; name the first layer where a backend "
         "parts from the rest, or where every backend parts from the referee.",
     )
     add_model_naming(p, "backends")
-    model = next(a for a in p._actions if a.dest == "model")
-    model.help = "a Keras 3 .keras file (a model of your own; custom layers: --import)"
     p.add_argument(
         "--backends",
         metavar="LIST",
