@@ -17,6 +17,7 @@ import pytest
 from tfparity.adapters.keras_backends import launch
 from tfparity.checks.backends import BackendOutputs, check_backends
 from tfparity.cli import main
+from tfparity.report.backends import render_backends
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
 LAYERS = ["embedding", "dense_1", "residual", "norm", "dense_2"]
@@ -179,5 +180,7 @@ def test_judge_tells_backends_that_agree_with_each_other_but_not_the_referee():
     report = _judged({b: dict(shared) for b in ALL})
     f = report.details["first_divergence"]
     assert not report.passed
-    assert (f["layer"], f["kind"], f["backends"]) == ("a", "all", ALL)
+    assert (f["layer"], f["kind"], f["backends"], f["backend"]) == ("a", "all", ALL, None)
     assert "every backend (tensorflow, jax, torch) parts from the float64 referee" in f["text"]
+    assert "the referee's backend (torch)" in f["text"]
+    assert "first divergence: every backend, layer a (all)" in render_backends(report)

@@ -130,7 +130,9 @@ def check_backends(
     }
     first = next((j for j in judgements if j.failing), None)
     if first is not None:
-        report.details["first_divergence"] = _divergence(first, list(outputs.float32))
+        report.details["first_divergence"] = _divergence(
+            first, list(outputs.float32), outputs.referee_backend
+        )
         report.first_divergence = Divergence(
             hidden_state=None,
             layer=first.layer,
@@ -161,10 +163,11 @@ def _ratio(rmse: float | None, scale: float) -> float | None:
     return None if rmse is None or not scale else rmse / scale
 
 
-def _divergence(j: LayerJudgement, backends: list[str]) -> dict[str, Any]:
+def _divergence(j: LayerJudgement, backends: list[str], referee: str) -> dict[str, Any]:
     """Who parts at the first divergent layer: ``kind`` ``one`` (some backends part
     from the rest, which agree with the truth) or ``all`` (every backend parts from
-    the float64 referee, while they agree with each other as closely as they do)."""
+    the float64 referee, while they agree with each other as closely as they do; no
+    one ``backend`` is named then)."""
     failing = j.failing
 
     def excess(b: str) -> float:
@@ -173,14 +176,15 @@ def _divergence(j: LayerJudgement, backends: list[str]) -> dict[str, Any]:
             return np.inf
         return c.referee["actual_rmse"] / c.referee["allowed_rmse"]
 
-    worst = max(failing, key=excess)
+    worst: str | None = max(failing, key=excess)
     if len(failing) == len(backends) and len(backends) > 1:
-        kind = "all"
+        kind, worst = "all", None
         text = (
             f"every backend ({', '.join(backends)}) parts from the float64 referee at layer "
             f"{j.layer}, while they differ from each other by RMSE {j.spread:.3g}: suspect "
-            "the layer at float64 (a cast or a dtype-dependent branch) or a fault every "
-            "backend shares"
+            "the layer at float64 (a cast or a dtype-dependent branch), a fault every "
+            f"backend shares, or a fault of the referee's backend ({referee}) alone (try "
+            "another --referee-backend)"
         )
     else:
         kind = "one"

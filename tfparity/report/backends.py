@@ -50,7 +50,8 @@ def render_backends(report: Report) -> str:
     lines += table(("layer", *d["backends"]), rows)
     f = d["first_divergence"]
     if f:
-        lines += ["", f"first divergence: backend {f['backend']}, layer {f['layer']} ({f['kind']})"]
+        who = f"backend {f['backend']}" if f["backend"] else "every backend"
+        lines += ["", f"first divergence: {who}, layer {f['layer']} ({f['kind']})"]
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join([*lines, "", verdict(report)])
 
