@@ -302,11 +302,13 @@ SETUPS: dict[str, Callable[[Path], None]] = {
 
 def _keras_backends(work: Path) -> None:
     """The example Keras 3 model of tfparity/examples/keras_backends_model.py saved twice:
-    clean (``model.keras``) and with its custom layer 0.1% off on JAX (``jax-fault.keras``)."""
+    clean (``model.keras``), with its custom layer 0.1% off on JAX (``jax-fault.keras``) and
+    0.1% off in float32 on every backend (``float32-fault.keras``)."""
     from tfparity.examples.keras_backends_model import save
 
     save(work / "model.keras")
-    save(work / "jax-fault.keras", faulty=True)
+    save(work / "jax-fault.keras", fault="jax")
+    save(work / "float32-fault.keras", fault="float32")
 
 
 def _litert(path: Path, quantisation: str, fault: bool = False) -> None:
@@ -732,19 +734,10 @@ EXAMPLES: tuple[Example, ...] = (
         why_untested="tests/checks/test_backends.py runs the same fault and checks it",
     ),
     Example(
-        "backends-referee-parts",
+        "backends-all-part",
         "docs/backends.md",
         1,
-        (
-            "backends",
-            "jax-fault.keras",
-            "--import",
-            "tfparity.examples.keras_backends_model",
-            "--backends",
-            "tensorflow,torch",
-            "--referee-backend",
-            "jax",
-        ),
+        ("backends", "float32-fault.keras", "--import", "tfparity.examples.keras_backends_model"),
         setup=("keras-backends",),
         tested=False,
         why_untested="tests/checks/test_backends.py checks the same verdict on made-up outputs",

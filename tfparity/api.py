@@ -523,10 +523,11 @@ def backends(
 ) -> Report:
     """One Keras 3 ``.keras`` model on each Keras backend (``backends``: default every
     installed one), each in its own process, every layer's output judged against a
-    float64 run of the same model (on ``referee_backend``: default torch, else
-    TensorFlow, else JAX). ``imports``: modules that register the model's custom layers,
-    imported first in every process. Inputs: ``inputs`` (an npz, one array per model
-    input), else ``random`` rows of ``seq_len`` seeded token ids."""
+    float64 run of the same model (on ``referee_backend``: default TensorFlow, the one
+    backend on which Keras 3 computes float64 as asked). ``imports``: modules that
+    register the model's custom layers, imported first in every process. Inputs:
+    ``inputs`` (an npz, one array per model input), else ``random`` rows of ``seq_len``
+    seeded token ids."""
     from pathlib import Path
 
     from .adapters.keras_backends import LaunchPlan, choose_backends, choose_referee, run_backends
@@ -536,7 +537,7 @@ def backends(
     path = Path(model)
     config = read_config(path)  # a bad file: exit 2 before any process starts
     chosen, notes = choose_backends(backends)
-    referee = choose_referee(referee_backend, chosen)
+    referee = choose_referee(referee_backend)
     given = file_inputs(Path(inputs)) if inputs else random_inputs(config, random, seq_len, seed)
     plan = LaunchPlan(path, chosen, referee, tuple(imports))
     runs = run_backends(plan, given)

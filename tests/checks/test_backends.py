@@ -29,7 +29,7 @@ def files(tmp_path_factory):
     from tfparity.examples.keras_backends_model import save
 
     root = tmp_path_factory.mktemp("backends")
-    return {"clean": save(root / "clean.keras"), "faulty": save(root / "faulty.keras", faulty=True)}
+    return {"clean": save(root / "clean.keras"), "faulty": save(root / "faulty.keras", fault="jax")}
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +41,11 @@ def clean(files):
 
 @pytest.fixture(scope="module")
 def faulty(files, tmp_path_factory):
-    """The faulty model through the CLI, on JAX and torch (the referee's process, which
-    runs torch's float32 too: two processes): exit code, printed text, JSON."""
+    """The faulty model through the CLI, on TensorFlow (the referee's process, which
+    runs TensorFlow's float32 too) and JAX: two processes. Exit code, text, JSON."""
     out = tmp_path_factory.mktemp("faulty") / "report.json"
     text = io.StringIO()  # capsys is function-scoped: capture by hand, once per module
-    argv = ["backends", str(files["faulty"]), "--backends", "jax,torch", "--import", EXAMPLE]
+    argv = ["backends", str(files["faulty"]), "--backends", "tensorflow,jax", "--import", EXAMPLE]
     with contextlib.redirect_stdout(text):
         code = main([*argv, "--json", str(out)])
     return code, text.getvalue(), json.loads(out.read_text())
@@ -55,7 +55,7 @@ def test_a_clean_model_passes_on_every_backend(clean):
     assert clean.passed
     d = clean.details
     assert d["backends"] == ALL
-    assert d["referee"] == {"backend": "torch", "dtype": "float64"}
+    assert d["referee"] == {"backend": "tensorflow", "dtype": "float64"}
     assert [row["layer"] for row in d["layers"]] == LAYERS  # topological order
     assert len(clean.comparisons) == len(LAYERS) * len(ALL)
     assert all(c.judge == "referee" and c.passed for c in clean.comparisons)
@@ -73,7 +73,7 @@ def test_a_layer_wrong_on_jax_only_fails_naming_jax_and_that_layer(faulty):
     code, text, data = faulty
     assert code == 1
     assert "first divergence: backend jax, layer residual (one)" in text
-    assert "FAIL backends: backend jax parts from torch and the float64 referee" in text
+    assert "FAIL backends: backend jax parts from tensorflow and the float64 referee" in text
     assert data["passed"] is False
     assert data["first_divergence"]["layer"] == "residual"
     assert data["details"]["first_divergence"]["backend"] == "jax"
@@ -132,11 +132,20 @@ def test_a_file_that_is_not_keras_exits_2(tmp_path, capsys):
     assert "is not a Keras 3 .keras file" in capsys.readouterr().err
 
 
-def test_a_custom_layer_not_imported_exits_2_naming_the_backend(files, capsys):
-    """The worker's load error comes back as one paragraph (one process: torch only)."""
-    assert main(["backends", str(files["clean"]), "--backends", "torch"]) == 2
+def test_a_referee_backend_that_rounds_float64_to_float32_is_refused(files, capsys):
+    """Keras 3 computes torch's float64 matmul at float32: torch cannot referee."""
+    argv = ["--backends", "torch", "--referee-backend", "torch", "--import", EXAMPLE]
+    assert main(["backends", str(files["clean"]), *argv]) == 2
     err = capsys.readouterr().err
-    assert "the torch backend could not run the model" in err
+    assert "on torch computes matmul" in err and "--referee-backend tensorflow" in err
+
+
+def test_a_custom_layer_not_imported_exits_2_naming_the_backend(files, capsys):
+    """The worker's load error comes back as one paragraph (one process: TensorFlow,
+    which also referees)."""
+    assert main(["backends", str(files["clean"]), "--backends", "tensorflow"]) == 2
+    err = capsys.readouterr().err
+    assert "the tensorflow backend could not run the model" in err
     assert "ScaledResidual" in err
 
 
@@ -182,5 +191,5 @@ def test_judge_tells_backends_that_agree_with_each_other_but_not_the_referee():
     assert not report.passed
     assert (f["layer"], f["kind"], f["backends"], f["backend"]) == ("a", "all", ALL, None)
     assert "every backend (tensorflow, jax, torch) parts from the float64 referee" in f["text"]
-    assert "the referee's backend (torch)" in f["text"]
+    assert "the referee's backend (torch)" in f["text"]  # as _judged names it
     assert "first divergence: every backend, layer a (all)" in render_backends(report)

@@ -46,8 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--referee-backend",
         choices=("tensorflow", "jax", "torch"),
-        help="the backend that runs the float64 referee (default: torch, else tensorflow, "
-        "else jax)",
+        help="the backend that runs the float64 referee (default: tensorflow; Keras 3 "
+        "computes some float64 ops at float32 on jax and torch, which are then refused)",
     )
     p.add_argument(
         "--ceiling",

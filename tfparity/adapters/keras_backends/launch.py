@@ -33,8 +33,10 @@ _PIP = {
     "jax": "pip install 'tfparity[jax]'",
     "torch": "pip install 'tfparity[torch]'",
 }
-# Where float64 is plainly float64 (JAX needs x64 switched on at start-up), first.
-REFEREE_PREFERENCE = ("torch", "tensorflow", "jax")
+# The referee's backend: TensorFlow, the one on which Keras 3 computes float64 as asked
+# (:func:`.worker.float64_shortfalls`; a worker asked for float64 on another probes it
+# and refuses). JAX gets x64 switched on at start-up when asked.
+DEFAULT_REFEREE = "tensorflow"
 WORKER_TIMEOUT_S = 600
 
 
@@ -168,14 +170,19 @@ def choose_backends(asked: Sequence[str] | None) -> tuple[tuple[str, ...], list[
     return chosen, notes
 
 
-def choose_referee(asked: str | None, backends: Sequence[str]) -> str:
-    """The backend that runs the float64 referee: ``asked``, else the first installed of
-    :data:`REFEREE_PREFERENCE` (torch and TensorFlow compute float64 as asked; JAX only
-    with x64 switched on, which its process gets)."""
+def choose_referee(asked: str | None) -> str:
+    """The backend that runs the float64 referee: ``asked``, else
+    :data:`DEFAULT_REFEREE` (whose process refuses a backend that cannot compute float64
+    as asked)."""
     if asked is not None:
         if asked not in BACKENDS:
             raise TfparityError(f"unknown referee backend {asked}: one of {', '.join(BACKENDS)}.")
         if not installed(asked):
             raise TfparityError(f"referee backend {asked} is not installed: {pip_command(asked)}.")
         return asked
-    return next(b for b in (*REFEREE_PREFERENCE, *backends) if installed(b))
+    if not installed(DEFAULT_REFEREE):
+        raise TfparityError(
+            f"the float64 referee runs on {DEFAULT_REFEREE}, which is not installed: "
+            f"{pip_command(DEFAULT_REFEREE)}."
+        )
+    return DEFAULT_REFEREE

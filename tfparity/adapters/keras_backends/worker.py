@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import sys
 import warnings
@@ -49,6 +50,33 @@ def _float64_twin(keras: Any, model: Any) -> Any:
     ]
     twin.set_weights(weights)
     return twin
+
+
+def float64_shortfalls(keras: Any) -> list[str]:
+    """The ops this backend computes at float32 when given float64 values. Keras 3's
+    ``result_type`` maps float64 to float32 on every backend but TensorFlow (to match
+    JAX's default), so some ops on JAX and torch round to float32 although their
+    inputs, weights and outputs say float64 (measured with Keras 3.15: torch's matmul
+    and mean; JAX's mean and tanh, even with x64 on). A referee must have none: each
+    probe's float32 error (1e-10 is below float32's resolution at 1) is 10^6 times its
+    float64 rounding."""
+    ops = keras.ops
+    x = np.array([[1.0, 1e-10]])
+    probes = {
+        "add": (lambda a: ops.add(a, 1e-10), x + 1e-10),
+        "matmul": (lambda a: ops.matmul(a, ops.ones((2, 1), dtype="float64")), x.sum(1)),
+        "mean": (lambda a: ops.mean(a + 1.0), np.mean(x + 1.0)),
+        "tanh": (lambda a: ops.tanh(a + 0.5), np.tanh(x + 0.5)),
+        "exp": (lambda a: ops.exp(a), np.exp(x)),
+        "sqrt": (lambda a: ops.sqrt(a + 2.0), np.sqrt(x + 2.0)),
+        "erf": (lambda a: ops.erf(a + 0.5), np.vectorize(math.erf)(x + 0.5)),
+    }
+    short = []
+    for name, (op, exact) in probes.items():
+        got = np.asarray(ops.convert_to_numpy(op(ops.convert_to_tensor(x, "float64"))))
+        if got.dtype != np.float64 or np.max(np.abs(got - np.reshape(exact, got.shape))) > 1e-13:
+            short.append(name)
+    return short
 
 
 def _policies_to_float64(config: Any) -> None:
@@ -143,6 +171,15 @@ def _record(args: argparse.Namespace) -> dict[str, Any]:
     meta: dict[str, Any] = {"backend": backend, "keras": keras.__version__, "runs": {}}
     meta["precision"] = precision_facts(keras, backend)
     arrays: dict[str, np.ndarray] = {}
+    if "float64" in (args.precision or []):
+        short = float64_shortfalls(keras)
+        if short:
+            raise ValueError(
+                f"Keras {keras.__version__} on {backend} computes {', '.join(short)} at "
+                "float32 when asked for float64 (its result_type maps float64 to float32 "
+                "on every backend but TensorFlow), so it cannot referee: use "
+                "--referee-backend tensorflow"
+            )
     for precision in args.precision or ["float32"]:
         run_model = model if precision == "float32" else _float64_twin(keras, model)
         outputs, names, notes = _run(keras, run_model, inputs)
