@@ -183,8 +183,8 @@ def _divergence(j: LayerJudgement, backends: list[str], referee: str) -> dict[st
             f"every backend ({', '.join(backends)}) parts from the float64 referee at layer "
             f"{j.layer}, while they differ from each other by RMSE {j.spread:.3g}: suspect "
             "the layer at float64 (a cast or a dtype-dependent branch), a fault every "
-            f"backend shares, or a fault of the referee's backend ({referee}) alone (try "
-            "another --referee-backend)"
+            f"backend shares, or a fault of the referee's backend ({referee}) alone at "
+            "float64"
         )
     else:
         kind = "one"
