@@ -296,7 +296,19 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "labelled-ports": _labelled_ports,
     "litert-int8": lambda work: _litert(work / "int8.tflite", "dynamic-range int8"),
     "litert-fault": lambda work: _litert(work / "fault.tflite", "fp32", fault=True),
+    "keras-backends": lambda work: _keras_backends(work),
 }
+
+
+def _keras_backends(work: Path) -> None:
+    """The example Keras 3 model of tfparity/examples/keras_backends_model.py saved twice:
+    clean (``model.keras``), with its custom layer 0.1% off on JAX (``jax-fault.keras``) and
+    0.1% off in float32 on every backend (``float32-fault.keras``)."""
+    from tfparity.examples.keras_backends_model import save
+
+    save(work / "model.keras")
+    save(work / "jax-fault.keras", fault="jax")
+    save(work / "float32-fault.keras", fault="float32")
 
 
 def _litert(path: Path, quantisation: str, fault: bool = False) -> None:
@@ -713,6 +725,34 @@ EXAMPLES: tuple[Example, ...] = (
         tested=False,
         why_untested="tests/adapters/keras_hub/test_keras_hub_task.py runs the same cross-check "
         "and checks it",
+    ),
+    Example(
+        "backends-clean",
+        "docs/backends.md",
+        0,
+        ("backends", "model.keras", "--import", "tfparity.examples.keras_backends_model"),
+        setup=("keras-backends",),
+        tested=False,
+        why_untested="tests/checks/test_backends.py runs the same model on every backend "
+        "and checks it (one process per backend: too slow to run twice)",
+    ),
+    Example(
+        "backends-jax-fault",
+        "docs/backends.md",
+        1,
+        ("backends", "jax-fault.keras", "--import", "tfparity.examples.keras_backends_model"),
+        setup=("keras-backends",),
+        tested=False,
+        why_untested="tests/checks/test_backends.py runs the same fault and checks it",
+    ),
+    Example(
+        "backends-all-part",
+        "docs/backends.md",
+        1,
+        ("backends", "float32-fault.keras", "--import", "tfparity.examples.keras_backends_model"),
+        setup=("keras-backends",),
+        tested=False,
+        why_untested="tests/checks/test_backends.py checks the same verdict on made-up outputs",
     ),
     Example(
         "litert-int8",

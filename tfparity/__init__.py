@@ -18,6 +18,7 @@ from .results import Divergence, Report
 # The names of tfparity/api.py: their one list (api.py keeps none of its own).
 _API = (
     "assert_close",
+    "backends",
     "check_embeds",
     "check_positions",
     "check_tying",

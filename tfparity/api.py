@@ -520,3 +520,48 @@ def _generation_head(model: Any) -> Any:
     if model.head is None and (model.inner is None or model.inner.head is None):
         return generation_head(model)  # the body's spec, generated with its LM head
     return None  # keras-hub:tiny:<type>/<head>: the inner spec names it
+
+
+def backends(
+    model: str,
+    *,
+    backends: Sequence[str] | None = None,
+    imports: Sequence[str] = (),
+    random: int = 2,
+    seq_len: int = 8,
+    inputs: str | None = None,
+    seed: int = 0,
+    referee_backend: str | None = None,
+    ceiling: float | None = None,
+) -> Report:
+    """One Keras 3 ``.keras`` model on each Keras backend (``backends``: default every
+    installed one), each in its own process, every layer's output judged against a
+    float64 run of the same model (on ``referee_backend``: default TensorFlow, the one
+    backend on which Keras 3 computes float64 as asked). ``imports``: modules that
+    register the model's custom layers, imported first in every process. Inputs:
+    ``inputs`` (an npz, one array per model input), else ``random`` rows of ``seq_len``
+    seeded token ids."""
+    from pathlib import Path
+
+    from .adapters.keras_backends import LaunchPlan, choose_backends, choose_referee, run_backends
+    from .adapters.keras_backends.inputs import file_inputs, random_inputs, read_config
+    from .checks.backends import DEFAULT_CEILING, BackendOutputs, check_backends
+
+    path = Path(model)
+    config = read_config(path)  # a bad file: exit 2 before any process starts
+    chosen, notes = choose_backends(backends)
+    referee = choose_referee(referee_backend)
+    given = file_inputs(Path(inputs)) if inputs else random_inputs(config, random, seq_len, seed)
+    plan = LaunchPlan(path, chosen, referee, tuple(imports))
+    runs = run_backends(plan, given)
+    for run in runs.values():
+        notes += [n for n in run.notes if n not in notes]
+    outputs = BackendOutputs(
+        model=str(model),
+        float32={b: runs[b].outputs["float32"] for b in chosen},
+        truth=runs[referee].outputs["float64"],
+        referee_backend=referee,
+        precision={b: runs[b].precision for b in chosen},
+        notes=notes,
+    )
+    return check_backends(outputs, ceiling=DEFAULT_CEILING if ceiling is None else ceiling)

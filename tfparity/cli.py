@@ -68,6 +68,7 @@ COMMANDS = (
     "generate",
     "gradients",
     "sweep",
+    "backends",
     "merge",
 )
 

@@ -462,6 +462,8 @@ def test_the_model_named_twice_or_a_port_without_its_reference_exits_2(command, 
         (["gradients", "tiny:bert", "--signature", "x"], "on a tape"),
         (["check", "tiny:bert", "--pt", "tiny:bert"], "tfparity crosscheck --tf TF_MODEL"),
         (["sweep", "tiny:bert", "--source", "tiny:bert", "--out", "x"], "from --pt"),
+        (["backends", "m.keras", "--allow-pickle"], "no PyTorch checkpoint"),
+        (["backends", "m.keras", "--source", "tiny:bert"], "needs no source"),
     ],
 )
 def test_an_option_a_command_does_not_take_exits_2_naming_why(argv, why, capsys):
@@ -480,15 +482,17 @@ def test_a_naming_must_decide_every_option():
 
 def test_the_docs_table_of_model_naming_is_the_code_table():
     """docs/check.md's table says, per command, what NAMING takes (--allow-pickle goes
-    with MODEL everywhere): a changed table fails until the page says so too."""
+    with MODEL wherever the row does not refuse it): a changed table fails until the
+    page says so too."""
     from tfparity.commands.naming import NAMING, OPTIONS
 
     page = (Path(tfparity.__file__).parents[1] / "docs" / "check.md").read_text()
     section = page.split("## Naming the model in every command", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| `")]
+    rows = [line.split("|")[1:4] for line in section.splitlines() if line.startswith("| `")]
     documented = {}
-    for commands, takes in rows:
-        named = set(re.findall(r"--[a-z-]+|MODEL", takes)) | {"--allow-pickle"}
+    for commands, takes, refuses in rows:
+        pickle = set() if "`--allow-pickle`" in refuses else {"--allow-pickle"}
+        named = set(re.findall(r"--[a-z-]+|MODEL", takes)) | pickle
         for command in re.findall(r"`([a-z]+)`", commands):
             documented[command] = set(OPTIONS) if takes.strip() == "all" else named
     assert documented == {c: set(n.takes) for c, n in NAMING.items()}

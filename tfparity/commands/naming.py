@@ -41,6 +41,10 @@ OWN_CLASS = (
     "it runs the class MODEL's config names; tiny:<model_type>/<head> loads a tiny "
     "model with a head (--head picks the class on both sides of a comparison)"
 )
+BACKENDS_ONLY = (
+    "it runs one Keras 3 .keras file on each Keras backend against a float64 run of "
+    "itself, with no PyTorch checkpoint or reference"
+)
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,20 @@ NAMING: dict[str, Naming] = {
         refused={
             "--source": "a sweep's export takes its config and tokenizer from --pt, its reference",
             "--head": OWN_CLASS,
+        },
+    ),
+    "backends": Naming(
+        takes=("MODEL",),
+        refused={
+            "--allow-pickle": BACKENDS_ONLY,
+            "--tf": f"{BACKENDS_ONLY}; name the .keras file as MODEL",
+            "--pt": BACKENDS_ONLY,
+            "--pt-config": BACKENDS_ONLY,
+            "--source": "MODEL, a .keras file, is run by Keras itself on each backend: it "
+            "needs no source to take a config or tokenizer from",
+            "--signature": "MODEL, a .keras file, is run by Keras itself on each backend, "
+            "not through a serving signature",
+            "--head": "the .keras file holds the whole model, its head included",
         },
     ),
     "modes": _TF_ALONE,

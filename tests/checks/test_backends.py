@@ -1,0 +1,195 @@
+"""``tfparity backends``: one .keras model on TensorFlow, JAX and torch, float64 referee.
+
+Backend processes are slow to start, so the two real runs (a clean model through the
+API, one with a layer that is wrong on JAX only through the CLI) are made once per
+module and shared; the judge's rule and the refusals are tested without processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pytest
+
+from tfparity.adapters.keras_backends import launch
+from tfparity.checks.backends import BackendOutputs, check_backends
+from tfparity.cli import main
+from tfparity.report.backends import render_backends
+
+EXAMPLE = "tfparity.examples.keras_backends_model"
+LAYERS = ["embedding", "dense_1", "residual", "norm", "dense_2"]
+ALL = ["tensorflow", "jax", "torch"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    from tfparity.examples.keras_backends_model import save
+
+    root = tmp_path_factory.mktemp("backends")
+    return {"clean": save(root / "clean.keras"), "faulty": save(root / "faulty.keras", fault="jax")}
+
+
+@pytest.fixture(scope="module")
+def clean(files):
+    import tfparity
+
+    return tfparity.backends(str(files["clean"]), imports=[EXAMPLE])
+
+
+@pytest.fixture(scope="module")
+def faulty(files, tmp_path_factory):
+    """The faulty model through the CLI, on TensorFlow (the referee's process, which
+    runs TensorFlow's float32 too) and JAX: two processes. Exit code, text, JSON."""
+    out = tmp_path_factory.mktemp("faulty") / "report.json"
+    text = io.StringIO()  # capsys is function-scoped: capture by hand, once per module
+    argv = ["backends", str(files["faulty"]), "--backends", "tensorflow,jax", "--import", EXAMPLE]
+    with contextlib.redirect_stdout(text):
+        code = main([*argv, "--json", str(out)])
+    return code, text.getvalue(), json.loads(out.read_text())
+
+
+def test_a_clean_model_passes_on_every_backend(clean):
+    assert clean.passed
+    d = clean.details
+    assert d["backends"] == ALL
+    assert d["referee"] == {"backend": "tensorflow", "dtype": "float64"}
+    assert [row["layer"] for row in d["layers"]] == LAYERS  # topological order
+    assert len(clean.comparisons) == len(LAYERS) * len(ALL)
+    assert all(c.judge == "referee" and c.passed for c in clean.comparisons)
+    assert clean.first_divergence is None and d["first_divergence"] is None
+    assert {b: f["dtype_policy"] for b, f in d["precision"].items()} == dict.fromkeys(
+        ALL, "float32"
+    )
+    assert "jax_default_matmul_precision" in d["precision"]["jax"]
+    # float32 rounding on every backend, far below the ceiling
+    worst = max(c["relative_rmse"] or 0 for r in d["layers"] for c in r["backends"].values())
+    assert worst < 1e-5
+
+
+def test_a_layer_wrong_on_jax_only_fails_naming_jax_and_that_layer(faulty):
+    code, text, data = faulty
+    assert code == 1
+    assert "first divergence: backend jax, layer residual (one)" in text
+    assert "FAIL backends: backend jax parts from tensorflow and the float64 referee" in text
+    assert data["passed"] is False
+    assert data["first_divergence"]["layer"] == "residual"
+    assert data["details"]["first_divergence"]["backend"] == "jax"
+    assert data["details"]["first_divergence"]["kind"] == "one"
+    verdicts = {c["name"]: c["passed"] for c in data["comparisons"]}
+    assert verdicts["jax:dense_1"] and not verdicts["jax:residual"]  # localised, not earlier
+    assert all(v for name, v in verdicts.items() if not name.startswith("jax:"))
+
+
+def _exit_code(argv):
+    """main's return code, or argparse's exit code (a bad option value exits in parsing)."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
+def _hide_jax(monkeypatch):
+    real = launch.installed
+    monkeypatch.setattr(launch, "installed", lambda b: b != "jax" and real(b))
+
+
+def test_backends_jax_without_jax_exits_2_naming_the_pip_command(files, monkeypatch, capsys):
+    _hide_jax(monkeypatch)
+    assert main(["backends", str(files["clean"]), "--backends", "jax"]) == 2
+    err = capsys.readouterr().err
+    assert "backend jax is not installed: pip install 'tfparity[jax]'" in err
+    assert "Traceback" not in err
+
+
+def test_a_missing_backend_not_asked_for_is_skipped_with_its_pip_command(monkeypatch):
+    _hide_jax(monkeypatch)
+    chosen, notes = launch.choose_backends(None)
+    assert chosen == ("tensorflow", "torch")
+    assert notes == ["backend jax skipped: not installed (pip install 'tfparity[jax]')"]
+    assert launch.choose_backends(["torch", "tensorflow"]) == (("torch", "tensorflow"), [])
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--backends", "jax,mxnet"], "unknown backend(s) mxnet"),
+        (["--pt", "minilm"], "does not take --pt"),
+        (["--ceiling", "nan"], "not a finite number"),
+    ],
+)
+def test_bad_usage_exits_2(files, argv, says, capsys):
+    assert _exit_code(["backends", str(files["clean"]), *argv]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_keras_exits_2(tmp_path, capsys):
+    bad = tmp_path / "model.keras"
+    bad.write_text("not a zip")
+    assert main(["backends", str(bad)]) == 2
+    assert "is not a Keras 3 .keras file" in capsys.readouterr().err
+
+
+def test_a_referee_backend_that_rounds_float64_to_float32_is_refused(files, capsys):
+    """Keras 3 computes torch's float64 matmul at float32: torch cannot referee."""
+    argv = ["--backends", "torch", "--referee-backend", "torch", "--import", EXAMPLE]
+    assert main(["backends", str(files["clean"]), *argv]) == 2
+    err = capsys.readouterr().err
+    assert "on torch computes matmul" in err and "--referee-backend tensorflow" in err
+
+
+def test_a_custom_layer_not_imported_exits_2_naming_the_backend(files, capsys):
+    """The worker's load error comes back as one paragraph (one process: TensorFlow,
+    which also referees)."""
+    assert main(["backends", str(files["clean"]), "--backends", "tensorflow"]) == 2
+    err = capsys.readouterr().err
+    assert "the tensorflow backend could not run the model" in err
+    assert "ScaledResidual" in err
+
+
+# The judge alone, on made-up outputs: numpy only, no process.
+
+RNG = np.random.default_rng(0)
+TRUTH = {"a": RNG.standard_normal((2, 8, 16)), "b": RNG.standard_normal((2, 8, 16))}
+
+
+def _float32(truth, scale=1.0):
+    """A float32 run of ``truth`` with its own rounding (and ``scale`` times larger)."""
+    noise = RNG.standard_normal(truth.shape) * 1e-7 * np.abs(truth)
+    return ((truth + noise) * scale).astype(np.float32)
+
+
+def _judged(runs):
+    return check_backends(BackendOutputs("made-up", runs, TRUTH, "torch"))
+
+
+def test_judge_passes_float32_rounding_and_names_the_one_backend_that_parts():
+    clean = {b: {k: _float32(t) for k, t in TRUTH.items()} for b in ALL}
+    assert _judged(clean).passed
+    skewed = {**clean, "jax": {"a": clean["jax"]["a"], "b": _float32(TRUTH["b"], 1.001)}}
+    report = _judged(skewed)
+    f = report.details["first_divergence"]
+    assert not report.passed
+    assert (f["backend"], f["layer"], f["kind"], f["backends"]) == ("jax", "b", "one", ["jax"])
+
+
+def test_judge_with_two_backends_does_not_let_the_faulty_one_widen_its_own_bound():
+    runs = {
+        "tensorflow": {k: _float32(t) for k, t in TRUTH.items()},
+        "jax": {k: _float32(t, 1.0001) for k, t in TRUTH.items()},
+    }
+    f = _judged(runs).details["first_divergence"]
+    assert (f["backend"], f["layer"], f["backends"]) == ("jax", "a", ["jax"])
+
+
+def test_judge_tells_backends_that_agree_with_each_other_but_not_the_referee():
+    shared = {k: _float32(t, 1.001) for k, t in TRUTH.items()}
+    report = _judged({b: dict(shared) for b in ALL})
+    f = report.details["first_divergence"]
+    assert not report.passed
+    assert (f["layer"], f["kind"], f["backends"], f["backend"]) == ("a", "all", ALL, None)
+    assert "every backend (tensorflow, jax, torch) parts from the float64 referee" in f["text"]
+    assert "the referee's backend (torch)" in f["text"]  # as _judged names it
+    assert "first divergence: every backend, layer a (all)" in render_backends(report)

@@ -1,0 +1,107 @@
+"""The inputs every backend runs: read from the user's npz, or made from the ``.keras``
+file's own config (its ``config.json``, read from the zip without Keras), so the parent
+process writes them once and no backend is imported to learn the model's inputs."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import TfparityError
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One model input as the file's config declares it (``None``: any size)."""
+
+    name: str
+    shape: tuple[int | None, ...]
+    dtype: str
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The model config a ``.keras`` file holds; a TfparityError for anything else."""
+    try:
+        with zipfile.ZipFile(path) as held:
+            return json.loads(held.read("config.json"))
+    except (OSError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as e:
+        raise TfparityError(
+            f"{path} is not a Keras 3 .keras file ({type(e).__name__}: {e}); save the model "
+            "with model.save('NAME.keras')."
+        ) from None
+
+
+def input_specs(config: dict[str, Any]) -> list[InputSpec]:
+    """The model's inputs, from its InputLayers (first to last, as the file lists them)."""
+    specs = []
+    for layer in _layers(config):
+        if layer.get("class_name") == "InputLayer":
+            c = layer["config"]
+            shape = c.get("batch_shape") or [None, *(c.get("batch_input_shape") or [None])[1:]]
+            specs.append(
+                InputSpec(c.get("name", "input"), tuple(shape), str(c.get("dtype", "float32")))
+            )
+    return specs
+
+
+def vocabulary(config: dict[str, Any]) -> int | None:
+    """The smallest ``input_dim`` of the model's Embedding layers: token ids below it are
+    valid for every one of them (None: the model embeds nothing)."""
+    sizes = [
+        c["config"]["input_dim"] for c in _layers(config) if "input_dim" in c.get("config", {})
+    ]
+    return min(sizes, default=None)
+
+
+def _layers(config: Any) -> list[dict[str, Any]]:
+    """Every layer config, nested models' included, depth first."""
+    found: list[dict[str, Any]] = []
+    if isinstance(config, dict):
+        if "class_name" in config and isinstance(config.get("config"), dict):
+            found.append(config)
+        for value in config.values():
+            found.extend(_layers(value))
+    elif isinstance(config, list):
+        for value in config:
+            found.extend(_layers(value))
+    return found
+
+
+def random_inputs(
+    config: dict[str, Any], count: int, seq_len: int, seed: int = 0
+) -> list[np.ndarray]:
+    """Seeded inputs for every input of the model: ``count`` rows of ``seq_len`` (the
+    first free dimension is the batch, the others the sequence length); integer inputs
+    get token ids below the model's vocabulary, float inputs standard normal values."""
+    rng = np.random.default_rng(seed)
+    specs = input_specs(config)
+    if not specs:
+        raise TfparityError("the .keras file declares no Input: give --inputs FILE.npz.")
+    arrays = []
+    for spec in specs:
+        shape = [count] + [seq_len if d is None else int(d) for d in spec.shape[1:]]
+        if np.issubdtype(np.dtype(spec.dtype), np.integer):
+            vocab = vocabulary(config)
+            if vocab is None:
+                raise TfparityError(
+                    f"input {spec.name} takes integers but the model has no Embedding to "
+                    "bound them: give --inputs FILE.npz."
+                )
+            arrays.append(rng.integers(0, vocab, shape).astype(spec.dtype))
+        else:
+            arrays.append(rng.standard_normal(shape).astype(spec.dtype))
+    return arrays
+
+
+def file_inputs(path: Path) -> list[np.ndarray]:
+    """The arrays of an npz, in the order it holds them (one per model input)."""
+    try:
+        with np.load(path) as held:
+            return [held[k] for k in held.files]
+    except (OSError, ValueError) as e:
+        raise TfparityError(f"--inputs {path}: not a readable .npz ({e}).") from None

@@ -1,0 +1,188 @@
+"""Start one process per Keras backend on the same ``.keras`` file and inputs, and read
+back what each recorded (framework-free: the parent imports no backend).
+
+Each process is ``python -m tfparity.adapters.keras_backends.worker`` with
+``KERAS_BACKEND`` set; they run side by side (each is mostly start-up and imports). The
+float64 referee runs in the process of its backend when that backend is also checked
+(one start-up fewer), else in a process of its own.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import TfparityError
+
+# Keras 3's backends, in the order a report lists them; each with the module it needs
+# and the pip command that installs it.
+BACKENDS = ("tensorflow", "jax", "torch")
+_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+_PIP = {
+    "tensorflow": "pip install tensorflow",
+    "jax": "pip install 'tfparity[jax]'",
+    "torch": "pip install 'tfparity[torch]'",
+}
+# The referee's backend: TensorFlow, the one on which Keras 3 computes float64 as asked
+# (:func:`.worker.float64_shortfalls`; a worker asked for float64 on another probes it
+# and refuses). JAX gets x64 switched on at start-up when asked.
+DEFAULT_REFEREE = "tensorflow"
+WORKER_TIMEOUT_S = 600
+
+
+def installed(backend: str) -> bool:
+    """Whether ``backend``'s framework can be imported (looked up, not imported)."""
+    return importlib.util.find_spec(_MODULES[backend]) is not None
+
+
+def pip_command(backend: str) -> str:
+    """The command that installs ``backend``."""
+    return _PIP[backend]
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Which processes to start: the float32 backends and the referee's backend."""
+
+    model: Path
+    backends: tuple[str, ...]
+    referee: str
+    imports: tuple[str, ...] = ()
+
+    def processes(self) -> dict[str, tuple[str, ...]]:
+        """Per backend, the precisions its process runs (float64 on the referee's)."""
+        plan: dict[str, tuple[str, ...]] = {b: ("float32",) for b in self.backends}
+        plan[self.referee] = (*plan.get(self.referee, ()), "float64")
+        return plan
+
+
+@dataclass
+class BackendRun:
+    """What one backend's process recorded: per precision, each layer's output by name
+    (topological order), plus its precision facts and notes."""
+
+    backend: str
+    outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    precision: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    keras_version: str = ""
+
+
+def _environment(backend: str, precisions: tuple[str, ...]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}  # Keras 3 here
+    env.update(KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
+    if backend == "jax" and "float64" in precisions:
+        env["JAX_ENABLE_X64"] = "1"  # else JAX computes float64 requests in float32
+    return env
+
+
+def _package_root() -> str:
+    """The directory holding this tfparity, so the worker imports the same one."""
+    return str(Path(__file__).resolve().parents[3])
+
+
+def run_backends(plan: LaunchPlan, inputs: list[np.ndarray]) -> dict[str, BackendRun]:
+    """Run every process of ``plan`` on ``inputs`` side by side; each backend's run.
+    A process that fails (a bad file, a custom layer not imported) is a TfparityError
+    naming the backend and the worker's one-paragraph reason."""
+    with tempfile.TemporaryDirectory(prefix="tfparity-backends-") as tmp:
+        given = Path(tmp, "inputs.npz")
+        np.savez(given, **{f"input_{k}": a for k, a in enumerate(inputs)})
+        started = {
+            b: _start(plan, b, p, given, Path(tmp, f"{b}.npz")) for b, p in plan.processes().items()
+        }
+        return {b: _collect(b, proc, Path(tmp, f"{b}.npz")) for b, proc in started.items()}
+
+
+def _start(plan: LaunchPlan, backend: str, precisions: tuple[str, ...], given: Path, out: Path):
+    command = [sys.executable, "-m", "tfparity.adapters.keras_backends.worker", str(plan.model)]
+    command += ["--inputs", str(given), "--out", str(out)]
+    command += [a for m in plan.imports for a in ("--import", m)]
+    command += [a for p in precisions for a in ("--precision", p)]
+    return subprocess.Popen(
+        command,
+        env=_environment(backend, precisions),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _collect(backend: str, proc: subprocess.Popen, out: Path) -> BackendRun:
+    try:
+        _, stderr = proc.communicate(timeout=WORKER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise TfparityError(
+            f"the {backend} backend's process ran past {WORKER_TIMEOUT_S} s."
+        ) from None
+    meta_path = Path(f"{out}.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if proc.returncode != 0 or "error" in meta:
+        last = (stderr or "").strip().splitlines()[-1:] or ["no message"]
+        why = meta.get("error") or last[0]
+        raise TfparityError(f"the {backend} backend could not run the model: {why}")
+    run = BackendRun(backend, precision=meta["precision"], keras_version=meta["keras"])
+    with np.load(out) as held:
+        for precision, facts in meta["runs"].items():
+            run.outputs[precision] = {n: held[f"{precision}:{n}"] for n in facts["layers"]}
+            run.notes.extend(facts["notes"])
+    return run
+
+
+def choose_backends(asked: Sequence[str] | None) -> tuple[tuple[str, ...], list[str]]:
+    """The backends to run and a note per one skipped. ``asked`` None: every installed
+    one (each missing one skipped with its pip command); an unknown name, or one asked
+    for but not installed, is a TfparityError naming the pip command."""
+    if asked is not None:
+        unknown = [b for b in asked if b not in BACKENDS]
+        if unknown or not asked:
+            raise TfparityError(
+                f"unknown backend(s) {', '.join(unknown) or '(none given)'}: --backends takes a "
+                f"comma-separated list of {', '.join(BACKENDS)}."
+            )
+        missing = [b for b in asked if not installed(b)]
+        if missing:
+            raise TfparityError(
+                "; ".join(f"backend {b} is not installed: {pip_command(b)}" for b in missing) + "."
+            )
+        return tuple(dict.fromkeys(asked)), []
+    chosen = tuple(b for b in BACKENDS if installed(b))
+    notes = [
+        f"backend {b} skipped: not installed ({pip_command(b)})"
+        for b in BACKENDS
+        if b not in chosen
+    ]
+    if not chosen:
+        raise TfparityError("no Keras backend is installed: pip install tensorflow.")
+    return chosen, notes
+
+
+def choose_referee(asked: str | None) -> str:
+    """The backend that runs the float64 referee: ``asked``, else
+    :data:`DEFAULT_REFEREE` (whose process refuses a backend that cannot compute float64
+    as asked)."""
+    if asked is not None:
+        if asked not in BACKENDS:
+            raise TfparityError(f"unknown referee backend {asked}: one of {', '.join(BACKENDS)}.")
+        if not installed(asked):
+            raise TfparityError(f"referee backend {asked} is not installed: {pip_command(asked)}.")
+        return asked
+    if not installed(DEFAULT_REFEREE):
+        raise TfparityError(
+            f"the float64 referee runs on {DEFAULT_REFEREE}, which is not installed: "
+            f"{pip_command(DEFAULT_REFEREE)}."
+        )
+    return DEFAULT_REFEREE

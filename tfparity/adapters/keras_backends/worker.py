@@ -1,0 +1,210 @@
+"""What runs inside one Keras backend's process: load a ``.keras`` file, run it on the
+inputs the parent wrote, record every layer's output by name, write them to an npz.
+
+Run as ``python -m tfparity.adapters.keras_backends.worker MODEL --inputs IN.npz --out
+OUT.npz [--import M]... [--precision float32] [--precision float64]`` with
+``KERAS_BACKEND`` set by the parent. The backend is fixed at Keras's import, so this
+module imports nothing of Keras at module level and nothing of the rest of tfparity
+(the parent judges; a worker only computes). A bad file or input is written as
+``{"error": ...}`` to ``OUT.npz.json`` with exit 2, for the parent to report as one
+paragraph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+
+EXIT_BAD_INPUT = 2
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="tfparity-backend-worker")
+    p.add_argument("model")
+    p.add_argument("--inputs", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--import", dest="imports", action="append", default=[])
+    p.add_argument("--precision", action="append", choices=("float32", "float64"))
+    return p.parse_args(argv)
+
+
+def _float64_twin(keras: Any, model: Any) -> Any:
+    """The same model built at float64 with the same weights, cast: every layer's dtype
+    policy in the saved config becomes float64 (and the global policy too, for sublayers
+    a custom layer builds without a dtype), then the weights are assigned in order."""
+    config = model.get_config()
+    _policies_to_float64(config)
+    keras.config.set_dtype_policy("float64")
+    twin = model.__class__.from_config(config)
+    weights = [
+        np.asarray(w, np.float64) if np.issubdtype(np.asarray(w).dtype, np.floating) else w
+        for w in model.get_weights()
+    ]
+    twin.set_weights(weights)
+    return twin
+
+
+def float64_shortfalls(keras: Any) -> list[str]:
+    """The ops this backend computes at float32 when given float64 values. Keras 3's
+    ``result_type`` maps float64 to float32 on every backend but TensorFlow (to match
+    JAX's default), so some ops on JAX and torch round to float32 although their
+    inputs, weights and outputs say float64 (measured with Keras 3.15: torch's matmul
+    and mean; JAX's mean and tanh, even with x64 on). A referee must have none: each
+    probe's float32 error (1e-10 is below float32's resolution at 1) is 10^6 times its
+    float64 rounding."""
+    ops = keras.ops
+    x = np.array([[1.0, 1e-10]])
+    probes = {
+        "add": (lambda a: ops.add(a, 1e-10), x + 1e-10),
+        "matmul": (lambda a: ops.matmul(a, ops.ones((2, 1), dtype="float64")), x.sum(1)),
+        "mean": (lambda a: ops.mean(a + 1.0), np.mean(x + 1.0)),
+        "tanh": (lambda a: ops.tanh(a + 0.5), np.tanh(x + 0.5)),
+        "exp": (lambda a: ops.exp(a), np.exp(x)),
+        "sqrt": (lambda a: ops.sqrt(a + 2.0), np.sqrt(x + 2.0)),
+        "erf": (lambda a: ops.erf(a + 0.5), np.vectorize(math.erf)(x + 0.5)),
+    }
+    short = []
+    for name, (op, exact) in probes.items():
+        got = np.asarray(ops.convert_to_numpy(op(ops.convert_to_tensor(x, "float64"))))
+        if got.dtype != np.float64 or np.max(np.abs(got - np.reshape(exact, got.shape))) > 1e-13:
+            short.append(name)
+    return short
+
+
+def _policies_to_float64(config: Any) -> None:
+    """Every DTypePolicy in a saved config (nested dicts and lists) set to float64."""
+    if isinstance(config, dict):
+        dtype = config.get("dtype")
+        if isinstance(dtype, dict) and "Policy" in str(dtype.get("class_name", "")):
+            dtype["class_name"] = "DTypePolicy"
+            dtype["config"] = {"name": "float64"}
+        elif isinstance(dtype, str) and dtype in ("float32", "float16", "bfloat16"):
+            config["dtype"] = "float64"
+        for value in config.values():
+            _policies_to_float64(value)
+    elif isinstance(config, list):
+        for value in config:
+            _policies_to_float64(value)
+
+
+def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str]]:
+    """A model whose outputs are every layer's (topological order, as ``model.layers``),
+    their names (``layer`` or ``layer/k`` for a layer with several outputs), and notes
+    on layers that could not be recorded (one called at several places has no single
+    output). A model without a graph (subclassed) records its outputs only."""
+    outputs, names, notes = [], [], []
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.InputLayer):
+            continue
+        try:
+            flat = keras.tree.flatten(layer.output)
+        except (AttributeError, ValueError, RuntimeError) as e:
+            notes.append(f"layer {layer.name} not recorded: {str(e).splitlines()[0]}")
+            continue
+        outputs.extend(flat)
+        names.extend(
+            [layer.name] if len(flat) == 1 else [f"{layer.name}/{k}" for k in range(len(flat))]
+        )
+    if not outputs:
+        notes.append("the model has no layer graph (subclassed): only its outputs are recorded")
+        return model, ["output"], notes
+    return keras.Model(model.inputs, outputs), names, notes
+
+
+def _run(
+    keras: Any, model: Any, inputs: list[np.ndarray]
+) -> tuple[dict[str, np.ndarray], list[str], list[str]]:
+    recorder, names, notes = _recorder(keras, model)
+    fed = inputs[0] if len(inputs) == 1 else inputs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Keras warns of input structure it accepts anyway
+        produced = keras.tree.flatten(recorder(fed, training=False))
+    arrays = [np.asarray(keras.ops.convert_to_numpy(t)) for t in produced]
+    if len(names) == 1 and len(arrays) > 1:  # a subclassed model's several outputs
+        names = [f"output/{k}" for k in range(len(arrays))]
+    return dict(zip(names, arrays, strict=True)), names, notes
+
+
+def precision_facts(keras: Any, backend: str) -> dict[str, Any]:
+    """What decides this backend's float32 arithmetic: the global dtype policy and,
+    per backend, the matmul precision or TF32 switches and the devices it runs on."""
+    facts: dict[str, Any] = {"dtype_policy": keras.config.dtype_policy().name}
+    if backend == "jax":
+        import jax
+
+        facts["jax_default_matmul_precision"] = jax.config.jax_default_matmul_precision
+        facts["devices"] = [str(d) for d in jax.devices()]
+    elif backend == "torch":
+        import torch
+
+        facts["allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+        facts["devices"] = ["cuda"] if torch.cuda.is_available() else ["cpu"]
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        facts["devices"] = [d.name for d in gpus] or ["cpu"]
+        if gpus:
+            facts["tensor_float_32"] = bool(
+                tf.config.experimental.tensor_float_32_execution_enabled()
+            )
+    return facts
+
+
+def _record(args: argparse.Namespace) -> dict[str, Any]:
+    for module in args.imports:  # custom layers register themselves on import
+        importlib.import_module(module)
+    import keras
+
+    backend = keras.backend.backend()
+    with np.load(args.inputs) as held:
+        inputs = [held[k] for k in held.files]
+    model = keras.saving.load_model(args.model, compile=False)
+    meta: dict[str, Any] = {"backend": backend, "keras": keras.__version__, "runs": {}}
+    meta["precision"] = precision_facts(keras, backend)
+    arrays: dict[str, np.ndarray] = {}
+    if "float64" in (args.precision or []):
+        short = float64_shortfalls(keras)
+        if short:
+            raise ValueError(
+                f"Keras {keras.__version__} on {backend} computes {', '.join(short)} at "
+                "float32 when asked for float64 (its result_type maps float64 to float32 "
+                "on every backend but TensorFlow), so it cannot referee: use "
+                "--referee-backend tensorflow"
+            )
+    for precision in args.precision or ["float32"]:
+        run_model = model if precision == "float32" else _float64_twin(keras, model)
+        outputs, names, notes = _run(keras, run_model, inputs)
+        dtypes = sorted({str(a.dtype) for a in outputs.values() if a.dtype.kind == "f"})
+        if precision == "float64" and dtypes != ["float64"]:
+            raise ValueError(f"the float64 run on {backend} computed in {', '.join(dtypes)}")
+        meta["runs"][precision] = {"layers": names, "notes": notes, "dtypes": dtypes}
+        arrays.update({f"{precision}:{name}": a for name, a in outputs.items()})
+    np.savez(args.out, **arrays)
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    try:
+        meta = _record(args)
+        code = 0
+    except Exception as e:  # the parent reports it as bad input, one paragraph
+        meta = {"error": f"{type(e).__name__}: {' '.join(str(e).split())}"}
+        code = EXIT_BAD_INPUT
+    with open(f"{args.out}.json", "w") as f:
+        json.dump(meta, f)
+    return code
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""The cross-backend check: one Keras 3 model's layers on each backend, judged by a
+float64 referee (numpy only; the processes are :mod:`tfparity.adapters.keras_backends`).
+
+The rule, per layer and backend ``b``, with ``e_b`` its RMSE to the float64 truth and
+``s`` the truth's RMS: ``b`` passes when
+
+    e_b <= min(factor x min_{o != b} e_o + floor x s,  ceiling x s)
+
+The first term is the cross-check's :class:`~tfparity.compare.judge.Referee` rule, the
+other backends standing in for its float32 reference: each has float32 rounding of its
+own, so the smallest of theirs is how much one float32 run of this layer may honestly
+err. Taking the others' (not a median over all) keeps a faulty backend from widening
+its own bound, and works with two backends. It cannot fail every backend at once (the
+best one is always within ``factor`` of the rest), so the second term, a ``ceiling`` on
+the relative error that float32 rounding does not come near in a small model, catches
+backends that agree with each other but not with the truth (a layer that computes
+differently at float64, or a fault shared by every backend). With one backend only the
+ceiling judges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from ..compare import Comparison
+from ..compare.judge import Referee, judged_by_referee, within
+from ..compare.stats import compare_batches
+from ..results import Divergence, Report
+
+DEFAULT_CEILING = 1e-4  # relative RMSE; float32's epsilon is 1.2e-7
+
+
+@dataclass(frozen=True)
+class BackendOutputs:
+    """What the check judges: each backend's float32 outputs by layer (topological
+    order), the float64 truth and the backend that computed it."""
+
+    model: str
+    float32: Mapping[str, Mapping[str, np.ndarray]]
+    truth: Mapping[str, np.ndarray]
+    referee_backend: str
+    precision: Mapping[str, Any] = field(default_factory=dict)
+    notes: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class LayerJudgement:
+    """One layer: each backend's comparison to the truth, and who failed."""
+
+    layer: str
+    comparisons: dict[str, Comparison]
+    spread: float = 0.0  # the largest RMSE between two backends' outputs
+    scale: float = 0.0  # the truth's RMS
+
+    @property
+    def failing(self) -> list[str]:
+        return [b for b, c in self.comparisons.items() if not c.passed]
+
+
+def _rmse(a: np.ndarray, t: np.ndarray) -> float:
+    d = np.asarray(a, np.float64) - np.asarray(t, np.float64)
+    return float(np.sqrt(np.mean(d * d))) if d.size else 0.0
+
+
+def judge_layer(
+    layer: str,
+    outputs: Mapping[str, np.ndarray],
+    truth: np.ndarray,
+    referee: Referee,
+    ceiling: float,
+) -> LayerJudgement:
+    """Every backend's output of ``layer`` against the truth, by the module's rule."""
+    scale = _rmse(truth, np.zeros_like(truth))
+    errors = {
+        b: _rmse(a, truth) if np.shape(a) == np.shape(truth) else np.inf for b, a in outputs.items()
+    }
+    judged = {}
+    for backend, actual in outputs.items():
+        c = compare_batches([actual], [truth], name=f"{backend}:{layer}", check_dtype=False)
+        if c.problem:  # a shape or non-finite problem keeps its own verdict
+            judged[backend] = c
+            continue
+        others = [e for o, e in errors.items() if o != backend]
+        cap = ceiling * scale + referee.floor * scale
+        reference = min(others) if others else cap / referee.factor
+        r = referee.verdict(c.name, errors[backend], reference, scale, np.size(truth))
+        allowed = min(r.allowed_rmse, cap)
+        r = replace(r, allowed_rmse=allowed, passed=within(r.actual_rmse, allowed))
+        judged[backend] = judged_by_referee(c, r, referee)
+    shaped = [a for a in outputs.values() if np.shape(a) == np.shape(truth)]
+    spread = max((_rmse(a, b) for a, b in combinations(shaped, 2)), default=0.0)
+    return LayerJudgement(layer, judged, spread, scale)
+
+
+def check_backends(
+    outputs: BackendOutputs, referee: Referee = Referee(), ceiling: float = DEFAULT_CEILING
+) -> Report:
+    """Judge every backend layer by layer against the float64 truth; the first layer
+    (topological order) where a backend fails is the first divergence, naming the
+    backend (the one furthest from the truth) and whether it parts from the others or
+    every backend parts from the referee together."""
+    layers = list(outputs.truth)
+    judgements = [
+        judge_layer(
+            layer,
+            {b: run[layer] for b, run in outputs.float32.items() if layer in run},
+            outputs.truth[layer],
+            referee,
+            ceiling,
+        )
+        for layer in layers
+    ]
+    report = Report(check="backends", model=outputs.model, passed=True, notes=list(outputs.notes))
+    report.comparisons = [c for j in judgements for c in j.comparisons.values()]
+    report.passed = all(c.passed for c in report.comparisons)
+    report.details = {
+        "backends": list(outputs.float32),
+        "referee": {"backend": outputs.referee_backend, "dtype": "float64"},
+        "judge": f"{referee.describe()}, the other backends as the float32 reference; "
+        f"ceiling {ceiling:g} x RMS",
+        "ceiling": ceiling,
+        "layers": [_row(j) for j in judgements],
+        "precision": dict(outputs.precision),
+        "first_divergence": None,
+    }
+    first = next((j for j in judgements if j.failing), None)
+    if first is not None:
+        report.details["first_divergence"] = _divergence(
+            first, list(outputs.float32), outputs.referee_backend
+        )
+        report.first_divergence = Divergence(
+            hidden_state=None,
+            layer=first.layer,
+            component=None,
+            hint=report.details["first_divergence"]["text"],
+        )
+    return report
+
+
+def _row(j: LayerJudgement) -> dict[str, Any]:
+    """One table row: per backend, max abs diff and RMSE relative to the truth's RMS."""
+    cells = {}
+    for backend, c in j.comparisons.items():
+        bound = c.referee or {}
+        cells[backend] = {
+            "max_abs_diff": c.max_abs_diff,
+            "rmse": bound.get("actual_rmse"),
+            "relative_rmse": _ratio(bound.get("actual_rmse"), j.scale),
+            "allowed_rmse": bound.get("allowed_rmse"),
+            "passed": c.passed,
+            "problem": c.problem,
+        }
+    return {"layer": j.layer, "backends": cells, "spread_rmse": j.spread, "rms": j.scale}
+
+
+def _ratio(rmse: float | None, scale: float) -> float | None:
+    """RMSE over the truth's RMS (None where either is missing or the truth is zero)."""
+    return None if rmse is None or not scale else rmse / scale
+
+
+def _divergence(j: LayerJudgement, backends: list[str], referee: str) -> dict[str, Any]:
+    """Who parts at the first divergent layer: ``kind`` ``one`` (some backends part
+    from the rest, which agree with the truth) or ``all`` (every backend parts from
+    the float64 referee, while they agree with each other as closely as they do; no
+    one ``backend`` is named then)."""
+    failing = j.failing
+
+    def excess(b: str) -> float:
+        c = j.comparisons[b]
+        if c.referee is None or not c.referee["allowed_rmse"]:
+            return np.inf
+        return c.referee["actual_rmse"] / c.referee["allowed_rmse"]
+
+    worst: str | None = max(failing, key=excess)
+    if len(failing) == len(backends) and len(backends) > 1:
+        kind, worst = "all", None
+        text = (
+            f"every backend ({', '.join(backends)}) parts from the float64 referee at layer "
+            f"{j.layer}, while they differ from each other by RMSE {j.spread:.3g}: suspect "
+            "the layer at float64 (a cast or a dtype-dependent branch), a fault every "
+            f"backend shares, or a fault of the referee's backend ({referee}) alone at "
+            "float64"
+        )
+    else:
+        kind = "one"
+        rest = [b for b in backends if b not in failing]
+        text = f"backend {', '.join(failing)} parts from " + (
+            f"{', '.join(rest)} and the float64 referee" if rest else "the float64 referee"
+        )
+        text += f" at layer {j.layer}"
+    return {"backend": worst, "backends": failing, "layer": j.layer, "kind": kind, "text": text}

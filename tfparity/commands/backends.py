@@ -1,0 +1,84 @@
+"""``tfparity backends``: one Keras 3 model on TensorFlow, JAX and PyTorch, layer by
+layer, against a float64 run of the same model."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import TfparityError
+from .common import EXIT_FAIL, EXIT_PASS, non_negative_int, tolerance_value
+from .naming import add_model_naming
+
+TOP_LEVEL = ("backends", "referee")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "backends",
+        help="one Keras 3 .keras model on each Keras backend, layer by layer, float64 referee",
+        description="MODEL: a Keras 3 .keras file (a model of your own; its custom layers "
+        "registered by --import). Run it on each Keras backend (TensorFlow, JAX, "
+        "PyTorch), each in its own process, record every layer's output and judge each "
+        "against a float64 run of the same model; name the first layer where a backend "
+        "parts from the rest, or where every backend parts from the referee.",
+    )
+    add_model_naming(p, "backends")
+    p.add_argument(
+        "--backends",
+        metavar="LIST",
+        help="comma-separated: tensorflow,jax,torch (default: every one installed; one "
+        "not installed is skipped with its pip command)",
+    )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module that registers the model's custom layers, imported first in every "
+        "backend's process (repeatable)",
+    )
+    group = p.add_argument_group("inputs (default: --random 2 --seq-len 8)")
+    group.add_argument("--random", type=int, default=2, metavar="N", help="N seeded rows")
+    group.add_argument("--seq-len", type=int, default=8, metavar="L", help="row length")
+    group.add_argument("--seed", type=non_negative_int, default=0, help="seed (default 0)")
+    group.add_argument("--inputs", metavar="FILE.npz", help="the inputs, one array per model input")
+    p.add_argument(
+        "--referee-backend",
+        choices=("tensorflow", "jax", "torch"),
+        help="the backend that runs the float64 referee (default: tensorflow; Keras 3 "
+        "computes some float64 ops at float32 on jax and torch, which are then refused)",
+    )
+    p.add_argument(
+        "--ceiling",
+        type=tolerance_value,
+        help="the RMSE / RMS no float32 backend may exceed, even when every backend agrees "
+        "(default 1e-4)",
+    )
+    p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
+    p.set_defaults(func=_run_backends)
+
+
+def _run_backends(args: argparse.Namespace) -> int:
+    from ..api import backends
+    from ..report.backends import render_backends
+    from ..report.jsonio import write_json
+
+    if args.random < 1 or args.seq_len < 1:
+        raise TfparityError("--random and --seq-len must be at least 1.")
+    asked = None if args.backends is None else [b.strip() for b in args.backends.split(",")]
+    report = backends(
+        args.model,
+        backends=asked,
+        imports=args.imports,
+        random=args.random,
+        seq_len=args.seq_len,
+        inputs=args.inputs,
+        seed=args.seed,
+        referee_backend=args.referee_backend,
+        ceiling=args.ceiling,
+    )
+    print(render_backends(report))
+    if args.json:
+        write_json([report], args.json, top_level=TOP_LEVEL)
+    return EXIT_PASS if report.passed else EXIT_FAIL

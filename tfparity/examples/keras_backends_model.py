@@ -1,0 +1,72 @@
+"""A small functional Keras 3 model with a custom layer, for ``tfparity backends``.
+
+Importing this module registers :class:`ScaledResidual` (``--import
+tfparity.examples.keras_backends_model``); :func:`build` makes the model and
+:func:`save` writes it as a ``.keras`` file. ``fault="jax"`` builds the same model with
+:class:`JaxSkewed`, a layer that scales its output by 1.001 on the JAX backend only,
+the kind of backend-specific fault the check localises; ``fault="float32"`` with
+:class:`Float32Skewed`, wrong on every backend at float32 and right at float64.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")  # a backend's process has set its own
+
+import keras  # noqa: E402
+
+
+@keras.saving.register_keras_serializable(package="tfparity_examples")
+class ScaledResidual(keras.layers.Layer):
+    """``x + alpha * tanh(x)``: a custom layer with a weight of its own."""
+
+    def build(self, input_shape: Any) -> None:
+        self.alpha = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="alpha")
+
+    def call(self, x: Any) -> Any:
+        return x + self.alpha * keras.ops.tanh(x)
+
+
+@keras.saving.register_keras_serializable(package="tfparity_examples")
+class JaxSkewed(ScaledResidual):
+    """:class:`ScaledResidual`, but 0.1% too large on JAX: the backend is read when the
+    layer runs, so the same file is right on TensorFlow and torch and wrong on JAX."""
+
+    def call(self, x: Any) -> Any:
+        y = super().call(x)
+        return y * 1.001 if keras.backend.backend() == "jax" else y
+
+
+@keras.saving.register_keras_serializable(package="tfparity_examples")
+class Float32Skewed(ScaledResidual):
+    """:class:`ScaledResidual`, but 0.1% too large when it computes in float32: wrong on
+    every backend alike, right in the float64 referee (a dtype-dependent branch)."""
+
+    def call(self, x: Any) -> Any:
+        y = super().call(x)
+        return y * 1.001 if self.compute_dtype == "float32" else y
+
+
+# The residual layer per fault: None (clean), "jax" (JAX only), "float32" (every backend).
+RESIDUALS = {None: ScaledResidual, "jax": JaxSkewed, "float32": Float32Skewed}
+
+
+def build(vocab: int = 64, width: int = 16, fault: str | None = None, seed: int = 0) -> keras.Model:
+    """Embedding -> Dense(gelu) -> custom layer -> LayerNormalization -> Dense logits."""
+    keras.utils.set_random_seed(seed)
+    ids = keras.Input((None,), dtype="int32", name="token_ids")
+    h = keras.layers.Embedding(vocab, width, name="embedding")(ids)
+    h = keras.layers.Dense(2 * width, activation="gelu", name="dense_1")(h)
+    h = RESIDUALS[fault](name="residual")(h)
+    h = keras.layers.LayerNormalization(name="norm")(h)
+    logits = keras.layers.Dense(vocab, name="dense_2")(h)
+    return keras.Model(ids, logits, name="backends_example")
+
+
+def save(path: str | Path, **kwargs: Any) -> Path:
+    """Build the model and save it as a ``.keras`` file at ``path``."""
+    build(**kwargs).save(path)
+    return Path(path)

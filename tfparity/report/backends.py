@@ -1,0 +1,62 @@
+"""Text for the cross-backend check: the layer x backend table, the first divergence and
+the verdict line. Reads Report.details only; no numpy, no frameworks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..results import Report
+from .sections import table
+
+
+def _cell(cell: dict[str, Any] | None) -> str:
+    """``1.2e-07 3.4e-08 ok``: max abs diff, RMSE / the truth's RMS, verdict."""
+    if cell is None:
+        return "missing"
+    if cell["problem"]:
+        return "FAIL (" + cell["problem"].split(";")[0][:40] + ")"
+    relative = "n/a" if cell["relative_rmse"] is None else f"{cell['relative_rmse']:.2g}"
+    return f"{cell['max_abs_diff']:.2g} {relative} {'ok' if cell['passed'] else 'FAIL'}"
+
+
+def verdict(report: Report) -> str:
+    """``PASS backends: ...`` or ``FAIL backends: ...`` naming backend and layer."""
+    d = report.details
+    n = len(d["layers"])
+    backends = ", ".join(d["backends"])
+    if report.passed:
+        return f"PASS backends: {backends} agree with the float64 referee at {n} layers"
+    f = d["first_divergence"] or {}
+    return f"FAIL backends: {f.get('text', 'see above')}"
+
+
+def render_backends(report: Report) -> str:
+    """The whole text report of ``tfparity backends``."""
+    d = report.details
+    referee = d["referee"]
+    lines = [
+        f"tfparity backends · {report.model}",
+        f"  backends: {', '.join(d['backends'])}",
+        f"  referee: float64 on {referee['backend']}",
+        f"  judge: {d['judge']}",
+        *(f"  precision {b}: {_facts(facts)}" for b, facts in d["precision"].items()),
+        "",
+        "each cell: max abs diff to the referee, RMSE / referee RMS, verdict",
+    ]
+    rows = [
+        (row["layer"], *(_cell(row["backends"].get(b)) for b in d["backends"]))
+        for row in d["layers"]
+    ]
+    lines += table(("layer", *d["backends"]), rows)
+    f = d["first_divergence"]
+    if f:
+        who = f"backend {f['backend']}" if f["backend"] else "every backend"
+        lines += ["", f"first divergence: {who}, layer {f['layer']} ({f['kind']})"]
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join([*lines, "", verdict(report)])
+
+
+def _facts(facts: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{k} {v if not isinstance(v, list) else '/'.join(map(str, v))}" for k, v in facts.items()
+    )
