@@ -56,12 +56,14 @@ def pytest_ignore_collect(collection_path, config):
 # processing time first). The rest follow in collection order. Only the time it takes
 # rests on this list: a file missing from it still runs.
 HEAVY_FIRST = (
+    "test_backends.py",  # 60 s: one process per Keras backend, started once per module
     "test_doc_examples.py",  # 44 s
     "test_crosscheck.py",  # 43 s
     "test_sweep_ray.py",  # 22 s: one Ray cluster, three actors
     "test_sweep_generate.py",  # 21 s
     "test_lazy_referee.py",  # 21 s
     "test_saved_model.py",  # 20 s
+    "test_checkpoints.py",  # 20 s: TF ports, SavedModels, a flatbuffer and a .keras built
     "test_cli.py",  # 19 s: real processes
     "test_litert.py",  # 17 s: four conversions
     "test_architectures.py",  # 16 s
