@@ -140,6 +140,7 @@ def crosscheck(
     pt_config: dict[str, Any] | None = None,
     signature: str | None = None,
     kl_budget: str | None = None,
+    labels: Sequence[str] | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -209,7 +210,10 @@ def crosscheck(
     metrics (``details["distribution"]``: KL mean, median, p99, max, same top-1, RMS Δp,
     and for a causal LM ln(PPL ratio)); ``kl_budget`` (``"kl_mean=0.01,same_top1=0.99"``)
     judges them by a bootstrap interval over the sequences: a term fails where its
-    whole interval is outside (docs/quantised.md).
+    whole interval is outside (docs/quantised.md). A classifier's logits get them over
+    its labels. ``labels`` (``--labels``: a class id or label name per text, in order)
+    reports a sequence classifier's accuracy on each side and the flips between them
+    (``details["gold"]``).
     """
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
@@ -253,6 +257,7 @@ def crosscheck(
         budget=budget,
         referee_runs=referee,
         kl_budget=limits,
+        labels=None if labels is None else tuple(str(x) for x in labels),
     )
     runner = executed(tf_model, execution)
     if source_model is not None:  # the source runs as asked, else as it runs by default

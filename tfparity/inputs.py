@@ -42,6 +42,9 @@ class Batch:
     # Why the batch was regrouped without padding (a side that cannot mask it), for the
     # report; "" for a batch as made.
     unpadded: str = ""
+    # Each row's sequence number (from 0) among all the sequences given, so per-sequence
+    # facts (gold labels) follow a row through regrouping; None where unknown.
+    numbers: tuple[int, ...] | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -155,6 +158,7 @@ def _tokenize(tokenizer, chunk, side, limits, truncate, start) -> Batch:
         texts=tuple(chunk),
         truncated=_cut(tokenizer, chunk, lengths, start) if truncate and limit else (),
         limit_text=limit_text or "" if truncate else "",
+        numbers=tuple(range(start, start + len(chunk))),
     )
 
 
@@ -261,6 +265,7 @@ class _Row:
     positions: np.ndarray | None
     text: str | None
     truncated: tuple[tuple[int, int, int], ...]
+    number: int
 
 
 def _rows(batch: Batch, before: int, reason: str) -> list[_Row]:
@@ -287,6 +292,7 @@ def _rows(batch: Batch, before: int, reason: str) -> list[_Row]:
                 positions=None if batch.position_ids is None else batch.position_ids[keep],
                 text=None if batch.texts is None else batch.texts[r],
                 truncated=(cut[number],) if number in cut else (),
+                number=(batch.numbers[r] if batch.numbers is not None else number - 1),
             )
         )
     return rows
@@ -306,6 +312,7 @@ def _stacked(rows: list[_Row], reason: str) -> Batch:
         texts=texts,  # type: ignore[arg-type]
         truncated=tuple(t for r in rows for t in r.truncated),
         unpadded=reason,
+        numbers=tuple(r.number for r in rows),
     )
 
 
@@ -339,7 +346,8 @@ def random_batches(
             mask = mask[:, ::-1].copy()
         pad = int(avoid_ids[0]) if len(avoid_ids) else 0
         ids = np.where(mask == 1, ids, pad).astype(np.int32)
-        batches.append(Batch(ids, mask, np.zeros_like(ids)))
+        numbers = tuple(range(start, start + rows))
+        batches.append(Batch(ids, mask, np.zeros_like(ids), numbers=numbers))
     return batches
 
 

@@ -70,6 +70,14 @@ NEXT_TOKEN_HEADS = frozenset({Head.CAUSAL_LM})
 # judged against the reference's for these only (every config has default maps).
 LABELLED_HEADS = frozenset({Head.SEQUENCE_CLASSIFICATION, Head.TOKEN_CLASSIFICATION})
 
+# Kinds with one label per sequence (logits [batch, classes]): gold labels, one per text
+# (``--labels``), score them.
+PER_SEQUENCE_LABEL_HEADS = frozenset({Head.SEQUENCE_CLASSIFICATION})
+
+# Kinds whose logits are a distribution over classes (per sequence, or per token for
+# token classification): the distribution metrics are taken over labels.
+CLASS_HEADS = frozenset({Head.SEQUENCE_CLASSIFICATION, Head.TOKEN_CLASSIFICATION})
+
 
 def unsupported(kind: Head, *, decoders: bool = False) -> str | None:
     """Why a model class of kind ``kind`` cannot be loaded here; None where it can.

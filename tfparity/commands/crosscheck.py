@@ -70,6 +70,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "lies wholly outside, INCONCLUSIVE (run more items) where it straddles "
         "(docs/quantised.md)",
     )
+    p.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="gold labels, one per line for each text of --text/--texts (a class id or a "
+        "label name of the config): a sequence classifier's accuracy on each side and "
+        "the flips between them, correct->wrong and wrong->correct (reported, not judged)",
+    )
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -80,6 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import crosscheck
     from ..checks.crosscheck.export_source import export_verdict
+    from ..checks.crosscheck.gold import read_labels
     from ..errors import TfparityError
     from ..orchestration import export_spec
     from ..report.jsonio import write_json
@@ -101,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
     golden = bool(args.save_outputs or args.load_outputs)
     if golden and len(executions) > 1:
         raise TfparityError("--save-outputs/--load-outputs hold one run: name one --device.")
+    labels = read_labels(args.labels) if args.labels else None  # exit 2 before any load
+    if golden and labels is not None:
+        raise TfparityError("--labels is not read on --save-outputs/--load-outputs runs yet.")
     if golden and args.kl_budget is not None:
         raise TfparityError(
             "--kl-budget is not judged on --save-outputs/--load-outputs runs yet: run it "
@@ -130,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             pt_config=changes,
             signature=args.signature,
             kl_budget=args.kl_budget,
+            labels=labels,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))

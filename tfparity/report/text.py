@@ -34,6 +34,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
         lines.extend(["", *growth_table(growth)])
     lines.extend(agreement_lines(report.details.get("agreement") or []))
     lines.extend(distribution_lines(report.details.get("distribution")))
+    lines.extend(gold_lines(report.details.get("gold")))
     for note in report.notes:
         lines.append(f"note: {note}")
     if report.first_divergence is not None:
@@ -264,10 +265,10 @@ def distribution_lines(d: dict | None) -> list[str]:
     ratio = d.get("ln_ppl_ratio")
     ppl = "" if ratio is None else f"; ln(PPL(TF)/PPL(PyTorch)) {ratio:.3g}"
     lines = [
-        f"distribution (logits, {d['positions']} positions over {d['items']} sequences): "
+        f"distribution ({_over(d)}{d['positions']} positions over {d['items']} sequences): "
         f"KL mean {d['kl_mean']:.3g}, median {d['kl_median']:.3g}, p99 {d['kl_p99']:.3g}, "
         f"max {d['kl_max']:.3g}; same top-1 {100 * d['same_top1']:.1f}%; "
-        f"RMS Δp {d['rms_dp']:.3g} (at the {d['dp_at']} token){ppl}"
+        f"RMS Δp {d['rms_dp']:.3g} (at the {d['dp_at']} {_unit(d)}){ppl}"
     ]
     v = d.get("budget")
     if v:
@@ -282,4 +283,30 @@ def distribution_lines(d: dict | None) -> list[str]:
             f"distribution budget {v['verdict']}{more} over {v['items']} sequences, "
             f"{v['resamples']} bootstrap resamples: {terms}"
         )
+    return lines
+
+
+def _over(d: dict) -> str:
+    """``logits, `` or, for a classifier's, ``logits over labels, ``."""
+    return "logits over labels, " if d.get("over") == "labels" else "logits, "
+
+
+def _unit(d: dict) -> str:
+    return "label" if d.get("over") == "labels" else "token"
+
+
+def gold_lines(g: dict | None) -> list[str]:
+    """Each side's accuracy on ``--labels`` and the flips between them."""
+    if not g:
+        return []
+    lines = [
+        f"accuracy on --labels ({g['output']}, {g['total']} texts): TF {g['tf_correct']}/"
+        f"{g['total']}, PyTorch {g['pt_correct']}/{g['total']}; flips: "
+        f"{g['correct_to_wrong']} correct->wrong, {g['wrong_to_correct']} wrong->correct"
+    ]
+    for f in g["flips"]:
+        lines.append(f"  text {f['text']}: label {f['label']}, TF {f['tf']}, PyTorch {f['pt']}")
+    shown = len(g["flips"])
+    if g["correct_to_wrong"] + g["wrong_to_correct"] > shown:
+        lines.append(f"  ... {g['correct_to_wrong'] + g['wrong_to_correct']} flips in all")
     return lines

@@ -45,6 +45,7 @@ from .checkpoints import (
     judged,
     name_lacking,
 )
+from .gold import check_labels, gold_agreement
 from .localisation import component_row, components_of, layer_rows, localise
 from .runs import Float64Runs, Runs, run_all
 
@@ -68,6 +69,9 @@ class CrosscheckOptions:
     # bootstrap interval over sequences (tfparity/checks/distribution.py); None: reported
     # only, the verdict left to the judge above.
     kl_budget: Sequence[Limit] | None = None
+    # Gold labels, one per text (``--labels``): each side's accuracy and the flips
+    # between them are reported (tfparity/checks/crosscheck/gold.py); None: none given.
+    labels: Sequence[str] | None = None
 
 
 def crosscheck(
@@ -80,6 +84,9 @@ def crosscheck(
     """``tf_traces``: the TF model's ``input_ids`` runs of ``batches`` when the caller
     already has them (``tfparity check`` shares the embeds check's)."""
     same_architecture(tf_model, pt_model)
+    if options.labels is not None:
+        id2label = getattr(tf_model.config, "id2label", None)
+        check_labels(tf_model.head, batches, options.labels, id2label)  # exit 2 before runs
     # what the checkpoints hold decides what is judged (exit 2 for what cannot be)
     gaps = checkpoint_gaps(tf_model.holdings, pt_model.holdings)
     budget = budgeted.budget_of(tf_model.quantisation, options.budget)
@@ -157,7 +164,8 @@ def crosscheck(
             **_execution_facts(tf_model),
             "layers": layer_rows(comparisons, referees, components),
             "agreement": [asdict(a) for a in agreement],
-            **distribution.details(lm_metrics, kl_verdict),
+            **distribution.details(lm_metrics, kl_verdict, tf_model.head),
+            **_gold(tf_judged, pt_judged, batches, tf_model, options),
             "components": [component_row(c) for c in components],
         },
     )
@@ -209,10 +217,26 @@ def _budgeted(
             **budgeted.details(rows, kind),
             "budget": asdict(budget),
             "agreement": [asdict(a) for a in agreement],
-            **distribution.details(lm_metrics, kl_verdict),
+            **distribution.details(lm_metrics, kl_verdict, head),
+            **_gold(runs.tf, runs.pt, batches, tf_model, options),
         },
     )
     return note_inputs(with_findings(report, labels), batches)
+
+
+def _gold(
+    tf: Sequence[Trace],
+    pt: Sequence[Trace],
+    batches: Sequence[Batch],
+    tf_model: TFSide,
+    options: CrosscheckOptions,
+) -> dict[str, Any]:
+    """The report's ``details["gold"]`` where labels were given."""
+    if options.labels is None or not tf or not pt:
+        return {}
+    id2label = getattr(tf_model.config, "id2label", None)
+    found = gold_agreement(tf, pt, batches, tf_model.head, options.labels, id2label)
+    return {"gold": asdict(found)}
 
 
 def _labels(tf_model: TFSide, pt_model: Reference) -> Findings:

@@ -1,5 +1,6 @@
-"""The distribution metrics of an LM head's logits, TF against the reference, for a
-cross-check's report (docs/quantised.md).
+"""The distribution metrics of a head's logits, TF against the reference, for a
+cross-check's report (docs/quantised.md): over the vocabulary per token for an LM head,
+over the labels per sequence (or per token) for a classifier.
 
 They describe; they do not decide a float model's verdict (the float64 referee does).
 A ``--kl-budget`` decides through :mod:`tfparity.compare.bootstrap`, over the batches'
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...architectures.heads import DISTRIBUTION_HEADS, NEXT_TOKEN_HEADS, Head
+from ...architectures.heads import CLASS_HEADS, DISTRIBUTION_HEADS, NEXT_TOKEN_HEADS, Head
 from ...compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
 from ...compare.distribution import PositionMetrics, concatenate, position_metrics, summarise
 from ...compare.record import Comparison, failed_comparison
@@ -39,15 +40,20 @@ def lm_distribution(
     tf: Sequence[Trace], pt: Sequence[Trace], batches: Sequence[Batch], head: Head | None
 ) -> PositionMetrics | None:
     """Per-position metrics of every batch's ``logits`` (PyTorch the reference), each
-    sequence one item; None for a head without vocabulary logits per token, or where
+    sequence one item: per token for an LM head or a token classifier, one position per
+    sequence for a sequence classifier. None for a head without such logits, or where
     either side lacks them or they differ in shape (a failed comparison already)."""
-    if head not in DISTRIBUTION_HEADS or not tf or not pt:
+    if head not in DISTRIBUTION_HEADS | CLASS_HEADS or not tf or not pt:
         return None
     parts, offset = [], 0
     for actual, expected, batch in zip(tf, pt, batches, strict=True):
         a, e = actual.get(LOGITS), expected.get(LOGITS)
-        if a is None or e is None or np.shape(a) != np.shape(e) or np.ndim(a) != 3:
+        if a is None or e is None or np.shape(a) != np.shape(e) or np.ndim(a) not in (2, 3):
             return None
+        if np.ndim(a) == 2:  # one label per sequence: no mask to apply
+            parts.append(position_metrics(e, a, None, None, offset))
+            offset += np.shape(a)[0]
+            continue
         targets = next_token_targets(batch) if head in NEXT_TOKEN_HEADS else None
         parts.append(position_metrics(e, a, batch.attention_mask, targets, offset))
         offset += np.shape(a)[0]
@@ -55,11 +61,15 @@ def lm_distribution(
     return metrics if metrics.kl.size else None
 
 
-def details(metrics: PositionMetrics | None, verdict: BootstrapVerdict | None) -> dict:
-    """The report's ``details["distribution"]`` (empty where there are none)."""
+def details(
+    metrics: PositionMetrics | None, verdict: BootstrapVerdict | None, head: Head | None = None
+) -> dict:
+    """The report's ``details["distribution"]`` (empty where there are none); ``over``
+    says what the softmax runs over: the labels of a classifier, else the vocabulary."""
     if metrics is None:
         return {}
     found: dict[str, Any] = {"distribution": asdict(summarise(metrics))}
+    found["distribution"]["over"] = "labels" if head in CLASS_HEADS else "vocabulary"
     if verdict is not None:
         found["distribution"]["budget"] = asdict(verdict) | {"verdict": verdict.verdict}
     return found
