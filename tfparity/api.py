@@ -454,6 +454,7 @@ def generate(
     embeds: bool = True,
     allow_pickle: bool = False,
     pt_config: dict[str, Any] | None = None,
+    kl_budget: str | None = None,
 ) -> Report:
     """Greedy generation, TF against PyTorch, each through its own KV-cache path (HF TF
     ``generate``, PyTorch ``generate``): per prompt the tokens agreed, the first divergent
@@ -476,6 +477,10 @@ def generate(
     ``texts``, else ``inputs`` (texts or seeded random ids), else three short built-in
     ones; each prompt decodes alone, without padding.
     ``pt_config``: as for :func:`crosscheck`.
+    The teacher-forced steps also get llama.cpp's distribution metrics
+    (``details["distribution"]``: each step a position scored at PyTorch's token, each
+    prompt an item); ``kl_budget`` judges them by a bootstrap interval over the prompts,
+    as :func:`crosscheck`'s does over sequences.
     """
     from . import validation
     from .adapters.sources.specs import as_spec
@@ -487,8 +492,10 @@ def generate(
         check_new_tokens,
         prompts_of,
     )
+    from .compare.bootstrap import parse_budget
 
     _check_common(texts=texts, inputs=inputs)
+    limits = parse_budget(kl_budget) if kl_budget is not None else None  # exit 2 first
     new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
     check_new_tokens(new_tokens)
     validation.instance(embeds, bool, "embeds", "a bool")
@@ -508,7 +515,7 @@ def generate(
     elif inputs is None or (inputs.texts is None and inputs.random is None):
         inputs = replace(inputs or InputOptions(), texts=DEFAULT_PROMPTS)
     prompts = prompts_of(make_batches(tf_model, inputs), new_tokens, tf_model.limits)
-    options = GenerationOptions(new_tokens=new_tokens, embeds=embeds)
+    options = GenerationOptions(new_tokens=new_tokens, embeds=embeds, kl_budget=limits)
     return check_generation(tf_model, pt_model, prompts, options)
 
 

@@ -335,3 +335,17 @@ def write_outputs(args: argparse.Namespace, reports: list) -> None:
         else:
             note = f"Plot not included: matplotlib is not installed ({INSTALL_HINT})."
         write_html(reports, args.html, images, note)
+
+
+def add_kl_budget_argument(p: argparse.ArgumentParser, logits: str, items: str) -> None:
+    """``--kl-budget``, as ``crosscheck`` and ``generate`` take it: ``logits`` says whose
+    distribution metrics it judges, ``items`` what the bootstrap resamples."""
+    p.add_argument(
+        "--kl-budget",
+        metavar="METRIC=VALUE,...",
+        help=f"judge {logits} distribution metrics (llama.cpp's: kl_mean, kl_median, "
+        "kl_p99, kl_max, same_top1, rms_dp, ln_ppl_ratio), e.g. kl_mean=0.01,"
+        f"same_top1=0.99, by a 95%% bootstrap interval over the {items}: FAIL where it "
+        "lies wholly outside, INCONCLUSIVE (run more items) where it straddles "
+        "(docs/quantised.md)",
+    )

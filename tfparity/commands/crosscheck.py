@@ -11,6 +11,7 @@ from .common import (
     EXIT_PASS,
     add_execution_arguments,
     add_input_arguments,
+    add_kl_budget_argument,
     add_output_arguments,
     add_referee_argument,
     add_report_arguments,
@@ -61,15 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "model is always judged by a budget; given for a float32 model, it replaces the "
         "float64 referee",
     )
-    p.add_argument(
-        "--kl-budget",
-        metavar="METRIC=VALUE,...",
-        help="judge an LM head's distribution metrics (llama.cpp's: kl_mean, kl_median, "
-        "kl_p99, kl_max, same_top1, rms_dp, ln_ppl_ratio), e.g. kl_mean=0.01,"
-        "same_top1=0.99, by a 95%% bootstrap interval over the sequences: FAIL where it "
-        "lies wholly outside, INCONCLUSIVE (run more items) where it straddles "
-        "(docs/quantised.md)",
-    )
+    add_kl_budget_argument(p, "an LM head's (or a classifier's)", "sequences")
     p.add_argument(
         "--labels",
         metavar="FILE",

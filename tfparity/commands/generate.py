@@ -9,6 +9,7 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_input_arguments,
+    add_kl_budget_argument,
     frameworks_frozen,
     input_options,
     pt_config,
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="skip the generation started from gathered inputs_embeds",
     )
+    add_kl_budget_argument(p, "the teacher-forced steps'", "prompts")
     add_input_arguments(p)
     p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
     p.add_argument(
@@ -64,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
     check_new_tokens(args.new_tokens)
     inputs = input_options(args)
     changes = pt_config(args)
+    if args.kl_budget is not None:
+        from ..compare.bootstrap import parse_budget
+
+        parse_budget(args.kl_budget)  # exit 2 on a malformed budget, before any load
     frameworks_frozen(torch=True)
     start = time.perf_counter()
     report = generate(
@@ -74,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         embeds=not args.no_embeds,
         allow_pickle=args.allow_pickle,
         pt_config=changes,
+        kl_budget=args.kl_budget,
     )
     print(render_generation(report, verbose=args.verbose))
     print(f"\ngenerate wall time: {time.perf_counter() - start:.1f} s")

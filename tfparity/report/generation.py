@@ -10,7 +10,7 @@ from typing import Any
 
 from ..results import Report
 from .sections import table
-from .text import divergence_text
+from .text import distribution_lines, divergence_text
 
 _FACTS = (
     "compares",
@@ -34,6 +34,7 @@ def render_generation(report: Report, *, verbose: bool = False) -> str:
     for p in prompts if verbose else failing[:1]:
         lines += ["", f"prompt {p['prompt']}, step by step (TF fed PyTorch's tokens):"]
         lines += step_table(p["steps"])
+    lines += distribution_lines(d.get("distribution"))
     lines += [f"note: {n}" for n in report.notes]
     if report.first_divergence is not None:
         f = report.first_divergence

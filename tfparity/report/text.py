@@ -265,7 +265,8 @@ def distribution_lines(d: dict | None) -> list[str]:
     ratio = d.get("ln_ppl_ratio")
     ppl = "" if ratio is None else f"; ln(PPL(TF)/PPL(PyTorch)) {ratio:.3g}"
     lines = [
-        f"distribution ({_over(d)}{d['positions']} positions over {d['items']} sequences): "
+        f"distribution ({_over(d)}{_count(d['positions'], d.get('positions_are', 'positions'))} "
+        f"over {_count(d['items'], d.get('items_are', 'sequences'))}): "
         f"KL mean {d['kl_mean']:.3g}, median {d['kl_median']:.3g}, p99 {d['kl_p99']:.3g}, "
         f"max {d['kl_max']:.3g}; same top-1 {100 * d['same_top1']:.1f}%; "
         f"RMS Δp {d['rms_dp']:.3g} (at the {d['dp_at']} {_unit(d)}){ppl}"
@@ -280,10 +281,16 @@ def distribution_lines(d: dict | None) -> list[str]:
             for t in v["terms"]
         )
         lines.append(
-            f"distribution budget {v['verdict']}{more} over {v['items']} sequences, "
+            f"distribution budget {v['verdict']}{more} over "
+            f"{_count(v['items'], d.get('items_are', 'sequences'))}, "
             f"{v['resamples']} bootstrap resamples: {terms}"
         )
     return lines
+
+
+def _count(n: int, plural: str) -> str:
+    """``3 prompts``, ``1 prompt``."""
+    return f"{n} {plural[:-1] if n == 1 and plural.endswith('s') else plural}"
 
 
 def _over(d: dict) -> str:

@@ -62,35 +62,47 @@ def lm_distribution(
 
 
 def details(
-    metrics: PositionMetrics | None, verdict: BootstrapVerdict | None, head: Head | None = None
+    metrics: PositionMetrics | None,
+    verdict: BootstrapVerdict | None,
+    head: Head | None = None,
+    *,
+    items: str = "sequences",
+    positions: str = "positions",
 ) -> dict:
     """The report's ``details["distribution"]`` (empty where there are none); ``over``
-    says what the softmax runs over: the labels of a classifier, else the vocabulary."""
+    says what the softmax runs over (a classifier's labels, else the vocabulary);
+    ``items_are`` and ``positions_are`` what the bootstrap resamples and what each
+    scored row is (``generate``: prompts, teacher-forced steps)."""
     if metrics is None:
         return {}
     found: dict[str, Any] = {"distribution": asdict(summarise(metrics))}
-    found["distribution"]["over"] = "labels" if head in CLASS_HEADS else "vocabulary"
+    found["distribution"] |= {
+        "over": "labels" if head in CLASS_HEADS else "vocabulary",
+        "items_are": items,
+        "positions_are": positions,
+    }
     if verdict is not None:
         found["distribution"]["budget"] = asdict(verdict) | {"verdict": verdict.verdict}
     return found
 
 
 def judged(
-    metrics: PositionMetrics | None, limits: Sequence[Limit] | None
+    metrics: PositionMetrics | None, limits: Sequence[Limit] | None, missing: str = ""
 ) -> BootstrapVerdict | None:
     """The bootstrap verdict where a budget was set; exit 2 where it was set on a run
-    with no vocabulary logits per token to judge."""
+    with no logits to judge (``missing``: why, in words)."""
     if not limits:
         return None
     if metrics is None:
         raise TfparityError(
-            "--kl-budget judges an LM head's logits per token (masked-lm or causal-lm), "
+            missing
+            or "--kl-budget judges an LM head's logits per token (masked-lm or causal-lm), "
             "and this run compared none; drop it, or load the model with its LM head."
         )
     return bootstrap_verdict(metrics, limits)
 
 
-def failures(verdict: BootstrapVerdict | None) -> list[Comparison]:
+def failures(verdict: BootstrapVerdict | None, items: str = "sequences") -> list[Comparison]:
     """A failing row per term whose whole interval lies outside its budget, so the
     verdict line leads with it; an INCONCLUSIVE term fails nothing (more items would
     decide) and is said on the report's distribution line."""
@@ -101,7 +113,7 @@ def failures(verdict: BootstrapVerdict | None) -> list[Comparison]:
             f"distribution {t.limit.metric} ({LOGITS})",
             f"Over budget: {t.limit.metric} {t.value:.3g} outside {t.limit}, its "
             f"{100 * verdict.confidence:g}% interval [{t.low:.3g}, {t.high:.3g}] over "
-            f"{verdict.items} sequences wholly outside.",
+            f"{verdict.items} {items} wholly outside.",
             [verdict.items],
             "float64",
         )

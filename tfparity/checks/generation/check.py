@@ -31,10 +31,13 @@ import numpy as np
 from ...adapters.interfaces.greedy import GreedyRun, SameStart
 from ...adapters.interfaces.sides import Generator, Reference, TFSide
 from ...compare import Comparison, Referee, compare_arrays
+from ...compare.bootstrap import Limit
 from ...errors import TfparityError
 from ...inputs import Batch, Limits
 from ...results import Divergence, Report
+from ..crosscheck import distribution
 from .decoder_localise import decoder_divergence
+from .distribution import forced_distribution
 from .steps import (
     Forced,
     PromptSteps,
@@ -64,6 +67,12 @@ class GenerationOptions:
     referee: Referee = Referee()
     embeds: bool = True
     localise: bool = True
+    # Limits on the teacher-forced steps' distribution metrics (``--kl-budget``), judged
+    # by a bootstrap interval over prompts; None: reported only.
+    kl_budget: Sequence[Limit] | None = None
+
+
+NO_STEPS = "--kl-budget judges the teacher-forced steps' logits, and no step compared any."
 
 
 @dataclass
@@ -93,6 +102,9 @@ def check_generation(
     refusal = generator.embeds_refusal if options.embeds else None
     runs = _runs(generator, pt_model, prompts, options, refusal)
     comparisons = [c for run in runs for c in _comparisons(run)]
+    metrics = forced_distribution([r.forced for r in runs], [r.pt.tokens for r in runs])
+    kl_verdict = distribution.judged(metrics, options.kl_budget, NO_STEPS)
+    comparisons += distribution.failures(kl_verdict, "prompts")
     passed = all(c.passed for c in comparisons)
     divergence = None if passed else _localise(generator, tf_model, pt_model, runs, options)
     return Report(
@@ -117,6 +129,9 @@ def check_generation(
             "kv_cache": "yes" if generator.keeps_cache else "none (recomputes)",
             "embeds_start": refusal or ("compared" if options.embeds else "not run"),
             "generation": [_prompt_row(run) for run in runs],
+            **distribution.details(
+                metrics, kl_verdict, items="prompts", positions="teacher-forced steps"
+            ),
         },
     )
 
