@@ -117,7 +117,10 @@ def _output_shapes(keras: Any, model: Any, inputs: list[np.ndarray]) -> dict:
         tensors += flat
     fed = inputs[0] if len(inputs) == 1 else inputs
     produced = keras.tree.flatten(keras.Model(model.inputs, tensors)(fed, training=False))
-    return {k: tuple(np.shape(keras.ops.convert_to_numpy(t))) for k, t in zip(keys, produced)}
+    return {
+        k: tuple(np.shape(keras.ops.convert_to_numpy(t)))
+        for k, t in zip(keys, produced, strict=True)
+    }
 
 
 def _Probe(keras: Any) -> Callable[..., Any]:  # noqa: N802 - a class made per process
