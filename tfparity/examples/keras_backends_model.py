@@ -5,9 +5,9 @@ tfparity.examples.keras_backends_model``); :func:`build` makes the model and
 :func:`save` writes it as a ``.keras`` file. ``fault="jax"`` builds the same model with
 :class:`JaxSkewed`, a layer that scales its output by 1.001 on the JAX backend only,
 the kind of backend-specific fault the check localises; ``fault="float32"`` with
-:class:`Float32Skewed`, wrong on every backend at float32 and right at float64; ``fault="torch_gradient"`` with
-:class:`TorchGradientStopped`, whose forward pass is right everywhere and whose
-gradient is wrong on torch only (for ``backends --gradients``).
+:class:`Float32Skewed`, wrong on every backend at float32 and right at float64;
+``fault="torch_gradient"`` with :class:`TorchGradientStopped`, whose forward pass is
+right everywhere and whose gradient is wrong on torch only (``backends --gradients``).
 """
 
 from __future__ import annotations
