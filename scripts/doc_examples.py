@@ -303,12 +303,14 @@ SETUPS: dict[str, Callable[[Path], None]] = {
 def _keras_backends(work: Path) -> None:
     """The example Keras 3 model of tfparity/examples/keras_backends_model.py saved twice:
     clean (``model.keras``), with its custom layer 0.1% off on JAX (``jax-fault.keras``) and
-    0.1% off in float32 on every backend (``float32-fault.keras``)."""
+    0.1% off in float32 on every backend (``float32-fault.keras``) and with its gradient
+    stopped on torch only (``torch-gradient-fault.keras``)."""
     from tfparity.examples.keras_backends_model import save
 
     save(work / "model.keras")
     save(work / "jax-fault.keras", fault="jax")
     save(work / "float32-fault.keras", fault="float32")
+    save(work / "torch-gradient-fault.keras", fault="torch_gradient")
 
 
 def _litert(path: Path, quantisation: str, fault: bool = False) -> None:
@@ -753,6 +755,27 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("keras-backends",),
         tested=False,
         why_untested="tests/checks/test_backends.py checks the same verdict on made-up outputs",
+    ),
+    Example(
+        "backends-gradients-clean",
+        "docs/backends.md",
+        0,
+        ("backends", "model.keras", "--import", "tfparity.examples.keras_backends_model")
+        + ("--gradients",),
+        setup=("keras-backends",),
+        tested=False,
+        why_untested="tests/checks/test_backends_gradients.py runs the same model with "
+        "--gradients on every backend and checks it",
+    ),
+    Example(
+        "backends-gradients-torch",
+        "docs/backends.md",
+        1,
+        ("backends", "torch-gradient-fault.keras", "--import")
+        + ("tfparity.examples.keras_backends_model", "--gradients"),
+        setup=("keras-backends",),
+        tested=False,
+        why_untested="tests/checks/test_backends_gradients.py runs the same fault and checks it",
     ),
     Example(
         "litert-int8",

@@ -545,6 +545,7 @@ def backends(
     seed: int = 0,
     referee_backend: str | None = None,
     ceiling: float | None = None,
+    gradients: bool = False,
 ) -> Report:
     """One Keras 3 ``.keras`` model on each Keras backend (``backends``: default every
     installed one), each in its own process, every layer's output judged against a
@@ -552,7 +553,8 @@ def backends(
     backend on which Keras 3 computes float64 as asked). ``imports``: modules that
     register the model's custom layers, imported first in every process. Inputs:
     ``inputs`` (an npz, one array per model input), else ``random`` rows of ``seq_len``
-    seeded token ids."""
+    seeded token ids. ``gradients``: also each backend's gradients of a scalar seeded
+    by ``seed`` w.r.t. every layer output and weight, judged the same way backwards."""
     from pathlib import Path
 
     from .adapters.keras_backends import LaunchPlan, choose_backends, choose_referee, run_backends
@@ -564,7 +566,7 @@ def backends(
     chosen, notes = choose_backends(backends)
     referee = choose_referee(referee_backend)
     given = file_inputs(Path(inputs)) if inputs else random_inputs(config, random, seq_len, seed)
-    plan = LaunchPlan(path, chosen, referee, tuple(imports))
+    plan = LaunchPlan(path, chosen, referee, tuple(imports), seed if gradients else None)
     runs = run_backends(plan, given)
     for run in runs.values():
         notes += [n for n in run.notes if n not in notes]
@@ -576,4 +578,11 @@ def backends(
         precision={b: runs[b].precision for b in chosen},
         notes=notes,
     )
-    return check_backends(outputs, ceiling=DEFAULT_CEILING if ceiling is None else ceiling)
+    ceiling = DEFAULT_CEILING if ceiling is None else ceiling
+    report = check_backends(outputs, ceiling=ceiling)
+    if gradients:
+        from .checks.backends_gradients import BackendGradients, add_gradients
+
+        held = BackendGradients.from_runs(runs, chosen, referee, seed)
+        report = add_gradients(report, held, ceiling=ceiling)
+    return report

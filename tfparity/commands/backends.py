@@ -55,6 +55,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the RMSE / RMS no float32 backend may exceed, even when every backend agrees "
         "(default 1e-4)",
     )
+    p.add_argument(
+        "--gradients",
+        action="store_true",
+        help="also judge each backend's gradients (w.r.t. every layer output and weight) of "
+        "a scalar seeded by --seed against the float64 referee's, naming the first layer "
+        "counted backwards",
+    )
     p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
     p.set_defaults(func=_run_backends)
 
@@ -77,6 +84,7 @@ def _run_backends(args: argparse.Namespace) -> int:
         seed=args.seed,
         referee_backend=args.referee_backend,
         ceiling=args.ceiling,
+        gradients=args.gradients,
     )
     print(render_backends(report))
     if args.json:

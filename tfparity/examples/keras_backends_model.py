@@ -5,7 +5,9 @@ tfparity.examples.keras_backends_model``); :func:`build` makes the model and
 :func:`save` writes it as a ``.keras`` file. ``fault="jax"`` builds the same model with
 :class:`JaxSkewed`, a layer that scales its output by 1.001 on the JAX backend only,
 the kind of backend-specific fault the check localises; ``fault="float32"`` with
-:class:`Float32Skewed`, wrong on every backend at float32 and right at float64.
+:class:`Float32Skewed`, wrong on every backend at float32 and right at float64;
+``fault="torch_gradient"`` with :class:`TorchGradientStopped`, whose forward pass is
+right everywhere and whose gradient is wrong on torch only (``backends --gradients``).
 """
 
 from __future__ import annotations
@@ -50,8 +52,26 @@ class Float32Skewed(ScaledResidual):
         return y * 1.001 if self.compute_dtype == "float32" else y
 
 
-# The residual layer per fault: None (clean), "jax" (JAX only), "float32" (every backend).
-RESIDUALS = {None: ScaledResidual, "jax": JaxSkewed, "float32": Float32Skewed}
+@keras.saving.register_keras_serializable(package="tfparity_examples")
+class TorchGradientStopped(ScaledResidual):
+    """:class:`ScaledResidual` with ``tanh``'s input behind ``stop_gradient`` on torch
+    only: the same forward pass on every backend, a backward pass on torch that drops
+    the ``alpha * tanh(x)`` path to ``x`` (a backend-specific gradient)."""
+
+    def call(self, x: Any) -> Any:
+        stopped = keras.backend.backend() == "torch"
+        inner = keras.ops.stop_gradient(x) if stopped else x
+        return x + self.alpha * keras.ops.tanh(inner)
+
+
+# The residual layer per fault: None (clean), "jax" (JAX only), "float32" (every backend),
+# "torch_gradient" (torch's backward pass only).
+RESIDUALS = {
+    None: ScaledResidual,
+    "jax": JaxSkewed,
+    "float32": Float32Skewed,
+    "torch_gradient": TorchGradientStopped,
+}
 
 
 def build(vocab: int = 64, width: int = 16, fault: str | None = None, seed: int = 0) -> keras.Model:

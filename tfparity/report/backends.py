@@ -24,9 +24,11 @@ def verdict(report: Report) -> str:
     d = report.details
     n = len(d["layers"])
     backends = ", ".join(d["backends"])
+    g = d.get("gradients")
     if report.passed:
-        return f"PASS backends: {backends} agree with the float64 referee at {n} layers"
-    f = d["first_divergence"] or {}
+        grads = f" and {len(g['rows'])} gradients" if g else ""
+        return f"PASS backends: {backends} agree with the float64 referee at {n} layers{grads}"
+    f = d["first_divergence"] or (g or {}).get("first_divergence") or {}
     return f"FAIL backends: {f.get('text', 'see above')}"
 
 
@@ -52,6 +54,8 @@ def render_backends(report: Report) -> str:
     if f:
         who = f"backend {f['backend']}" if f["backend"] else "every backend"
         lines += ["", f"first divergence: {who}, layer {f['layer']} ({f['kind']})"]
+    if d.get("gradients"):
+        lines += _gradients(d["gradients"], d["backends"])
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join([*lines, "", verdict(report)])
 
@@ -60,3 +64,21 @@ def _facts(facts: dict[str, Any]) -> str:
     return ", ".join(
         f"{k} {v if not isinstance(v, list) else '/'.join(map(str, v))}" for k, v in facts.items()
     )
+
+
+def _gradients(g: dict[str, Any], backends: list[str]) -> list[str]:
+    """The gradient rows (backwards: the last layer first) and their first divergence."""
+    lines = ["", f"gradients of {g['scalar']}, counted backwards:"]
+    rows = [
+        (row["gradient"], *(_cell(row["backends"].get(b)) for b in backends)) for row in g["rows"]
+    ]
+    lines += table(("gradient w.r.t.", *backends), rows)
+    f = g["first_divergence"]
+    if f:
+        who = f"backend {f['backend']}" if f["backend"] else "every backend"
+        lines += [
+            "",
+            f"first gradient divergence: {who}, gradient {f['gradient']}, "
+            f"backward pass of layer {', '.join(f['layers'])} ({f['kind']})",
+        ]
+    return lines

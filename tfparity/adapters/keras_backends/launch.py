@@ -58,6 +58,7 @@ class LaunchPlan:
     backends: tuple[str, ...]
     referee: str
     imports: tuple[str, ...] = ()
+    gradients: int | None = None  # the seed of the scalar differentiated; None: none
 
     def processes(self) -> dict[str, tuple[str, ...]]:
         """Per backend, the precisions its process runs (float64 on the referee's)."""
@@ -69,13 +70,17 @@ class LaunchPlan:
 @dataclass
 class BackendRun:
     """What one backend's process recorded: per precision, each layer's output by name
-    (topological order), plus its precision facts and notes."""
+    (topological order), plus its precision facts and notes; with gradients, per
+    precision each gradient by row name (reverse topological order) and the facts that
+    place the rows in the model (:func:`.gradients.record_gradients`)."""
 
     backend: str
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     precision: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     keras_version: str = ""
+    gradients: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    gradient_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _environment(backend: str, precisions: tuple[str, ...]) -> dict[str, str]:
@@ -110,6 +115,8 @@ def _start(plan: LaunchPlan, backend: str, precisions: tuple[str, ...], given: P
     command += ["--inputs", str(given), "--out", str(out)]
     command += [a for m in plan.imports for a in ("--import", m)]
     command += [a for p in precisions for a in ("--precision", p)]
+    if plan.gradients is not None:
+        command += ["--gradients", str(plan.gradients)]
     return subprocess.Popen(
         command,
         env=_environment(backend, precisions),
@@ -139,6 +146,10 @@ def _collect(backend: str, proc: subprocess.Popen, out: Path) -> BackendRun:
         for precision, facts in meta["runs"].items():
             run.outputs[precision] = {n: held[f"{precision}:{n}"] for n in facts["layers"]}
             run.notes.extend(facts["notes"])
+            if "gradients" in facts:
+                rows = facts["gradients"]["rows"]
+                run.gradients[precision] = {n: held[f"grad:{precision}:{n}"] for n in rows}
+                run.gradient_facts[precision] = facts["gradients"]
     return run
 
 

@@ -2,7 +2,8 @@
 inputs the parent wrote, record every layer's output by name, write them to an npz.
 
 Run as ``python -m tfparity.adapters.keras_backends.worker MODEL --inputs IN.npz --out
-OUT.npz [--import M]... [--precision float32] [--precision float64]`` with
+OUT.npz [--import M]... [--precision float32] [--precision float64] [--gradients
+SEED]`` with
 ``KERAS_BACKEND`` set by the parent. The backend is fixed at Keras's import, so this
 module imports nothing of Keras at module level and nothing of the rest of tfparity
 (the parent judges; a worker only computes). A bad file or input is written as
@@ -33,6 +34,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", required=True)
     p.add_argument("--import", dest="imports", action="append", default=[])
     p.add_argument("--precision", action="append", choices=("float32", "float64"))
+    p.add_argument("--gradients", type=int, metavar="SEED", help="also record gradients")
     return p.parse_args(argv)
 
 
@@ -188,6 +190,12 @@ def _record(args: argparse.Namespace) -> dict[str, Any]:
             raise ValueError(f"the float64 run on {backend} computed in {', '.join(dtypes)}")
         meta["runs"][precision] = {"layers": names, "notes": notes, "dtypes": dtypes}
         arrays.update({f"{precision}:{name}": a for name, a in outputs.items()})
+        if args.gradients is not None:  # kept apart: .gradients says how
+            from .gradients import record_gradients
+
+            grads, facts = record_gradients(keras, run_model, inputs, args.gradients)
+            meta["runs"][precision]["gradients"] = facts
+            arrays.update({f"grad:{precision}:{name}": a for name, a in grads.items()})
     np.savez(args.out, **arrays)
     return meta
 

@@ -1,0 +1,144 @@
+"""``tfparity backends --gradients``: each backend's gradients of a seeded scalar, judged
+backwards against the float64 referee's.
+
+Two real runs, once per module: the clean example model through the API on every
+installed backend, and the same model with a layer whose gradient is stopped on torch
+only (its forward pass the same everywhere) through the CLI on TensorFlow (also the
+referee's process) and torch. The attribution rules are tested on made-up gradients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import numpy as np
+import pytest
+
+from tfparity.adapters.keras_backends.launch import BACKENDS, installed
+from tfparity.checks.backends import BackendOutputs, check_backends
+from tfparity.checks.backends_gradients import BackendGradients, add_gradients, culprit
+from tfparity.cli import main
+
+EXAMPLE = "tfparity.examples.keras_backends_model"
+# Reverse topological order: per layer, the gradient w.r.t. its output, then its weights.
+ROWS = [
+    "dense_2:output",
+    "dense_2/kernel",
+    "dense_2/bias",
+    "norm:output",
+    "norm/gamma",
+    "norm/beta",
+    "residual:output",
+    "residual/alpha",
+    "dense_1:output",
+    "dense_1/kernel",
+    "dense_1/bias",
+    "embedding:output",
+    "embedding/embeddings",
+]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    from tfparity.examples.keras_backends_model import save
+
+    root = tmp_path_factory.mktemp("backends_gradients")
+    return {
+        "clean": save(root / "clean.keras"),
+        "faulty": save(root / "faulty.keras", fault="torch_gradient"),
+    }
+
+
+@pytest.fixture(scope="module")
+def clean(files):
+    import tfparity
+
+    return tfparity.backends(str(files["clean"]), imports=[EXAMPLE], gradients=True)
+
+
+@pytest.fixture(scope="module")
+def faulty(files, tmp_path_factory):
+    """The torch-only gradient fault through the CLI: exit code, text, JSON."""
+    if not installed("torch"):
+        pytest.skip("torch is not installed")
+    out = tmp_path_factory.mktemp("faulty_gradients") / "report.json"
+    text = io.StringIO()  # capsys is function-scoped: capture by hand, once per module
+    argv = ["backends", str(files["faulty"]), "--backends", "tensorflow,torch"]
+    with contextlib.redirect_stdout(text):
+        code = main([*argv, "--import", EXAMPLE, "--gradients", "--json", str(out)])
+    return code, text.getvalue(), json.loads(out.read_text())
+
+
+def test_a_clean_model_passes_with_gradients_on_every_installed_backend(clean):
+    chosen = [b for b in BACKENDS if installed(b)]
+    g = clean.details["gradients"]
+    assert clean.passed and clean.first_divergence is None
+    assert [row["gradient"] for row in g["rows"]] == ROWS
+    assert g["rows"][-1]["layer"] == "embedding"  # the embeddings' gradient, last
+    assert g["first_divergence"] is None
+    assert "default_rng(0)" in g["scalar"]
+    grads = [c for c in clean.comparisons if ":grad:" in c.name]
+    assert len(grads) == len(ROWS) * len(chosen)
+    assert all(c.judge == "referee" and c.passed for c in grads)
+    # float32 rounding, far below the ceiling, and not exactly zero (really computed)
+    errors = [c["relative_rmse"] for r in g["rows"] for c in r["backends"].values()]
+    assert max(errors) < 1e-5 and min(errors) > 0
+
+
+def test_a_gradient_stopped_on_torch_only_fails_naming_torch_and_that_layer(faulty):
+    code, text, data = faulty
+    d = data["details"]
+    assert code == 1 and data["passed"] is False
+    assert d["first_divergence"] is None  # the forward pass agrees everywhere
+    f = d["gradients"]["first_divergence"]
+    assert (f["backend"], f["kind"], f["gradient"], f["layer"]) == (
+        "torch",
+        "one",
+        "dense_1:output",
+        "residual",
+    )
+    assert data["first_divergence"]["layer"] == "residual"
+    assert "first gradient divergence: backend torch, gradient dense_1:output, " in text
+    assert "FAIL backends: backend torch parts from tensorflow and the float64 referee's" in text
+    verdicts = {c["name"]: c["passed"] for c in data["comparisons"]}
+    assert all(v for n, v in verdicts.items() if ":grad:" not in n)  # forward: every layer
+    assert all(v for n, v in verdicts.items() if n.startswith("tensorflow:"))
+    # localised: torch's gradients above the stopped layer agree, those below it fail
+    assert all(verdicts[f"torch:grad:{row}"] for row in ROWS[:8])
+    assert not any(verdicts[f"torch:grad:{row}"] for row in ROWS[8:])
+
+
+# The attribution alone, on made-up gradients: numpy only, no process.
+
+RNG = np.random.default_rng(0)
+TRUTH = {"out:output": RNG.standard_normal(8), "out/kernel": RNG.standard_normal((4, 2))}
+LAYER_OF = {"out:output": "out", "out/kernel": "out"}
+
+
+def _report(grads):
+    truth = {"out": np.ones(3)}
+    forward = {b: {"out": np.ones(3, np.float32)} for b in grads}
+    report = check_backends(BackendOutputs("made-up", forward, truth, "tensorflow"))
+    return add_gradients(report, BackendGradients(grads, TRUTH, LAYER_OF))
+
+
+def test_a_model_output_gradient_is_blamed_on_its_own_layer_a_weight_on_its_owner():
+    held = BackendGradients({}, TRUTH, {**LAYER_OF, "a:output": "a"}, {"a": ["b", "c"]})
+    assert culprit("out:output", held) == ["out"]  # nothing takes the model's output
+    assert culprit("a:output", held) == ["b", "c"]
+    assert culprit("out/kernel", held) == ["out"]
+
+
+def test_backends_sharing_a_wrong_gradient_are_told_apart_from_one():
+    right = {k: t.astype(np.float32) for k, t in TRUTH.items()}
+    wrong = {**right, "out/kernel": (TRUTH["out/kernel"] * 1.01).astype(np.float32)}
+    assert _report({"tensorflow": right, "jax": right}).passed
+    one = _report({"tensorflow": right, "jax": wrong}).details["gradients"]["first_divergence"]
+    assert (one["backend"], one["kind"], one["gradient"]) == ("jax", "one", "out/kernel")
+    report = _report({"tensorflow": wrong, "jax": wrong})
+    f = report.details["gradients"]["first_divergence"]
+    assert not report.passed and report.details["first_divergence"] is None
+    assert (f["backend"], f["kind"], f["layer"]) == (None, "all", "out")
+    assert f["text"].startswith("every backend parts from the float64 referee's gradients")

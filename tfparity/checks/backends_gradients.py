@@ -1,0 +1,152 @@
+"""``tfparity backends --gradients``: each backend's gradients judged by the float64
+referee's (numpy only; the worker computes them, :mod:`tfparity.adapters.keras_backends.
+gradients`).
+
+Every gradient, the one w.r.t. each layer's output and each trainable weight's (and a
+float input's), is judged by the forward check's rule (:func:`.backends.judge_layer`:
+the other backends' float32 error as the reference, capped by the ceiling), in reverse
+topological order, the order backpropagation makes them. The first gradient that a
+backend gets wrong, counted backwards, places the fault: a wrong gradient w.r.t. layer
+L's output was made by the backward pass of the layers that take L's output (the
+gradient w.r.t. their own outputs still agreed), a wrong weight gradient by its own
+layer's backward pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..compare.judge import Referee
+from ..results import Divergence, Report
+from .backends import DEFAULT_CEILING, LayerJudgement, _divergence, _row, judge_layer
+
+OUTPUT_MARK = ":output"  # a row LAYER:output is the gradient w.r.t. LAYER's output
+
+
+@dataclass(frozen=True)
+class BackendGradients:
+    """Each backend's float32 gradients by row, the float64 referee's (reverse
+    topological order), which layer each row belongs to and each layer's consumers."""
+
+    float32: Mapping[str, Mapping[str, np.ndarray]]
+    truth: Mapping[str, np.ndarray]
+    layer_of: Mapping[str, str]
+    consumers: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    seed: int = 0
+
+    @classmethod
+    def from_runs(
+        cls, runs: Mapping[str, Any], backends: Sequence[str], referee: str, seed: int
+    ) -> BackendGradients:
+        """From the backends' runs (:class:`~tfparity.adapters.keras_backends.BackendRun`):
+        each checked backend's float32 gradients, the referee's float64 ones."""
+        facts = runs[referee].gradient_facts["float64"]
+        return cls(
+            float32={b: runs[b].gradients["float32"] for b in backends},
+            truth=runs[referee].gradients["float64"],
+            layer_of=facts["layer_of"],
+            consumers=facts["consumers"],
+            seed=seed,
+        )
+
+
+def scalar_text(seed: int) -> str:
+    """What is differentiated, as the report says it."""
+    return (
+        "sum over the model's outputs of sum(output * P), P standard normal from "
+        f"numpy.random.default_rng({seed})"
+    )
+
+
+def add_gradients(
+    report: Report,
+    grads: BackendGradients,
+    referee: Referee = Referee(),
+    ceiling: float = DEFAULT_CEILING,
+) -> Report:
+    """Judge every gradient row and add them to the forward ``report``: its comparisons
+    (named ``BACKEND:grad:ROW``), ``details["gradients"]`` (rows, scalar, the first
+    divergence counted backwards) and its verdict (it fails if either pass fails)."""
+    judgements = [
+        judge_layer(
+            f"grad:{row}",
+            {b: run[row] for b, run in grads.float32.items() if row in run},
+            truth,
+            referee,
+            ceiling,
+        )
+        for row, truth in grads.truth.items()
+    ]
+    report.comparisons = [
+        *report.comparisons,
+        *(c for j in judgements for c in j.comparisons.values()),
+    ]
+    report.passed = report.passed and all(not j.failing for j in judgements)
+    rows = [
+        {**_row(j), "gradient": row, "layer": grads.layer_of.get(row, row)}
+        for row, j in zip(grads.truth, judgements, strict=True)
+    ]
+    section: dict[str, Any] = {
+        "scalar": scalar_text(grads.seed),
+        "seed": grads.seed,
+        "order": "reverse topological (backwards)",
+        "rows": rows,
+        "first_divergence": None,
+    }
+    first = next(
+        ((row, j) for row, j in zip(grads.truth, judgements, strict=True) if j.failing), None
+    )
+    if first is not None:
+        f = _first_divergence(*first, grads, list(grads.float32), report)
+        section["first_divergence"] = f
+        if report.first_divergence is None:  # a forward divergence comes first
+            report.first_divergence = Divergence(
+                hidden_state=None, layer=f["layer"], component="backward", hint=f["text"]
+            )
+    report.details["gradients"] = section
+    return report
+
+
+def culprit(row: str, grads: BackendGradients) -> list[str]:
+    """The layers whose backward pass made gradient ``row``: for a layer's output, the
+    layers taking that output (the output layer itself when none do); for a weight,
+    its layer; for an input, the input."""
+    layer = grads.layer_of.get(row, row)
+    if OUTPUT_MARK in row:
+        return list(grads.consumers.get(layer, ())) or [layer]
+    return [layer]
+
+
+def _first_divergence(
+    row: str, j: LayerJudgement, grads: BackendGradients, backends: list[str], report: Report
+) -> dict[str, Any]:
+    """Who parts at the first wrong gradient counted backwards, and which layer's
+    backward pass made it (``kind`` as the forward check's)."""
+    base = _divergence(j, backends, report.details["referee"]["backend"])
+    layers = culprit(row, grads)
+    rest = [b for b in backends if b not in base["backends"]]
+    who = f"backend {', '.join(base['backends'])}" if base["kind"] == "one" else "every backend"
+    others = f"{', '.join(rest)} and " if rest else ""
+    forward = report.details.get("first_divergence")
+    text = (
+        f"{who} parts from {others}the float64 referee's gradients, first (counted backwards) at "
+        f"the gradient w.r.t. {_subject(row)}: made by the backward pass of layer "
+        f"{', '.join(layers)}"
+    )
+    if forward:
+        text += f" (the forward pass already parts at layer {forward['layer']})"
+    return {**base, "gradient": row, "layer": layers[0], "layers": layers, "text": text}
+
+
+def _subject(row: str) -> str:
+    """``dense_1's output``, ``weight dense_1/kernel`` or ``input x``."""
+    if OUTPUT_MARK in row:
+        layer, _, rest = row.partition(OUTPUT_MARK)
+        return f"{layer}'s output{rest}"
+    if row.startswith("input:"):
+        return f"input {row.removeprefix('input:')}"
+    return f"weight {row}"
