@@ -36,7 +36,9 @@ def files(tmp_path_factory):
 def clean(files):
     import tfparity
 
-    return tfparity.backends(str(files["clean"]), imports=[EXAMPLE])
+    # with gradients: their clean test shares this run (test_backends_gradients.py has
+    # the fault)
+    return tfparity.backends(str(files["clean"]), imports=[EXAMPLE], gradients=True)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,8 @@ def test_a_clean_model_passes_on_every_backend(clean):
     assert d["backends"] == ALL
     assert d["referee"] == {"backend": "tensorflow", "dtype": "float64"}
     assert [row["layer"] for row in d["layers"]] == LAYERS  # topological order
-    assert len(clean.comparisons) == len(LAYERS) * len(ALL)
+    forward = [c for c in clean.comparisons if ":grad:" not in c.name]
+    assert len(forward) == len(LAYERS) * len(ALL)
     assert all(c.judge == "referee" and c.passed for c in clean.comparisons)
     assert clean.first_divergence is None and d["first_divergence"] is None
     assert {b: f["dtype_policy"] for b, f in d["precision"].items()} == dict.fromkeys(
@@ -67,6 +70,40 @@ def test_a_clean_model_passes_on_every_backend(clean):
     # float32 rounding on every backend, far below the ceiling
     worst = max(c["relative_rmse"] or 0 for r in d["layers"] for c in r["backends"].values())
     assert worst < 1e-5
+
+
+# Reverse topological order: per layer, the gradient w.r.t. its output, then its weights.
+GRADIENT_ROWS = [
+    "dense_2:output",
+    "dense_2/kernel",
+    "dense_2/bias",
+    "norm:output",
+    "norm/gamma",
+    "norm/beta",
+    "residual:output",
+    "residual/alpha",
+    "dense_1:output",
+    "dense_1/kernel",
+    "dense_1/bias",
+    "embedding:output",
+    "embedding/embeddings",
+]
+
+
+def test_a_clean_model_passes_with_gradients_on_every_backend(clean):
+    chosen = ALL
+    g = clean.details["gradients"]
+    assert clean.passed and clean.first_divergence is None
+    assert [row["gradient"] for row in g["rows"]] == GRADIENT_ROWS
+    assert g["rows"][-1]["layer"] == "embedding"  # the embeddings' gradient, last
+    assert g["first_divergence"] is None
+    assert "default_rng(0)" in g["scalar"]
+    grads = [c for c in clean.comparisons if ":grad:" in c.name]
+    assert len(grads) == len(GRADIENT_ROWS) * len(chosen)
+    assert all(c.judge == "referee" and c.passed for c in grads)
+    # float32 rounding, far below the ceiling, and not exactly zero (really computed)
+    errors = [c["relative_rmse"] for r in g["rows"] for c in r["backends"].values()]
+    assert max(errors) < 1e-5 and min(errors) > 0
 
 
 def test_a_layer_wrong_on_jax_only_fails_naming_jax_and_that_layer(faulty):
