@@ -70,6 +70,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "lies wholly outside, INCONCLUSIVE (run more items) where it straddles "
         "(docs/quantised.md)",
     )
+    p.add_argument(
+        "--quantize",
+        choices=("int8", "int4", "float8"),
+        help="also quantise the keras-hub model (a keras-hub spec or a .keras file) with "
+        "Keras's model.quantize and judge the quantised copy against its own float model "
+        "by the mode's distribution budget (--kl-budget overrides it) and against PyTorch "
+        "(docs/quantised.md)",
+    )
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -101,6 +109,11 @@ def run(args: argparse.Namespace) -> int:
     golden = bool(args.save_outputs or args.load_outputs)
     if golden and len(executions) > 1:
         raise TfparityError("--save-outputs/--load-outputs hold one run: name one --device.")
+    if golden and args.quantize is not None:
+        raise TfparityError(
+            "--quantize is not checked on --save-outputs/--load-outputs runs: run it "
+            "without them (docs/quantised.md)."
+        )
     if golden and args.kl_budget is not None:
         raise TfparityError(
             "--kl-budget is not judged on --save-outputs/--load-outputs runs yet: run it "
@@ -130,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
             pt_config=changes,
             signature=args.signature,
             kl_budget=args.kl_budget,
+            quantize=args.quantize,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))

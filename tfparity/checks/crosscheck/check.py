@@ -29,6 +29,7 @@ from ...compare import (
     judged_by_referee,
 )
 from ...compare.bootstrap import Limit
+from ...compare.quantisation import kind_kl_budget
 from ...inputs import Batch, note_inputs
 from ...results import Divergence, Report
 from ...trace import Trace, hidden_state_index
@@ -184,7 +185,8 @@ def _budgeted(
     agreement = task_agreement(runs.tf, runs.pt, masks, language_model=lm, noise=noise)
     comparisons = budgeted.judged(comparisons, agreement, budget)
     lm_metrics = distribution.lm_distribution(runs.tf, runs.pt, batches, head)
-    kl_verdict = distribution.judged(lm_metrics, options.kl_budget)
+    kl_limits = options.kl_budget or kind_kl_budget(tf_model.quantisation)
+    kl_verdict = distribution.judged(lm_metrics, kl_limits) if lm_metrics else None
     comparisons += distribution.failures(kl_verdict)
     rows = budgeted.growth(runs.tf, runs.pt, masks)
     kind = tf_model.quantisation
