@@ -317,7 +317,7 @@ def _quantised_twin(tf_model: Any, mode: str | None) -> Any:
     """The Keras-quantised copy of ``tf_model`` (exit 2 where it cannot be), or None."""
     if mode is None:
         return None
-    from .adapters.keras_hub.quantize import quantised_side
+    from .adapters.keras_hub.quantised_side import quantised_side
 
     return quantised_side(tf_model, mode)
 

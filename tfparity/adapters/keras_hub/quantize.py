@@ -2,7 +2,7 @@
 
 ``crosscheck --quantize int8|int4|float8`` checks a keras-hub model (a ``keras-hub:``
 spec or a Keras 3 ``.keras`` file) as it would ship quantised: a copy of its float
-model is quantised here, so the float model stays what the referee judges and the
+model is quantised here (the copy made by :mod:`.quantised_side`), so the float model stays what the referee judges and the
 quantised copy is judged against it (docs/quantised.md). :func:`quantize` takes the
 layers to quantise too (by variable path prefix, ``transformer_layer_3``), so a
 one-layer-at-a-time attribution can reuse it. A ``.keras`` file saved after
@@ -12,13 +12,11 @@ one-layer-at-a-time attribution can reuse it. A ``.keras`` file saved after
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
-from ...architectures.heads import Head
 from ...errors import TfparityError
-from ..interfaces.sides import TFSide
 
 MODES = ("int8", "int4", "float8")
 
@@ -37,11 +35,11 @@ def quantize(model: Any, mode: str, layers: Sequence[str] | None = None) -> None
     """Quantise the Keras model ``model`` in place to ``mode``; with ``layers``, only the
     sub-layers whose path starts with one of them (``"transformer_layer_0"``)."""
     check_mode(mode)
-    if layers is None:
-        model.quantize(mode)
-        return
-    prefixes = tuple(layers)
-    model.quantize(mode, filters=lambda layer: str(layer.path).startswith(prefixes))
+    prefixes = None if layers is None else tuple(layers)
+    chosen = None if prefixes is None else (lambda layer: str(layer.path).startswith(prefixes))
+    with warnings.catch_warnings():  # "Layer Dropout does not have a `quantize` method"
+        warnings.filterwarnings("ignore", message=".*does not have a `quantize` method")
+        model.quantize(mode, filters=chosen)
 
 
 def stored_mode(model: Any) -> str | None:
@@ -54,40 +52,3 @@ def stored_mode(model: Any) -> str | None:
     # DTypePolicyMap a reloaded model's layers share)
     found = {str(m) for layer in flatten() if (m := getattr(layer, "quantization_mode", None))}
     return "+".join(sorted(found)) or None
-
-
-def quantised_side(side: TFSide, mode: str) -> TFSide:
-    """A copy of the keras-hub side ``side`` with its model quantised to ``mode``;
-    ``side`` itself is untouched. Exit 2 for a side Keras cannot quantise here (tf-keras
-    HF classes, exports, a model of your own) or one already quantised."""
-    from .side import KerasHubModel
-    from .task import causal_lm_side
-
-    check_mode(mode)
-    if not isinstance(side, KerasHubModel):
-        raise TfparityError(
-            f"--quantize {mode} quantises a Keras 3 keras-hub model (a keras-hub:<SPEC> or a "
-            f".keras file holding a keras-hub backbone or causal LM); {side.name} is "
-            f"{side.side_kind}, which Keras's model.quantize does not reach. Check a "
-            "keras-hub port of it (keras-hub:<SPEC>), or a LiteRT quantised export."
-        )
-    stored = stored_mode(side.model)
-    if stored is not None:
-        raise TfparityError(
-            f"{side.name} is already quantised ({stored}); it is checked as it is, so drop "
-            f"--quantize (quantising it again to {mode} would judge a model nobody ships)."
-        )
-    base = KerasHubModel(**{f.name: getattr(side, f.name) for f in fields(KerasHubModel) if f.init})
-    base.backbone = _copy(side.backbone)
-    base.ports, base.name = [], f"{side.name} quantised {mode}"
-    base.notes = [n for n in side.notes]
-    copy = causal_lm_side(base) if side.head is Head.CAUSAL_LM else base
-    quantize(copy.model, mode)
-    return copy
-
-
-def _copy(backbone: Any) -> Any:
-    """A new backbone of the same config holding copies of ``backbone``'s weights."""
-    twin = type(backbone).from_config(backbone.get_config())
-    twin.set_weights(backbone.get_weights())
-    return twin
