@@ -43,7 +43,7 @@ def kl_budget_for(mode: str, given: Sequence[Limit] | None = None) -> tuple[list
             f"No default distribution budget for quantisation {mode!r}; give one with "
             "--kl-budget (e.g. kl_mean=0.015,same_top1=0.95)."
         )
-    return parse_budget(DEFAULT_KL_BUDGETS[mode]), f"default for {mode} (docs/quantised.md)"
+    return parse_budget(DEFAULT_KL_BUDGETS[mode]), f"default for {mode}, docs/quantised.md"
 
 
 def kind_kl_budget(kind: str | None) -> list[Limit] | None:

@@ -2,8 +2,9 @@
 
 ``crosscheck --quantize int8|int4|float8`` checks a keras-hub model (a ``keras-hub:``
 spec or a Keras 3 ``.keras`` file) as it would ship quantised: a copy of its float
-model is quantised here (the copy made by :mod:`.quantised_side`), so the float model stays what the referee judges and the
-quantised copy is judged against it (docs/quantised.md). :func:`quantize` takes the
+model (made by :mod:`.quantised_side`) is quantised here, so the float model stays
+what the referee judges and the quantised copy is judged against it
+(docs/quantised.md). :func:`quantize` takes the
 layers to quantise too (by variable path prefix, ``transformer_layer_3``), so a
 one-layer-at-a-time attribution can reuse it. A ``.keras`` file saved after
 ``quantize`` carries its mode in its layers' dtype policies (``int8_from_float32``):
