@@ -353,6 +353,15 @@ def _verdict_and_mask_notes(text: str) -> str:
     return "\n".join(keep + [line for line in lines if "attention mask" in line]) + "\n"
 
 
+def _quantisation_section(out: str) -> str:
+    """The quantisation section and the verdict line of a ``--quantize`` run."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("quantisation: "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("note: ") and i > start)
+    verdict = next(line for line in lines if line.startswith(("PASS ", "FAIL ")))
+    return "\n".join([*lines[start:end], "", verdict])
+
+
 def _divergence_and_hint(text: str) -> str:
     return "\n".join(
         line for line in text.splitlines() if line.startswith(("first divergence:", "hint:"))
@@ -497,6 +506,24 @@ EXAMPLES: tuple[Example, ...] = (
             "--kl-budget",
             "kl_mean=0.01,same_top1=0.99",
         ),
+    ),
+    Example(
+        "quantised-keras-int8",
+        "docs/quantised.md",
+        0,
+        (
+            "crosscheck",
+            "keras-hub:tiny:llama/causal-lm",
+            "--pt-config",
+            "rms_norm_eps=1e-06",
+            "--no-reload",
+            "--quantize",
+            "int8",
+        ),
+        keep=_quantisation_section,
+        tested=False,
+        why_untested="tests/checks/test_quantize.py runs the same check and asserts its "
+        "verdicts (a Keras quantisation costs ~20 s of CPU)",
     ),
     Example(
         "crosscheck-pt-config",

@@ -141,6 +141,7 @@ def crosscheck(
     signature: str | None = None,
     kl_budget: str | None = None,
     labels: Sequence[str] | None = None,
+    quantize: str | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -214,13 +215,24 @@ def crosscheck(
     its labels. ``labels`` (``--labels``: a class id or label name per text, in order)
     reports a sequence classifier's accuracy on each side and the flips between them
     (``details["gold"]``).
+    whole interval is outside (docs/quantised.md).
+
+    ``quantize`` (``"int8"``, ``"int4"``, ``"float8"``): a keras-hub model is also
+    quantised by Keras (``model.quantize``, on a copy) and the report adds
+    ``details["quantisation"]``: the quantised model against its float model, judged by
+    the mode's distribution budget (``kl_budget`` overrides it), and against PyTorch.
     """
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
+    from .checks.crosscheck.quantised import with_quantisation
     from .compare.bootstrap import parse_budget
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
     limits = parse_budget(kl_budget) if kl_budget is not None else None  # exit 2 first
+    if quantize is not None:
+        from .adapters.keras_hub.quantize import check_mode
+
+        check_mode(quantize)
     if isinstance(budget, str):
         from .compare.budgets import budget_for
 
@@ -246,6 +258,7 @@ def crosscheck(
     )
     tf_model, pt_model, source_model = paired.tf, paired.reference, paired.source
     pt = paired.reference_spec or pt  # parsed once: the reference's tokenizer reads it
+    quantised = _quantised_twin(tf_model, quantize)  # exit 2 before anything runs
     tokenized = batches is None  # by the TF side's tokenizer, when the inputs are texts
     if batches is None:
         batches = make_batches(tf_model, inputs)
@@ -256,7 +269,7 @@ def crosscheck(
         localise=localise,
         budget=budget,
         referee_runs=referee,
-        kl_budget=limits,
+        kl_budget=None if quantize else limits,  # with quantize, the quantisation's budget
         labels=None if labels is None else tuple(str(x) for x in labels),
     )
     runner = executed(tf_model, execution)
@@ -265,8 +278,16 @@ def crosscheck(
             source_model, (asked or source_model.execution).settle(len(batches))
         )
         reports = _export_parity(runner, source_model, pt_model, batches, options)
+        if quantised is not None:  # on the export-vs-PyTorch report
+            reports[1] = with_quantisation(
+                reports[1], runner, quantised, pt_model, batches, quantize, limits
+            )
         return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
+    if quantised is not None:
+        reports[0] = with_quantisation(
+            reports[0], runner, quantised, pt_model, batches, quantize, limits
+        )
     if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
         reloaded = save_and_reload(tf_model)
         if reloaded is not None:  # an export has no save-and-reload pass of its own
@@ -296,6 +317,15 @@ def _tokenizers_judged(
         reference = None  # the very tokenizer that made the ids: nothing to compare
     found = tokenizer_findings(tf_model.tokenizer, reference, texts)
     return [with_findings(r, found) for r in reports]
+
+
+def _quantised_twin(tf_model: Any, mode: str | None) -> Any:
+    """The Keras-quantised copy of ``tf_model`` (exit 2 where it cannot be), or None."""
+    if mode is None:
+        return None
+    from .adapters.keras_hub.quantised_side import quantised_side
+
+    return quantised_side(tf_model, mode)
 
 
 def _export_parity(

@@ -193,7 +193,10 @@ def compiles(model: str | TFSide) -> bool:
 def save_and_reload(tf_model: TFSide) -> TFSide | None:
     """The TF side after its own save and a fresh load (catches lost weights):
     ``save_pretrained`` for a Hugging Face model, ``save_to_preset`` for keras-hub;
-    None for a side with no such pass (an export is already saved)."""
+    None for a side with no such pass (an export is already saved; keras-hub's preset
+    saver cannot write a model Keras quantised)."""
+    if tf_model.quantisation is not None:
+        return None
     return tf_model.reloaded()
 
 

@@ -70,6 +70,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "label name of the config): a sequence classifier's accuracy on each side and "
         "the flips between them, correct->wrong and wrong->correct (reported, not judged)",
     )
+    p.add_argument(
+        "--quantize",
+        choices=("int8", "int4", "float8"),
+        help="also quantise the keras-hub model (a keras-hub spec or a .keras file) with "
+        "Keras's model.quantize and judge the quantised copy against its own float model "
+        "by the mode's distribution budget (--kl-budget overrides it) and against PyTorch "
+        "(docs/quantised.md)",
+    )
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -105,6 +113,11 @@ def run(args: argparse.Namespace) -> int:
     labels = read_labels(args.labels) if args.labels else None  # exit 2 before any load
     if golden and labels is not None:
         raise TfparityError("--labels is not read on --save-outputs/--load-outputs runs yet.")
+    if golden and args.quantize is not None:
+        raise TfparityError(
+            "--quantize is not checked on --save-outputs/--load-outputs runs: run it "
+            "without them (docs/quantised.md)."
+        )
     if golden and args.kl_budget is not None:
         raise TfparityError(
             "--kl-budget is not judged on --save-outputs/--load-outputs runs yet: run it "
@@ -135,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
             signature=args.signature,
             kl_budget=args.kl_budget,
             labels=labels,
+            quantize=args.quantize,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))

@@ -68,6 +68,13 @@ DEFAULT_BUDGETS: dict[str, Budget] = {
     "dynamic-range int8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
     "full int8": Budget(max=1.0, mean=0.1, cosine=0.98, agreement=0.9),
     "full int16x8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
+    # A .keras file Keras quantised (model.quantize): int8 and float8 quantise weights per
+    # channel and activations on the fly, as LiteRT's dynamic range does, so its budget;
+    # int4 is coarser, so full int8's. An LM head's distribution budget decides as well
+    # (tfparity/compare/quantisation.py).
+    "keras int8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
+    "keras float8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
+    "keras int4": Budget(max=1.0, mean=0.1, cosine=0.98, agreement=0.9),
 }
 # A float32 model judged by budgets on request (--budget with a float32 artefact).
 FLOAT32_BUDGET = Budget(max=1e-4, mean=1e-5, cosine=0.99999, agreement=1.0)

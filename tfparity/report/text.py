@@ -8,6 +8,7 @@ from ..compare import Comparison
 from ..results import Divergence, Report, is_artefact
 from ..trace import decoder_state_index, layer_of, layer_text
 from .growth import growth_table
+from .quantisation import quantisation_lines
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
 
@@ -35,6 +36,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
     lines.extend(agreement_lines(report.details.get("agreement") or []))
     lines.extend(distribution_lines(report.details.get("distribution")))
     lines.extend(gold_lines(report.details.get("gold")))
+    lines.extend(quantisation_lines(report.details.get("quantisation")))
     for note in report.notes:
         lines.append(f"note: {note}")
     if report.first_divergence is not None:

@@ -19,6 +19,7 @@ from typing import Any
 from ...architectures.heads import Head
 from ...errors import TfparityError
 from ..interfaces.sides import TFSide
+from ..keras_hub.quantize import stored_mode
 from ..keras_hub.side import backbone_side, import_keras_hub
 from ..keras_hub.task import task_backbone
 from ..sources.checkpoints import Companion
@@ -47,6 +48,13 @@ def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = N
         tokenizer=companion.tokenizer,
         spec=spec,
     )
+    stored = stored_mode(held)
+    if stored is not None:
+        side.notes.append(
+            f"{spec.text} is quantised by Keras ({stored}: its layers' dtype policies are "
+            f"{stored}_from_<float>); it is read as it is and judged by the {stored} budgets "
+            "(docs/quantised.md), not by the float64 referee."
+        )
     # the file holds every weight the backbone computes with: nothing is missing
     return replace(side.with_reference(companion.text), holdings=Holdings.export())
 

@@ -240,6 +240,14 @@ class KerasHubModel(TFSideBase):
         return for_config(self.hf_config)
 
     @property
+    def quantisation(self) -> str | None:
+        """``keras int8`` (etc.) for a model Keras quantised (a quantised .keras file)."""
+        from .quantize import stored_mode
+
+        mode = stored_mode(self.model)
+        return None if mode is None else f"keras {mode}"
+
+    @property
     def padding_aware_positions(self) -> bool:
         return self.architecture.positions is Positions.PADDING_AWARE
 

@@ -1,0 +1,118 @@
+"""``crosscheck --quantize``: the quantisation's error kept apart from the port's.
+
+One report, three comparisons (docs/quantised.md, "Keras quantisation"):
+
+(a) the float port against HF PyTorch: the cross-check as ever, judged by the float64
+    referee (the port's own error);
+(b) the quantised model against its own float model: llama.cpp's distribution
+    statistics and their bootstrap verdict against the mode's budget (the error the
+    quantisation adds), with a per-layer relative error table, ranked, naming the layer
+    that quantises worst;
+(c) the quantised model against HF PyTorch: the same statistics and verdict, what
+    ships against the truth.
+
+(a) and (b) decide; (c) is reported (it is (a) and (b) together). Numpy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from typing import Any
+
+from ...adapters.interfaces.sides import Reference, TFSide
+from ...compare import Comparison, failed_comparison
+from ...compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
+from ...compare.distribution import PositionMetrics, summarise
+from ...compare.quantisation import kl_budget_for, ranked
+from ...inputs import Batch
+from ...results import Divergence, Report
+from ...trace import Trace, layer_of
+from . import budgeted, distribution
+
+
+def with_quantisation(
+    report: Report,
+    float_side: TFSide,
+    quantised: TFSide,
+    pt_model: Reference,
+    batches: Sequence[Batch],
+    mode: str,
+    given: Sequence[Limit] | None = None,
+) -> Report:
+    """``report`` (the float port's, (a)) with the quantised model's (b) and (c) added
+    as ``details["quantisation"]``; (b) over its budget fails the report."""
+    limits, origin = kl_budget_for(mode, given)
+    masks = [b.attention_mask for b in batches]
+    floats = [float_side.run(b) for b in batches]
+    quants = [quantised.run(b) for b in batches]
+    refs = [pt_model.run(b) for b in batches]
+    head = float_side.head
+    rows = ranked(budgeted.growth(quants, floats, masks))
+    vs_float = _judged(quants, floats, batches, head, limits)
+    vs_pt = _judged(quants, refs, batches, head, limits)
+    found: dict[str, Any] = {
+        "mode": mode,
+        "quantised": f"Keras model.quantize({mode!r}) on a copy of the float model",
+        "budget": ", ".join(map(str, limits)) + f" ({origin})",
+        "vs_float": _section(*vs_float),
+        "vs_pytorch": _section(*vs_pt),
+        "layers": [{**asdict(r), "growth": r.growth} for r in rows],
+    }
+    worst = budgeted.worst_text(rows)
+    if worst:
+        found["worst_layer"] = worst
+    if vs_float[0] is None:
+        found["judged"] = "not judged: only an LM head's distribution is (this is a backbone)"
+    failures = _failures(vs_float[1], mode, worst)
+    divergence = report.first_divergence
+    if failures and divergence is None and rows:
+        k = rows[0].hidden_state
+        divergence = Divergence(k, layer_of(k), None, f"quantised {mode}: worst is {worst}")
+    return replace(
+        report,
+        passed=report.passed and not failures,
+        comparisons=report.comparisons + failures,
+        first_divergence=divergence,
+        details={**report.details, "quantisation": found},
+    )
+
+
+def _judged(
+    actual: list[Trace],
+    expected: list[Trace],
+    batches: Sequence[Batch],
+    head: Any,
+    limits: Sequence[Limit],
+) -> tuple[PositionMetrics | None, BootstrapVerdict | None]:
+    metrics = distribution.lm_distribution(actual, expected, batches, head)
+    return metrics, None if metrics is None else bootstrap_verdict(metrics, limits)
+
+
+def _section(metrics: PositionMetrics | None, verdict: BootstrapVerdict | None) -> dict:
+    """The distribution statistics and verdict, as ``details["distribution"]`` holds them."""
+    if metrics is None:
+        return {}
+    found: dict[str, Any] = asdict(summarise(metrics))
+    if verdict is not None:
+        found["budget"] = asdict(verdict) | {"verdict": verdict.verdict}
+    return found
+
+
+def _failures(verdict: BootstrapVerdict | None, mode: str, worst: str | None) -> list[Comparison]:
+    """A failing row per term of (b) whose whole interval lies outside its budget."""
+    if verdict is None:
+        return []
+    blame = f"; the layer that quantises worst is {worst}" if worst else ""
+    return [
+        failed_comparison(
+            f"quantised {mode} vs float: {t.limit.metric} (logits)",
+            f"Over the {mode} budget: {t.limit.metric} {t.value:.3g} outside {t.limit}, its "
+            f"{100 * verdict.confidence:g}% interval [{t.low:.3g}, {t.high:.3g}] over "
+            f"{verdict.items} sequences wholly outside{blame}.",
+            [verdict.items],
+            "float64",
+        )
+        for t in verdict.terms
+        if t.verdict == FAIL
+    ]

@@ -1,0 +1,51 @@
+"""The text section of ``crosscheck --quantize`` (``details["quantisation"]``): the
+quantisation's error apart from the port's. Reads Report.details only; no numpy."""
+
+from __future__ import annotations
+
+from .growth import growth_table
+
+
+def quantisation_lines(q: dict | None) -> list[str]:
+    """The mode and budget; (b) quantised vs its float model and (c) vs PyTorch, as
+    distribution lines with their verdicts; the per-layer table, ranked."""
+    if not q or not isinstance(q, dict):
+        return []
+    lines = [
+        "",
+        f"quantisation: {q['quantised']}; budget {q['budget']}",
+        "  (a) the float port vs PyTorch: the tables above, judged by the referee",
+    ]
+    for key, what in (
+        ("vs_float", "(b) quantised vs float"),
+        ("vs_pytorch", "(c) quantised vs PyTorch"),
+    ):
+        lines.extend(_distribution(q.get(key) or {}, what))
+    if q.get("judged"):
+        lines.append(f"  {q['judged']}")
+    rows = q.get("layers") or []
+    if rows:
+        table = growth_table(rows)
+        lines.append("  layers ranked by the error each adds, quantised vs float:")
+        lines.extend(f"  {line}" for line in table[1:])
+    return lines
+
+
+def _distribution(d: dict, what: str) -> list[str]:
+    if not d:
+        return []
+    lines = [
+        f"  {what}: KL mean {d['kl_mean']:.3g}, median {d['kl_median']:.3g}, p99 "
+        f"{d['kl_p99']:.3g}, max {d['kl_max']:.3g}; same top-1 {100 * d['same_top1']:.1f}%; "
+        f"RMS Δp {d['rms_dp']:.3g} ({d['positions']} positions over {d['items']} sequences)"
+    ]
+    v = d.get("budget")
+    if v:
+        terms = "; ".join(
+            f"{t['limit']['metric']}{t['limit']['bound']}{t['limit']['value']:g} "
+            f"{t['verdict']} ({t['value']:.3g}, {100 * v['confidence']:g}% CI "
+            f"[{t['low']:.3g}, {t['high']:.3g}])"
+            for t in v["terms"]
+        )
+        lines.append(f"    {v['verdict']}: {terms}")
+    return lines
