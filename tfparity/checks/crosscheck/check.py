@@ -207,6 +207,7 @@ def _budgeted(
             "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
             **_execution_facts(tf_model),
             **budgeted.details(rows, kind),
+            **budgeted.quantiser_figures(runs.tf, runs.pt, masks),
             "budget": asdict(budget),
             "agreement": [asdict(a) for a in agreement],
             **distribution.details(lm_metrics, kl_verdict),
