@@ -199,7 +199,8 @@ def _budgeted(
         first_divergence=divergence,
         notes=list(tf_model.notes) + list(pt_model.notes),
         details={
-            "compares": "TensorFlow (actual) vs PyTorch (expected), same weights and inputs",
+            "compares": f"TensorFlow (actual) vs {pt_model.framework} (expected), same "
+            "weights and inputs",
             "judge": budgeted.judge_line(kind, budget),
             "reference": pt_model.name,
             **_model_class_facts(tf_model, pt_model),
