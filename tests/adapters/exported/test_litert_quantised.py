@@ -123,3 +123,14 @@ def test_flatbuffers_that_do_not_share_outputs_are_refused(mlm, tmp_path):
 def test_a_flatbuffer_reference_needs_a_flatbuffer_under_test(mlm, load_tf_model):
     with pytest.raises(TfparityError, match="reference only of another LiteRT flatbuffer"):
         crosscheck(load_tf_model("tiny:bert"), pt=str(mlm["fp32"]), inputs=INPUTS)
+
+
+def test_a_float32_flatbuffer_against_a_flatbuffer_needs_a_budget(mlm):
+    """No float64 form of a flatbuffer exists for the referee: a float32 one under test is
+    refused without --budget, and with one it is judged (itself: no error)."""
+    with pytest.raises(TfparityError, match="needs --budget"):
+        crosscheck(side(mlm["fp32"]), pt=str(mlm["fp32"]), inputs=INPUTS)
+    (report,) = crosscheck(
+        side(mlm["fp32"]), pt=str(mlm["fp32"]), inputs=INPUTS, budget="max=1e-6,mean=1e-7"
+    )
+    assert report.passed and report.details["judge"].startswith("float32: judged by budgets")
