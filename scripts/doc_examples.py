@@ -296,6 +296,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "labelled-ports": _labelled_ports,
     "litert-int8": lambda work: _litert(work / "int8.tflite", "dynamic-range int8"),
     "litert-fault": lambda work: _litert(work / "fault.tflite", "fp32", fault=True),
+    "litert-mlm": lambda work: _litert_mlm(work),
     "keras-backends": lambda work: _keras_backends(work),
 }
 
@@ -323,6 +324,33 @@ def _litert(path: Path, quantisation: str, fault: bool = False) -> None:
     if fault:
         perturb_ffn(model, layer=1, factor=1.1)
     to_litert(model, path, quantisation=quantisation)
+
+
+def _litert_mlm(work: Path) -> None:
+    """tiny:bert's masked LM as float32 (``mlm-fp32.tflite``) and dynamic-range int8
+    (``mlm-int8.tflite``) flatbuffers, and int8 with noise (scale 0.5, seed 0) on its LM
+    output bias (``mlm-noisy.tflite``), as tests/adapters/exported/test_litert_quantised.py
+    makes them."""
+    import numpy as np
+
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.architectures.heads import Head
+    from tfparity.testing import to_litert
+
+    model = TFModel.load("tiny:bert", head=Head.MASKED_LM)
+    to_litert(model, work / "mlm-fp32.tflite")
+    to_litert(model, work / "mlm-int8.tflite", quantisation="dynamic-range int8")
+    (bias,) = [w for w in model.model.weights if w.name.endswith("predictions/bias:0")]
+    noise = np.random.default_rng(0).normal(0, 0.5, bias.shape).astype(np.float32)
+    bias.assign(bias.numpy() + noise)
+    to_litert(model, work / "mlm-noisy.tflite", quantisation="dynamic-range int8")
+
+
+def _distribution_and_verdict(text: str) -> str:
+    """The judge and worst-layers lines, the distribution lines and the verdict."""
+    keep = ("  judge:", "  worst_layers:", "logits ", "distribution", "top-1 agreement")
+    keep += ("first divergence:", "FAIL ", "PASS ")
+    return "\n".join(line for line in text.splitlines() if line.startswith(keep)) + "\n"
 
 
 # --- excerpts -----------------------------------------------------------------------
@@ -823,6 +851,59 @@ EXAMPLES: tuple[Example, ...] = (
         tested=False,
         why_untested="converts a flatbuffer first (15 s or more); "
         "tests/adapters/exported/test_litert.py runs the same command on its own conversion",
+    ),
+    Example(
+        "litert-float-vs-int8",
+        "docs/litert.md",
+        0,
+        (
+            "crosscheck",
+            "--tf",
+            "mlm-int8.tflite",
+            "--pt",
+            "mlm-fp32.tflite",
+            "--source",
+            "tiny:bert",
+            "--head",
+            "masked-lm",
+            "--random",
+            "5",
+            "--seq-len",
+            "12",
+            "--kl-budget",
+            "kl_mean=0.001",
+        ),
+        setup=("litert-mlm",),
+        tested=False,
+        why_untested="converts three flatbuffers first (15 s or more each); "
+        "tests/adapters/exported/test_litert_quantised.py runs the same command on its own",
+    ),
+    Example(
+        "litert-noisy-vs-float",
+        "docs/quantised.md",
+        1,
+        (
+            "crosscheck",
+            "--tf",
+            "mlm-noisy.tflite",
+            "--pt",
+            "mlm-fp32.tflite",
+            "--source",
+            "tiny:bert",
+            "--head",
+            "masked-lm",
+            "--random",
+            "5",
+            "--seq-len",
+            "12",
+            "--kl-budget",
+            "kl_mean=0.001",
+        ),
+        setup=("litert-mlm",),
+        keep=_distribution_and_verdict,
+        tested=False,
+        why_untested="converts three flatbuffers first (15 s or more each); "
+        "tests/adapters/exported/test_litert_quantised.py runs the same fault",
     ),
     Example(
         "litert-fault",

@@ -250,6 +250,7 @@ def reference_for(
     from .adapters.reference.own import reference_object
     from .adapters.reference.pt_model import load_pt
     from .adapters.runtime.imports import import_torch
+    from .adapters.sources.specs import as_spec, is_export
 
     changes = checked(pt_config)
     named = is_spec(pt)  # the user's --pt: a refusal names what is wrong with it
@@ -261,6 +262,10 @@ def reference_for(
     if pt is not None and not named:
         return reference_object(pt)  # as given: a PTModel, HF model or module of one's own
     spec = pt if named else spec_of(model)
+    if named and is_export(as_spec(spec)):  # a float .tflite judging a quantised one
+        from .adapters.exported import export_reference
+
+        return export_reference(as_spec(spec), model)
     import_torch()  # a clear exit 2 when PyTorch is missing
     # The reference is the TF model's own kind of class (its checkpoint's, or --head's).
     kind = model_head(model) or head_kind(head)
@@ -356,7 +361,7 @@ def pair(
     (:func:`bound_to_reference`). ``decoders`` (crosscheck) and ``generating``
     (generate, ``sweep --generate``) load a seq2seq LM on both sides, an explicit
     argument where a context variable used to change what loading did."""
-    from .adapters.sources.specs import as_spec
+    from .adapters.sources.specs import as_spec, is_export
 
     pt_spec = as_spec(pt) if is_spec(pt) else None
     source = as_spec(source) if isinstance(source, str) else source  # a bad one: exit 2 first
@@ -374,7 +379,10 @@ def pair(
     )
     if generating:
         _refuse_generation(side)
-    source_model = source_side(source, side, allow_pickle=allow_pickle)
+    # A flatbuffer reference takes its config from --source, which is then no third
+    # side (there is no PyTorch run to compare the source with).
+    flat_reference = pt_spec is not None and is_export(pt_spec)
+    source_model = None if flat_reference else source_side(source, side, allow_pickle=allow_pickle)
     reference = None
     if with_reference:
         reference = reference_for(

@@ -12,8 +12,11 @@ pytest.importorskip("keras_hub")
 
 from tfparity import cli  # noqa: E402
 from tfparity.api import crosscheck  # noqa: E402
-from tfparity.compare.budgets import LayerError  # noqa: E402
-from tfparity.compare.quantisation import kind_kl_budget, kl_budget_for, ranked  # noqa: E402
+from tfparity.compare.budgets import (
+    LayerError,  # noqa: E402
+    ranked_layers,  # noqa: E402
+)
+from tfparity.compare.quantisation import kind_kl_budget, kl_budget_for  # noqa: E402
 from tfparity.errors import TfparityError  # noqa: E402
 from tfparity.report.text import render  # noqa: E402
 
@@ -122,4 +125,4 @@ def test_budgets_per_mode_and_the_ranking():
         LayerError(1, 0, 0.2, 0.1),
         LayerError(2, 1, 0.9, 0.7),
     ]
-    assert [r.layer for r in ranked(rows)] == [1, "embeddings", 0]
+    assert [r.layer for r in ranked_layers(rows)] == [1, "embeddings", 0]

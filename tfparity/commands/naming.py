@@ -186,7 +186,8 @@ ARGUMENTS: dict[str, Callable[[], dict]] = {
         "metavar": "PT_MODEL",
         "help": "the PyTorch reference (a MODEL spec; default: the TF model's own "
         "checkpoint). An export or a keras-hub preset directory takes its config, "
-        "tokenizer (and weight map) from it",
+        "tokenizer (and weight map) from it. crosscheck: a float .tflite is the "
+        "reference of a quantised .tflite (their config from --source)",
     },
     "--source": lambda: {
         "metavar": "SOURCE_MODEL",

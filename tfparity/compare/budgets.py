@@ -178,3 +178,10 @@ def error_growth(
 def worst_layer(rows: Sequence[LayerError]) -> LayerError | None:
     """The layer that adds the most error (the one that quantises worst)."""
     return max(rows, key=lambda r: r.added, default=None)
+
+
+def ranked_layers(rows: Sequence[LayerError]) -> list[LayerError]:
+    """The layers, the one that adds the most error first (``llm-compressor#1990``'s
+    question, "which layer hurts quant accuracy?"): its first is :func:`worst_layer`'s
+    (a tie keeps the earlier layer first, as ``max`` does)."""
+    return sorted(rows, key=lambda r: -r.added)

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 
 from ..errors import TfparityError
 from .bootstrap import Limit, parse_budget
-from .budgets import LayerError
 
 DEFAULT_KL_BUDGETS: dict[str, str] = {
     "int8": "kl_mean=0.015,same_top1=0.95",
@@ -53,9 +52,3 @@ def kind_kl_budget(kind: str | None) -> list[Limit] | None:
     if not (kind or "").startswith("keras ") or mode not in DEFAULT_KL_BUDGETS:
         return None
     return parse_budget(DEFAULT_KL_BUDGETS[mode])
-
-
-def ranked(rows: Sequence[LayerError]) -> list[LayerError]:
-    """The layers by the relative error each adds (quantised against its own float
-    model), most first: the first is the layer to blame. Ties keep the model's order."""
-    return sorted(rows, key=lambda r: -r.added)

@@ -26,3 +26,19 @@ def growth_table(rows: list[dict]) -> list[str]:
         fmt.format(*_HEADER).rstrip(),
         *(fmt.format(*r).rstrip() for r in body),
     ]
+
+
+_ERRORS_HEADER = ("tensor", "MSE", "SNR dB")
+
+
+def tensor_error_table(rows: list[dict]) -> list[str]:
+    """MSE and SNR per tensor, the figures ai-edge-quantizer's ``validate()`` gives (the
+    cosine is the main table's), lowest SNR first."""
+    ordered = sorted(rows, key=lambda r: r["snr_db"])
+    body = [(r["name"], f"{r['mse']:.3g}", f"{r['snr_db']:.1f}") for r in ordered]
+    widths = [max(len(x[i]) for x in [_ERRORS_HEADER, *body]) for i in range(3)]
+    fmt = "  ".join(("{:<%d}" if i == 0 else "{:>%d}") % w for i, w in enumerate(widths))
+    return ["per tensor (ai-edge-quantizer's figures, lowest SNR first):"] + [
+        fmt.format(*_ERRORS_HEADER).rstrip(),
+        *(fmt.format(*r).rstrip() for r in body),
+    ]

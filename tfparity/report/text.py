@@ -7,7 +7,7 @@ from dataclasses import replace
 from ..compare import Comparison
 from ..results import Divergence, Report, is_artefact
 from ..trace import decoder_state_index, layer_of, layer_text
-from .growth import growth_table
+from .growth import growth_table, tensor_error_table
 from .quantisation import quantisation_lines
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
@@ -33,6 +33,9 @@ def render(report: Report, *, verbose: bool = False) -> str:
     growth = report.details.get("error_growth")
     if growth:
         lines.extend(["", *growth_table(growth)])
+    errors = report.details.get("tensor_errors")
+    if errors:
+        lines.extend(["", *tensor_error_table(errors)])
     lines.extend(agreement_lines(report.details.get("agreement") or []))
     lines.extend(distribution_lines(report.details.get("distribution")))
     lines.extend(gold_lines(report.details.get("gold")))

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ...architectures.heads import Head
 from ...errors import TfparityError
-from ..interfaces.sides import TFSide
+from ..interfaces.sides import Reference, TFSide
 from ..sources.specs import EXPORT_KINDS, ModelSpec, as_spec
 
 SIGNED_KINDS = ("saved-model", "litert")  # the kinds that run through a named signature
@@ -62,3 +62,19 @@ def load_export(
 
         return load_litert(spec, found, signature, head)
     raise TfparityError(f"Checking {EXPORT_KINDS[spec.kind]} is not supported yet.")
+
+
+def export_reference(spec: ModelSpec, tf_model: TFSide) -> Reference:
+    """The export ``spec`` names as the reference of ``tf_model`` (``--pt``): a float
+    LiteRT flatbuffer, the expected side of a quantised one converted from the same
+    model (:mod:`.litert_reference`); any other export is exit 2 (the float64 referee
+    judges against a live PyTorch model)."""
+    if spec.kind != "litert":
+        raise TfparityError(
+            f"--pt names the reference; {spec.text} is {EXPORT_KINDS[spec.kind]}, which "
+            "is not one: give a PyTorch MODEL spec (a float LiteRT flatbuffer is the one "
+            "export that can be a reference, of a quantised flatbuffer)."
+        )
+    from .litert_reference import litert_reference
+
+    return litert_reference(spec, tf_model)

@@ -201,6 +201,8 @@ class Reference(Protocol):
     config_changes: dict[str, tuple[Any, Any]]
 
     @property
+    def framework(self) -> str: ...  # "PyTorch", or the float flatbuffer's kind
+    @property
     def config(self) -> Any: ...
     def run(self, batch: Batch, *, float64: bool = False) -> Trace: ...
     def recorded(
@@ -453,6 +455,11 @@ class ReferenceBase:
     def reference_kind(self) -> str:
         """What kind of reference this is, in words, for the refusals."""
         return f"a {type(self).__name__}"
+
+    @property
+    def framework(self) -> str:
+        """What runs the expected side, for the report's ``compares`` line."""
+        return "PyTorch"
 
     def recorded(
         self, batch: Batch, *, float64: bool = False, tapped: bool = False

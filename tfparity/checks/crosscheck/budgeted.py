@@ -24,8 +24,10 @@ from ...compare.budgets import (
     budget_for,
     error_growth,
     judged_by_budget,
+    ranked_layers,
     worst_layer,
 )
+from ...compare.tensor_metrics import tensor_errors
 from ...results import Divergence
 from ...trace import Trace, hidden_state_index, layer_of, layer_text
 from .agreement import Agreement
@@ -106,10 +108,37 @@ def divergence(
     return Divergence(k, layer_of(k), None, hint)
 
 
+def quantiser_figures(
+    tf: Sequence[Trace], pt: Sequence[Trace], masks: Sequence[Any]
+) -> dict[str, Any]:
+    """``details["tensor_errors"]``: MSE, SNR (dB) and cosine of every tensor both
+    sides hold, ai-edge-quantizer's per-tensor figures, beside the budget's."""
+    return {"tensor_errors": [asdict(e) for e in tensor_errors(tf, pt, list(masks))]}
+
+
+# How many of the ranked layers the report's text line names.
+TOP_LAYERS = 3
+
+
 def details(rows: Sequence[LayerError], quantisation: str | None) -> dict[str, Any]:
+    """The quantisation found, the worst layer, the layers ranked by the error each
+    adds (``layer_ranking``, with a text line naming the first :data:`TOP_LAYERS`:
+    ``worst_layers``) and the error growth in layer order."""
     found: dict[str, Any] = {"quantisation": quantisation or "none"}
     worst = worst_text(rows)
     if worst:
         found["worst_layer"] = worst
+    ranking = ranked_layers(rows)
+    if ranking:
+        found["worst_layers"] = (
+            ", ".join(
+                f"{layer_text(r.hidden_state, 'embeddings')} {r.added:+.3g}"
+                for r in ranking[:TOP_LAYERS]
+            )
+            + " (relative error each adds)"
+        )
+    found["layer_ranking"] = [
+        {"rank": i, **asdict(r), "growth": r.growth} for i, r in enumerate(ranking, 1)
+    ]
     found["error_growth"] = [{**asdict(r), "growth": r.growth} for r in rows]
     return found

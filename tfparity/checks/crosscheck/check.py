@@ -210,7 +210,8 @@ def _budgeted(
         first_divergence=divergence,
         notes=list(tf_model.notes) + list(pt_model.notes),
         details={
-            "compares": "TensorFlow (actual) vs PyTorch (expected), same weights and inputs",
+            "compares": f"TensorFlow (actual) vs {pt_model.framework} (expected), same "
+            "weights and inputs",
             "judge": budgeted.judge_line(kind, budget),
             "reference": pt_model.name,
             **_model_class_facts(tf_model, pt_model),
@@ -218,6 +219,7 @@ def _budgeted(
             "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
             **_execution_facts(tf_model),
             **budgeted.details(rows, kind),
+            **budgeted.quantiser_figures(runs.tf, runs.pt, masks),
             "budget": asdict(budget),
             "agreement": [asdict(a) for a in agreement],
             **distribution.details(lm_metrics, kl_verdict, head),

@@ -23,8 +23,9 @@ from typing import Any
 from ...adapters.interfaces.sides import Reference, TFSide
 from ...compare import Comparison, failed_comparison
 from ...compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
+from ...compare.budgets import ranked_layers
 from ...compare.distribution import PositionMetrics, summarise
-from ...compare.quantisation import kl_budget_for, ranked
+from ...compare.quantisation import kl_budget_for
 from ...inputs import Batch
 from ...results import Divergence, Report
 from ...trace import Trace, layer_of
@@ -48,7 +49,7 @@ def with_quantisation(
     quants = [quantised.run(b) for b in batches]
     refs = [pt_model.run(b) for b in batches]
     head = float_side.head
-    rows = ranked(budgeted.growth(quants, floats, masks))
+    rows = ranked_layers(budgeted.growth(quants, floats, masks))
     vs_float = _judged(quants, floats, batches, head, limits)
     vs_pt = _judged(quants, refs, batches, head, limits)
     found: dict[str, Any] = {
