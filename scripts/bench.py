@@ -34,6 +34,9 @@
     bare compiled passes it needs (TF ids and TF embeds as fresh tf.functions, PyTorch
     fp32 and fp64), both cold (tracing included), alternated over rounds; and against
     the same bare passes with float64 on as many batches as the check's lazy referee ran;
+(q) distribution metrics: llama.cpp's KL statistics and the --kl-budget bootstrap on
+    a GPT-2-small-shaped causal LM against the TF and PyTorch passes they judge
+    (scripts/bench_distribution.py);
 (g) generate: `tfparity.generate` on a tiny GPT-2 causal LM (3 prompts x 32 new tokens,
     models loaded beforehand), with and without the start from inputs_embeds, against
     the bare HF TF `generate` and PyTorch `generate` calls that produce the same tokens.
@@ -86,7 +89,7 @@ def main() -> int:
     )
     p.add_argument(
         "--only",
-        help="comma-separated subset of a,b,c,d,e,f,g,h,k,l (r: e's referees only; "
+        help="comma-separated subset of a,b,c,d,e,f,g,h,k,l,q (r: e's referees only; "
         "x: e's cross-check overhead only)",
     )
     p.add_argument("--gen-model", default="tiny:gpt2/causal-lm", help="causal LM for (g)")
@@ -96,7 +99,7 @@ def main() -> int:
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e,f,g,h,k,l").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g,h,k,l,q").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -127,6 +130,10 @@ def main() -> int:
         litert_overhead(args.model, texts, 64 if q else 256)
     if "k" in only:
         head_check_overhead(texts, args.cross_sentences or 248, rounds=7)
+    if "q" in only:
+        from bench_distribution import distribution_overhead
+
+        distribution_overhead(8 if q else 16, 64 if q else 128)
     if "h" in only:
         gradients_overhead(args.model, texts, 2 if q else 4)
     if "e" in only:

@@ -101,3 +101,29 @@ def test_budget_forms():
 def test_bad_budgets_are_refused(text, message):
     with pytest.raises(TfparityError, match=message):
         parse_budget(text)
+
+
+def test_intervals_equal_those_of_gathering_each_resamples_positions():
+    """The mean and maximum metrics resample from per-item sums; the interval must be
+    the one a resample of the positions themselves gives (seeded alike)."""
+    from tfparity.compare.distribution import metric_value, select
+
+    rng = np.random.default_rng(3)
+    ref = rng.standard_normal((7, 9, 13))
+    act = ref + rng.standard_normal(ref.shape) * 0.3
+    targets = rng.integers(0, 13, (7, 9))
+    mask = (np.arange(9)[None, :] < rng.integers(3, 10, (7, 1))).astype(int)
+    m = position_metrics(ref, act, mask, targets)
+    limits = parse_budget("kl_mean=1,kl_max=9,same_top1=0,rms_dp=1,ln_ppl_ratio=1")
+    verdict = bootstrap_verdict(m, limits, resamples=200, seed=5)
+    order = np.argsort(m.item, kind="stable")
+    _, starts = np.unique(m.item[order], return_index=True)
+    groups = np.split(order, starts[1:])
+    draws = np.random.default_rng(5).integers(0, len(groups), size=(200, len(groups)))
+    for term in verdict.terms:
+        gathered = [
+            metric_value(select(m, np.concatenate([groups[i] for i in row])), term.limit.metric)
+            for row in draws
+        ]
+        low, high = np.percentile(gathered, [2.5, 97.5])
+        assert (term.low, term.high) == pytest.approx((low, high), rel=1e-12, abs=1e-15)

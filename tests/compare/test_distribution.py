@@ -135,3 +135,19 @@ def test_masked_positions_are_ignored():
 def test_shapes_must_match():
     with pytest.raises(ValueError, match="shape"):
         position_metrics(REF, ACT[..., :3])
+
+
+def test_blocks_of_positions_give_what_one_block_gives(monkeypatch):
+    """Large vocabularies are scored a block of positions at a time (buffers reused):
+    blocks of 2 positions must give what one block gives."""
+    import tfparity.compare.distribution as distribution
+
+    rng = np.random.default_rng(7)
+    ref = rng.standard_normal((3, 5, 11)).astype(np.float32)
+    act = ref + rng.standard_normal(ref.shape).astype(np.float32) * 0.2
+    targets = rng.integers(-1, 11, (3, 5))
+    whole = distribution.position_metrics(ref, act, None, targets)
+    monkeypatch.setattr(distribution, "CHUNK_ELEMENTS", 2 * 11)
+    blocks = distribution.position_metrics(ref, act, None, targets)
+    for name in ("kl", "same_top", "dp", "item", "nll_ref", "nll_actual"):
+        np.testing.assert_allclose(getattr(blocks, name), getattr(whole, name), rtol=1e-12)

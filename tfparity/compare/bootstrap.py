@@ -129,7 +129,6 @@ def bootstrap_verdict(
     groups = _positions_by_item(metrics.item)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(groups), size=(resamples, len(groups)))
-    samples = [select(metrics, np.concatenate([groups[i] for i in row])) for row in draws]
     tail = 100 * (1 - confidence) / 2
     terms = []
     for limit in limits:
@@ -138,10 +137,41 @@ def bootstrap_verdict(
             raise TfparityError(
                 f"{limit.metric} needs next-token targets (a causal LM on text); this run has none."
             )
-        spread = np.array([metric_value(s, limit.metric) for s in samples], np.float64)
+        spread = _resampled(metrics, limit.metric, groups, draws)
         low, high = (float(x) for x in np.percentile(spread, [tail, 100 - tail]))
         terms.append(MetricVerdict(limit, value, low, high, _judge(limit, low, high)))
     return BootstrapVerdict(terms, len(groups), resamples, confidence, seed)
+
+
+# The per-position values whose mean a metric is (rms_dp: the root of the mean of dp²):
+# these resample exactly from per-item sums, without gathering positions.
+_MEANS = {
+    "kl_mean": lambda m: m.kl,
+    "same_top1": lambda m: m.same_top.astype(np.float64),
+    "rms_dp": lambda m: m.dp**2,
+    "ln_ppl_ratio": lambda m: m.nll_actual - m.nll_ref,
+}
+
+
+def _resampled(
+    m: PositionMetrics, metric: str, groups: list[np.ndarray], draws: np.ndarray
+) -> np.ndarray:
+    """``metric`` on each resample (a row of ``draws``: item numbers, with repeats).
+    A mean over the drawn items' positions is (counts @ item sums) / (counts @ item
+    sizes), and a maximum the largest item maximum drawn: no positions gathered. The
+    median and p99 gather each resample's positions."""
+    if metric in _MEANS or metric == "kl_max":
+        counts = np.stack([np.bincount(row, minlength=len(groups)) for row in draws])
+        values = _MEANS[metric](m) if metric in _MEANS else m.kl
+        if metric == "kl_max":
+            tops = np.array([values[g].max() for g in groups])
+            return np.where(counts > 0, tops, -np.inf).max(axis=1)
+        sums = np.array([values[g].sum() for g in groups])
+        sizes = np.array([len(g) for g in groups], np.float64)
+        means = (counts @ sums) / (counts @ sizes)
+        return np.sqrt(means) if metric == "rms_dp" else means
+    samples = (select(m, np.concatenate([groups[i] for i in row])) for row in draws)
+    return np.array([metric_value(s, metric) for s in samples], np.float64)
 
 
 def _positions_by_item(item: np.ndarray) -> list[np.ndarray]:

@@ -91,19 +91,56 @@ def position_metrics(
     if targets is not None:
         keep = keep & (np.asarray(targets).reshape(ref.shape[:2]) >= 0)
     rows, cols = np.nonzero(keep)
-    lp_ref, lp_act = log_softmax(ref[rows, cols]), log_softmax(act[rows, cols])
-    kl = (np.exp(lp_ref) * (lp_ref - lp_act)).sum(axis=1)
-    top_ref = lp_ref.argmax(axis=1)
-    same = top_ref == lp_act.argmax(axis=1)
-    nll_ref = nll_act = None
-    if targets is not None:
-        at = np.asarray(targets).reshape(ref.shape[:2])[rows, cols].astype(np.int64)
-        nll_ref, nll_act = -_pick(lp_ref, at), -_pick(lp_act, at)
-        dp_at = DP_AT_TARGET
-    else:
-        at, dp_at = top_ref, DP_AT_TOP
-    dp = np.exp(_pick(lp_act, at)) - np.exp(_pick(lp_ref, at))
-    return PositionMetrics(kl, same, dp, rows + item_offset, dp_at, nll_ref, nll_act)
+    at = None if targets is None else np.asarray(targets).reshape(ref.shape[:2])[rows, cols]
+    step = max(1, CHUNK_ELEMENTS // max(ref.shape[-1], 1))
+    scratch = np.empty((3, min(step, len(rows)), ref.shape[-1]))  # reused by every block
+    parts = []
+    for k in range(0, len(rows), step):
+        block = (rows[k : k + step], cols[k : k + step])
+        picked = None if at is None else at[k : k + step]
+        parts.append(_scored(ref[block], act[block], picked, scratch))
+    kl, same, dp, nll_ref, nll_act = (
+        np.concatenate([p[i] for p in parts]) if parts else np.zeros(0) for i in range(5)
+    )
+    dp_at = DP_AT_TOP if targets is None else DP_AT_TARGET
+    if targets is None:
+        nll_ref = nll_act = None
+    return PositionMetrics(kl, same.astype(bool), dp, rows + item_offset, dp_at, nll_ref, nll_act)
+
+
+# Logits scored at once (positions x vocabulary: 2 MB of float64, which caches hold), in
+# buffers allocated once per call: whole-batch temporaries (GBs at a 50k vocabulary)
+# cost page faults several times the arithmetic (docs/benchmarks.md, (q)).
+CHUNK_ELEMENTS = 1 << 18
+
+
+def _scored(
+    ref: np.ndarray, act: np.ndarray, at: np.ndarray | None, scratch: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """One block of positions: KL, same top-1, Δp and both NLLs (zeros without
+    targets), in float64. KL(P||Q) = Σ p (x_p - x_q) - lse_p + lse_q, with x the logits
+    shifted by their row maximum and lse the log-sum-exp of the shifted logits: two exps
+    per logit. ``scratch``: three float64 buffers at least this block's size."""
+    n = len(ref)
+    x, y, e = scratch[0, :n], scratch[1, :n], scratch[2, :n]
+    x[...] = ref  # float32 to float64 is exact: the argmax and max agree with these
+    y[...] = act
+    top_ref, top_act = np.argmax(ref, axis=1), np.argmax(act, axis=1)
+    x -= np.max(ref, axis=1, keepdims=True)
+    y -= np.max(act, axis=1, keepdims=True)
+    lse_y = np.log(np.exp(y, out=e).sum(axis=1))
+    sum_p = np.exp(x, out=e).sum(axis=1)
+    e /= sum_p[:, None]  # p
+    lse_x = np.log(sum_p)
+    index = top_ref if at is None else np.asarray(at, np.int64)
+    lp_ref, lp_act = _pick(x, index) - lse_x, _pick(y, index) - lse_y
+    x -= y  # x_p - x_q
+    # rounding can leave an exact match a hair below zero; a divergence is never negative
+    kl = np.maximum(np.einsum("ij,ij->i", e, x) - lse_x + lse_y, 0.0)
+    dp = np.exp(lp_act) - np.exp(lp_ref)
+    zeros = np.zeros(n)
+    nll = (-lp_ref, -lp_act) if at is not None else (zeros, zeros)
+    return kl, top_ref == top_act, dp, *nll
 
 
 def _pick(log_probs: np.ndarray, index: np.ndarray) -> np.ndarray:
