@@ -51,6 +51,10 @@ def run_request(request: BackendsRequest) -> Report:
 
 def _refuse_for_kind(request: BackendsRequest, kind: str) -> None:
     """Options that only a keras-hub spec takes (exit 2 naming the option)."""
+    from .adapters.keras_backends.prepare import missing_module
+
+    if kind == "callable" and missing_module(request.model):
+        raise TfparityError(missing_module(request.model))
     if kind == "keras-hub":
         if request.inputs:
             raise TfparityError(

@@ -42,6 +42,19 @@ SPEC_PREFIXES = ("tiny", "keras-hub")
 PREPARE_TIMEOUT_S = 900
 
 
+def missing_module(target: str) -> str | None:
+    """Why ``module:function``'s module cannot be found (looked up, not imported, so a
+    typo exits 2 before any process starts), or None."""
+    import importlib.util
+
+    module = target.split(":", 1)[0]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else f"{target}: no module named {module} (is it on PYTHONPATH?)."
+
+
 def model_kind(model: str) -> str:
     """``keras-hub``, ``callable`` or ``file`` (anything else: read as a .keras file,
     which refuses it by name)."""
@@ -132,7 +145,7 @@ def prepare(
 
 def _built(target: str, imports: list[str]) -> Any:
     """Import ``module``, call ``function``; a missing one or a non-model is a
-    ValueError naming it (exit 2 in the parent)."""
+    TfparityError naming it (exit 2 in the parent)."""
     import importlib
 
     import keras
@@ -143,14 +156,14 @@ def _built(target: str, imports: list[str]) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise ValueError(f"{target}: cannot import module {module_name} ({e})") from None
+        raise TfparityError(f"{target}: cannot import module {module_name} ({e}).") from None
     function = getattr(module, function_name, None)
     if not callable(function):
-        raise ValueError(f"{target}: module {module_name} has no function {function_name}")
+        raise TfparityError(f"{target}: module {module_name} has no function {function_name}.")
     built = function()
     if not isinstance(built, keras.Model):
-        raise ValueError(
-            f"{target} returned a {type(built).__name__}, not a Keras 3 model (keras.Model)"
+        raise TfparityError(
+            f"{target} returned a {type(built).__name__}, not a Keras 3 model (keras.Model)."
         )
     return built
 
