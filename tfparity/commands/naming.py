@@ -43,8 +43,8 @@ OWN_CLASS = (
 )
 BACKENDS_ONLY = (
     "it runs one Keras 3 model on each Keras backend against a float64 run of itself "
-    "(a keras-hub spec also against its own Hugging Face checkpoint, or --pt), with no "
-    "PyTorch config to change"
+    "(a keras-hub spec also against Hugging Face PyTorch, its checkpoint or --pt, as "
+    "keras-hub reads it): no PyTorch checkpoint to unpickle and no config to change"
 )
 
 
