@@ -195,6 +195,7 @@ def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray
         random=None if given["texts"] else given["random"],
         seq_len=given["seq_len"],
         seed=given["seed"],
+        batch_size=max(len(given["texts"] or ()), given["random"] or 1),  # one batch: all rows
     )
     batch = make_batches(side.tokenizer, side.limits, side.pad_token_id, options)[0]
     backbone = side.backbone
