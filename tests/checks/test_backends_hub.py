@@ -163,3 +163,24 @@ def test_hidden_states_are_judged_on_real_positions_only():
     masked = _masked(np.ones((1, 3, 2)), mask)
     assert masked[0, :, 0].tolist() == [1, 1, 0]
     assert _masked(np.ones((1, 2)), mask).tolist() == [[1, 1]]  # a pooled output: kept
+
+
+def test_a_hidden_state_no_layer_outputs_is_noted_not_passed():
+    """Gemma's hidden_states[0] is an op's output (the scaled embedding): no backend
+    recorded it, so it is named in a note rather than judged on nothing."""
+    from tfparity.checks.backends import BackendOutputs
+    from tfparity.checks.backends_hf import HFReferee, check_against_hf
+    from tfparity.compare.judge import Referee
+
+    truth = np.arange(12.0).reshape(1, 3, 4)
+    runs = {b: {"block_0": truth.astype(np.float32)} for b in ("tensorflow", "jax")}
+    outputs = BackendOutputs("made-up", runs, {"block_0": truth}, "tensorflow")
+    hf = HFReferee(
+        "HF",
+        {"hidden_states[0]": truth, "hidden_states[1]": truth},
+        {"hidden_states[0]": "multiply", "hidden_states[1]": "block_0"},
+    )
+    report = check_against_hf(outputs, hf, Referee(), 1e-4)
+    assert report.passed
+    assert [row["layer"] for row in report.details["layers"]] == ["hidden_states[1] (block_0)"]
+    assert "not compared with HF: hidden_states[0] (multiply)" in report.notes[0]
