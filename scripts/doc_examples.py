@@ -833,6 +833,28 @@ EXAMPLES: tuple[Example, ...] = (
         why_untested="tests/checks/test_backends_gradients.py runs the same fault and checks it",
     ),
     Example(
+        "backends-keras-hub",
+        "docs/backends.md",
+        0,
+        ("backends", "keras-hub:tiny:bert", "--random", "2", "--seq-len", "8"),
+        tested=False,
+        why_untested="tests/checks/test_backends_hub.py runs the same spec on every backend "
+        "and checks it (a conversion and one process per backend: too slow to run twice)",
+    ),
+    Example(
+        "backends-callable",
+        "docs/backends.md",
+        1,
+        (
+            "backends",
+            "tfparity.examples.keras_backends_model:build_jax_fault",
+            "--backends",
+            "tensorflow,jax",
+        ),
+        tested=False,
+        why_untested="tests/checks/test_backends_hub.py runs the same callable and checks it",
+    ),
+    Example(
         "litert-int8",
         "docs/litert.md",
         0,

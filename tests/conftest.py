@@ -58,6 +58,7 @@ def pytest_ignore_collect(collection_path, config):
 HEAVY_FIRST = (
     "test_backends.py",  # 60 s: one process per Keras backend, started once per module
     "test_backends_gradients.py",  # 45 s: five Keras backend processes, once per module
+    "test_backends_hub.py",  # a conversion or build, then one process per backend, per model
     "test_doc_examples.py",  # 44 s
     "test_crosscheck.py",  # 43 s
     "test_sweep_ray.py",  # 22 s: one Ray cluster, three actors

@@ -575,44 +575,37 @@ def backends(
     seed: int = 0,
     referee_backend: str | None = None,
     ceiling: float | None = None,
+    pt: str | None = None,
+    texts: Sequence[str] | None = None,
     gradients: bool = False,
 ) -> Report:
-    """One Keras 3 ``.keras`` model on each Keras backend (``backends``: default every
-    installed one), each in its own process, every layer's output judged against a
-    float64 run of the same model (on ``referee_backend``: default TensorFlow, the one
-    backend on which Keras 3 computes float64 as asked). ``imports``: modules that
-    register the model's custom layers, imported first in every process. Inputs:
-    ``inputs`` (an npz, one array per model input), else ``random`` rows of ``seq_len``
-    seeded token ids. ``gradients``: also each backend's gradients of a scalar seeded
-    by ``seed`` w.r.t. every layer output and weight, judged the same way backwards."""
-    from pathlib import Path
+    """One Keras 3 model on each Keras backend (``backends``: default every installed
+    one), each in its own process, every layer's output judged against a float64 run of
+    the same model (on ``referee_backend``: default TensorFlow, the one backend on which
+    Keras 3 computes float64 as asked). ``model``: a ``.keras`` file, a
+    ``keras-hub:<SPEC>`` (also judged against Hugging Face PyTorch at float64: ``pt``,
+    default the spec's own checkpoint) or a callable ``module:function`` returning a
+    built Keras 3 model. ``imports``: modules that register the model's custom layers,
+    imported first in every process. Inputs: ``inputs`` (an npz, one array per model
+    input), ``texts`` (a keras-hub spec's tokenizer), else ``random`` rows of
+    ``seq_len`` seeded token ids. ``gradients``: also each backend's gradients of a
+    scalar seeded by ``seed`` w.r.t. every layer output and weight, judged the same way
+    backwards."""
+    from .cross_backend import BackendsRequest, run_request
 
-    from .adapters.keras_backends import LaunchPlan, choose_backends, choose_referee, run_backends
-    from .adapters.keras_backends.inputs import file_inputs, random_inputs, read_config
-    from .checks.backends import DEFAULT_CEILING, BackendOutputs, check_backends
-
-    path = Path(model)
-    config = read_config(path)  # a bad file: exit 2 before any process starts
-    chosen, notes = choose_backends(backends)
-    referee = choose_referee(referee_backend)
-    given = file_inputs(Path(inputs)) if inputs else random_inputs(config, random, seq_len, seed)
-    plan = LaunchPlan(path, chosen, referee, tuple(imports), seed if gradients else None)
-    runs = run_backends(plan, given)
-    for run in runs.values():
-        notes += [n for n in run.notes if n not in notes]
-    outputs = BackendOutputs(
-        model=str(model),
-        float32={b: runs[b].outputs["float32"] for b in chosen},
-        truth=runs[referee].outputs["float64"],
-        referee_backend=referee,
-        precision={b: runs[b].precision for b in chosen},
-        notes=notes,
+    return run_request(
+        BackendsRequest(
+            model,
+            backends,
+            tuple(imports),
+            random,
+            seq_len,
+            inputs,
+            seed,
+            referee_backend,
+            ceiling,
+            pt,
+            texts,
+            gradients,
+        )
     )
-    ceiling = DEFAULT_CEILING if ceiling is None else ceiling
-    report = check_backends(outputs, ceiling=ceiling)
-    if gradients:
-        from .checks.backends_gradients import BackendGradients, add_gradients
-
-        held = BackendGradients.from_runs(runs, chosen, referee, seed)
-        report = add_gradients(report, held, ceiling=ceiling)
-    return report

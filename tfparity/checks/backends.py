@@ -46,6 +46,9 @@ class BackendOutputs:
     referee_backend: str
     precision: Mapping[str, Any] = field(default_factory=dict)
     notes: Sequence[str] = ()
+    # Who the truth is when it is not the same model at float64 (Hugging Face PyTorch
+    # for a keras-hub port): a shared departure then indicts the port, not a dtype.
+    referee_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ def check_backends(
     first = next((j for j in judgements if j.failing), None)
     if first is not None:
         report.details["first_divergence"] = _divergence(
-            first, list(outputs.float32), outputs.referee_backend
+            first, list(outputs.float32), outputs.referee_backend, outputs.referee_label
         )
         report.first_divergence = Divergence(
             hidden_state=None,
@@ -163,7 +166,9 @@ def _ratio(rmse: float | None, scale: float) -> float | None:
     return None if rmse is None or not scale else rmse / scale
 
 
-def _divergence(j: LayerJudgement, backends: list[str], referee: str) -> dict[str, Any]:
+def _divergence(
+    j: LayerJudgement, backends: list[str], referee: str, label: str = ""
+) -> dict[str, Any]:
     """Who parts at the first divergent layer: ``kind`` ``one`` (some backends part
     from the rest, which agree with the truth) or ``all`` (every backend parts from
     the float64 referee, while they agree with each other as closely as they do; no
@@ -177,20 +182,30 @@ def _divergence(j: LayerJudgement, backends: list[str], referee: str) -> dict[st
         return c.referee["actual_rmse"] / c.referee["allowed_rmse"]
 
     worst: str | None = max(failing, key=excess)
-    if len(failing) == len(backends) and len(backends) > 1:
+    if len(failing) == len(backends) and (len(backends) > 1 or label):
         kind, worst = "all", None
         text = (
-            f"every backend ({', '.join(backends)}) parts from the float64 referee at layer "
-            f"{j.layer}, while they differ from each other by RMSE {j.spread:.3g}: suspect "
-            "the layer at float64 (a cast or a dtype-dependent branch), a fault every "
-            f"backend shares, or a fault of the referee's backend ({referee}) alone at "
-            "float64"
+            (
+                f"the port parts from {label} on every backend ({', '.join(backends)}) at "
+                f"{j.layer}, while the backends differ from each other by RMSE {j.spread:.3g}: "
+                "suspect the conversion (a weight, a config field) or an op the port computes "
+                "differently from Hugging Face"
+            )
+            if label
+            else (
+                f"every backend ({', '.join(backends)}) parts from the float64 referee at layer "
+                f"{j.layer}, while they differ from each other by RMSE {j.spread:.3g}: suspect "
+                "the layer at float64 (a cast or a dtype-dependent branch), a fault every "
+                f"backend shares, or a fault of the referee's backend ({referee}) alone at "
+                "float64"
+            )
         )
     else:
         kind = "one"
         rest = [b for b in backends if b not in failing]
+        who = label or "the float64 referee"
         text = f"backend {', '.join(failing)} parts from " + (
-            f"{', '.join(rest)} and the float64 referee" if rest else "the float64 referee"
+            f"{', '.join(rest)} and {who}" if rest else who
         )
         text += f" at layer {j.layer}"
     return {"backend": worst, "backends": failing, "layer": j.layer, "kind": kind, "text": text}

@@ -15,12 +15,15 @@ TOP_LEVEL = ("backends", "referee")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "backends",
-        help="one Keras 3 .keras model on each Keras backend, layer by layer, float64 referee",
+        help="one Keras 3 model on each Keras backend, layer by layer, float64 referee",
         description="MODEL: a Keras 3 .keras file (a model of your own; its custom layers "
-        "registered by --import). Run it on each Keras backend (TensorFlow, JAX, "
-        "PyTorch), each in its own process, record every layer's output and judge each "
-        "against a float64 run of the same model; name the first layer where a backend "
-        "parts from the rest, or where every backend parts from the referee.",
+        "registered by --import), keras-hub:<SPEC> (a checkpoint converted by keras-hub, "
+        "also judged against Hugging Face PyTorch at float64) or module:function (a "
+        "Python callable returning a built Keras 3 model). Run it on each Keras backend "
+        "(TensorFlow, JAX, PyTorch), each in its own process, on the same weights, "
+        "record every layer's output and judge each against a float64 run of the same "
+        "model; name the first layer where a backend parts from the rest, or where every "
+        "backend parts from the referee.",
     )
     add_model_naming(p, "backends")
     p.add_argument(
@@ -43,6 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     group.add_argument("--seq-len", type=int, default=8, metavar="L", help="row length")
     group.add_argument("--seed", type=non_negative_int, default=0, help="seed (default 0)")
     group.add_argument("--inputs", metavar="FILE.npz", help="the inputs, one array per model input")
+    group.add_argument(
+        "--text",
+        action="append",
+        metavar="TEXT",
+        help="keras-hub specs: a text to run through the checkpoint's tokenizer (repeatable)",
+    )
+    group.add_argument("--texts", metavar="FILE", help="keras-hub specs: one text per line")
     p.add_argument(
         "--referee-backend",
         choices=("tensorflow", "jax", "torch"),
@@ -73,7 +83,12 @@ def _run_backends(args: argparse.Namespace) -> int:
 
     if args.random < 1 or args.seq_len < 1:
         raise TfparityError("--random and --seq-len must be at least 1.")
+    from ..inputs import read_texts_file
+
     asked = None if args.backends is None else [b.strip() for b in args.backends.split(",")]
+    texts = None
+    if args.text is not None or args.texts:
+        texts = list(args.text or []) + (read_texts_file(args.texts) if args.texts else [])
     report = backends(
         args.model,
         backends=asked,
@@ -85,6 +100,8 @@ def _run_backends(args: argparse.Namespace) -> int:
         referee_backend=args.referee_backend,
         ceiling=args.ceiling,
         gradients=args.gradients,
+        pt=args.pt,
+        texts=texts,
     )
     print(render_backends(report))
     if args.json:

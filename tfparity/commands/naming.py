@@ -42,8 +42,9 @@ OWN_CLASS = (
     "model with a head (--head picks the class on both sides of a comparison)"
 )
 BACKENDS_ONLY = (
-    "it runs one Keras 3 .keras file on each Keras backend against a float64 run of "
-    "itself, with no PyTorch checkpoint or reference"
+    "it runs one Keras 3 model on each Keras backend against a float64 run of itself "
+    "(a keras-hub spec also against Hugging Face PyTorch, its checkpoint or --pt, as "
+    "keras-hub reads it): no PyTorch checkpoint to unpickle and no config to change"
 )
 
 
@@ -115,17 +116,19 @@ NAMING: dict[str, Naming] = {
         },
     ),
     "backends": Naming(
-        takes=("MODEL",),
+        takes=("MODEL", "--pt"),
         refused={
             "--allow-pickle": BACKENDS_ONLY,
-            "--tf": f"{BACKENDS_ONLY}; name the .keras file as MODEL",
-            "--pt": BACKENDS_ONLY,
+            "--tf": f"{BACKENDS_ONLY}; name the model (a .keras file, keras-hub:<SPEC>, "
+            "module:function) as MODEL",
             "--pt-config": BACKENDS_ONLY,
-            "--source": "MODEL, a .keras file, is run by Keras itself on each backend: it "
-            "needs no source to take a config or tokenizer from",
-            "--signature": "MODEL, a .keras file, is run by Keras itself on each backend, "
-            "not through a serving signature",
-            "--head": "the .keras file holds the whole model, its head included",
+            "--source": "MODEL (a .keras file, keras-hub:<SPEC>, module:function) is run "
+            "by Keras itself on each backend: it needs no source to take a config or "
+            "tokenizer from",
+            "--signature": "MODEL is run by Keras itself on each backend, not through a "
+            "serving signature",
+            "--head": "MODEL is the whole model, its head included (a keras-hub spec: its "
+            "backbone)",
         },
     ),
     "modes": _TF_ALONE,

@@ -90,3 +90,19 @@ def save(path: str | Path, **kwargs: Any) -> Path:
     """Build the model and save it as a ``.keras`` file at ``path``."""
     build(**kwargs).save(path)
     return Path(path)
+
+
+def build_clean() -> keras.Model:
+    """The clean model, as a callable MODEL: ``tfparity backends
+    tfparity.examples.keras_backends_model:build_clean``."""
+    return build()
+
+
+def build_jax_fault() -> keras.Model:
+    """The model whose custom layer is 0.1% off on JAX only, as a callable MODEL."""
+    return build(fault="jax")
+
+
+def not_a_model() -> str:
+    """A callable MODEL that returns no model (exit 2, naming what it returned)."""
+    return "not a model"

@@ -27,7 +27,13 @@ def verdict(report: Report) -> str:
     g = d.get("gradients")
     if report.passed:
         grads = f" and {len(g['rows'])} gradients" if g else ""
-        return f"PASS backends: {backends} agree with the float64 referee at {n} layers{grads}"
+        hf = d.get("hf_referee")
+        also = (
+            f" and with {hf['referee']['label']} at {len(hf['layers'])} hidden states" if hf else ""
+        )
+        return (
+            f"PASS backends: {backends} agree with the float64 referee at {n} layers{grads}{also}"
+        )
     f = d["first_divergence"] or (g or {}).get("first_divergence") or {}
     return f"FAIL backends: {f.get('text', 'see above')}"
 
@@ -50,6 +56,8 @@ def render_backends(report: Report) -> str:
         for row in d["layers"]
     ]
     lines += table(("layer", *d["backends"]), rows)
+    if d.get("hf_referee"):
+        lines += _hf_section(d["hf_referee"], d["backends"])
     f = d["first_divergence"]
     if f:
         who = f"backend {f['backend']}" if f["backend"] else "every backend"
@@ -82,3 +90,16 @@ def _gradients(g: dict[str, Any], backends: list[str]) -> list[str]:
             f"backward pass of layer {', '.join(f['layers'])} ({f['kind']})",
         ]
     return lines
+
+
+def _hf_section(hf: dict[str, Any], backends: list[str]) -> list[str]:
+    """The second referee's table: each hidden state (the backbone layer holding it)
+    against Hugging Face PyTorch at float64, per backend."""
+    rows = [
+        (row["layer"], *(_cell(row["backends"].get(b)) for b in backends)) for row in hf["layers"]
+    ]
+    return [
+        "",
+        f"against {hf['referee']['label']} (padded positions excluded), same rule:",
+        *table(("hidden state (layer)", *backends), rows),
+    ]

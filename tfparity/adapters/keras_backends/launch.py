@@ -83,7 +83,8 @@ class BackendRun:
     gradient_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def _environment(backend: str, precisions: tuple[str, ...]) -> dict[str, str]:
+def environment(backend: str, precisions: tuple[str, ...]) -> dict[str, str]:
+    """The environment of a process on ``backend`` (quiet, this tfparity importable)."""
     env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}  # Keras 3 here
     env.update(KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
@@ -119,7 +120,7 @@ def _start(plan: LaunchPlan, backend: str, precisions: tuple[str, ...], given: P
         command += ["--gradients", str(plan.gradients)]
     return subprocess.Popen(
         command,
-        env=_environment(backend, precisions),
+        env=environment(backend, precisions),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -1,0 +1,180 @@
+"""``tfparity backends`` on a keras-hub spec and on a callable ``module:function``.
+
+Each run prepares the model (the conversion or the build, saved to one .keras; in this
+process, whose Keras is on TensorFlow) and starts one process per backend, so each
+model runs once per module and its report is shared: the clean keras-hub BERT on
+TensorFlow and torch, against the Keras float64 referee and HF PyTorch at float64; a
+port whose checkpoint has one weight changed (against the original as --pt) on
+TensorFlow alone; the example callable with its JAX-only fault on TensorFlow and JAX
+(TensorFlow's rows show the callable's clean path). All three backends on every
+keras-hub family: docs/backends.md's table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from tfparity.adapters.keras_backends.prepare import model_kind
+from tfparity.cli import main
+
+EXAMPLE = "tfparity.examples.keras_backends_model"
+HIDDEN = [
+    "hidden_states[0] (embeddings_dropout)",
+    "hidden_states[1] (transformer_layer_0)",
+    "hidden_states[2] (transformer_layer_1)",
+    "pooler_output (pooled_dense)",
+]
+
+
+def _cli(argv, json_path):
+    """main's exit code, its text and the JSON report (capsys is function-scoped)."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        code = main(["backends", *argv, "--json", str(json_path)])
+    return code, text.getvalue(), json.loads(json_path.read_text())
+
+
+@pytest.fixture(scope="module")
+def hub_bert():
+    import tfparity
+
+    return tfparity.backends("keras-hub:tiny:bert", backends=["tensorflow", "torch"])
+
+
+@pytest.fixture(scope="module")
+def changed_port(tmp_path_factory):
+    """keras-hub converts a copy of tiny:bert's checkpoint with one row of layer 1's
+    output projection changed; the referee is the original (--pt tiny:bert)."""
+    from safetensors.numpy import load_file, save_file
+
+    from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir
+
+    root = tmp_path_factory.mktemp("changed")
+    port = root / "bert"
+    shutil.copytree(checkpoint_dir("bert"), port)
+    weights = load_file(str(port / "model.safetensors"))
+    weights["bert.encoder.layer.1.output.dense.weight"][0] += 0.05
+    save_file(weights, str(port / "model.safetensors"), metadata={"format": "pt"})
+    argv = [f"keras-hub:{port}", "--pt", "tiny:bert", "--backends", "tensorflow"]
+    return _cli(argv, root / "report.json")
+
+
+@pytest.fixture(scope="module")
+def callable_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("callable")
+    faulty = [f"{EXAMPLE}:build_jax_fault", "--backends", "tensorflow,jax"]
+    return {"faulty": _cli(faulty, root / "faulty.json")}
+
+
+def test_model_kinds_are_told_apart_by_their_text():
+    assert model_kind("keras-hub:tiny:bert") == "keras-hub"
+    assert model_kind(f"{EXAMPLE}:build_clean") == "callable"
+    assert model_kind("tiny:bert") == "file"  # a spec backends refuses as not a .keras
+    assert model_kind("model.keras") == "file"
+
+
+def test_a_keras_hub_port_passes_on_every_backend_and_against_hugging_face(hub_bert):
+    d = hub_bert.details
+    assert hub_bert.passed and d["first_divergence"] is None
+    assert d["backends"] == ["tensorflow", "torch"]
+    layers = [row["layer"] for row in d["layers"]]
+    assert layers[:2] == ["token_embedding", "position_embedding"]
+    assert {"transformer_layer_0", "transformer_layer_1", "pooled_dense"} <= set(layers)
+    hf = d["hf_referee"]
+    assert hf["referee"]["label"].startswith("Hugging Face") and hf["first_divergence"] is None
+    assert [row["layer"] for row in hf["layers"]] == HIDDEN
+    assert all(c.passed for c in hub_bert.comparisons)
+    # float32 rounding against Keras float64; the port's own small difference to HF
+    worst = max(c["relative_rmse"] for r in d["layers"] for c in r["backends"].values())
+    assert worst < 1e-5
+    worst_hf = max(c["relative_rmse"] for r in hf["layers"] for c in r["backends"].values())
+    assert worst_hf < 1e-4
+
+
+def test_a_port_that_differs_from_its_checkpoint_fails_against_hugging_face(changed_port):
+    code, text, data = changed_port
+    assert code == 1
+    f = data["details"]["first_divergence"]
+    assert (f["kind"], f["layer"]) == ("all", "hidden_states[2] (transformer_layer_1)")
+    assert "the port parts from Hugging Face" in text and "on every backend" in text
+    # the Keras float64 referee agrees with the port: the fault is the conversion's
+    assert data["details"]["layers"] and all(
+        c["passed"] for r in data["details"]["layers"] for c in r["backends"].values()
+    )
+    verdicts = {r["layer"]: r["backends"]["tensorflow"]["passed"] for r in f_rows(data)}
+    assert verdicts["hidden_states[1] (transformer_layer_0)"]  # localised, not earlier
+
+
+def f_rows(data):
+    return data["details"]["hf_referee"]["layers"]
+
+
+def test_a_callable_with_a_layer_wrong_on_jax_fails_naming_jax_and_the_layer(callable_runs):
+    code, text, data = callable_runs["faulty"]
+    assert code == 1
+    assert "first divergence: backend jax, layer residual (one)" in text
+    f = data["details"]["first_divergence"]
+    assert (f["backend"], f["layer"], f["kind"]) == ("jax", "residual", "one")
+    # the callable's own path is sound: TensorFlow agrees with the referee at every layer
+    rows = data["details"]["layers"]
+    assert [r["layer"] for r in rows][-1] == "dense_2" and "hf_referee" not in data["details"]
+    assert all(r["backends"]["tensorflow"]["passed"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("model", "says"),
+    [
+        (
+            "tfparity.examples.no_such_module:build",
+            "no module named tfparity.examples.no_such_module",
+        ),
+        (f"{EXAMPLE}:not_a_model", "returned a str, not a Keras 3 model"),
+    ],
+)
+def test_a_callable_that_is_missing_or_no_model_exits_2_naming_it(model, says, capsys):
+    assert main(["backends", model, "--backends", "tensorflow"]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+
+
+def test_pt_and_texts_are_refused_for_a_callable(capsys):
+    assert main(["backends", f"{EXAMPLE}:build_clean", "--pt", "tiny:bert"]) == 2
+    assert "does not take --pt for a .keras file or a callable" in capsys.readouterr().err
+    assert main(["backends", "keras-hub:tiny:bert", "--inputs", "x.npz"]) == 2
+    assert "--inputs is for a .keras file or a callable" in capsys.readouterr().err
+
+
+def test_hidden_states_are_judged_on_real_positions_only():
+    from tfparity.checks.backends_hf import _masked
+
+    mask = np.array([[1, 1, 0]])
+    masked = _masked(np.ones((1, 3, 2)), mask)
+    assert masked[0, :, 0].tolist() == [1, 1, 0]
+    assert _masked(np.ones((1, 2)), mask).tolist() == [[1, 1]]  # a pooled output: kept
+
+
+def test_a_hidden_state_no_layer_outputs_is_noted_not_passed():
+    """Gemma's hidden_states[0] is an op's output (the scaled embedding): no backend
+    recorded it, so it is named in a note rather than judged on nothing."""
+    from tfparity.checks.backends import BackendOutputs
+    from tfparity.checks.backends_hf import HFReferee, check_against_hf
+    from tfparity.compare.judge import Referee
+
+    truth = np.arange(12.0).reshape(1, 3, 4)
+    runs = {b: {"block_0": truth.astype(np.float32)} for b in ("tensorflow", "jax")}
+    outputs = BackendOutputs("made-up", runs, {"block_0": truth}, "tensorflow")
+    hf = HFReferee(
+        "HF",
+        {"hidden_states[0]": truth, "hidden_states[1]": truth},
+        {"hidden_states[0]": "multiply", "hidden_states[1]": "block_0"},
+    )
+    report = check_against_hf(outputs, hf, Referee(), 1e-4)
+    assert report.passed
+    assert [row["layer"] for row in report.details["layers"]] == ["hidden_states[1] (block_0)"]
+    assert "not compared with HF: hidden_states[0] (multiply)" in report.notes[0]

@@ -1,0 +1,294 @@
+"""MODELs that are not a ``.keras`` file yet: a ``keras-hub:<SPEC>`` or a Python callable
+``module:function``, turned into one ``.keras`` file that every backend's process loads.
+
+Every backend must get the same weights from the same file. A keras-hub conversion or a
+callable's build is done once, on TensorFlow: in the calling process when its Keras is
+(or may yet be) on TensorFlow, else in a process of its own (this module run as
+``python -m tfparity.adapters.keras_backends.prepare``); it saves the model whole to a
+temporary ``.keras``; the backends' workers then load that file as they load a user's
+(``keras_hub`` imported first for a backbone, the callable's module for a callable).
+
+Why the whole model and not ``save_weights`` into each process's own build: the float64
+referee rebuilds the model from its config anyway (so it must serialize), a build that
+draws its weights or structure from state (a seed, a global) cannot differ between
+processes when there is one build, and a weights file loaded into a different build
+fails late and by position, where ``load_model`` fails early and by class name.
+
+For a keras-hub spec from a Hugging Face checkpoint the same process also runs the HF
+PyTorch model at float64 on the same inputs (as ``crosscheck`` builds its referee), and
+names which backbone layer holds each of HF's hidden states, so the parent can judge
+every backend against Hugging Face too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import TfparityError
+
+# A callable MODEL: ``package.module:function`` (``tiny:bert`` is a spec, not a callable).
+CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+SPEC_PREFIXES = ("tiny", "keras-hub")
+PREPARE_TIMEOUT_S = 900
+
+
+def missing_module(target: str) -> str | None:
+    """Why ``module:function``'s module cannot be found (looked up, not imported, so a
+    typo exits 2 before any process starts), or None."""
+    import importlib.util
+
+    module = target.split(":", 1)[0]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else f"{target}: no module named {module} (is it on PYTHONPATH?)."
+
+
+def model_kind(model: str) -> str:
+    """``keras-hub``, ``callable`` or ``file`` (anything else: read as a .keras file,
+    which refuses it by name)."""
+    if model.strip().startswith("keras-hub:"):
+        return "keras-hub"
+    head = model.split(":", 1)[0]
+    if CALLABLE.match(model) and head not in SPEC_PREFIXES and not Path(model).exists():
+        return "callable"
+    return "file"
+
+
+@dataclass
+class Prepared:
+    """What the preparing process wrote: the ``.keras`` file, the inputs in the model's
+    input order, the modules every worker imports, and for a keras-hub spec the HF
+    float64 referee (``hf``: HF names -> arrays), which layer holds each HF name
+    (``aliases``) and the rows' mask (padded positions are not compared with HF)."""
+
+    path: Path
+    inputs: list[np.ndarray]
+    imports: tuple[str, ...]
+    hf: dict[str, np.ndarray] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    mask: np.ndarray | None = None
+    reference: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class HubInputs:
+    """The inputs a keras-hub spec runs on, as ``crosscheck`` takes them."""
+
+    random: int | None = 2
+    seq_len: int = 8
+    seed: int = 0
+    texts: tuple[str, ...] | None = None
+
+
+def prepare(
+    model: str,
+    kind: str,
+    workdir: Path,
+    imports: tuple[str, ...] = (),
+    given: HubInputs = HubInputs(),
+    pt: str | None = None,
+) -> Prepared:
+    """Prepare ``model`` (``kind`` from :func:`model_kind`) on TensorFlow, here or in a
+    process of its own (see the module), writing into ``workdir``; a failure is a
+    TfparityError with its one paragraph (a missing module or function, a non-model, a
+    bad spec)."""
+    out = workdir / "prepared"
+    arguments = [kind, model, "--out", str(out)]
+    arguments += [a for m in imports for a in ("--import", m)]
+    arguments += ["--given", json.dumps(given.__dict__)] + (["--pt", pt] if pt else [])
+    stderr = _prepared_here(arguments) if _tensorflow_here() else _prepared_apart(arguments)
+    meta_path = Path(f"{out}.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if not Path(f"{out}.npz").exists() or "error" in meta:
+        last = (stderr or "").strip().splitlines()[-1:] or ["no message"]
+        raise TfparityError(meta.get("error") or f"preparing {model} failed: {last[0]}")
+    with np.load(f"{out}.npz") as held:
+        arrays = {k: held[k] for k in held.files}
+    return Prepared(
+        path=Path(f"{out}.keras"),
+        inputs=[arrays[f"input:{name}"] for name in meta["inputs"]],
+        imports=tuple(meta["imports"]),
+        hf={k.split(":", 1)[1]: v for k, v in arrays.items() if k.startswith("hf:")},
+        aliases=meta.get("aliases", {}),
+        mask=arrays.get("mask"),
+        reference=meta.get("reference", ""),
+        notes=meta.get("notes", []),
+    )
+
+
+def _tensorflow_here() -> bool:
+    """Whether this process runs Keras on TensorFlow, or may (Keras not imported yet,
+    KERAS_BACKEND unset or tensorflow): then preparing here spares a process start and
+    its imports (TensorFlow, keras-hub, transformers, torch), which the parent of a
+    keras-hub run often holds already."""
+    if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
+        return False
+    keras = sys.modules.get("keras")
+    return keras is None or keras.backend.backend() == "tensorflow"
+
+
+def _prepared_here(arguments: list[str]) -> str:
+    """:func:`main` in this process; no stderr to report (its errors are in the meta)."""
+    main(arguments)
+    return ""
+
+
+def _prepared_apart(arguments: list[str]) -> str:
+    """:func:`main` in a TensorFlow-backend process of its own; its stderr."""
+    from .launch import environment
+
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", __name__, *arguments],
+            env=environment("tensorflow", ("float32",)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=PREPARE_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise TfparityError(f"preparing {arguments[1]} ran past {PREPARE_TIMEOUT_S} s.") from None
+    return proc.stderr or ("" if proc.returncode == 0 else f"exit code {proc.returncode}")
+
+
+# ----------------------------------------------------------------------------- the child
+
+
+def _built(target: str, imports: list[str]) -> Any:
+    """Import ``module``, call ``function``; a missing one or a non-model is a
+    TfparityError naming it (exit 2 in the parent)."""
+    import importlib
+
+    import keras
+
+    for module in imports:
+        importlib.import_module(module)
+    module_name, function_name = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise TfparityError(f"{target}: cannot import module {module_name} ({e}).") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise TfparityError(f"{target}: module {module_name} has no function {function_name}.")
+    built = function()
+    if not isinstance(built, keras.Model):
+        raise TfparityError(
+            f"{target} returned a {type(built).__name__}, not a Keras 3 model (keras.Model)."
+        )
+    return built
+
+
+def _callable(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Build, save, and make seeded inputs from the saved file's config."""
+    from .inputs import random_inputs, read_config
+
+    model = _built(args.model, args.imports)
+    model.save(f"{args.out}.keras")
+    given = json.loads(args.given)
+    config = read_config(Path(f"{args.out}.keras"))
+    arrays = random_inputs(config, given["random"] or 2, given["seq_len"], given["seed"])
+    meta["inputs"] = [f"input_{k}" for k in range(len(arrays))]
+    meta["imports"] = [*args.imports, args.model.split(":")[0]]
+    return {f"input:input_{k}": a for k, a in enumerate(arrays)}
+
+
+def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Convert the spec as crosscheck does, save the backbone, run HF at float64."""
+    from ...inputs import InputOptions, make_batches
+    from ...orchestration import pair
+
+    given = json.loads(args.given)
+    sides = pair(args.model, args.pt)
+    side, reference = sides.tf, sides.reference
+    options = InputOptions(
+        texts=tuple(given["texts"]) if given["texts"] else None,
+        random=None if given["texts"] else given["random"],
+        seq_len=given["seq_len"],
+        seed=given["seed"],
+        batch_size=max(len(given["texts"] or ()), given["random"] or 1),  # one batch: all rows
+    )
+    batch = make_batches(side.tokenizer, side.limits, side.pad_token_id, options)[0]
+    backbone = side.backbone
+    backbone.save(f"{args.out}.keras")
+    feed = side.inputs(batch)
+    meta["inputs"] = [t.name for t in backbone.inputs]
+    meta["imports"] = [*args.imports, "keras_hub"]
+    meta["notes"] = [n for n in side.notes if n != side.how_embeds_run()]  # no embeds here
+    arrays = {f"input:{n}": np.asarray(feed[n]) for n in meta["inputs"]}
+    if reference is not None:
+        meta["aliases"] = hidden_state_layers(backbone)
+        meta["reference"] = f"Hugging Face {reference.name} at float64"
+        hf = reference.run(batch, float64=True)
+        arrays.update({f"hf:{k}": np.asarray(hf[k]) for k in meta["aliases"] if k in hf})
+        arrays["mask"] = np.asarray(batch.attention_mask)
+    return arrays
+
+
+def hidden_state_layers(backbone: Any) -> dict[str, str]:
+    """Which backbone layer's output is each of Hugging Face's hidden states, as the
+    keras-hub side maps them: ``hidden_states[0]`` is the input of the first
+    transformer layer, ``hidden_states[k]`` layer ``k-1``'s output, the last one the
+    backbone's ``sequence_output`` (after the final norm, as HF's), and HF's
+    ``pooler_output`` the backbone's ``pooled_output``."""
+    layers = list(backbone.transformer_layers)
+    first = layers[0]._inbound_nodes[0].arguments.keras_tensors[0]
+    outputs = backbone.output if isinstance(backbone.output, dict) else {}
+    sequence = outputs.get("sequence_output", backbone.output)
+    names = {"hidden_states[0]": _producer(first)}
+    names.update({f"hidden_states[{k + 1}]": layer.name for k, layer in enumerate(layers[:-1])})
+    names[f"hidden_states[{len(layers)}]"] = _producer(sequence)
+    if "pooled_output" in outputs:
+        names["pooler_output"] = _producer(outputs["pooled_output"])
+    return names
+
+
+def _producer(tensor: Any) -> str:
+    """The name of the layer whose output ``tensor`` is."""
+    return tensor._keras_history.operation.name
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="tfparity-backends-prepare")
+    p.add_argument("kind", choices=("keras-hub", "callable"))
+    p.add_argument("model")
+    p.add_argument("--out", required=True)
+    p.add_argument("--import", dest="imports", action="append", default=[])
+    p.add_argument("--given", default="{}")
+    p.add_argument("--pt")
+    args = p.parse_args(argv)
+    meta: dict[str, Any] = {}
+    try:
+        arrays = (_hub if args.kind == "keras-hub" else _callable)(args, meta)
+        np.savez(f"{args.out}.npz", **arrays)
+        code = 0
+    except Exception as e:  # the parent reports it as bad input, one paragraph
+        text = " ".join(str(e).split())
+        meta = {"error": text if isinstance(e, TfparityError) else f"{type(e).__name__}: {text}"}
+        code = 2
+    Path(f"{args.out}.json").write_text(json.dumps(meta))
+    return code
+
+
+def temporary_workdir() -> tempfile.TemporaryDirectory:
+    """Where the prepared file lives until every backend has run."""
+    return tempfile.TemporaryDirectory(prefix="tfparity-prepared-")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sys.exit(main())

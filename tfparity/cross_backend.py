@@ -1,0 +1,132 @@
+"""How ``tfparity.backends`` assembles a run for each kind of MODEL: a ``.keras`` file
+as it is; a ``keras-hub:<SPEC>`` or a callable ``module:function`` first made into one
+``.keras`` file by a preparing process (:mod:`tfparity.adapters.keras_backends.prepare`)
+so that every backend loads the same weights; then one process per backend, judged in
+this (framework-free) process against the Keras float64 referee and, for a keras-hub
+port of a Hugging Face checkpoint, against HF PyTorch at float64 too."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import TfparityError
+from .results import Report
+
+
+@dataclass(frozen=True)
+class BackendsRequest:
+    """What the user asked for (the API's arguments, validated by the callee)."""
+
+    model: str
+    backends: Sequence[str] | None = None
+    imports: Sequence[str] = ()
+    random: int = 2
+    seq_len: int = 8
+    inputs: str | None = None
+    seed: int = 0
+    referee_backend: str | None = None
+    ceiling: float | None = None
+    pt: str | None = None
+    texts: Sequence[str] | None = None
+    gradients: bool = False
+
+
+def run_request(request: BackendsRequest) -> Report:
+    """Prepare MODEL by its kind, run every backend, judge (see the module)."""
+    from .adapters.keras_backends import choose_backends, choose_referee
+    from .adapters.keras_backends.prepare import model_kind, temporary_workdir
+
+    kind = model_kind(request.model)
+    _refuse_for_kind(request, kind)
+    if kind == "file":
+        from .adapters.keras_backends.inputs import read_config
+
+        read_config(Path(request.model))  # a bad file: exit 2 before any process starts
+    chosen, notes = choose_backends(request.backends)
+    referee = choose_referee(request.referee_backend)
+    with temporary_workdir() as tmp:
+        return _run(request, kind, Path(tmp), chosen, referee, notes)
+
+
+def _refuse_for_kind(request: BackendsRequest, kind: str) -> None:
+    """Options that only a keras-hub spec takes (exit 2 naming the option)."""
+    from .adapters.keras_backends.prepare import missing_module
+
+    if kind == "callable" and missing_module(request.model):
+        raise TfparityError(missing_module(request.model))
+    if kind == "keras-hub":
+        if request.inputs:
+            raise TfparityError(
+                "--inputs is for a .keras file or a callable: a keras-hub spec runs on "
+                "--random N --seq-len L or --text/--texts, as crosscheck does."
+            )
+        return
+    for given, option in ((request.pt, "--pt"), (request.texts, "--text/--texts")):
+        if given:
+            raise TfparityError(
+                f"`tfparity backends` does not take {option} for a .keras file or a "
+                "callable: only a keras-hub spec has a Hugging Face checkpoint and a "
+                "tokenizer (give --random N --seq-len L, or --inputs FILE.npz)."
+            )
+
+
+def _run(
+    request: BackendsRequest,
+    kind: str,
+    tmp: Path,
+    chosen: tuple[str, ...],
+    referee: str,
+    notes: list[str],
+) -> Report:
+    from .adapters.keras_backends import LaunchPlan, run_backends
+    from .adapters.keras_backends.inputs import file_inputs, random_inputs, read_config
+    from .adapters.keras_backends.prepare import HubInputs, Prepared, prepare
+    from .checks.backends import DEFAULT_CEILING, BackendOutputs, check_backends
+    from .compare.judge import Referee
+
+    given = file_inputs(Path(request.inputs)) if request.inputs else None
+    if kind == "file":
+        path = Path(request.model)
+        inputs = given or random_inputs(
+            read_config(path), request.random, request.seq_len, request.seed
+        )
+        prepared = Prepared(path, inputs, tuple(request.imports))
+    else:
+        hub = HubInputs(request.random, request.seq_len, request.seed, _texts(request.texts))
+        prepared = prepare(request.model, kind, tmp, tuple(request.imports), hub, request.pt)
+        prepared.inputs = given or prepared.inputs
+    seed = request.seed if request.gradients else None
+    plan = LaunchPlan(prepared.path, chosen, referee, prepared.imports, seed)
+    runs = run_backends(plan, prepared.inputs)
+    for note in [*prepared.notes, *(n for run in runs.values() for n in run.notes)]:
+        notes += [note] if note not in notes else []
+    outputs = BackendOutputs(
+        model=str(request.model),
+        float32={b: runs[b].outputs["float32"] for b in chosen},
+        truth=runs[referee].outputs["float64"],
+        referee_backend=referee,
+        precision={b: runs[b].precision for b in chosen},
+        notes=notes,
+    )
+    ceiling = DEFAULT_CEILING if request.ceiling is None else request.ceiling
+    report = check_backends(outputs, ceiling=ceiling)
+    if prepared.hf:
+        from .checks.backends_hf import HFReferee, check_against_hf, with_hf
+
+        hf = HFReferee(prepared.reference, prepared.hf, prepared.aliases, prepared.mask)
+        report = with_hf(report, check_against_hf(outputs, hf, Referee(), ceiling), hf.label)
+    if request.gradients:
+        from .checks.backends_gradients import BackendGradients, add_gradients
+
+        held = BackendGradients.from_runs(runs, chosen, referee, request.seed)
+        report = add_gradients(report, held, ceiling=ceiling)
+    return report
+
+
+def _texts(texts: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if texts is None else tuple(str(t) for t in texts)
+
+
+__all__ = ["BackendsRequest", "run_request"]
