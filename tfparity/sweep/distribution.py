@@ -61,34 +61,39 @@ def item_values(m: PositionMetrics, rows: int) -> list[dict]:
     return out
 
 
+_COLUMNS = ("positions", "kl_sum", "kl_max", "same_top1", "dp2_sum")
+
+
 @dataclass
 class DistributionTally:
-    """One check's per-item values, gathered line by line and summed in index order."""
+    """One check's per-item values, gathered line by line (a tuple of floats per item:
+    10^5 items hold a few MB) and summed in index order."""
 
-    values: dict[int, dict] = field(default_factory=dict)
+    values: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    dp_ats: set[str] = field(default_factory=set)
 
     def add(self, index: int, result: dict) -> None:
         found = result.get(DISTRIBUTION)
-        if found and found.get("positions"):
-            self.values[index] = found
+        if not found or not found.get("positions"):
+            return
+        nll = found.get("nll_actual_sum", np.nan) - found.get("nll_ref_sum", np.nan)
+        self.values[index] = tuple(float(found[k]) for k in _COLUMNS) + (nll,)
+        self.dp_ats.add(found["dp_at"])
 
     def columns(self) -> dict[str, np.ndarray] | None:
         """Each sufficient value as an array over the items, in index order (None: no
-        item had a scored position)."""
+        item had a scored position); ``nll`` (NLL sum, TF less PyTorch) only where every
+        item has next-token targets."""
         if not self.values:
             return None
-        rows = [self.values[i] for i in sorted(self.values)]
-        cols = {
-            k: np.array([r[k] for r in rows], np.float64)
-            for k in ("positions", "kl_sum", "kl_max", "same_top1", "dp2_sum")
-        }
-        if all("nll_ref_sum" in r for r in rows):
-            cols["nll"] = np.array([r["nll_actual_sum"] - r["nll_ref_sum"] for r in rows])
+        rows = np.array([self.values[i] for i in sorted(self.values)], np.float64)
+        cols = {k: rows[:, j] for j, k in enumerate(_COLUMNS)}
+        if not np.isnan(rows[:, -1]).any():
+            cols["nll"] = rows[:, -1]
         return cols
 
     def dp_at(self) -> str:
-        found = {r["dp_at"] for r in self.values.values()}
-        return found.pop() if len(found) == 1 else "mixed"
+        return next(iter(self.dp_ats)) if len(self.dp_ats) == 1 else "mixed"
 
 
 def statistics(tally: DistributionTally) -> dict | None:
