@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from ..sweep.summary import sweep_passed
-
 
 def render_summary(summary: dict, out: str) -> str:
     """A few lines for the terminal; the full figures are in summary.json."""
@@ -81,8 +79,8 @@ def render_summary(summary: dict, out: str) -> str:
             f"note: {summary['skipped']} items skipped as too long for the model "
             "(see 'skipped' in results.jsonl; --truncate cuts them)"
         )
-    verdict = "PASS" if sweep_passed(summary) else "FAIL"
-    over = _over_budget(summary)
+    over = _over_budget(summary)  # as sweep.summary.sweep_passed, which decides the exit
+    verdict = "PASS" if summary["failed"] == 0 and summary["complete"] and not over else "FAIL"
     lines.append("")
     lines.append(
         f"{verdict} sweep: {summary['passed']}/{summary['items']} items passed{over}; see {out}/"
