@@ -735,6 +735,23 @@ EXAMPLES: tuple[Example, ...] = (
         + ("--generate", "8", "--checks", "crosscheck", "--out", "gen-ffn", "--progress", "none"),
         setup=("gpt2-ffn", "prompts"),
     ),
+    Example(
+        "sweep-kl-budget-tiny-gpt2",
+        "docs/sweep.md",
+        0,
+        ("sweep", "tiny:gpt2/causal-lm", "--texts", "prompts.txt", "--checks", "crosscheck")
+        + ("--kl-budget", "kl_mean=1e-6,same_top1=0.99", "--out", "kl", "--progress", "none"),
+        setup=("prompts",),
+    ),
+    Example(
+        "sweep-kl-budget-broken-port",
+        "docs/sweep.md",
+        1,
+        ("sweep", "gpt2-ffn", "--pt", "tiny:gpt2/causal-lm", "--texts", "prompts.txt")
+        + ("--checks", "crosscheck", "--kl-budget", "kl_mean=1e-6,same_top1=0.99")
+        + ("--out", "kl-ffn", "--progress", "none"),
+        setup=("gpt2-ffn", "prompts"),
+    ),
     Example("your-own-model", "docs/your-own-model.md", 0, run=_own_model),
     Example("your-own-head", "docs/your-own-model.md", 0, run=_own_head),
     Example(

@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..report.sweep import render_summary
     from ..sweep.merge import merge_dirs
+    from ..sweep.summary import sweep_passed
 
     summary = merge_dirs(args.dirs, args.out, worst=args.worst)
     print(render_summary(summary, args.out))
-    return EXIT_PASS if summary["failed"] == 0 and summary["complete"] else EXIT_FAIL
+    return EXIT_PASS if sweep_passed(summary) else EXIT_FAIL

@@ -9,6 +9,7 @@ from .common import (
     EXIT_FAIL,
     EXIT_PASS,
     add_execution_arguments,
+    add_kl_budget_argument,
     add_tolerance_arguments,
     non_negative_int,
     one_execution,
@@ -76,6 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--overwrite", action="store_true", help="discard results already in OUT and start again"
     )
     add_tolerance_arguments(p)
+    add_kl_budget_argument(
+        p, "the cross-check's LM-head logits' and --generate's teacher-forced steps'", "items"
+    )
     p.add_argument("--padding-side", choices=("right", "left"), help="default: the tokenizer's")
     p.add_argument(
         "--truncate", action="store_true", help="cut items longer than the model's maximum"
@@ -133,6 +137,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..compare.bootstrap import parse_budget
     from ..errors import TfparityError
     from ..orchestration import compiles
     from ..report.sweep import render_summary
@@ -178,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
         generate=args.generate,
         pt_config=pt_config(args),
         signature=args.signature,
+        kl_budget=tuple(parse_budget(args.kl_budget)) if args.kl_budget is not None else None,
     )
     if args.resume and args.overwrite:
         raise TfparityError(

@@ -139,7 +139,7 @@ def bootstrap_verdict(
             )
         spread = _resampled(metrics, limit.metric, groups, draws)
         low, high = (float(x) for x in np.percentile(spread, [tail, 100 - tail]))
-        terms.append(MetricVerdict(limit, value, low, high, _judge(limit, low, high)))
+        terms.append(MetricVerdict(limit, value, low, high, interval_verdict(limit, low, high)))
     return BootstrapVerdict(terms, len(groups), resamples, confidence, seed)
 
 
@@ -180,7 +180,9 @@ def _positions_by_item(item: np.ndarray) -> list[np.ndarray]:
     return np.split(order, starts[1:])
 
 
-def _judge(limit: Limit, low: float, high: float) -> str:
+def interval_verdict(limit: Limit, low: float, high: float) -> str:
+    """PASS where the interval ``[low, high]`` lies within ``limit``, FAIL where wholly
+    outside, INCONCLUSIVE where it straddles it (the sweep judges its own intervals)."""
     if limit.bound == "<=":
         return PASS if high <= limit.value else FAIL if low > limit.value else INCONCLUSIVE
     return PASS if low >= limit.value else FAIL if high < limit.value else INCONCLUSIVE

@@ -64,6 +64,8 @@ def render_summary(summary: dict, out: str) -> str:
     lines += [f"note: top-1: {n}" for n in sorted(notes)]
     if "generation" in summary:
         lines += [""] + _generation(summary["generation"], run.get("decoding"))
+    if summary.get("distribution"):
+        lines += [""] + _distribution(summary["distribution"])
     # passed is None for a skipped item (too long): it is counted as skipped, not failed
     bad = [w for w in summary["worst_items"] if w["passed"] is False][:5]
     if bad:
@@ -77,12 +79,57 @@ def render_summary(summary: dict, out: str) -> str:
             f"note: {summary['skipped']} items skipped as too long for the model "
             "(see 'skipped' in results.jsonl; --truncate cuts them)"
         )
-    verdict = "PASS" if summary["failed"] == 0 and summary["complete"] else "FAIL"
+    over = _over_budget(summary)  # as sweep.summary.sweep_passed, which decides the exit
+    verdict = "PASS" if summary["failed"] == 0 and summary["complete"] and not over else "FAIL"
     lines.append("")
     lines.append(
-        f"{verdict} sweep: {summary['passed']}/{summary['items']} items passed; see {out}/"
+        f"{verdict} sweep: {summary['passed']}/{summary['items']} items passed{over}; see {out}/"
     )
     return "\n".join(lines)
+
+
+def _distribution(spread: dict) -> list[str]:
+    """llama.cpp's statistics per check that scored logits, and its budget's verdict."""
+    lines = ["distribution (llama.cpp's KL statistics, PyTorch the reference):"]
+    for name, d in spread.items():
+        ppl = "" if d["ln_ppl_ratio"] is None else f", ln(PPL ratio) {d['ln_ppl_ratio']:.3g}"
+        lines.append(
+            f"  {name}: {d['positions']} positions over {d['items']} items: KL mean "
+            f"{d['kl_mean']:.3g}, max {d['kl_max']:.3g}; same top-1 "
+            f"{100 * d['same_top1']:.2f}%; RMS Δp {d['rms_dp']:.3g} (at the {d['dp_at']})"
+            f"{ppl}; item-mean KL median {d['item_kl_median']:.3g}, p99 "
+            f"{d['item_kl_p99']:.3g}"
+        )
+        budget = d.get("budget")
+        if budget:
+            lines += _budget(budget)
+    return lines
+
+
+def _budget(b: dict) -> list[str]:
+    if not b["terms"]:
+        return [f"    budget: {b['verdict']} ({b.get('note', 'nothing judged')})"]
+    lines = [
+        f"    budget: {b['verdict']}, {100 * b['confidence']:g}% bootstrap interval over "
+        f"{b['items']} items ({b['resamples']} resamples)"
+        + (": run more items to decide" if b["verdict"] == "INCONCLUSIVE" else "")
+    ]
+    for t in b["terms"]:
+        limit = t["limit"]
+        lines.append(
+            f"      {limit['metric']} {t['value']:.3g} [{t['low']:.3g}, {t['high']:.3g}] "
+            f"vs {limit['bound']} {limit['value']:g}: {t['verdict']}"
+        )
+    return lines
+
+
+def _over_budget(summary: dict) -> str:
+    failed = [
+        name
+        for name, d in summary.get("distribution", {}).items()
+        if d.get("budget", {}).get("verdict") == "FAIL"
+    ]
+    return f"; --kl-budget FAIL ({', '.join(failed)})" if failed else ""
 
 
 def _generation(g: dict, decoding: str | None) -> list[str]:

@@ -16,11 +16,15 @@ from typing import Any
 import numpy as np
 
 from ..adapters.interfaces.sides import TFSide
+from ..architectures.heads import NEXT_TOKEN_HEADS, Head
+from ..checks.crosscheck.distribution import next_token_targets
 from ..checks.positions import EQUIVARIANCE_TOLERANCE
 from ..compare import Referee, Tolerance, row_counts, row_rms
+from ..compare.distribution import position_metrics
 from ..errors import TfparityError
 from ..trace import Trace
 from .bucketing import PaddedBatch
+from .distribution import item_values
 from .generate import GenerateCheck
 from .itemcheck import RowResult, compared_rows, judged, referee_verdicts, top1_counts
 from .lazy_referee import LazyReferee
@@ -54,6 +58,9 @@ class SweepChecks:
     # A run's logits (an LM head on its last hidden state, or a head model's own
     # ``logits``) for top-1 agreement; None: not measured (the setup's note says why).
     head: Callable[[Trace], np.ndarray] | None = None
+    # Which head gives those logits: next-token targets (NLL, Δp at the target) for a
+    # causal LM's, none for a masked LM's or a classifier's.
+    logits_head: Head | None = None
     tolerance: Tolerance | None = None
     referee: Referee = Referee()
     seed: int = 0
@@ -124,10 +131,28 @@ class SweepChecks:
             return results
         # Top-1 of each side's logits (the same TF LM head on each last hidden state).
         agree, tokens = top1_counts(self.head, tf, pt, mask)
+        spread = self._distribution(tf, pt, batch)
         return [
-            replace(res, top1_agree=int(agree[i]), top1_tokens=int(tokens[i]))
+            replace(
+                res,
+                top1_agree=int(agree[i]),
+                top1_tokens=int(tokens[i]),
+                distribution=spread[i] or None,
+            )
             for i, res in enumerate(results)
         ]
+
+    def _distribution(self, tf: Trace, pt: Trace, batch: Any) -> list[dict]:
+        """Per row, the KL statistics' sums of the logits (PyTorch's the reference),
+        over real tokens, scored at the next token for a causal LM."""
+        rows = batch.input_ids.shape[0]
+        expected, actual = self.head(pt), self.head(tf)
+        if np.shape(expected) != np.shape(actual) or np.ndim(actual) not in (2, 3):
+            return [{} for _ in range(rows)]
+        mask = batch.attention_mask if np.ndim(actual) == 3 else None
+        causal = self.logits_head in NEXT_TOKEN_HEADS and np.ndim(actual) == 3
+        targets = next_token_targets(batch) if causal else None
+        return item_values(position_metrics(expected, actual, mask, targets), rows)
 
     def _lazy_verdicts(
         self, batch: Any, tf: Trace, pt: Trace, names: list[str]

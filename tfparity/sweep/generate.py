@@ -17,8 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..compare.distribution import PositionMetrics
 from ..errors import TfparityError
 from .bucketing import PaddedBatch
+from .distribution import item_values
 from .itemcheck import RowResult
 
 GENERATE = "generate"
@@ -88,13 +90,22 @@ class GenerateCheck:
             verdicts = judge_prompts(
                 self.tf_model, self.pt_model, prompts[: padded.real_rows], options
             )
-        return [row_result(v.row, v.passed, v.failing, v.problems) for v in verdicts]
+        return [
+            row_result(v.row, v.passed, v.failing, v.problems, v.distribution) for v in verdicts
+        ]
 
 
-def row_result(row: dict, passed: bool, failing: list[str], problems: list[str]) -> RowResult:
+def row_result(
+    row: dict,
+    passed: bool,
+    failing: list[str],
+    problems: list[str],
+    spread: PositionMetrics | None = None,
+) -> RowResult:
     """One item's record: the largest teacher-forced logit difference and its step, the
     teacher-forced top-1 agreement (steps where TF, fed PyTorch's tokens, chooses
-    PyTorch's), and the generation's own figures (compact: no per-step table)."""
+    PyTorch's), the generation's own figures (compact: no per-step table) and the
+    teacher-forced steps' distribution metrics as sums (``spread``, one item)."""
     steps = row["steps"]
     diffs = [s["max_logit_diff"] for s in steps]
     worst = int(np.argmax(diffs))
@@ -105,6 +116,7 @@ def row_result(row: dict, passed: bool, failing: list[str], problems: list[str])
         failing=tuple(failing),
         top1_agree=sum(s["flip"] == "agree" for s in steps),
         top1_tokens=len(steps),
+        distribution=(item_values(spread, 1)[0] or None) if spread is not None else None,
         generation={
             "new_tokens": row["new_tokens"],
             "prompt_tokens": row["prompt_tokens"],

@@ -40,6 +40,8 @@ class RowResult:
     note: str | None = None
     fp64: bool | None = None  # the referee's float64 pass ran for this item (None: no referee)
     generation: dict | None = None  # the generate check's figures (sweep.generate.row_result)
+    # The logits' distribution metrics as per-item sums (sweep.distribution.item_values)
+    distribution: dict | None = None
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -57,6 +59,8 @@ class RowResult:
             out["referee"] = "fp64" if self.fp64 else "fp32+margin"
         if self.generation is not None:
             out["generation"] = self.generation
+        if self.distribution:
+            out["distribution"] = self.distribution
         return out
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..adapters.runtime.execution_options import ExecutionOptions
 from ..compare import Tolerance
+from ..compare.bootstrap import Limit
 from ..errors import TfparityError
 from .corpus import Shard
 from .summary import WORST
@@ -50,6 +51,9 @@ class SweepOptions:
     pt_config: dict[str, Any] | None = None
     # --signature: the signature an export runs (None: serving_default, else its only one).
     signature: str | None = None
+    # --kl-budget: limits on the logits' distribution metrics, judged per check by a
+    # bootstrap over items (sweep.distribution); None: the metrics are reported only.
+    kl_budget: tuple[Limit, ...] | None = None
 
 
 SWEEP_REFEREES = ("calibrated", "full")

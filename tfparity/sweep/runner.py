@@ -18,6 +18,7 @@ from .._version import __version__
 from ..errors import TfparityError
 from .checks import CHECKS
 from .corpus import DEFAULT_CORPUS, CorpusInfo, check_shard, iter_items, scan
+from .distribution import check_limits
 from .engine import EngineStart, SweepEngine
 from .generate import GENERATE, check_generate_options
 from .local import LocalEngine
@@ -35,7 +36,7 @@ from .results import (
     read_manifest,
     write_json,
 )
-from .summary import summarise
+from .summary import summarise, sweep_passed
 
 # The engines, by the type of SweepOptions.engine: a dict, so that an engine (or a test's
 # wrapper of one) is added by its options' type, without a branch here.
@@ -52,7 +53,7 @@ class SweepResult:
 
     @property
     def passed(self) -> bool:
-        return self.summary["failed"] == 0 and self.summary["complete"]
+        return sweep_passed(self.summary)
 
 
 def default_checks() -> tuple[str, ...]:
@@ -100,6 +101,7 @@ def run_sweep(
             "--pt-config changes the PyTorch reference of the cross-check and of "
             "--generate: add crosscheck (or --generate N)."
         )
+    _check_kl_budget(options.kl_budget, checks)
     options = replace(options, referee=sweep_referee(options.referee))  # lazy: calibrated
     start_engine = ENGINES.get(type(options.engine))
     if start_engine is None:
@@ -122,6 +124,7 @@ def run_sweep(
     try:
         start = time.perf_counter()
         manifest["top1_note"] = {c: _top1_note(c, source.top1_note) for c in checks}
+        _check_logits(options.kl_budget, checks, source.top1_note)
         write_json(out / MANIFEST, manifest)
         done, already = read_done(out / RESULTS, info.items)
         todo = options.shard.size(info.items) - already
@@ -163,6 +166,29 @@ def run_sweep(
     }
     write_json(out / SUMMARY, summary)
     return SweepResult(summary, out)
+
+
+def _check_kl_budget(limits: Any, checks: tuple[str, ...]) -> None:
+    """Refuse (exit 2), before any model loads, a ``--kl-budget`` that no check of this
+    sweep could judge, or whose terms need every position's KL."""
+    if not limits:
+        return
+    check_limits(limits)
+    if not {"crosscheck", GENERATE} & set(checks):
+        raise TfparityError(
+            "--kl-budget judges logits compared with PyTorch: the cross-check's LM head "
+            "or --generate's teacher-forced steps; add crosscheck to --checks (or "
+            "--generate N), or drop it."
+        )
+
+
+def _check_logits(limits: Any, checks: tuple[str, ...], note: str | None) -> None:
+    """Refuse (exit 2), before any item runs, a ``--kl-budget`` on a cross-check with no
+    logits (no LM head) and no generate check beside it."""
+    if limits and note and GENERATE not in checks:
+        raise TfparityError(
+            f"--kl-budget judges the cross-check's logits, and this model gives none: {note}."
+        )
 
 
 def _top1_note(check: str, note: str | None) -> str | None:
@@ -215,6 +241,8 @@ def _manifest(
             **({"signature": options.signature} if options.signature else {}),
         },
     }
+    if options.kl_budget:  # not part of the identity: a resume may judge another budget
+        manifest["kl_budget"] = ",".join(str(limit) for limit in options.kl_budget)
     if options.generate is not None:  # only then: older sweeps' outputs still resume
         manifest["options"]["generate"] = options.generate
     return manifest

@@ -70,7 +70,7 @@ class SweepSetup:
             )
         if pt_model is not None:
             same_architecture(tf_model, pt_model)  # as the cross-check refuses it: exit 2
-        head, note = _load_head(tf_model)
+        head, logits_head, note = _load_head(tf_model)
         runner_model = executed(tf_model, execution)
         limit = _limit(tf_model)
         generate = None
@@ -82,6 +82,7 @@ class SweepSetup:
             tf_model,
             pt_model,
             head,
+            logits_head,
             tolerance=options.tolerance,
             seed=options.seed,
             referee_mode=options.referee,
@@ -208,35 +209,43 @@ def _without_positions(batch: Any) -> Any:
     return batch if batch.position_ids is None else replace(batch, position_ids=None)
 
 
-def _load_head(tf_model: Any) -> tuple[Any, str | None]:
-    """A run's logits for top-1 agreement, as a function of its Trace (a head model's
-    own ``logits``, else the LM head on the last hidden state), and, without, why."""
+def _load_head(tf_model: Any) -> tuple[Any, Any, str | None]:
+    """A run's logits for top-1 agreement and the distribution metrics, as a function of
+    its Trace (a head model's own ``logits``, else the LM head on the last hidden
+    state), the Head they come from (a causal LM's are scored at the next token), and,
+    without, why."""
     from ..adapters.hf_tf.lm_head import checkpoint_has_head, find_head
     from ..adapters.hf_tf.tf_model import TFModel
     from ..architectures.heads import Head
 
     headless = tf_model.headless_reason  # a keras-hub backbone
     if headless:
-        return None, headless
+        return None, None, headless
     kind = tf_model.head
     if kind is Head.QUESTION_ANSWERING:
-        return None, "a question-answering head has spans, not labels: no top-1 agreement"
+        return None, None, "a question-answering head has spans, not labels: no top-1 agreement"
     if kind is not Head.BASE:  # its logits: labels, or tokens of an LM head
-        return (lambda trace: trace["logits"]), None
+        return (lambda trace: trace["logits"]), kind, None
     spec = tf_model.spec
     if spec is None:
-        return None, f"{tf_model.name} is held in memory: no checkpoint to load its LM head from"
+        note = f"{tf_model.name} is held in memory: no checkpoint to load its LM head from"
+        return None, None, note
     try:
         has = checkpoint_has_head(tf_model, spec.text)
     except Exception:  # an unusual config
         has = False
     if not has:
-        return None, (
-            f"{tf_model.name} has no LM head in its checkpoint (config.architectures "
-            f"{getattr(tf_model.config, 'architectures', None)}), so top-1 token agreement "
-            "cannot be measured"
+        return (
+            None,
+            None,
+            (
+                f"{tf_model.name} has no LM head in its checkpoint (config.architectures "
+                f"{getattr(tf_model.config, 'architectures', None)}), so top-1 token agreement "
+                "cannot be measured"
+            ),
         )
-    head = find_head(TFModel.load(spec.text, lm_head=True))
+    with_head = TFModel.load(spec.text, lm_head=True)
+    head = find_head(with_head)
     if head is None or head.logits is None:
-        return None, f"the LM head of {tf_model.name} cannot be applied to hidden states"
-    return (lambda trace: head.logits(trace["last_hidden_state"])), None
+        return None, None, f"the LM head of {tf_model.name} cannot be applied to hidden states"
+    return (lambda trace: head.logits(trace["last_hidden_state"])), with_head.head, None

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..compare.bootstrap import FAIL, parse_budget
+from .distribution import DISTRIBUTION, DistributionTally, budget_verdict, statistics
 from .generate import GENERATE
 from .generation_summary import GenerationTally
 
@@ -52,6 +54,7 @@ def summarise(
     checks: list[str] = list(meta["checks"])
     tally = {c: _CheckTally() for c in checks}
     generation = GenerationTally() if GENERATE in checks else None
+    spreads = {c: DistributionTally() for c in checks}
     seen: set[int] = set()
     items = passed = skipped = 0
     heap: list[tuple] = []
@@ -66,6 +69,7 @@ def summarise(
         for name, result in line.get("checks", {}).items():
             if name in tally:
                 _count(tally[name], result)
+                spreads[name].add(index, result)
             if name == GENERATE and generation is not None:
                 generation.add(result)
         entry = (_badness(line), -index, index)
@@ -90,7 +94,33 @@ def summarise(
     }
     if generation is not None:
         out["generation"] = generation.to_dict()
+    found = _distributions(spreads, meta.get("kl_budget"))
+    if found:
+        out[DISTRIBUTION] = found
     return out
+
+
+def _distributions(spreads: dict[str, DistributionTally], budget: str | None) -> dict:
+    """Per check with logits scored: llama.cpp's statistics and, with ``budget`` (the
+    run's ``--kl-budget``), the bootstrap verdict over its items."""
+    limits = parse_budget(budget) if budget else None
+    out = {}
+    for name, tally in spreads.items():
+        stats = statistics(tally)
+        if stats is None:
+            continue
+        if limits:
+            stats["budget"] = budget_verdict(tally, limits)
+        out[name] = stats
+    return out
+
+
+def sweep_passed(summary: dict) -> bool:
+    """Every item passed, the run is complete and no ``--kl-budget`` failed (an
+    INCONCLUSIVE interval fails nothing: more items would decide)."""
+    budgets = [d.get("budget", {}) for d in summary.get(DISTRIBUTION, {}).values()]
+    over = any(b.get("verdict") == FAIL for b in budgets)
+    return summary["failed"] == 0 and summary["complete"] and not over
 
 
 def _count(t: _CheckTally, result: dict) -> None:

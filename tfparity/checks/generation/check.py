@@ -32,6 +32,7 @@ from ...adapters.interfaces.greedy import GreedyRun, SameStart
 from ...adapters.interfaces.sides import Generator, Reference, TFSide
 from ...compare import Comparison, Referee, compare_arrays
 from ...compare.bootstrap import Limit
+from ...compare.distribution import PositionMetrics
 from ...errors import TfparityError
 from ...inputs import Batch, Limits
 from ...results import Divergence, Report
@@ -506,6 +507,9 @@ class PromptVerdict:
 
     row: dict
     comparisons: list[Comparison]
+    # Its teacher-forced steps' distribution metrics (one item), as the report's
+    # ``details["distribution"]`` is made of; None where no step compared any.
+    distribution: PositionMetrics | None = None
 
     @property
     def passed(self) -> bool:
@@ -533,4 +537,11 @@ def judge_prompts(
     generator = tf_model.generator()  # exit 2 where the side cannot generate
     refusal = generator.embeds_refusal if options.embeds else None
     runs = _runs(generator, pt_model, prompts, options, refusal)
-    return [PromptVerdict(_prompt_row(run), _comparisons(run)) for run in runs]
+    return [
+        PromptVerdict(
+            _prompt_row(run),
+            _comparisons(run),
+            forced_distribution([run.forced], [run.pt.tokens]),
+        )
+        for run in runs
+    ]
