@@ -17,7 +17,7 @@ LAYERS = (
     ("adapters",),
     ("checks", "report"),
     ("orchestration",),
-    ("api", "assertions", "sweep"),
+    ("api", "assertions", "sweep", "cross_backend"),
     ("", "__main__", "cli", "commands", "pytest_plugin", "keras", "testing", "examples"),
 )
 

@@ -18,7 +18,6 @@ from .results import Divergence, Report
 # The names of tfparity/api.py: their one list (api.py keeps none of its own).
 _API = (
     "assert_close",
-    "backends",
     "check_embeds",
     "check_positions",
     "check_tying",
@@ -36,6 +35,7 @@ _ELSEWHERE = {
     "assert_generation": "assertions",
     "assert_gradients": "assertions",
     "user_model": "adapters.user.side",
+    "backends": "cross_backend",
     # the sides and settings the examples and docs use, under one stable name each
     "ExecutionOptions": "adapters.runtime.execution_options",
     "PTModel": "adapters.reference.pt_model",

@@ -20,8 +20,8 @@ import shutil
 import numpy as np
 import pytest
 
-from tfparity.adapters.keras_backends.prepare import model_kind
 from tfparity.cli import main
+from tfparity.cross_backend.prepare import model_kind
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
 HIDDEN = [

@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_backends(args: argparse.Namespace) -> int:
-    from ..api import backends
+    from ..cross_backend import backends
     from ..report.backends import render_backends
     from ..report.jsonio import write_json
 

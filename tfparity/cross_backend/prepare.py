@@ -4,7 +4,7 @@
 Every backend must get the same weights from the same file. A keras-hub conversion or a
 callable's build is done once, on TensorFlow: in the calling process when its Keras is
 (or may yet be) on TensorFlow, else in a process of its own (this module run as
-``python -m tfparity.adapters.keras_backends.prepare``); it saves the model whole to a
+``python -m tfparity.cross_backend.prepare``); it saves the model whole to a
 temporary ``.keras``; the backends' workers then load that file as they load a user's
 (``keras_hub`` imported first for a backbone, the callable's module for a callable).
 
@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import TfparityError
+from ..adapters.keras_backends.models import built_model, hidden_state_layers
+from ..errors import TfparityError
 
 # A callable MODEL: ``package.module:function`` (``tiny:bert`` is a spec, not a callable).
 CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -149,7 +150,7 @@ def _prepared_here(arguments: list[str]) -> str:
 
 def _prepared_apart(arguments: list[str]) -> str:
     """:func:`main` in a TensorFlow-backend process of its own; its stderr."""
-    from .launch import environment
+    from ..adapters.keras_backends.launch import environment
 
     try:
         proc = subprocess.run(
@@ -168,36 +169,11 @@ def _prepared_apart(arguments: list[str]) -> str:
 # ----------------------------------------------------------------------------- the child
 
 
-def _built(target: str, imports: list[str]) -> Any:
-    """Import ``module``, call ``function``; a missing one or a non-model is a
-    TfparityError naming it (exit 2 in the parent)."""
-    import importlib
-
-    import keras
-
-    for module in imports:
-        importlib.import_module(module)
-    module_name, function_name = target.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise TfparityError(f"{target}: cannot import module {module_name} ({e}).") from None
-    function = getattr(module, function_name, None)
-    if not callable(function):
-        raise TfparityError(f"{target}: module {module_name} has no function {function_name}.")
-    built = function()
-    if not isinstance(built, keras.Model):
-        raise TfparityError(
-            f"{target} returned a {type(built).__name__}, not a Keras 3 model (keras.Model)."
-        )
-    return built
-
-
 def _callable(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """Build, save, and make seeded inputs from the saved file's config."""
-    from .inputs import random_inputs, read_config
+    from ..adapters.keras_backends.inputs import random_inputs, read_config
 
-    model = _built(args.model, args.imports)
+    model = built_model(args.model, args.imports)
     model.save(f"{args.out}.keras")
     given = json.loads(args.given)
     config = read_config(Path(f"{args.out}.keras"))
@@ -209,8 +185,8 @@ def _callable(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.nd
 
 def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """Convert the spec as crosscheck does, save the backbone, run HF at float64."""
-    from ...inputs import InputOptions, make_batches
-    from ...orchestration import pair
+    from ..inputs import InputOptions, make_batches
+    from ..orchestration import pair
 
     given = json.loads(args.given)
     sides = pair(args.model, args.pt)
@@ -237,29 +213,6 @@ def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray
         arrays.update({f"hf:{k}": np.asarray(hf[k]) for k in meta["aliases"] if k in hf})
         arrays["mask"] = np.asarray(batch.attention_mask)
     return arrays
-
-
-def hidden_state_layers(backbone: Any) -> dict[str, str]:
-    """Which backbone layer's output is each of Hugging Face's hidden states, as the
-    keras-hub side maps them: ``hidden_states[0]`` is the input of the first
-    transformer layer, ``hidden_states[k]`` layer ``k-1``'s output, the last one the
-    backbone's ``sequence_output`` (after the final norm, as HF's), and HF's
-    ``pooler_output`` the backbone's ``pooled_output``."""
-    layers = list(backbone.transformer_layers)
-    first = layers[0]._inbound_nodes[0].arguments.keras_tensors[0]
-    outputs = backbone.output if isinstance(backbone.output, dict) else {}
-    sequence = outputs.get("sequence_output", backbone.output)
-    names = {"hidden_states[0]": _producer(first)}
-    names.update({f"hidden_states[{k + 1}]": layer.name for k, layer in enumerate(layers[:-1])})
-    names[f"hidden_states[{len(layers)}]"] = _producer(sequence)
-    if "pooled_output" in outputs:
-        names["pooler_output"] = _producer(outputs["pooled_output"])
-    return names
-
-
-def _producer(tensor: Any) -> str:
-    """The name of the layer whose output ``tensor`` is."""
-    return tensor._keras_history.operation.name
 
 
 def main(argv: list[str] | None = None) -> int:

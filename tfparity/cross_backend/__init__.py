@@ -1,6 +1,6 @@
 """How ``tfparity.backends`` assembles a run for each kind of MODEL: a ``.keras`` file
 as it is; a ``keras-hub:<SPEC>`` or a callable ``module:function`` first made into one
-``.keras`` file by a preparing process (:mod:`tfparity.adapters.keras_backends.prepare`)
+``.keras`` file by a preparing process (:mod:`.prepare`)
 so that every backend loads the same weights; then one process per backend, judged in
 this (framework-free) process against the Keras float64 referee and, for a keras-hub
 port of a Hugging Face checkpoint, against HF PyTorch at float64 too."""
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import TfparityError
-from .results import Report
+from ..errors import TfparityError
+from ..results import Report
 
 
 @dataclass(frozen=True)
@@ -35,13 +35,13 @@ class BackendsRequest:
 
 def run_request(request: BackendsRequest) -> Report:
     """Prepare MODEL by its kind, run every backend, judge (see the module)."""
-    from .adapters.keras_backends import choose_backends, choose_referee
-    from .adapters.keras_backends.prepare import model_kind, temporary_workdir
+    from ..adapters.keras_backends import choose_backends, choose_referee
+    from .prepare import model_kind, temporary_workdir
 
     kind = model_kind(request.model)
     _refuse_for_kind(request, kind)
     if kind == "file":
-        from .adapters.keras_backends.inputs import read_config
+        from ..adapters.keras_backends.inputs import read_config
 
         read_config(Path(request.model))  # a bad file: exit 2 before any process starts
     chosen, notes = choose_backends(request.backends)
@@ -52,7 +52,7 @@ def run_request(request: BackendsRequest) -> Report:
 
 def _refuse_for_kind(request: BackendsRequest, kind: str) -> None:
     """Options that only a keras-hub spec takes (exit 2 naming the option)."""
-    from .adapters.keras_backends.prepare import missing_module
+    from .prepare import missing_module
 
     if kind == "callable" and missing_module(request.model):
         raise TfparityError(missing_module(request.model))
@@ -80,11 +80,11 @@ def _run(
     referee: str,
     notes: list[str],
 ) -> Report:
-    from .adapters.keras_backends import LaunchPlan, run_backends
-    from .adapters.keras_backends.inputs import file_inputs, random_inputs, read_config
-    from .adapters.keras_backends.prepare import HubInputs, Prepared, prepare
-    from .checks.backends import DEFAULT_CEILING, BackendOutputs, check_backends
-    from .compare.judge import Referee
+    from ..adapters.keras_backends import LaunchPlan, run_backends
+    from ..adapters.keras_backends.inputs import file_inputs, random_inputs, read_config
+    from ..checks.backends import DEFAULT_CEILING, BackendOutputs, check_backends
+    from ..compare.judge import Referee
+    from .prepare import HubInputs, Prepared, prepare
 
     given = file_inputs(Path(request.inputs)) if request.inputs else None
     if kind == "file":
@@ -113,12 +113,12 @@ def _run(
     ceiling = DEFAULT_CEILING if request.ceiling is None else request.ceiling
     report = check_backends(outputs, ceiling=ceiling)
     if prepared.hf:
-        from .checks.backends_hf import HFReferee, check_against_hf, with_hf
+        from ..checks.backends_hf import HFReferee, check_against_hf, with_hf
 
         hf = HFReferee(prepared.reference, prepared.hf, prepared.aliases, prepared.mask)
         report = with_hf(report, check_against_hf(outputs, hf, Referee(), ceiling), hf.label)
     if request.gradients:
-        from .checks.backends_gradients import BackendGradients, add_gradients
+        from ..checks.backends_gradients import BackendGradients, add_gradients
 
         held = BackendGradients.from_runs(runs, chosen, referee, request.seed)
         report = add_gradients(report, held, ceiling=ceiling)
@@ -129,4 +129,49 @@ def _texts(texts: Sequence[str] | None) -> tuple[str, ...] | None:
     return None if texts is None else tuple(str(t) for t in texts)
 
 
-__all__ = ["BackendsRequest", "run_request"]
+def backends(
+    model: str,
+    *,
+    backends: Sequence[str] | None = None,
+    imports: Sequence[str] = (),
+    random: int = 2,
+    seq_len: int = 8,
+    inputs: str | None = None,
+    seed: int = 0,
+    referee_backend: str | None = None,
+    ceiling: float | None = None,
+    pt: str | None = None,
+    texts: Sequence[str] | None = None,
+    gradients: bool = False,
+) -> Report:
+    """One Keras 3 model on each Keras backend (``backends``: default every installed
+    one), each in its own process, every layer's output judged against a float64 run of
+    the same model (on ``referee_backend``: default TensorFlow, the one backend on which
+    Keras 3 computes float64 as asked). ``model``: a ``.keras`` file, a
+    ``keras-hub:<SPEC>`` (also judged against Hugging Face PyTorch at float64: ``pt``,
+    default the spec's own checkpoint) or a callable ``module:function`` returning a
+    built Keras 3 model. ``imports``: modules that register the model's custom layers,
+    imported first in every process. Inputs: ``inputs`` (an npz, one array per model
+    input), ``texts`` (a keras-hub spec's tokenizer), else ``random`` rows of
+    ``seq_len`` seeded token ids. ``gradients``: also each backend's gradients of a
+    scalar seeded by ``seed`` w.r.t. every layer output and weight, judged the same way
+    backwards."""
+    return run_request(
+        BackendsRequest(
+            model,
+            backends,
+            tuple(imports),
+            random,
+            seq_len,
+            inputs,
+            seed,
+            referee_backend,
+            ceiling,
+            pt,
+            texts,
+            gradients,
+        )
+    )
+
+
+__all__ = ["BackendsRequest", "backends", "run_request"]

@@ -1,0 +1,57 @@
+"""What the preparing step (:mod:`tfparity.cross_backend.prepare`) asks of Keras: a
+callable's model built and checked, and which backbone layer holds each of Hugging
+Face's hidden states (Keras internals: the layer graph's nodes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import TfparityError
+
+
+def built_model(target: str, imports: list[str]) -> Any:
+    """Import ``module``, call ``function``; a missing one or a non-model is a
+    TfparityError naming it (exit 2 in the parent)."""
+    import importlib
+
+    import keras
+
+    for module in imports:
+        importlib.import_module(module)
+    module_name, function_name = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise TfparityError(f"{target}: cannot import module {module_name} ({e}).") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise TfparityError(f"{target}: module {module_name} has no function {function_name}.")
+    built = function()
+    if not isinstance(built, keras.Model):
+        raise TfparityError(
+            f"{target} returned a {type(built).__name__}, not a Keras 3 model (keras.Model)."
+        )
+    return built
+
+
+def hidden_state_layers(backbone: Any) -> dict[str, str]:
+    """Which backbone layer's output is each of Hugging Face's hidden states, as the
+    keras-hub side maps them: ``hidden_states[0]`` is the input of the first
+    transformer layer, ``hidden_states[k]`` layer ``k-1``'s output, the last one the
+    backbone's ``sequence_output`` (after the final norm, as HF's), and HF's
+    ``pooler_output`` the backbone's ``pooled_output``."""
+    layers = list(backbone.transformer_layers)
+    first = layers[0]._inbound_nodes[0].arguments.keras_tensors[0]
+    outputs = backbone.output if isinstance(backbone.output, dict) else {}
+    sequence = outputs.get("sequence_output", backbone.output)
+    names = {"hidden_states[0]": _producer(first)}
+    names.update({f"hidden_states[{k + 1}]": layer.name for k, layer in enumerate(layers[:-1])})
+    names[f"hidden_states[{len(layers)}]"] = _producer(sequence)
+    if "pooled_output" in outputs:
+        names["pooler_output"] = _producer(outputs["pooled_output"])
+    return names
+
+
+def _producer(tensor: Any) -> str:
+    """The name of the layer whose output ``tensor`` is."""
+    return tensor._keras_history.operation.name
