@@ -554,6 +554,25 @@ EXAMPLES: tuple[Example, ...] = (
         "verdicts (a Keras quantisation costs ~20 s of CPU)",
     ),
     Example(
+        "quantised-attribute",
+        "docs/quantised.md",
+        0,
+        (
+            "crosscheck",
+            "keras-hub:tiny:llama/causal-lm",
+            "--pt-config",
+            "rms_norm_eps=1e-06",
+            "--no-reload",
+            "--quantize",
+            "int8",
+            "--attribute",
+        ),
+        keep=_quantisation_section,
+        tested=False,
+        why_untested="tests/checks/test_quantize_attribute.py runs --attribute on a 6-block "
+        "Llama and asserts its ranking (one Keras quantisation per layer costs CPU)",
+    ),
+    Example(
         "crosscheck-pt-config",
         "docs/crosscheck.md",
         0,

@@ -37,7 +37,7 @@ def _attribution(a: dict | None) -> list[str]:
     if not a:
         return []
     overlap = a.get("top3_overlap")
-    shared = "" if overlap is None else f"; {overlap} of its top 3 in the table above's"
+    shared = "" if overlap is None else f"; its top 3 shares {overlap} with the table above's"
     lines = [
         f"  each layer quantised alone ({a['passes']} forward passes), ranked by "
         f"{a['metric']} vs float{shared}:",
