@@ -489,6 +489,7 @@ def generate(
     allow_pickle: bool = False,
     pt_config: dict[str, Any] | None = None,
     kl_budget: str | None = None,
+    quantize: str | None = None,
 ) -> Report:
     """Greedy generation, TF against PyTorch, each through its own KV-cache path (HF TF
     ``generate``, PyTorch ``generate``): per prompt the tokens agreed, the first divergent
@@ -514,7 +515,9 @@ def generate(
     The teacher-forced steps also get llama.cpp's distribution metrics
     (``details["distribution"]``: each step a position scored at PyTorch's token, each
     prompt an item); ``kl_budget`` judges them by a bootstrap interval over the prompts,
-    as :func:`crosscheck`'s does over sequences.
+    as :func:`crosscheck`'s does over sequences. ``quantize`` (a keras-hub causal LM):
+    a Keras-quantised copy generates, judged by the mode's budget (``kl_budget``
+    overrides it) over the prompts, its tokens reported (docs/generate.md).
     """
     from . import validation
     from .adapters.sources.specs import as_spec
@@ -526,10 +529,16 @@ def generate(
         check_new_tokens,
         prompts_of,
     )
+    from .checks.generation.quantised import QuantisedGeneration
     from .compare.bootstrap import parse_budget
 
     _check_common(texts=texts, inputs=inputs)
     limits = parse_budget(kl_budget) if kl_budget is not None else None  # exit 2 first
+    if quantize is not None:
+        from .adapters.keras_hub.quantize import check_request
+
+        check_request(quantize)  # an unknown mode exits 2 before any load
+    quantised = None if quantize is None else QuantisedGeneration.of(quantize, limits)
     new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
     check_new_tokens(new_tokens)
     validation.instance(embeds, bool, "embeds", "a bool")
@@ -544,12 +553,16 @@ def generate(
         allow_pickle=allow_pickle,
     )
     tf_model, pt_model = paired.tf, paired.reference
+    if quantize is not None:  # a copy; exit 2 for a side Keras cannot quantise
+        tf_model, embeds = _quantised_twin(tf_model, quantize, False)[0], False
     if texts is not None:
         inputs = InputOptions(texts=validation.texts(texts))
     elif inputs is None or (inputs.texts is None and inputs.random is None):
         inputs = replace(inputs or InputOptions(), texts=DEFAULT_PROMPTS)
     prompts = prompts_of(make_batches(tf_model, inputs), new_tokens, tf_model.limits)
-    options = GenerationOptions(new_tokens=new_tokens, embeds=embeds, kl_budget=limits)
+    options = GenerationOptions(
+        new_tokens=new_tokens, embeds=embeds, kl_budget=limits, quantised=quantised
+    )
     return check_generation(tf_model, pt_model, prompts, options)
 
 
