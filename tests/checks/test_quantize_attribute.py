@@ -123,3 +123,32 @@ def test_attribute_without_quantize_or_on_a_side_keras_cannot_quantise_exits_2(c
     assert "--quantize int8 quantises a Keras 3 keras-hub model" in capsys.readouterr().err
     with pytest.raises(TfparityError, match="--attribute quantises"):
         crosscheck("tiny:bert", attribute=True)
+
+
+def test_a_backbone_is_ranked_by_its_last_hidden_state(monkeypatch):
+    """No LM head: each part quantised alone is ranked by the relative error of the
+    last hidden state; a damaged block comes first (undamaged, block 0 leads here)."""
+    from tfparity.adapters.keras_hub import quantised_side as module
+
+    real = module.quantised_side
+
+    def damaged(side, mode, layers=None):
+        copy = real(side, mode, layers)
+        for v in copy.model.weights:
+            if v.path == "transformer_layer_1/feedforward_output_dense/kernel_scale":
+                v.assign(v.numpy() * 50)
+        return copy
+
+    monkeypatch.setattr(module, "quantised_side", damaged)
+    (report,) = crosscheck(
+        "keras-hub:tiny:llama",
+        pt_config={"rms_norm_eps": 1e-6},
+        reload=False,
+        quantize="int8",
+        attribute=True,
+        inputs=INPUTS,
+    )
+    a = report.details["quantisation"]["attribution"]
+    assert a["metric"] == "relative_error of the last hidden state" and a["passes"] == 3
+    assert [r["layer"] for r in a["layers"]][0] == 1
+    assert all(r["value"] > 0 for r in a["layers"])
