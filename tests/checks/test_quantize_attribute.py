@@ -96,6 +96,8 @@ def test_a_damaged_layer_is_ranked_first_and_named_in_the_hint(causal_lm, deep_l
     assert q["layers"][0]["layer"] == 3
     failing = [c for c in report.failures if c.name.startswith("quantised int8 vs float")]
     assert failing and "quantised alone, layer 3 (transformer_layer_3)" in failing[0].problem
+    hint = report.first_divergence.hint
+    assert "worst is layer 3" in hint and "quantised alone, layer 3" in hint
 
 
 def test_the_parts_are_the_embeddings_and_each_block_by_exact_path(causal_lm):

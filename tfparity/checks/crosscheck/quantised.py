@@ -81,7 +81,8 @@ def with_quantisation(
     divergence = report.first_divergence
     if failures and divergence is None and rows:
         k = rows[0].hidden_state
-        divergence = Divergence(k, layer_of(k), None, f"quantised {mode}: worst is {worst}")
+        why = f"quantised {mode}: worst is {worst}{hint(alone)}"
+        divergence = Divergence(k, layer_of(k), None, why)
     return replace(
         report,
         passed=report.passed and not failures,
