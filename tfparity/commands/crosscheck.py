@@ -78,6 +78,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "by the mode's distribution budget (--kl-budget overrides it) and against PyTorch "
         "(docs/quantised.md)",
     )
+    p.add_argument(
+        "--attribute",
+        action="store_true",
+        help="with --quantize: also quantise each layer alone (the token embedding, each "
+        "transformer block: one forward pass each) and rank them by what each moves, "
+        "the KL mean of the LM logits against the float model (docs/quantised.md)",
+    )
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -149,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
             kl_budget=args.kl_budget,
             labels=labels,
             quantize=args.quantize,
+            attribute=args.attribute,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))
