@@ -142,6 +142,7 @@ def crosscheck(
     kl_budget: str | None = None,
     labels: Sequence[str] | None = None,
     quantize: str | None = None,
+    backend: str | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -221,6 +222,10 @@ def crosscheck(
     quantised by Keras (``model.quantize``, on a copy) and the report adds
     ``details["quantisation"]``: the quantised model against its float model, judged by
     the mode's distribution budget (``kl_budget`` overrides it), and against PyTorch.
+
+    ``backend`` (``"jax"``, ``"torch"``; ``--backend``): a ``keras-hub:<SPEC>`` runs on
+    that Keras backend, in a process of its own (converted here on TensorFlow, saved to
+    ``.keras``), localised to a layer; ``"tensorflow"`` or None: in this process.
     """
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
@@ -255,6 +260,7 @@ def crosscheck(
         layers=layers,
         weights=weights,
         signature=signature,
+        backend=backend,
     )
     tf_model, pt_model, source_model = paired.tf, paired.reference, paired.source
     pt = paired.reference_spec or pt  # parsed once: the reference's tokenizer reads it
