@@ -49,6 +49,7 @@ def test_a_clean_port_on_jax_passes_against_hf_pytorch(on_jax):
     assert report.passed, [c.name for c in report.failures]
     assert on_jax.name.endswith("[jax]")
     assert any("ran on the jax backend" in n for n in report.notes)
+    assert report.details["compares"].startswith("Keras 3 on jax (actual)")
     compared = {c.name for c in report.comparisons}
     assert {"hidden_states[0]", "hidden_states[2]", "pooler_output"} <= compared
 

@@ -219,6 +219,10 @@ class RemoteKerasHub(TFSideBase):
         )
 
     @property
+    def framework(self) -> str:
+        return f"Keras 3 on {self.backend}"
+
+    @property
     def side_kind(self) -> str:
         return f"a keras-hub backbone on the {self.backend} backend"
 
