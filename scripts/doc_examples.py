@@ -901,6 +901,16 @@ EXAMPLES: tuple[Example, ...] = (
         why_untested="tests/checks/test_backends_gradients.py runs the same fault and checks it",
     ),
     Example(
+        "crosscheck-backend-jax",
+        "docs/backends.md",
+        0,
+        ("crosscheck", "keras-hub:tiny:bert", "--backend", "jax", "--random", "2")
+        + ("--pt-config", "hidden_act=gelu_pytorch_tanh"),
+        tested=False,
+        why_untested="tests/adapters/keras_backends/test_remote_side.py runs the same port on "
+        "JAX and checks it (a conversion and a JAX worker process: too slow to run twice)",
+    ),
+    Example(
         "backends-keras-hub",
         "docs/backends.md",
         0,

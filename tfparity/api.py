@@ -143,6 +143,7 @@ def crosscheck(
     labels: Sequence[str] | None = None,
     quantize: str | None = None,
     attribute: bool = False,
+    backend: str | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -224,6 +225,10 @@ def crosscheck(
     the mode's distribution budget (``kl_budget`` overrides it), and against PyTorch.
     ``attribute`` (with ``quantize``) also quantises each layer alone, one forward pass
     each, and ranks them (``details["quantisation"]["attribution"]``).
+
+    ``backend`` (``"jax"``, ``"torch"``; ``--backend``): a ``keras-hub:<SPEC>`` runs on
+    that Keras backend, in a process of its own (converted here on TensorFlow, saved to
+    ``.keras``), localised to a layer; ``"tensorflow"`` or None: in this process.
     """
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
@@ -258,6 +263,7 @@ def crosscheck(
         layers=layers,
         weights=weights,
         signature=signature,
+        backend=backend,
     )
     tf_model, pt_model, source_model = paired.tf, paired.reference, paired.source
     pt = paired.reference_spec or pt  # parsed once: the reference's tokenizer reads it
