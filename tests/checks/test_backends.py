@@ -17,6 +17,7 @@ import pytest
 from tfparity.adapters.keras_backends import launch
 from tfparity.checks.backends import BackendOutputs, check_backends
 from tfparity.cli import main
+from tfparity.errors import TfparityError
 from tfparity.report.backends import render_backends
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
@@ -169,21 +170,53 @@ def test_a_file_that_is_not_keras_exits_2(tmp_path, capsys):
     assert "is not a Keras 3 .keras file" in capsys.readouterr().err
 
 
-def test_a_referee_backend_that_rounds_float64_to_float32_is_refused(files, capsys):
-    """Keras 3 computes torch's float64 matmul at float32: torch cannot referee."""
-    argv = ["--backends", "torch", "--referee-backend", "torch", "--import", EXAMPLE]
-    assert main(["backends", str(files["clean"]), *argv]) == 2
-    err = capsys.readouterr().err
-    assert "on torch computes matmul" in err and "--referee-backend tensorflow" in err
+def test_keras_rounds_float64_to_float32_on_jax_and_torch_only(clean):
+    """Why only TensorFlow referees: the probe each process runs (Keras 3.15: torch's
+    float64 matmul and mean, JAX's mean and tanh come out at float32)."""
+    short = {b: f["float64_shortfalls"] for b, f in clean.details["precision"].items()}
+    assert short["tensorflow"] == []
+    assert "matmul" in short["torch"] and short["jax"]
 
 
-def test_a_custom_layer_not_imported_exits_2_naming_the_backend(files, capsys):
-    """The worker's load error comes back as one paragraph (one process: TensorFlow,
-    which also referees)."""
-    assert main(["backends", str(files["clean"]), "--backends", "tensorflow"]) == 2
-    err = capsys.readouterr().err
-    assert "the tensorflow backend could not run the model" in err
-    assert "ScaledResidual" in err
+def _worker_refusal(files, tmp_path, argv):
+    """The worker run here (Keras on TensorFlow) on the clean file, and the parent's
+    reading of what it wrote, as for a process that exited 2."""
+    import subprocess
+    import sys
+
+    from tfparity.adapters.keras_backends import worker
+
+    given, out = tmp_path / "inputs.npz", tmp_path / "out.npz"
+    np.savez(given, input_0=np.zeros((1, 4), np.int32))
+    code = worker.main([str(files["clean"]), "--inputs", str(given), "--out", str(out), *argv])
+    exited = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"], stderr=-1, text=True)
+    with pytest.raises(TfparityError) as refused:
+        launch.collect("torch", exited, out)
+    return code, str(refused.value)
+
+
+def test_a_referee_backend_that_rounds_float64_to_float32_is_refused(files, tmp_path, monkeypatch):
+    from tfparity.adapters.keras_backends import worker
+
+    monkeypatch.setattr(worker, "float64_shortfalls", lambda keras: ["matmul", "mean"])
+    argv = ["--import", EXAMPLE, "--precision", "float32", "--precision", "float64"]
+    code, message = _worker_refusal(files, tmp_path, argv)
+    assert code == 2
+    assert "computes matmul, mean at float32" in message
+    assert "--referee-backend tensorflow" in message
+
+
+def test_a_custom_layer_not_imported_exits_2_naming_the_backend(files, tmp_path, monkeypatch):
+    """As in a fresh process that did not import the module registering the layer."""
+    import keras
+
+    registered = keras.saving.get_custom_objects()
+    for name in [n for n in registered if n.startswith("tfparity_examples>")]:
+        monkeypatch.delitem(registered, name)
+    code, message = _worker_refusal(files, tmp_path, ["--precision", "float32"])
+    assert code == 2
+    assert "the torch backend could not run the model" in message
+    assert "ScaledResidual" in message
 
 
 # The judge alone, on made-up outputs: numpy only, no process.

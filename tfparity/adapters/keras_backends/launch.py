@@ -108,7 +108,7 @@ def run_backends(plan: LaunchPlan, inputs: list[np.ndarray]) -> dict[str, Backen
         started = {
             b: _start(plan, b, p, given, Path(tmp, f"{b}.npz")) for b, p in plan.processes().items()
         }
-        return {b: _collect(b, proc, Path(tmp, f"{b}.npz")) for b, proc in started.items()}
+        return {b: collect(b, proc, Path(tmp, f"{b}.npz")) for b, proc in started.items()}
 
 
 def _start(plan: LaunchPlan, backend: str, precisions: tuple[str, ...], given: Path, out: Path):
@@ -127,7 +127,9 @@ def _start(plan: LaunchPlan, backend: str, precisions: tuple[str, ...], given: P
     )
 
 
-def _collect(backend: str, proc: subprocess.Popen, out: Path) -> BackendRun:
+def collect(backend: str, proc: subprocess.Popen, out: Path) -> BackendRun:
+    """What ``backend``'s process wrote to ``out`` once it ends; a TfparityError naming
+    the backend and the worker's one-paragraph reason where it could not run."""
     try:
         _, stderr = proc.communicate(timeout=WORKER_TIMEOUT_S)
     except subprocess.TimeoutExpired:
