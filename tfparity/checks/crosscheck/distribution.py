@@ -111,6 +111,19 @@ def details(
     return found
 
 
+def lacking_reference(tf: Sequence[Trace], pt: Sequence[Trace], reference: str) -> str:
+    """Why a ``--kl-budget`` cannot be judged where the TF side has logits and the
+    reference has none (a golden file saved from a model without this head): what is
+    missing, in words; empty otherwise (the general refusal of :func:`judged` stands)."""
+    if not tf or LOGITS not in tf[0] or (pt and LOGITS in pt[0]):
+        return ""
+    return (
+        f"--kl-budget judges the logits against the reference's, and {reference} holds "
+        "none (stored outputs saved from a model without this head?): save them again "
+        "with --save-outputs from the model with its head, or drop --kl-budget."
+    )
+
+
 def judged(
     metrics: PositionMetrics | None, limits: Sequence[Limit] | None, missing: str = ""
 ) -> BootstrapVerdict | None:
