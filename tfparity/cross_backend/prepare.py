@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.keras_backends.models import built_model, hidden_state_layers
+from ..adapters.keras_backends.models import built_model, hidden_state_layers, save_quantised
 from ..errors import TfparityError
 
 # A callable MODEL: ``package.module:function`` (``tiny:bert`` is a spec, not a callable).
@@ -150,18 +150,7 @@ def quantised_copy(path: Path, mode: str, imports: tuple[str, ...], workdir: Pat
 
 def _quantize(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """Load the float file on TensorFlow, quantise it, save it whole."""
-    import importlib
-
-    for module in args.imports:  # custom layers register themselves on import
-        importlib.import_module(module)
-    import keras
-
-    from ..adapters.keras_hub.quantize import quantize, stored_mode
-
-    model = keras.saving.load_model(args.model, compile=False)
-    quantize(model, args.mode)
-    model.save(f"{args.out}.keras")
-    meta["mode"] = stored_mode(model)
+    meta["mode"] = save_quantised(args.model, f"{args.out}.keras", args.mode, args.imports)
     return {}
 
 
