@@ -299,7 +299,15 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "litert-mlm": lambda work: _litert_mlm(work),
     "keras-backends": lambda work: _keras_backends(work),
     "golden-bert": lambda work: _golden_bert(work),
+    "keras-backends-torch": lambda work: _keras_backends_torch(work),
 }
+
+
+def _keras_backends_torch(work: Path) -> None:
+    """The example model with its custom layer 50% off on torch (``torch-fault.keras``)."""
+    from tfparity.examples.keras_backends_model import save
+
+    save(work / "torch-fault.keras", fault="torch")
 
 
 def _keras_backends(work: Path) -> None:
@@ -936,6 +944,17 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("keras-backends",),
         tested=False,
         why_untested="tests/checks/test_backends_gradients.py runs the same fault and checks it",
+    ),
+    Example(
+        "backends-quantize-torch",
+        "docs/backends.md",
+        1,
+        ("backends", "torch-fault.keras", "--import", "tfparity.examples.keras_backends_model")
+        + ("--backends", "tensorflow,torch", "--quantize", "int8"),
+        setup=("keras-backends-torch",),
+        tested=False,
+        why_untested="tests/checks/test_backends_quantize.py runs the same fault and checks it "
+        "(a quantising step and three processes: too slow to run twice)",
     ),
     Example(
         "crosscheck-backend-jax",
