@@ -298,7 +298,16 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "litert-fault": lambda work: _litert(work / "fault.tflite", "fp32", fault=True),
     "litert-mlm": lambda work: _litert_mlm(work),
     "keras-backends": lambda work: _keras_backends(work),
+    "golden-bert": lambda work: _golden_bert(work),
+    "keras-backends-torch": lambda work: _keras_backends_torch(work),
 }
+
+
+def _keras_backends_torch(work: Path) -> None:
+    """The example model with its custom layer 50% off on torch (``torch-fault.keras``)."""
+    from tfparity.examples.keras_backends_model import save
+
+    save(work / "torch-fault.keras", fault="torch")
 
 
 def _keras_backends(work: Path) -> None:
@@ -401,6 +410,25 @@ def _quantised_generation(out: str) -> str:
     keep += [line for line in lines if line.startswith(("distribution", "quantisation:"))]
     keep += [line for line in lines if line.startswith("  tokens agreed")]
     return "\n".join([*keep, "", next(x for x in lines if x.startswith(("PASS", "FAIL")))])
+
+
+def _distribution_lines(out: str) -> str:
+    """The reference line, the distribution and budget lines and the verdict of a
+    ``--kl-budget`` cross-check."""
+    lines = out.splitlines()
+    keep = [line for line in lines if line.startswith("  reference:")]
+    keep += [line for line in lines if line.startswith(("top-1 agreement", "distribution"))]
+    return "\n".join([*keep, "", next(x for x in lines if x.startswith(("PASS", "FAIL")))])
+
+
+def _golden_bert(work: Path) -> None:
+    """PyTorch's outputs for tiny:bert/masked-lm on the default sentences, saved
+    (``golden-bert.npz``) as ``--save-outputs`` saves them, its report dropped."""
+    from tfparity.cli import main
+
+    argv = ["crosscheck", "tiny:bert/masked-lm", "--no-reload"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        main([*argv, "--save-outputs", str(work / "golden-bert.npz")])
 
 
 def _divergence_and_hint(text: str) -> str:
@@ -547,6 +575,23 @@ EXAMPLES: tuple[Example, ...] = (
             "--kl-budget",
             "kl_mean=0.01,same_top1=0.99",
         ),
+    ),
+    Example(
+        "quantised-seq2seq-kl-budget",
+        "docs/quantised.md",
+        0,
+        ("crosscheck", "tiny:t5/seq2seq-lm", "--no-reload")
+        + ("--kl-budget", "kl_mean=0.01,same_top1=0.99"),
+        keep=_distribution_lines,
+    ),
+    Example(
+        "golden-kl-budget",
+        "docs/golden-outputs.md",
+        0,
+        ("crosscheck", "tiny:bert/masked-lm", "--no-reload", "--load-outputs")
+        + ("golden-bert.npz", "--kl-budget", "kl_mean=0.01,same_top1=0.99"),
+        setup=("golden-bert",),
+        keep=_distribution_lines,
     ),
     Example(
         "quantised-keras-int8",
@@ -899,6 +944,17 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("keras-backends",),
         tested=False,
         why_untested="tests/checks/test_backends_gradients.py runs the same fault and checks it",
+    ),
+    Example(
+        "backends-quantize-torch",
+        "docs/backends.md",
+        1,
+        ("backends", "torch-fault.keras", "--import", "tfparity.examples.keras_backends_model")
+        + ("--backends", "tensorflow,torch", "--quantize", "int8"),
+        setup=("keras-backends-torch",),
+        tested=False,
+        why_untested="tests/checks/test_backends_quantize.py runs the same fault and checks it "
+        "(a quantising step and three processes: too slow to run twice)",
     ),
     Example(
         "crosscheck-backend-jax",

@@ -59,12 +59,16 @@ SPAN_OUTPUTS = ("start_logits", "end_logits")
 # Kinds whose logits are over the vocabulary: judged by top-1 (and top-k) agreement.
 LM_HEADS = frozenset({Head.MASKED_LM, Head.CAUSAL_LM, Head.SEQ2SEQ_LM})
 
-# Kinds whose vocabulary logits sit on the encoder's [batch, seq] positions, so the
+# Kinds whose vocabulary logits sit on the batch's [batch, seq] positions, so the
 # distribution metrics (KL, same top-1, Δp; docs/quantised.md) are taken per token under
 # the attention mask; of them, those whose position t predicts the token at t + 1 (and
-# so have a next-token NLL and perplexity). A seq2seq LM's logits are the decoder's.
-DISTRIBUTION_HEADS = frozenset({Head.MASKED_LM, Head.CAUSAL_LM})
+# so have a next-token NLL and perplexity). A seq2seq LM's logits are the decoder's,
+# teacher-forced on the row's own ids shifted right behind the start token
+# (adapters/interfaces/greedy.py teacher_forced_decoder): its position t predicts the
+# token at t itself, so it has a target (and an NLL) at every real position.
+DISTRIBUTION_HEADS = frozenset({Head.MASKED_LM, Head.CAUSAL_LM, Head.SEQ2SEQ_LM})
 NEXT_TOKEN_HEADS = frozenset({Head.CAUSAL_LM})
+SAME_TOKEN_HEADS = frozenset({Head.SEQ2SEQ_LM})
 
 # Kinds whose logits are the config's labels (``id2label``): a port's label maps are
 # judged against the reference's for these only (every config has default maps).

@@ -72,6 +72,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a scalar seeded by --seed against the float64 referee's, naming the first layer "
         "counted backwards",
     )
+    p.add_argument(
+        "--quantize",
+        choices=("int8", "int4", "float8"),
+        help="quantise the model once with Keras's model.quantize (on TensorFlow) and check "
+        "that every backend computes the same quantised model: each backend's output "
+        "against TensorFlow's quantised run and the float model's float64 referee, by the "
+        "mode's budgets (docs/backends.md)",
+    )
+    p.add_argument(
+        "--kl-budget",
+        metavar="METRIC=VALUE,...",
+        help="with --quantize (or a quantised .keras): the distribution budget on logits "
+        "output, e.g. kl_mean=0.015,same_top1=0.95 (default: the mode's, docs/quantised.md)",
+    )
     p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
     p.set_defaults(func=_run_backends)
 
@@ -102,8 +116,15 @@ def _run_backends(args: argparse.Namespace) -> int:
         gradients=args.gradients,
         pt=args.pt,
         texts=texts,
+        quantize=args.quantize,
+        kl_budget=args.kl_budget,
     )
-    print(render_backends(report))
+    if "quantisation" in report.details:
+        from ..report.backends_quantised import render_quantised_backends
+
+        print(render_quantised_backends(report))
+    else:
+        print(render_backends(report))
     if args.json:
         write_json([report], args.json, top_level=TOP_LEVEL)
     return EXIT_PASS if report.passed else EXIT_FAIL

@@ -125,11 +125,6 @@ def run(args: argparse.Namespace) -> int:
             "--quantize is not checked on --save-outputs/--load-outputs runs: run it "
             "without them (docs/quantised.md)."
         )
-    if golden and args.kl_budget is not None:
-        raise TfparityError(
-            "--kl-budget is not judged on --save-outputs/--load-outputs runs yet: run it "
-            "without them (docs/quantised.md)."
-        )
     _refuse_backend_with(args, golden)
     frameworks_frozen(torch=not args.load_outputs)
     start = time.perf_counter()
@@ -228,4 +223,5 @@ def _golden_passes(args: argparse.Namespace, execution) -> list:
         localise=args.localise,
         referee=args.referee,
         execution=execution,
+        kl_budget=args.kl_budget,  # judged against the stored (or captured) logits
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import TfparityError
 from ..results import Report
@@ -31,6 +32,10 @@ class BackendsRequest:
     pt: str | None = None
     texts: Sequence[str] | None = None
     gradients: bool = False
+    # Keras quantisation mode (int8|int4|float8): quantise once on TensorFlow, every
+    # backend runs that quantised file (.quantised); None: run the file as it is.
+    quantize: str | None = None
+    kl_budget: Sequence[Any] | None = None  # parsed limits replacing the mode's default
 
 
 def run_request(request: BackendsRequest) -> Report:
@@ -40,6 +45,7 @@ def run_request(request: BackendsRequest) -> Report:
 
     kind = model_kind(request.model)
     _refuse_for_kind(request, kind)
+    _refuse_for_quantize(request)
     if kind == "file":
         from ..adapters.keras_backends.inputs import read_config
 
@@ -48,6 +54,24 @@ def run_request(request: BackendsRequest) -> Report:
     referee = choose_referee(request.referee_backend)
     with temporary_workdir() as tmp:
         return _run(request, kind, Path(tmp), chosen, referee, notes)
+
+
+def _refuse_for_quantize(request: BackendsRequest) -> None:
+    """What ``--quantize`` cannot be asked with (exit 2 before any process starts)."""
+    if request.quantize is not None:
+        from ..adapters.keras_hub.quantize import check_mode
+
+        check_mode(request.quantize)
+        if request.gradients:
+            raise TfparityError(
+                "--gradients is not judged on a quantised model: its int8/float8 layers "
+                "have no float64 twin to referee the gradients (drop one of them)."
+            )
+    elif request.kl_budget:
+        raise TfparityError(
+            "--kl-budget judges a quantised model's logits on `tfparity backends`: give "
+            "--quantize int8|int4|float8 with it, or a .keras file already quantised."
+        )
 
 
 def _refuse_for_kind(request: BackendsRequest, kind: str) -> None:
@@ -97,6 +121,10 @@ def _run(
         hub = HubInputs(request.random, request.seq_len, request.seed, _texts(request.texts))
         prepared = prepare(request.model, kind, tmp, tuple(request.imports), hub, request.pt)
         prepared.inputs = given or prepared.inputs
+    if request.quantize or _quantised_file(prepared.path):
+        from .quantised import run_quantised
+
+        return run_quantised(request, prepared, tmp, chosen, referee, notes)
     seed = request.seed if request.gradients else None
     plan = LaunchPlan(prepared.path, chosen, referee, prepared.imports, seed)
     runs = run_backends(plan, prepared.inputs)
@@ -125,6 +153,13 @@ def _run(
     return report
 
 
+def _quantised_file(path: Path) -> bool:
+    """Whether ``path`` was saved after Keras's ``model.quantize`` (read from its config)."""
+    from ..adapters.keras_backends.inputs import quantised_mode, read_config
+
+    return quantised_mode(read_config(path)) is not None
+
+
 def _texts(texts: Sequence[str] | None) -> tuple[str, ...] | None:
     return None if texts is None else tuple(str(t) for t in texts)
 
@@ -143,6 +178,8 @@ def backends(
     pt: str | None = None,
     texts: Sequence[str] | None = None,
     gradients: bool = False,
+    quantize: str | None = None,
+    kl_budget: str | None = None,
 ) -> Report:
     """One Keras 3 model on each Keras backend (``backends``: default every installed
     one), each in its own process, every layer's output judged against a float64 run of
@@ -155,7 +192,14 @@ def backends(
     input), ``texts`` (a keras-hub spec's tokenizer), else ``random`` rows of
     ``seq_len`` seeded token ids. ``gradients``: also each backend's gradients of a
     scalar seeded by ``seed`` w.r.t. every layer output and weight, judged the same way
-    backwards."""
+    backwards. ``quantize``: Keras-quantise the model once on TensorFlow and check that
+    every backend computes the same quantised model, against TensorFlow's run and the
+    float model's float64 referee by the mode's budgets (``kl_budget``, e.g.
+    ``"kl_mean=0.015"``, replaces its distribution budget); a file already quantised is
+    checked so without it (docs/backends.md)."""
+    from ..compare.bootstrap import parse_budget
+
+    limits = parse_budget(kl_budget) if kl_budget else None  # exit 2 before any process
     return run_request(
         BackendsRequest(
             model,
@@ -170,6 +214,8 @@ def backends(
             pt,
             texts,
             gradients,
+            quantize,
+            limits,
         )
     )
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.keras_backends.models import built_model, hidden_state_layers
+from ..adapters.keras_backends.models import built_model, hidden_state_layers, save_quantised
 from ..errors import TfparityError
 
 # A callable MODEL: ``package.module:function`` (``tiny:bert`` is a spec, not a callable).
@@ -131,6 +131,29 @@ def prepare(
     )
 
 
+def quantised_copy(path: Path, mode: str, imports: tuple[str, ...], workdir: Path) -> Path:
+    """``path`` (a float ``.keras``) quantised by Keras to ``mode`` on TensorFlow, once,
+    through :mod:`tfparity.adapters.keras_hub.quantize` (the one place tfparity
+    quantises), and saved beside it: every backend then loads the same quantised file.
+    A failure is a TfparityError with its one paragraph."""
+    out = workdir / "quantised"
+    arguments = ["quantize", str(path), "--out", str(out), "--mode", mode]
+    arguments += [a for m in imports for a in ("--import", m)]
+    stderr = _prepared_here(arguments) if _tensorflow_here() else _prepared_apart(arguments)
+    meta_path = Path(f"{out}.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if not Path(f"{out}.keras").exists() or "error" in meta:
+        last = (stderr or "").strip().splitlines()[-1:] or ["no message"]
+        raise TfparityError(meta.get("error") or f"quantising {path} failed: {last[0]}")
+    return Path(f"{out}.keras")
+
+
+def _quantize(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Load the float file on TensorFlow, quantise it, save it whole."""
+    meta["mode"] = save_quantised(args.model, f"{args.out}.keras", args.mode, args.imports)
+    return {}
+
+
 def _tensorflow_here() -> bool:
     """Whether this process runs Keras on TensorFlow, or may (Keras not imported yet,
     KERAS_BACKEND unset or tensorflow): then preparing here spares a process start and
@@ -217,16 +240,18 @@ def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tfparity-backends-prepare")
-    p.add_argument("kind", choices=("keras-hub", "callable"))
+    p.add_argument("kind", choices=("keras-hub", "callable", "quantize"))
     p.add_argument("model")
     p.add_argument("--out", required=True)
     p.add_argument("--import", dest="imports", action="append", default=[])
     p.add_argument("--given", default="{}")
     p.add_argument("--pt")
+    p.add_argument("--mode", help="quantize: the Keras quantisation mode")
     args = p.parse_args(argv)
     meta: dict[str, Any] = {}
     try:
-        arrays = (_hub if args.kind == "keras-hub" else _callable)(args, meta)
+        step = {"keras-hub": _hub, "callable": _callable, "quantize": _quantize}[args.kind]
+        arrays = step(args, meta)
         np.savez(f"{args.out}.npz", **arrays)
         code = 0
     except Exception as e:  # the parent reports it as bad input, one paragraph

@@ -64,11 +64,22 @@ class TorchGradientStopped(ScaledResidual):
         return x + self.alpha * keras.ops.tanh(inner)
 
 
+@keras.saving.register_keras_serializable(package="tfparity_examples")
+class TorchSkewed(ScaledResidual):
+    """:class:`ScaledResidual`, but 50% too large on torch: a backend-specific fault
+    larger than any quantisation's noise, which ``backends --quantize`` must name."""
+
+    def call(self, x: Any) -> Any:
+        y = super().call(x)
+        return y * 1.5 if keras.backend.backend() == "torch" else y
+
+
 # The residual layer per fault: None (clean), "jax" (JAX only), "float32" (every backend),
-# "torch_gradient" (torch's backward pass only).
+# "torch_gradient" (torch's backward pass only), "torch" (torch's forward pass, by 50%).
 RESIDUALS = {
     None: ScaledResidual,
     "jax": JaxSkewed,
+    "torch": TorchSkewed,
     "float32": Float32Skewed,
     "torch_gradient": TorchGradientStopped,
 }

@@ -59,11 +59,15 @@ class LaunchPlan:
     referee: str
     imports: tuple[str, ...] = ()
     gradients: int | None = None  # the seed of the scalar differentiated; None: none
+    # False for a Keras-quantised file: its int8/float8 layers have no float64 twin
+    # (their kernels and scales are not a float model's weights), so none is asked for.
+    float64: bool = True
 
     def processes(self) -> dict[str, tuple[str, ...]]:
         """Per backend, the precisions its process runs (float64 on the referee's)."""
         plan: dict[str, tuple[str, ...]] = {b: ("float32",) for b in self.backends}
-        plan[self.referee] = (*plan.get(self.referee, ()), "float64")
+        if self.float64:
+            plan[self.referee] = (*plan.get(self.referee, ()), "float64")
         return plan
 
 

@@ -1,12 +1,31 @@
 """What the preparing step (:mod:`tfparity.cross_backend.prepare`) asks of Keras: a
-callable's model built and checked, and which backbone layer holds each of Hugging
-Face's hidden states (Keras internals: the layer graph's nodes)."""
+callable's model built and checked, a float file saved quantised, and which backbone
+layer holds each of Hugging Face's hidden states (Keras internals: the layer graph's
+nodes)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ...errors import TfparityError
+
+
+def save_quantised(path: str, out: str, mode: str, imports: list[str]) -> str | None:
+    """Load the float ``.keras`` at ``path``, quantise it with Keras to ``mode`` (through
+    :mod:`..keras_hub.quantize`, the one place tfparity quantises) and save it whole at
+    ``out``; the mode its layers now hold."""
+    import importlib
+
+    import keras
+
+    from ..keras_hub.quantize import quantize, stored_mode
+
+    for module in imports:  # custom layers register themselves on import
+        importlib.import_module(module)
+    model = keras.saving.load_model(path, compile=False)
+    quantize(model, mode)
+    model.save(out)
+    return stored_mode(model)
 
 
 def built_model(target: str, imports: list[str]) -> Any:

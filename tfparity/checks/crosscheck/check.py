@@ -132,7 +132,8 @@ def crosscheck(
         noise=_noise(comparisons, refereed),
     )
     lm_metrics = distribution.lm_distribution(tf_judged, pt_judged, batches, tf_model.head)
-    kl_verdict = distribution.judged(lm_metrics, options.kl_budget)
+    lacking = distribution.lacking_reference(runs.tf, runs.pt, pt_model.name)
+    kl_verdict = distribution.judged(lm_metrics, options.kl_budget, lacking)
     broken += distribution.failures(kl_verdict)
     notes = list(tf_model.notes) + list(pt_model.notes) + gap_notes(gaps, dropped)
     if tapped and not components:

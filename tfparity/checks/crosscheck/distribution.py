@@ -15,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from ...architectures.heads import CLASS_HEADS, DISTRIBUTION_HEADS, NEXT_TOKEN_HEADS, Head
+from ...architectures.heads import (
+    CLASS_HEADS,
+    DISTRIBUTION_HEADS,
+    NEXT_TOKEN_HEADS,
+    SAME_TOKEN_HEADS,
+    Head,
+)
 from ...compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
 from ...compare.distribution import PositionMetrics, concatenate, position_metrics, summarise
 from ...compare.record import Comparison, failed_comparison
@@ -36,12 +42,31 @@ def next_token_targets(batch: Batch) -> np.ndarray:
     return targets
 
 
+def own_token_targets(batch: Batch) -> np.ndarray:
+    """A teacher-forced seq2seq decoder's targets: the decoder is fed each row's start
+    token and its ids but the last, at the real positions, so position t chose the
+    batch's own id at t; -1 at padding."""
+    ids, mask = np.asarray(batch.input_ids), np.asarray(batch.attention_mask, bool)
+    return np.where(mask, ids, -1).astype(np.int64)
+
+
+def _targets(batch: Batch, head: Head | None) -> np.ndarray | None:
+    """The token each position is scored at (Δp, NLL), or None (Δp at the reference's
+    top token, no NLL: a masked LM, a token classifier)."""
+    if head in NEXT_TOKEN_HEADS:
+        return next_token_targets(batch)
+    if head in SAME_TOKEN_HEADS:
+        return own_token_targets(batch)
+    return None
+
+
 def lm_distribution(
     tf: Sequence[Trace], pt: Sequence[Trace], batches: Sequence[Batch], head: Head | None
 ) -> PositionMetrics | None:
     """Per-position metrics of every batch's ``logits`` (PyTorch the reference), each
-    sequence one item: per token for an LM head or a token classifier, one position per
-    sequence for a sequence classifier. None for a head without such logits, or where
+    sequence one item: per token for an LM head (a seq2seq LM's: the teacher-forced
+    decoder's, under the decoder's mask, which is the batch's) or a token classifier, one
+    position per sequence for a sequence classifier. None for a head without such logits, or where
     either side lacks them or they differ in shape (a failed comparison already)."""
     if head not in DISTRIBUTION_HEADS | CLASS_HEADS or not tf or not pt:
         return None
@@ -54,7 +79,7 @@ def lm_distribution(
             parts.append(position_metrics(e, a, None, None, offset))
             offset += np.shape(a)[0]
             continue
-        targets = next_token_targets(batch) if head in NEXT_TOKEN_HEADS else None
+        targets = _targets(batch, head)
         parts.append(position_metrics(e, a, batch.attention_mask, targets, offset))
         offset += np.shape(a)[0]
     metrics = concatenate(parts)
@@ -86,6 +111,19 @@ def details(
     return found
 
 
+def lacking_reference(tf: Sequence[Trace], pt: Sequence[Trace], reference: str) -> str:
+    """Why a ``--kl-budget`` cannot be judged where the TF side has logits and the
+    reference has none (a golden file saved from a model without this head): what is
+    missing, in words; empty otherwise (the general refusal of :func:`judged` stands)."""
+    if not tf or LOGITS not in tf[0] or (pt and LOGITS in pt[0]):
+        return ""
+    return (
+        f"--kl-budget judges the logits against the reference's, and {reference} holds "
+        "none (stored outputs saved from a model without this head?): save them again "
+        "with --save-outputs from the model with its head, or drop --kl-budget."
+    )
+
+
 def judged(
     metrics: PositionMetrics | None, limits: Sequence[Limit] | None, missing: str = ""
 ) -> BootstrapVerdict | None:
@@ -96,7 +134,8 @@ def judged(
     if metrics is None:
         raise TfparityError(
             missing
-            or "--kl-budget judges an LM head's logits per token (masked-lm or causal-lm), "
+            or "--kl-budget judges an LM head's logits per token (masked-lm, causal-lm or "
+            "seq2seq-lm), "
             "and this run compared none; drop it, or load the model with its LM head."
         )
     return bootstrap_verdict(metrics, limits)

@@ -1,0 +1,74 @@
+"""``tfparity backends MODEL --quantize MODE``, and a ``.keras`` file already quantised.
+
+The float model is prepared as ever (one ``.keras``); Keras quantises it once, on
+TensorFlow (:func:`.prepare.quantised_copy`), and every backend loads that one quantised
+file, so the question is "do the backends compute the same quantised model?". A file
+saved after ``model.quantize`` is read as it is, its mode named from its config.
+
+Keras cannot run a quantised model at float64, so the judge is not the float64
+referee of the quantised graph: the referee's backend runs the *float* model at
+float64 (a second, short launch), and :mod:`tfparity.checks.backends_quantised` judges
+every backend's quantised output against the anchor backend's and against that
+referee by the mode's budgets.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ..errors import TfparityError
+from ..results import Report
+
+ANCHOR = "tensorflow"  # the backend Keras quantised on: the others are held to its run
+
+
+def run_quantised(
+    request, prepared, tmp: Path, chosen: tuple[str, ...], referee: str, notes: list[str]
+) -> Report:
+    """Quantise (unless the file already is), run every backend on the quantised file,
+    the referee's backend on the float file at float64, and judge."""
+    from ..adapters.keras_backends import LaunchPlan, run_backends
+    from ..adapters.keras_backends.inputs import quantised_mode, read_config, vocabulary
+    from ..checks.backends_quantised import QuantisedOutputs, check_quantised_backends
+    from .prepare import quantised_copy
+
+    config = read_config(prepared.path)
+    stored = quantised_mode(config)
+    if stored and request.quantize:
+        raise TfparityError(
+            f"{request.model} is already quantised ({stored}, Keras model.quantize): drop "
+            "--quantize to check it as it is (docs/backends.md)."
+        )
+    if stored:
+        notes.append(f"{request.model} is quantised ({stored}): read as it is; no float model")
+        path, float_path, mode = prepared.path, None, stored
+    else:
+        path = quantised_copy(prepared.path, request.quantize, prepared.imports, tmp)
+        float_path, mode = prepared.path, request.quantize
+    plans = [LaunchPlan(path, chosen, referee, prepared.imports, float64=False)]
+    if float_path is not None:  # the float model's float64 run, on the referee's backend
+        plans.append(LaunchPlan(float_path, (), referee, prepared.imports))
+    # side by side, as the backends of one launch run: each is a process of its own
+    with ThreadPoolExecutor(len(plans)) as pool:
+        launched = list(pool.map(lambda plan: run_backends(plan, prepared.inputs), plans))
+    runs = launched[0]
+    truth = launched[1][referee].outputs["float64"] if float_path is not None else None
+    for note in (n for run in runs.values() for n in run.notes):
+        notes += [note] if note not in notes else []
+    anchor = ANCHOR if ANCHOR in chosen else chosen[0]
+    layer = list(runs[anchor].outputs["float32"])[-1]  # topological: the model's output
+    outputs = QuantisedOutputs(
+        model=str(request.model),
+        mode=mode,
+        layer=layer,
+        runs={b: runs[b].outputs["float32"][layer] for b in chosen},
+        anchor=anchor,
+        float_truth=None if truth is None else truth[layer],
+        referee_backend=referee,
+        vocabulary=vocabulary(config),
+        quantised_here=float_path is not None,
+        precision={b: runs[b].precision for b in chosen},
+        notes=notes,
+    )
+    return check_quantised_backends(outputs, request.kl_budget)
