@@ -49,6 +49,9 @@ class BackendOutputs:
     # Who the truth is when it is not the same model at float64 (Hugging Face PyTorch
     # for a keras-hub port): a shared departure then indicts the port, not a dtype.
     referee_label: str = ""
+    # Each sublayer tap's graph layer (a tap is a layer inside it, recorded by its path):
+    # reported as the row's ``parent``.
+    parents: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def check_backends(
         "judge": f"{referee.describe()}, the other backends as the float32 reference; "
         f"ceiling {ceiling:g} x RMS",
         "ceiling": ceiling,
-        "layers": [_row(j) for j in judgements],
+        "layers": [_row(j, outputs.parents.get(j.layer)) for j in judgements],
         "precision": dict(outputs.precision),
         "first_divergence": None,
     }
@@ -145,8 +148,9 @@ def check_backends(
     return report
 
 
-def _row(j: LayerJudgement) -> dict[str, Any]:
-    """One table row: per backend, max abs diff and RMSE relative to the truth's RMS."""
+def _row(j: LayerJudgement, parent: str | None = None) -> dict[str, Any]:
+    """One table row: per backend, max abs diff and RMSE relative to the truth's RMS;
+    ``parent``, for a sublayer tap, the graph layer that holds it."""
     cells = {}
     for backend, c in j.comparisons.items():
         bound = c.referee or {}
@@ -158,7 +162,8 @@ def _row(j: LayerJudgement) -> dict[str, Any]:
             "passed": c.passed,
             "problem": c.problem,
         }
-    return {"layer": j.layer, "backends": cells, "spread_rmse": j.spread, "rms": j.scale}
+    row = {"layer": j.layer, "backends": cells, "spread_rmse": j.spread, "rms": j.scale}
+    return row | ({"parent": parent} if parent else {})
 
 
 def _ratio(rmse: float | None, scale: float) -> float | None:

@@ -137,6 +137,7 @@ def _run(
         referee_backend=referee,
         precision={b: runs[b].precision for b in chosen},
         notes=notes,
+        parents={n: p for run in runs.values() for n, p in run.parents.items()},
     )
     ceiling = DEFAULT_CEILING if request.ceiling is None else request.ceiling
     report = check_backends(outputs, ceiling=ceiling)

@@ -85,6 +85,9 @@ class BackendRun:
     keras_version: str = ""
     gradients: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     gradient_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Each sublayer tap's graph layer (``block/attention/query`` -> ``block``): taps are
+    # the outputs of the layers inside a graph layer (:mod:`.sublayers`).
+    parents: dict[str, str] = field(default_factory=dict)
 
 
 def environment(backend: str, precisions: tuple[str, ...]) -> dict[str, str]:
@@ -153,6 +156,7 @@ def collect(backend: str, proc: subprocess.Popen, out: Path) -> BackendRun:
         for precision, facts in meta["runs"].items():
             run.outputs[precision] = {n: held[f"{precision}:{n}"] for n in facts["layers"]}
             run.notes.extend(facts["notes"])
+            run.parents.update(facts.get("parents", {}))
             if "gradients" in facts:
                 rows = facts["gradients"]["rows"]
                 run.gradients[precision] = {n: held[f"grad:{precision}:{n}"] for n in rows}

@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -97,12 +98,13 @@ def _policies_to_float64(config: Any) -> None:
             _policies_to_float64(value)
 
 
-def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str]]:
+def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[Any]]:
     """A model whose outputs are every layer's (topological order, as ``model.layers``),
-    their names (``layer`` or ``layer/k`` for a layer with several outputs), and notes
-    on layers that could not be recorded (one called at several places has no single
-    output). A model without a graph (subclassed) records its outputs only."""
-    outputs, names, notes = [], [], []
+    their names (``layer`` or ``layer/k`` for a layer with several outputs), notes on
+    layers that could not be recorded (one called at several places has no single
+    output) and the layers recorded. A model without a graph (subclassed) records its
+    outputs only."""
+    outputs, names, notes, layers = [], [], [], []
     for layer in model.layers:
         if isinstance(layer, keras.layers.InputLayer):
             continue
@@ -112,27 +114,49 @@ def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str]]:
             notes.append(f"layer {layer.name} not recorded: {str(e).splitlines()[0]}")
             continue
         outputs.extend(flat)
+        layers.append(layer)
         names.extend(
             [layer.name] if len(flat) == 1 else [f"{layer.name}/{k}" for k in range(len(flat))]
         )
     if not outputs:
         notes.append("the model has no layer graph (subclassed): only its outputs are recorded")
-        return model, ["output"], notes
-    return keras.Model(model.inputs, outputs), names, notes
+        return model, ["output"], notes, []
+    return keras.Model(model.inputs, outputs), names, notes, layers
 
 
-def _run(
-    keras: Any, model: Any, inputs: list[np.ndarray]
-) -> tuple[dict[str, np.ndarray], list[str], list[str]]:
-    recorder, names, notes = _recorder(keras, model)
+@dataclass
+class Recorded:
+    """One forward pass: every output by name in the order they ran (each graph layer's
+    sublayer taps just before it), and each tap's graph layer."""
+
+    outputs: dict[str, np.ndarray]
+    names: list[str]
+    notes: list[str]
+    parents: dict[str, str] = field(default_factory=dict)
+
+
+def _run(keras: Any, model: Any, inputs: list[np.ndarray]) -> Recorded:
+    """Run ``model`` once on ``inputs``, recording every graph layer's output and,
+    inside each, its sublayers' (:mod:`.sublayers`)."""
+    from .sublayers import SublayerTaps, merged
+
+    recorder, names, notes, layers = _recorder(keras, model)
     fed = inputs[0] if len(inputs) == 1 else inputs
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), SublayerTaps(keras, layers) as tapped:
         warnings.simplefilter("ignore")  # Keras warns of input structure it accepts anyway
         produced = keras.tree.flatten(recorder(fed, training=False))
     arrays = [np.asarray(keras.ops.convert_to_numpy(t)) for t in produced]
     if len(names) == 1 and len(arrays) > 1:  # a subclassed model's several outputs
         names = [f"output/{k}" for k in range(len(arrays))]
-    return dict(zip(names, arrays, strict=True)), names, notes
+    owners = _owners(names, layers)
+    outputs, parents = merged(dict(zip(names, arrays, strict=True)), owners, tapped.taps)
+    return Recorded(outputs, list(outputs), notes, parents)
+
+
+def _owners(names: list[str], layers: list[Any]) -> dict[str, str]:
+    """Each recorded name's graph layer (``dense/1`` -> ``dense``)."""
+    known = {layer.name for layer in layers}
+    return {n: n if n in known else n.rsplit("/", 1)[0] for n in names}
 
 
 def precision_facts(keras: Any, backend: str) -> dict[str, Any]:
@@ -185,12 +209,17 @@ def _record(args: argparse.Namespace) -> dict[str, Any]:
             )
     for precision in args.precision or ["float32"]:
         run_model = model if precision == "float32" else _float64_twin(keras, model)
-        outputs, names, notes = _run(keras, run_model, inputs)
-        dtypes = sorted({str(a.dtype) for a in outputs.values() if a.dtype.kind == "f"})
+        run = _run(keras, run_model, inputs)
+        dtypes = sorted({str(a.dtype) for a in run.outputs.values() if a.dtype.kind == "f"})
         if precision == "float64" and dtypes != ["float64"]:
             raise ValueError(f"the float64 run on {backend} computed in {', '.join(dtypes)}")
-        meta["runs"][precision] = {"layers": names, "notes": notes, "dtypes": dtypes}
-        arrays.update({f"{precision}:{name}": a for name, a in outputs.items()})
+        meta["runs"][precision] = {
+            "layers": run.names,
+            "notes": run.notes,
+            "dtypes": dtypes,
+            "parents": run.parents,
+        }
+        arrays.update({f"{precision}:{name}": a for name, a in run.outputs.items()})
         if args.gradients is not None:  # kept apart: .gradients says how
             from .gradients import record_gradients
 
