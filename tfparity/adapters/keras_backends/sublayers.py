@@ -99,13 +99,17 @@ class SublayerTaps:
                 quantised = getattr(inner, "quantization_mode", None) is not None
                 attribute = "quantized_call" if quantised else "call"
                 original = getattr(inner, attribute)
-                self._restore.append((inner, attribute, original))
+                own = attribute in vars(inner)  # else the class's method: deleted after
+                self._restore.append((inner, attribute, original if own else None))
                 setattr(inner, attribute, self._wrapped(original, path, top.name))
         return self
 
     def __exit__(self, *exc: Any) -> None:
         for inner, attribute, original in reversed(self._restore):
-            setattr(inner, attribute, original)
+            if original is None:
+                delattr(inner, attribute)
+            else:
+                setattr(inner, attribute, original)
         self._restore.clear()
 
     def _wrapped(self, call: Any, path: str, parent: str) -> Any:
