@@ -976,6 +976,16 @@ EXAMPLES: tuple[Example, ...] = (
         "and checks it (a conversion and one process per backend: too slow to run twice)",
     ),
     Example(
+        "backends-block-jax-fault",
+        "docs/backends.md",
+        1,
+        ("backends", "tfparity.examples.keras_backends_model:build_block_jax_fault"),
+        tested=False,
+        why_untested="tests/adapters/keras_backends/test_sublayers.py records the same "
+        "sublayers in process and judges a sublayer wrong on one backend (three backend "
+        "processes: too slow to run twice)",
+    ),
+    Example(
         "backends-callable",
         "docs/backends.md",
         1,

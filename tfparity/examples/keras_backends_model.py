@@ -85,6 +85,49 @@ RESIDUALS = {
 }
 
 
+@keras.saving.register_keras_serializable(package="tfparity_examples")
+class MLPBlock(keras.layers.Layer):
+    """``x + down(mix(up(x)))``: a block whose Dense and custom layers run inside its
+    ``call``, outside the functional graph (as in a keras-hub transformer layer), so
+    ``tfparity backends`` records them as sublayer taps (``block/up``, ``block/mix``,
+    ``block/down``). ``fault`` picks ``mix``'s class from :data:`RESIDUALS`."""
+
+    def __init__(self, fault: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fault = fault
+        self.up = keras.layers.Dense(16, activation="gelu", name="up")
+        self.mix = RESIDUALS[fault](name="mix")
+        self.down = keras.layers.Dense(16, name="down")
+
+    def build(self, input_shape: Any) -> None:
+        # built here, not on first call, so that loading a saved file finds the weights
+        self.up.build(input_shape)
+        self.mix.build((*input_shape[:-1], 16))
+        self.down.build((*input_shape[:-1], 16))
+
+    def call(self, x: Any) -> Any:
+        return x + self.down(self.mix(self.up(x)))
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "fault": self.fault}
+
+
+def build_block(fault: str | None = None, seed: int = 0) -> keras.Model:
+    """Embedding -> :class:`MLPBlock` -> LayerNormalization -> Dense logits."""
+    keras.utils.set_random_seed(seed)
+    ids = keras.Input((None,), dtype="int32", name="token_ids")
+    h = keras.layers.Embedding(64, 16, name="embedding")(ids)
+    h = MLPBlock(fault, name="block")(h)
+    h = keras.layers.LayerNormalization(name="norm")(h)
+    return keras.Model(ids, keras.layers.Dense(64, name="logits")(h), name="block_example")
+
+
+def build_block_jax_fault() -> keras.Model:
+    """:func:`build_block` with the block's ``mix`` sublayer 0.1% off on JAX only, as a
+    callable MODEL: the fault is named at ``block/mix``, not at ``block``."""
+    return build_block(fault="jax")
+
+
 def build(vocab: int = 64, width: int = 16, fault: str | None = None, seed: int = 0) -> keras.Model:
     """Embedding -> Dense(gelu) -> custom layer -> LayerNormalization -> Dense logits."""
     keras.utils.set_random_seed(seed)

@@ -22,7 +22,8 @@ def _cell(cell: dict[str, Any] | None) -> str:
 def verdict(report: Report) -> str:
     """``PASS backends: ...`` or ``FAIL backends: ...`` naming backend and layer."""
     d = report.details
-    n = len(d["layers"])
+    taps = sum(1 for row in d["layers"] if row.get("parent"))  # sublayers inside a layer
+    n = len(d["layers"]) - taps
     backends = ", ".join(d["backends"])
     g = d.get("gradients")
     if report.passed:
@@ -32,7 +33,8 @@ def verdict(report: Report) -> str:
             f" and with {hf['referee']['label']} at {len(hf['layers'])} hidden states" if hf else ""
         )
         return (
-            f"PASS backends: {backends} agree with the float64 referee at {n} layers{grads}{also}"
+            f"PASS backends: {backends} agree with the float64 referee at {n} layers"
+            f"{f' and {taps} sublayers' if taps else ''}{grads}{also}"
         )
     f = d["first_divergence"] or (g or {}).get("first_divergence") or {}
     return f"FAIL backends: {f.get('text', 'see above')}"

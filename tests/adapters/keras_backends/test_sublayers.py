@@ -211,3 +211,4 @@ def test_judge_passes_clean_sublayers():
     report = _judged(None)
     assert report.passed
     assert [row["layer"] for row in report.details["layers"]] == LAYERS
+    assert "agree with the float64 referee at 3 layers and 3 sublayers" in render_backends(report)
