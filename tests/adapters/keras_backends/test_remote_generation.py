@@ -70,6 +70,14 @@ def test_a_changed_weight_fails_on_jax_naming_the_step_and_layer(on_jax, changed
     assert f"crosscheck {SPEC} --backend jax`" in d.hint  # advice that runs as given
 
 
+def test_crosscheck_of_the_task_on_jax_compares_its_logits(on_jax):
+    """The task is carried whole: its head's logits come back with the hidden states."""
+    (report,) = api.crosscheck(tf=on_jax, pt="tiny:gpt2/causal-lm")
+    assert report.passed, [c.name for c in report.failures]
+    assert {"hidden_states[2]", "logits"} <= {c.name for c in report.comparisons}
+    assert on_jax.side_kind == "a keras-hub CausalLM task on the jax backend"
+
+
 def test_the_worker_refuses_the_embeds_start_by_name(on_jax):
     generator = on_jax.generator()
     assert "token ids only" in generator.embeds_refusal
