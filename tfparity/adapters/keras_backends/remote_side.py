@@ -133,10 +133,9 @@ def remote_keras_hub(local: Any, backend: str) -> RemoteKerasHub:
 
     if not isinstance(local, KerasHubModel):
         raise TfparityError(
-            f"--backend {backend} runs a keras-hub backbone in a process of its own; "
-            f"{local.name} loads as {local.side_kind}, with a head (a CausalLM task), "
-            "which is not carried to another backend yet: drop --head, or use --backend "
-            "tensorflow."
+            f"--backend {backend} runs a keras-hub backbone or CausalLM task in a process "
+            f"of its own; {local.name} loads as {local.side_kind}, which is not carried to "
+            "another backend: use --backend tensorflow."
         )
     worker = _Worker(backend, local)
     facts = worker.facts
