@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 
 from ..errors import TfparityError
-from .common import EXIT_FAIL, EXIT_PASS, non_negative_int, tolerance_value
+from .common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_html_plot_arguments,
+    check_plot_argument,
+    non_negative_int,
+    tolerance_value,
+    write_outputs,
+)
 from .naming import add_model_naming
 
 TOP_LEVEL = ("backends", "referee")
@@ -72,8 +80,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a scalar seeded by --seed against the float64 referee's, naming the first layer "
         "counted backwards",
     )
+    p.add_argument(
+        "--jobs",
+        type=_jobs,
+        metavar="N",
+        help="at most N backend processes at once (default: as many as there are cores; "
+        "1: one after another)",
+    )
     p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
+    add_html_plot_arguments(p.add_argument_group("reports"))
     p.set_defaults(func=_run_backends)
+
+
+def _jobs(value: str) -> int:
+    """--jobs N: a whole number of processes, at least 1."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs takes a whole number of at least 1, not {value}")
+    return n
 
 
 def _run_backends(args: argparse.Namespace) -> int:
@@ -83,6 +110,7 @@ def _run_backends(args: argparse.Namespace) -> int:
 
     if args.random < 1 or args.seq_len < 1:
         raise TfparityError("--random and --seq-len must be at least 1.")
+    check_plot_argument(args)
     from ..inputs import read_texts_file
 
     asked = None if args.backends is None else [b.strip() for b in args.backends.split(",")]
@@ -102,8 +130,10 @@ def _run_backends(args: argparse.Namespace) -> int:
         gradients=args.gradients,
         pt=args.pt,
         texts=texts,
+        jobs=args.jobs,
     )
     print(render_backends(report))
     if args.json:
         write_json([report], args.json, top_level=TOP_LEVEL)
+    write_outputs(args, [report])
     return EXIT_PASS if report.passed else EXIT_FAIL

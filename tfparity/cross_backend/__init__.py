@@ -31,6 +31,7 @@ class BackendsRequest:
     pt: str | None = None
     texts: Sequence[str] | None = None
     gradients: bool = False
+    jobs: int | None = None  # backend processes at once; None: as many as cores allow
 
 
 def run_request(request: BackendsRequest) -> Report:
@@ -99,7 +100,7 @@ def _run(
         prepared.inputs = given or prepared.inputs
     seed = request.seed if request.gradients else None
     plan = LaunchPlan(prepared.path, chosen, referee, prepared.imports, seed)
-    runs = run_backends(plan, prepared.inputs)
+    runs = run_backends(plan, prepared.inputs, request.jobs)
     for note in [*prepared.notes, *(n for run in runs.values() for n in run.notes)]:
         notes += [note] if note not in notes else []
     outputs = BackendOutputs(
@@ -109,6 +110,7 @@ def _run(
         referee_backend=referee,
         precision={b: runs[b].precision for b in chosen},
         notes=notes,
+        layer_facts={b: runs[b].layer_facts for b in chosen},
     )
     ceiling = DEFAULT_CEILING if request.ceiling is None else request.ceiling
     report = check_backends(outputs, ceiling=ceiling)
@@ -143,6 +145,7 @@ def backends(
     pt: str | None = None,
     texts: Sequence[str] | None = None,
     gradients: bool = False,
+    jobs: int | None = None,
 ) -> Report:
     """One Keras 3 model on each Keras backend (``backends``: default every installed
     one), each in its own process, every layer's output judged against a float64 run of
@@ -155,7 +158,8 @@ def backends(
     input), ``texts`` (a keras-hub spec's tokenizer), else ``random`` rows of
     ``seq_len`` seeded token ids. ``gradients``: also each backend's gradients of a
     scalar seeded by ``seed`` w.r.t. every layer output and weight, judged the same way
-    backwards."""
+    backwards. ``jobs``: at most that many backend processes at once (default: as many
+    as there are cores; 1: one after another)."""
     return run_request(
         BackendsRequest(
             model,
@@ -170,6 +174,7 @@ def backends(
             pt,
             texts,
             gradients,
+            jobs,
         )
     )
 

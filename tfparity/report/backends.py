@@ -62,6 +62,7 @@ def render_backends(report: Report) -> str:
     if f:
         who = f"backend {f['backend']}" if f["backend"] else "every backend"
         lines += ["", f"first divergence: {who}, layer {f['layer']} ({f['kind']})"]
+        lines += [f"  hint: {h}" for h in f.get("hints", [])]
     if d.get("gradients"):
         lines += _gradients(d["gradients"], d["backends"])
     lines += [f"note: {n}" for n in report.notes]
