@@ -9,9 +9,12 @@ per round and alternated:
 
 - ``tfparity backends keras-hub:tiny:bert``: the whole command (the conversion and HF
   PyTorch's float64 run in the parent, then every backend's process and the judging);
-- ``tfparity backends FILE.keras --import keras_hub --inputs``: the same converted file
-  and inputs, so the conversion and HF's run are left out: what the backend processes
-  cost beyond the bare ones (the recording model, the float64 twin, the judging).
+- the same with ``--jobs 3``: every backend's process at once, as the bare ones (the
+  default runs as many at once as there are cores);
+- ``tfparity backends FILE.keras --import keras_hub --inputs --jobs 3``: the same
+  converted file and inputs, so the conversion and HF's run are left out: what the
+  backend processes cost beyond the bare ones (the recording model, the float64 twin,
+  the judging).
 
 The ratio is taken per round. The conversion is done once beforehand, for the bare
 processes and the second command.
@@ -99,11 +102,15 @@ def backends_overhead(spec: str = "keras-hub:tiny:bert", rounds: int = 3) -> Non
     backends = ["tensorflow", "jax", "torch"]
     with tempfile.TemporaryDirectory(prefix="tfparity-bench-backends-") as tmp:
         model, named, ordered = _convert(spec, Path(tmp))
+        every = ["--jobs", str(len(backends))]  # as the bare processes: all at once
         runs = {
             "bare processes": lambda: _bare(model, named, backends),
             "tfparity backends SPEC": lambda: _tfparity([spec, "--random", "2", "--seq-len", "8"]),
-            "tfparity backends FILE": lambda: _tfparity(
-                [str(model), "--import", "keras_hub", "--inputs", str(ordered)]
+            "tfparity backends SPEC --jobs 3": lambda: _tfparity(
+                [spec, "--random", "2", "--seq-len", "8", *every]
+            ),
+            "tfparity backends FILE --jobs 3": lambda: _tfparity(
+                [str(model), "--import", "keras_hub", "--inputs", str(ordered), *every]
             ),
         }
         times: dict[str, list[float]] = {k: [] for k in runs}
@@ -116,7 +123,7 @@ def backends_overhead(spec: str = "keras-hub:tiny:bert", rounds: int = 3) -> Non
         f"{', '.join(backends)}, {rounds} rounds, {os.cpu_count()} CPUs"
     )
     print(f"  bare per-backend processes (started at once) {statistics.median(bare):.1f} s")
-    for label in ("tfparity backends SPEC", "tfparity backends FILE"):
+    for label in list(times)[1:]:
         ratios = [t / b for t, b in zip(times[label], bare, strict=True)]
         print(
             f"  {label} {statistics.median(times[label]):.1f} s: "

@@ -32,7 +32,7 @@ ATTENTION = {
 }
 PRECISION = {
     "tensorflow": {"dtype_policy": "float32", "devices": ["cpu"]},
-    "jax": {"dtype_policy": "float32", "flash_attention": None, "devices": ["cpu:0"]},
+    "jax": {"dtype_policy": "float32", "flash_attention": True, "devices": ["cpu:0"]},
     "torch": {"dtype_policy": "float32", "allow_tf32": False, "devices": ["cpu"]},
 }
 
@@ -77,11 +77,11 @@ def test_an_attention_layer_failing_on_one_backend_gets_the_flash_path_hint(fail
     assert (f["backend"], f["layer"], f["kind"]) == ("jax", "attention", "one")
     assert len(f["hints"]) == 1
     assert "dot_product_attention" in f["hints"][0] and "flash" in f["hints"][0]
-    assert "jax flash_attention None" in f["hints"][0]
+    assert "jax flash_attention True, torch flash_attention default" in f["hints"][0]
     text = render_backends(failing)
     assert "first divergence: backend jax, layer attention (one)" in text
     assert "  hint: layer attention (CachedMultiHeadAttention) computes attention" in text
-    assert "flash_attention None" in text  # JAX's precision facts, on their own line
+    assert "precision jax: dtype_policy float32, flash_attention True" in text
 
 
 def test_a_clean_run_has_no_first_divergence_and_no_hint(passing):

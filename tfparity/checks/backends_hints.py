@@ -87,8 +87,8 @@ def layer_hints(
             "tokens); check the scores for ties before suspecting the arithmetic"
         )
     if _holds(ATTENTION, facts):
-        flash = ", ".join(
-            f"{b} flash_attention {precision.get(b, {}).get('flash_attention', 'unknown')}"
+        flash = ", ".join(  # recorded only where set; else Keras decides per call
+            f"{b} flash_attention {precision.get(b, {}).get('flash_attention', 'default')}"
             for b in _FLASH_BACKENDS
             if b in seen
         )

@@ -140,9 +140,9 @@ def precision_facts(keras: Any, backend: str) -> dict[str, Any]:
     ``dot_product_attention`` may take a flash path, and per backend the matmul
     precision or TF32 switches and the devices it runs on."""
     facts: dict[str, Any] = {"dtype_policy": keras.config.dtype_policy().name}
-    flash = getattr(keras.config, "is_flash_attention_enabled", None)
-    if flash is not None:  # None: Keras decides per call (flash where the device has it)
-        facts["flash_attention"] = flash()
+    flash = getattr(keras.config, "is_flash_attention_enabled", lambda: None)()
+    if flash is not None:  # set by keras.config.enable/disable_flash_attention; None:
+        facts["flash_attention"] = flash  # Keras decides per call, as the device allows
     if backend == "jax":
         import jax
 
