@@ -157,7 +157,7 @@ def test_the_html_report_has_the_layer_by_backend_table_and_the_hint(failing):
     assert "<b>hint:</b> layer attention (CachedMultiHeadAttention)" in page
     assert "FAIL backends: backend jax parts from tensorflow, torch" in page
     assert "data:image/png;base64," in page
-    assert "allow_tf32 False" in page  # the precision facts
+    assert "allow_tf32 False, devices cpu<" in page  # the precision facts, as the text has them
     assert "hidden_states[None]" not in page
 
 

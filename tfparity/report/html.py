@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import TfparityError
 from ..results import Report
+from .backends import precision_text
 from .backends import verdict as backends_verdict
 from .text import failing_summary, verdict_line
 
@@ -147,8 +148,7 @@ def backend_tables(details: dict) -> list[str]:
     backends = details["backends"]
     out = ["<table>", '<tr><th class="name">backend</th><th class="name">precision</th></tr>']
     out += [
-        f'<tr><td class="name">{_e(b)}</td><td class="name">'
-        f"{_e(', '.join(f'{k} {v}' for k, v in facts.items()))}</td></tr>"
+        f'<tr><td class="name">{_e(b)}</td><td class="name">{_e(precision_text(facts))}</td></tr>'
         for b, facts in details.get("precision", {}).items()
     ]
     out.append("</table>")
