@@ -390,6 +390,19 @@ def _quantisation_section(out: str) -> str:
     return "\n".join([*lines[start:end], "", verdict])
 
 
+def _quantised_generation(out: str) -> str:
+    """The judge line, the prompt table, the distribution and quantisation lines and the
+    verdict of a ``generate --quantize`` run."""
+    lines = out.splitlines()
+    table = next(i for i, line in enumerate(lines) if line.startswith("prompt  agreed"))
+    end = next(i for i, line in enumerate(lines) if i > table and not line.strip())
+    keep = [line for line in lines if line.startswith("  judge:")]
+    keep += ["", *lines[table:end], ""]
+    keep += [line for line in lines if line.startswith(("distribution", "quantisation:"))]
+    keep += [line for line in lines if line.startswith("  tokens agreed")]
+    return "\n".join([*keep, "", next(x for x in lines if x.startswith(("PASS", "FAIL")))])
+
+
 def _divergence_and_hint(text: str) -> str:
     return "\n".join(
         line for line in text.splitlines() if line.startswith(("first divergence:", "hint:"))
@@ -552,6 +565,25 @@ EXAMPLES: tuple[Example, ...] = (
         tested=False,
         why_untested="tests/checks/test_quantize.py runs the same check and asserts its "
         "verdicts (a Keras quantisation costs ~20 s of CPU)",
+    ),
+    Example(
+        "quantised-attribute",
+        "docs/quantised.md",
+        0,
+        (
+            "crosscheck",
+            "keras-hub:tiny:llama/causal-lm",
+            "--pt-config",
+            "rms_norm_eps=1e-06",
+            "--no-reload",
+            "--quantize",
+            "int8",
+            "--attribute",
+        ),
+        keep=_quantisation_section,
+        tested=False,
+        why_untested="tests/checks/test_quantize_attribute.py runs --attribute on a 6-block "
+        "Llama and asserts its ranking (one Keras quantisation per layer costs CPU)",
     ),
     Example(
         "crosscheck-pt-config",
@@ -792,6 +824,25 @@ EXAMPLES: tuple[Example, ...] = (
         "and checks it",
     ),
     Example(
+        "generate-quantised-int8",
+        "docs/generate.md",
+        0,
+        (
+            "generate",
+            "keras-hub:tiny:llama/causal-lm",
+            "--pt-config",
+            "rms_norm_eps=1e-06",
+            "--quantize",
+            "int8",
+            "--new-tokens",
+            "8",
+        ),
+        keep=_quantised_generation,
+        tested=False,
+        why_untested="tests/checks/test_generation_quantize.py runs the same generation and "
+        "checks its verdict (a Keras quantisation costs CPU)",
+    ),
+    Example(
         "crosscheck-keras-hub-causal-lm",
         "docs/keras-hub.md",
         0,
@@ -848,6 +899,16 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("keras-backends",),
         tested=False,
         why_untested="tests/checks/test_backends_gradients.py runs the same fault and checks it",
+    ),
+    Example(
+        "crosscheck-backend-jax",
+        "docs/backends.md",
+        0,
+        ("crosscheck", "keras-hub:tiny:bert", "--backend", "jax", "--random", "2")
+        + ("--pt-config", "hidden_act=gelu_pytorch_tanh"),
+        tested=False,
+        why_untested="tests/adapters/keras_backends/test_remote_side.py runs the same port on "
+        "JAX and checks it (a conversion and a JAX worker process: too slow to run twice)",
     ),
     Example(
         "backends-keras-hub",

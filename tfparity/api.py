@@ -142,6 +142,8 @@ def crosscheck(
     kl_budget: str | None = None,
     labels: Sequence[str] | None = None,
     quantize: str | None = None,
+    attribute: bool = False,
+    backend: str | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -221,6 +223,12 @@ def crosscheck(
     quantised by Keras (``model.quantize``, on a copy) and the report adds
     ``details["quantisation"]``: the quantised model against its float model, judged by
     the mode's distribution budget (``kl_budget`` overrides it), and against PyTorch.
+    ``attribute`` (with ``quantize``) also quantises each layer alone, one forward pass
+    each, and ranks them (``details["quantisation"]["attribution"]``).
+
+    ``backend`` (``"jax"``, ``"torch"``; ``--backend``): a ``keras-hub:<SPEC>`` runs on
+    that Keras backend, in a process of its own (converted here on TensorFlow, saved to
+    ``.keras``), localised to a layer; ``"tensorflow"`` or None: in this process.
     """
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
@@ -229,10 +237,10 @@ def crosscheck(
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
     limits = parse_budget(kl_budget) if kl_budget is not None else None  # exit 2 first
-    if quantize is not None:
-        from .adapters.keras_hub.quantize import check_mode
+    if quantize is not None or attribute:
+        from .adapters.keras_hub.quantize import check_request
 
-        check_mode(quantize)
+        check_request(quantize, attribute)
     if isinstance(budget, str):
         from .compare.budgets import budget_for
 
@@ -255,10 +263,11 @@ def crosscheck(
         layers=layers,
         weights=weights,
         signature=signature,
+        backend=backend,
     )
     tf_model, pt_model, source_model = paired.tf, paired.reference, paired.source
     pt = paired.reference_spec or pt  # parsed once: the reference's tokenizer reads it
-    quantised = _quantised_twin(tf_model, quantize)  # exit 2 before anything runs
+    quantised, alone = _quantised_twin(tf_model, quantize, attribute)  # exit 2 first
     tokenized = batches is None  # by the TF side's tokenizer, when the inputs are texts
     if batches is None:
         batches = make_batches(tf_model, inputs)
@@ -280,13 +289,13 @@ def crosscheck(
         reports = _export_parity(runner, source_model, pt_model, batches, options)
         if quantised is not None:  # on the export-vs-PyTorch report
             reports[1] = with_quantisation(
-                reports[1], runner, quantised, pt_model, batches, quantize, limits
+                reports[1], runner, quantised, pt_model, batches, quantize, limits, *alone
             )
         return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
     if quantised is not None:
         reports[0] = with_quantisation(
-            reports[0], runner, quantised, pt_model, batches, quantize, limits
+            reports[0], runner, quantised, pt_model, batches, quantize, limits, *alone
         )
     if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
         reloaded = save_and_reload(tf_model)
@@ -319,13 +328,14 @@ def _tokenizers_judged(
     return [with_findings(r, found) for r in reports]
 
 
-def _quantised_twin(tf_model: Any, mode: str | None) -> Any:
-    """The Keras-quantised copy of ``tf_model`` (exit 2 where it cannot be), or None."""
+def _quantised_twin(tf_model: Any, mode: str | None, attribute: bool) -> tuple[Any, tuple]:
+    """The Keras-quantised copy of ``tf_model`` (exit 2 where it cannot be), or None; with
+    ``attribute``, its parts and the maker of a copy with one of them quantised."""
     if mode is None:
-        return None
-    from .adapters.keras_hub.quantised_side import quantised_side
+        return None, ((), None)
+    from .adapters.keras_hub.quantised_side import one_at_a_time, quantised_side
 
-    return quantised_side(tf_model, mode)
+    return quantised_side(tf_model, mode), one_at_a_time(tf_model, mode) if attribute else ()
 
 
 def _export_parity(
@@ -485,6 +495,7 @@ def generate(
     allow_pickle: bool = False,
     pt_config: dict[str, Any] | None = None,
     kl_budget: str | None = None,
+    quantize: str | None = None,
 ) -> Report:
     """Greedy generation, TF against PyTorch, each through its own KV-cache path (HF TF
     ``generate``, PyTorch ``generate``): per prompt the tokens agreed, the first divergent
@@ -510,7 +521,9 @@ def generate(
     The teacher-forced steps also get llama.cpp's distribution metrics
     (``details["distribution"]``: each step a position scored at PyTorch's token, each
     prompt an item); ``kl_budget`` judges them by a bootstrap interval over the prompts,
-    as :func:`crosscheck`'s does over sequences.
+    as :func:`crosscheck`'s does over sequences. ``quantize`` (a keras-hub causal LM):
+    a Keras-quantised copy generates, judged by the mode's budget (``kl_budget``
+    overrides it) over the prompts, its tokens reported (docs/generate.md).
     """
     from . import validation
     from .adapters.sources.specs import as_spec
@@ -522,10 +535,16 @@ def generate(
         check_new_tokens,
         prompts_of,
     )
+    from .checks.generation.quantised import QuantisedGeneration
     from .compare.bootstrap import parse_budget
 
     _check_common(texts=texts, inputs=inputs)
     limits = parse_budget(kl_budget) if kl_budget is not None else None  # exit 2 first
+    if quantize is not None:
+        from .adapters.keras_hub.quantize import check_request
+
+        check_request(quantize)  # an unknown mode exits 2 before any load
+    quantised = None if quantize is None else QuantisedGeneration.of(quantize, limits)
     new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
     check_new_tokens(new_tokens)
     validation.instance(embeds, bool, "embeds", "a bool")
@@ -540,12 +559,16 @@ def generate(
         allow_pickle=allow_pickle,
     )
     tf_model, pt_model = paired.tf, paired.reference
+    if quantize is not None:  # a copy; exit 2 for a side Keras cannot quantise
+        tf_model, embeds = _quantised_twin(tf_model, quantize, False)[0], False
     if texts is not None:
         inputs = InputOptions(texts=validation.texts(texts))
     elif inputs is None or (inputs.texts is None and inputs.random is None):
         inputs = replace(inputs or InputOptions(), texts=DEFAULT_PROMPTS)
     prompts = prompts_of(make_batches(tf_model, inputs), new_tokens, tf_model.limits)
-    options = GenerationOptions(new_tokens=new_tokens, embeds=embeds, kl_budget=limits)
+    options = GenerationOptions(
+        new_tokens=new_tokens, embeds=embeds, kl_budget=limits, quantised=quantised
+    )
     return check_generation(tf_model, pt_model, prompts, options)
 
 

@@ -64,6 +64,7 @@ def load_model(
     weights: dict[str, Any] | None = None,
     signature: str | None = None,
     decoders: bool = False,
+    backend: str | None = None,
 ):
     """The TF side for ``model``: a :class:`~tfparity.adapters.hf_tf.tf_model.TFModel` for a
     spec (a ``keras-hub:<SPEC>`` gives a
@@ -83,9 +84,11 @@ def load_model(
     here, once, and the parsed :class:`~tfparity.adapters.sources.specs.ModelSpec`
     (which ``model`` may be already) goes to its kind's loader
     (:data:`~tfparity.adapters.sides.SPEC_LOADERS`). ``decoders``: a seq2seq LM loads
-    too (:func:`~tfparity.architectures.heads.unsupported`; generate and crosscheck)."""
+    too (:func:`~tfparity.architectures.heads.unsupported`; generate and crosscheck).
+    ``backend`` (``--backend``): the Keras backend a keras-hub spec runs on (jax, torch:
+    in a process of its own); anything else is refused with it (exit 2)."""
     from . import validation
-    from .adapters.sides import LoadRequest, object_side, spec_side
+    from .adapters.sides import LoadRequest, backend_refusal, object_side, spec_side
     from .adapters.sources.specs import ModelSpec, as_spec
 
     if isinstance(model, os.PathLike):  # an export's path, as pathlib gives it
@@ -101,10 +104,14 @@ def load_model(
             "tf-keras model); a MODEL spec or a loaded side has its own (for a UserModel: "
             "tfparity.user_model(model, layers=..., weights=...))."
         )
+    if backend not in (None, "tensorflow") and not isinstance(model, ModelSpec):
+        raise backend_refusal(backend, f"a {type(model).__name__} object")
     if isinstance(model, TFSideBase):
         return model.bound(pt)  # a model of one's own takes its reference's config
     if isinstance(model, ModelSpec):
-        request = LoadRequest(allow_pickle, head_kind(head), companion, signature, decoders)
+        request = LoadRequest(
+            allow_pickle, head_kind(head), companion, signature, decoders, backend
+        )
         return spec_side(model, request)
     return object_side(
         model, pt=pt, layers=layers, weights=weights, tokenizer=tokenizer, head=head_kind(head)
@@ -350,6 +357,7 @@ def pair(
     weights: dict[str, Any] | None = None,
     signature: str | None = None,
     with_reference: bool = True,
+    backend: str | None = None,
 ) -> Pair:
     """The TF side under test and its PyTorch reference, assembled in one order for
     crosscheck, gradients, generate and the sweep (which each did it their own way):
@@ -360,7 +368,8 @@ def pair(
     runs in (``execution``'s, else its own), bind the side to the reference's checkpoint
     (:func:`bound_to_reference`). ``decoders`` (crosscheck) and ``generating``
     (generate, ``sweep --generate``) load a seq2seq LM on both sides, an explicit
-    argument where a context variable used to change what loading did."""
+    argument where a context variable used to change what loading did. ``backend``:
+    the Keras backend a keras-hub side runs on (:func:`load_model`)."""
     from .adapters.sources.specs import as_spec, is_export
 
     pt_spec = as_spec(pt) if is_spec(pt) else None
@@ -376,6 +385,7 @@ def pair(
         weights=weights,
         signature=signature,
         decoders=decoders,
+        backend=backend,
     )
     if generating:
         _refuse_generation(side)

@@ -43,6 +43,9 @@ class LoadRequest:
     companion: str | ModelSpec | None = None  # an export's config and tokenizer
     signature: str | None = None  # the signature an export runs
     decoders: bool = False  # a seq2seq LM loads (heads.unsupported): generate, crosscheck
+    # The Keras backend a keras-hub side runs on (None or tensorflow: in this process;
+    # jax, torch: in a process of its own, keras_backends.remote_side)
+    backend: str | None = None
 
 
 def _hf_tf_side(spec: ModelSpec, request: LoadRequest) -> TFSide:
@@ -56,6 +59,11 @@ def _hf_tf_side(spec: ModelSpec, request: LoadRequest) -> TFSide:
 def _keras_hub_side(spec: ModelSpec, request: LoadRequest) -> TFSide:
     from .keras_hub.task import load_keras_hub_side
 
+    if request.backend not in (None, "tensorflow"):
+        from .keras_backends.remote_side import check_backend, remote_keras_hub
+
+        check_backend(request.backend)  # exit 2 before the conversion
+        return remote_keras_hub(load_keras_hub_side(spec, request.head), request.backend)
     return load_keras_hub_side(spec, request.head)
 
 
@@ -80,8 +88,20 @@ SPEC_LOADERS: dict[str, Callable[[ModelSpec, LoadRequest], TFSide]] = {
 
 
 def spec_side(spec: ModelSpec, request: LoadRequest) -> TFSide:
-    """The TF side a parsed MODEL spec names, by its kind's loader."""
+    """The TF side a parsed MODEL spec names, by its kind's loader; a Keras backend
+    other than TensorFlow is for a keras-hub spec only (exit 2 otherwise)."""
+    if request.backend not in (None, "tensorflow") and spec.kind != "keras-hub":
+        raise backend_refusal(request.backend, spec.text)
     return SPEC_LOADERS[spec.kind](spec, request)
+
+
+def backend_refusal(backend: str, what: str) -> TfparityError:
+    """Why ``--backend`` does not apply to ``what`` (exit 2)."""
+    return TfparityError(
+        f"--backend {backend} runs a keras-hub model (keras-hub:<SPEC>) on that Keras "
+        f"backend; {what} is not one (a Hugging Face TF model runs on tf-keras, an "
+        "export or a model of your own as it is). Use keras-hub:<SPEC>, or drop --backend."
+    )
 
 
 # ----------------------------------------------------------------------------- objects

@@ -6,6 +6,7 @@ import argparse
 import time
 
 from ..checks import DEFAULT_LOCALISE, LOCALISE_MODES
+from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -78,6 +79,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "by the mode's distribution budget (--kl-budget overrides it) and against PyTorch "
         "(docs/quantised.md)",
     )
+    p.add_argument(
+        "--attribute",
+        action="store_true",
+        help="with --quantize: also quantise each layer alone (the token embedding, each "
+        "transformer block: one forward pass each) and rank them by what each moves, "
+        "the KL mean of the LM logits against the float model (docs/quantised.md)",
+    )
     add_input_arguments(p)
     add_report_arguments(p)
     add_execution_arguments(p)
@@ -89,7 +97,6 @@ def run(args: argparse.Namespace) -> int:
     from ..api import crosscheck
     from ..checks.crosscheck.export_source import export_verdict
     from ..checks.crosscheck.gold import read_labels
-    from ..errors import TfparityError
     from ..orchestration import export_spec
     from ..report.jsonio import write_json
     from ..report.text import render
@@ -123,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
             "--kl-budget is not judged on --save-outputs/--load-outputs runs yet: run it "
             "without them (docs/quantised.md)."
         )
+    _refuse_backend_with(args, golden)
     frameworks_frozen(torch=not args.load_outputs)
     start = time.perf_counter()
     reports = []
@@ -149,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
             kl_budget=args.kl_budget,
             labels=labels,
             quantize=args.quantize,
+            attribute=args.attribute,
+            backend=args.backend,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))
@@ -161,6 +171,20 @@ def run(args: argparse.Namespace) -> int:
         write_json(reports, args.json)
     write_outputs(args, reports)
     return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
+
+
+def _refuse_backend_with(args: argparse.Namespace, golden: bool) -> None:
+    """--backend jax|torch runs the keras-hub backbone in another process: what needs
+    the backbone in this one is refused (exit 2) rather than run on TensorFlow."""
+    if args.backend in (None, "tensorflow"):
+        return
+    for given, option in ((golden, "--save-outputs/--load-outputs"), (args.quantize, "--quantize")):
+        if given:
+            raise TfparityError(
+                f"{option} is not run with --backend {args.backend} yet: the keras-hub "
+                "model on another backend runs in a process of its own (use --backend "
+                "tensorflow)."
+            )
 
 
 def _reference_alone_refusal(args: argparse.Namespace) -> str:

@@ -46,6 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="skip the generation started from gathered inputs_embeds",
     )
     add_kl_budget_argument(p, "the teacher-forced steps'", "prompts")
+    p.add_argument(
+        "--quantize",
+        choices=("int8", "int4", "float8"),
+        help="generate with a Keras-quantised copy of the keras-hub causal LM "
+        "(model.quantize), judged by the mode's distribution budget over the prompts "
+        "(--kl-budget overrides it), its tokens reported (docs/generate.md)",
+    )
     add_input_arguments(p)
     p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
     p.add_argument(
@@ -81,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         allow_pickle=args.allow_pickle,
         pt_config=changes,
         kl_budget=args.kl_budget,
+        quantize=args.quantize,
     )
     print(render_generation(report, verbose=args.verbose))
     print(f"\ngenerate wall time: {time.perf_counter() - start:.1f} s")

@@ -30,6 +30,7 @@ OPTIONS = (
     "--signature",
     "--head",
     "--pt-config",
+    "--backend",
 )
 
 NO_REFERENCE = "it runs the TF model alone, with no PyTorch reference to name or change"
@@ -40,6 +41,11 @@ NOT_EXPORTS = (
 OWN_CLASS = (
     "it runs the class MODEL's config names; tiny:<model_type>/<head> loads a tiny "
     "model with a head (--head picks the class on both sides of a comparison)"
+)
+# Why a command other than crosscheck refuses --backend (so far).
+BACKEND_CROSSCHECK = (
+    "--backend (a keras-hub model on the jax or torch Keras backend, in a process of its "
+    "own) is built for `tfparity crosscheck` so far"
 )
 BACKENDS_ONLY = (
     "it runs one Keras 3 model on each Keras backend against a float64 run of itself "
@@ -72,6 +78,7 @@ _TF_ALONE = Naming(
         "--source": NOT_EXPORTS,
         "--signature": NOT_EXPORTS,
         "--head": OWN_CLASS,
+        "--backend": BACKEND_CROSSCHECK,
     },
 )
 
@@ -86,6 +93,7 @@ NAMING: dict[str, Naming] = {
             "--pt": "check cross-checks MODEL against its own checkpoint (an export's: "
             "--source); another reference is `tfparity crosscheck --tf TF_MODEL --pt "
             "PT_MODEL`",
+            "--backend": BACKEND_CROSSCHECK,
         },
     ),
     "crosscheck": Naming(takes=OPTIONS),
@@ -97,6 +105,7 @@ NAMING: dict[str, Naming] = {
             "--signature": "generation runs the model's own generate (Hugging Face TF, a "
             "keras-hub CausalLM), which an export does not have",
             "--head": "generate loads the LM head itself: causal-lm, or seq2seq-lm for T5/mT5",
+            "--backend": BACKEND_CROSSCHECK,
         },
     ),
     "gradients": Naming(
@@ -106,6 +115,7 @@ NAMING: dict[str, Naming] = {
             "(a traced graph) does not offer",
             "--signature": "gradients differentiate the TF model on a tape, which an "
             "export (a traced graph) does not offer",
+            "--backend": BACKEND_CROSSCHECK,
         },
     ),
     "sweep": Naming(
@@ -113,6 +123,7 @@ NAMING: dict[str, Naming] = {
         refused={
             "--source": "a sweep's export takes its config and tokenizer from --pt, its reference",
             "--head": OWN_CLASS,
+            "--backend": BACKEND_CROSSCHECK,
         },
     ),
     "backends": Naming(
@@ -129,6 +140,8 @@ NAMING: dict[str, Naming] = {
             "serving signature",
             "--head": "MODEL is the whole model, its head included (a keras-hub spec: its "
             "backbone)",
+            "--backend": "it runs MODEL on every backend --backends names (default: every "
+            "one installed)",
         },
     ),
     "modes": _TF_ALONE,
@@ -214,6 +227,13 @@ ARGUMENTS: dict[str, Callable[[], dict]] = {
         "parses: numbers, true/false, null; else a string), e.g. hidden_act="
         "gelu_pytorch_tanh to check the rest of a port whose known difference is its GELU; "
         "the report says the reference is not the checkpoint's own",
+    },
+    "--backend": lambda: {
+        "choices": ("tensorflow", "jax", "torch"),
+        "help": "the Keras backend a keras-hub:<SPEC> model runs on (default: tensorflow, "
+        "in this process; jax or torch: converted here, saved to .keras and run in a "
+        "process of its own on that backend, localised to a layer). Only for keras-hub "
+        "specs",
     },
 }
 

@@ -35,6 +35,7 @@ def render_generation(report: Report, *, verbose: bool = False) -> str:
         lines += ["", f"prompt {p['prompt']}, step by step (TF fed PyTorch's tokens):"]
         lines += step_table(p["steps"])
     lines += distribution_lines(d.get("distribution"))
+    lines += _quantisation_lines(d.get("quantisation"))
     lines += [f"note: {n}" for n in report.notes]
     if report.first_divergence is not None:
         f = report.first_divergence
@@ -48,6 +49,13 @@ def render_generation(report: Report, *, verbose: bool = False) -> str:
 def verdict(report: Report) -> str:
     """``PASS generate: ...`` or ``FAIL generate: <the first failing part's problem>``."""
     d = report.details
+    q = d.get("quantisation")
+    if report.passed and q:
+        return (
+            f"PASS {report.check}: {d.get('prompts')} prompt(s) x {d.get('new_tokens')} new "
+            f"tokens; quantised {q['mode']} within its budget, {q['tokens_agreed']} of "
+            f"{q['tokens']} tokens agreed, the cache consistent"
+        )
     if report.passed:
         prompts = d.get("generation", [])
         ties = sum(len(p["near_ties"]) for p in prompts)
@@ -62,6 +70,18 @@ def verdict(report: Report) -> str:
     first = f"{bad[0].name}: {bad[0].problem}" if bad else "see above"
     more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
     return f"FAIL {report.check}: {first}{more}"
+
+
+def _quantisation_lines(q: dict | None) -> list[str]:
+    """``generate --quantize``: what was quantised, its budget and the token agreement."""
+    if not q:
+        return []
+    return [
+        f"quantisation: {q['quantised']}; budget {q['budget']}",
+        f"  tokens agreed {q['tokens_agreed']} of {q['tokens']} (each prompt's run up to its "
+        f"first divergence); {q['prompts_all_agreed']} prompt(s) agree throughout; reported, "
+        "not judged: flips are expected where a quantised model's top two are close",
+    ]
 
 
 def assertion_message(reports: list[Report], full_report: str) -> str:

@@ -28,6 +28,24 @@ def quantisation_lines(q: dict | None) -> list[str]:
         table = growth_table(rows)
         lines.append("  layers ranked by the error each adds, quantised vs float:")
         lines.extend(f"  {line}" for line in table[1:])
+    lines.extend(_attribution(q.get("attribution")))
+    return lines
+
+
+def _attribution(a: dict | None) -> list[str]:
+    """``--attribute``'s table: each part quantised alone, ranked by what it moves."""
+    if not a:
+        return []
+    overlap = a.get("top3_overlap")
+    shared = "" if overlap is None else f"; its top 3 shares {overlap} with the table above's"
+    lines = [
+        f"  each layer quantised alone ({a['passes']} forward passes), ranked by "
+        f"{a['metric']} vs float{shared}:",
+        f"    {'rank':>4}  {'layer':<12} {'quantised':<24} {a['metric'].split()[0]:>10}",
+    ]
+    for row in a["layers"]:
+        name = "embeddings" if row["layer"] == "embeddings" else f"layer {row['layer']}"
+        lines.append(f"    {row['rank']:>4}  {name:<12} {row['path']:<24} {row['value']:>10.3g}")
     return lines
 
 

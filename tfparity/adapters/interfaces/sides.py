@@ -133,6 +133,8 @@ class TFSide(Protocol):
     def traces(self) -> int: ...
     @property
     def quantisation(self) -> str | None: ...  # what reduced precision it holds; None: float32
+    @property
+    def framework(self) -> str: ...  # what computes it, for the report's ``compares`` line
 
     # runs
     def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace: ...
@@ -326,6 +328,12 @@ class TFSideBase:
         ...), which the cross-check judges by budgets; None: float32, judged as such.
         A side that runs in a chosen precision says so through ``execution`` instead."""
         return None
+
+    @property
+    def framework(self) -> str:
+        """What computes this side, for the report's ``compares`` line: TensorFlow (a
+        keras-hub backbone on another Keras backend says which)."""
+        return "TensorFlow"
 
     @property
     def side_kind(self) -> str:

@@ -4,10 +4,12 @@ stays what the referee judges, the copy is quantised by :func:`.quantize.quantiz
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
 from ...architectures.heads import Head
+from ...architectures.keras_hub_layouts import block
 from ...errors import TfparityError
 from ..interfaces.sides import TFSide
 from .quantize import check_mode, quantize, stored_mode
@@ -15,8 +17,9 @@ from .side import KerasHubModel
 from .task import causal_lm_side
 
 
-def quantised_side(side: TFSide, mode: str) -> TFSide:
-    """A copy of the keras-hub side ``side`` with its model quantised to ``mode``;
+def quantised_side(side: TFSide, mode: str, layers: Sequence[str] | None = None) -> TFSide:
+    """A copy of the keras-hub side ``side`` with its model quantised to ``mode`` (only
+    the ``layers``, by path, where given: ``--attribute``'s one layer at a time);
     ``side`` itself is untouched. Exit 2 for a side Keras cannot quantise here (tf-keras
     HF classes, exports, a model of your own) or one already quantised."""
     check_mode(mode)
@@ -35,11 +38,36 @@ def quantised_side(side: TFSide, mode: str) -> TFSide:
         )
     base = KerasHubModel(**{f.name: getattr(side, f.name) for f in fields(KerasHubModel) if f.init})
     base.backbone = _copy(side.backbone)
-    base.ports, base.name = [], f"{side.name} quantised {mode}"
+    only = "" if layers is None else f" ({', '.join(layers)} only)"
+    base.ports, base.name = [], f"{side.name} quantised {mode}{only}"
     base.notes = [n for n in side.notes]
     copy = causal_lm_side(base) if side.head is Head.CAUSAL_LM else base
-    quantize(copy.model, mode)
+    quantize(copy.model, mode, layers)
     return copy
+
+
+def one_at_a_time(side: TFSide, mode: str) -> tuple[list[tuple[int | str, str]], Any]:
+    """``--attribute``'s parts of ``side`` (:func:`quantisable_parts`) and the maker of a
+    fresh copy with one of them quantised (by path): one copy alive at a time."""
+    parts = quantisable_parts(side)
+    return parts, lambda path: quantised_side(side, mode, [path])
+
+
+def quantisable_parts(side: TFSide) -> list[tuple[int | str, str]]:
+    """What ``--attribute`` quantises one at a time: ``("embeddings", path)`` for the
+    token embedding (with a keras-hub causal LM's head: the same layer, reversed) and
+    ``(i, path)`` for each transformer block, by the layer paths
+    :func:`.quantize.quantize` takes. Exit 2 where ``side`` cannot be quantised."""
+    if not isinstance(side, KerasHubModel):
+        quantised_side(side, "int8")  # its refusal, in its words
+    backbone = side.backbone
+    parts: list[tuple[int | str, str]] = [("embeddings", str(side._lookup().path))]
+    count = int(getattr(backbone, "num_layers", 0) or 0)
+    for i in range(count):
+        path = str(block(backbone, i).path)
+        if path not in {p for _, p in parts}:  # ALBERT's shared blocks: once
+            parts.append((i, path))
+    return parts
 
 
 def _copy(backbone: Any) -> Any:

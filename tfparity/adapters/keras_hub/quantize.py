@@ -13,8 +13,10 @@ one-layer-at-a-time attribution can reuse it. A ``.keras`` file saved after
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ...errors import TfparityError
@@ -32,15 +34,52 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+def check_request(mode: str | None, attribute: bool = False) -> None:
+    """Exit 2 for an unknown mode, or ``--attribute`` without a ``--quantize`` mode to
+    quantise layers to (before any load)."""
+    if mode is not None:
+        check_mode(mode)
+    elif attribute:
+        raise TfparityError(
+            "--attribute quantises one layer at a time to the --quantize mode: give "
+            "--quantize int8|int4|float8 with it (docs/quantised.md)."
+        )
+
+
 def quantize(model: Any, mode: str, layers: Sequence[str] | None = None) -> None:
     """Quantise the Keras model ``model`` in place to ``mode``; with ``layers``, only the
     sub-layers whose path starts with one of them (``"transformer_layer_0"``)."""
     check_mode(mode)
-    prefixes = None if layers is None else tuple(layers)
-    chosen = None if prefixes is None else (lambda layer: str(layer.path).startswith(prefixes))
-    with warnings.catch_warnings():  # "Layer Dropout does not have a `quantize` method"
+    chosen = None if layers is None else _under(tuple(layers))
+    with warnings.catch_warnings(), _collected_once():
+        # "Layer Dropout does not have a `quantize` method"
         warnings.filterwarnings("ignore", message=".*does not have a `quantize` method")
         model.quantize(mode, filters=chosen)
+
+
+@contextlib.contextmanager
+def _collected_once() -> Iterator[None]:
+    """One garbage collection for the whole quantisation, not one per layer.
+
+    Keras runs ``gc.collect()`` each time a layer drops its float kernel; with
+    TensorFlow and PyTorch loaded each takes about a second, so quantising a copy one
+    layer at a time (``--attribute``) would spend most of its time there. Objects alive
+    before are frozen (not scanned) meanwhile, and one collection afterwards frees the
+    float kernels as Keras meant to.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.collect()
+
+
+def _under(paths: tuple[str, ...]) -> Any:
+    """A filter taking the layers at or below ``paths`` (``transformer_layer_1`` takes
+    its sub-layers, never ``transformer_layer_10``'s)."""
+    below = tuple(p + "/" for p in paths)
+    return lambda layer: str(layer.path) in paths or str(layer.path).startswith(below)
 
 
 def stored_mode(model: Any) -> str | None:

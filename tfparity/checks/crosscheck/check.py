@@ -153,7 +153,8 @@ def crosscheck(
         first_divergence=divergence,
         notes=notes,
         details={
-            "compares": "TensorFlow (actual) vs PyTorch (expected), same weights and inputs",
+            "compares": f"{tf_model.framework} (actual) vs PyTorch (expected), same weights "
+            "and inputs",
             "judge": "tolerance" if options.tolerance else options.referee.describe(),
             "reference": pt_model.name,
             **_model_class_facts(tf_model, pt_model),
@@ -210,7 +211,7 @@ def _budgeted(
         first_divergence=divergence,
         notes=list(tf_model.notes) + list(pt_model.notes),
         details={
-            "compares": f"TensorFlow (actual) vs {pt_model.framework} (expected), same "
+            "compares": f"{tf_model.framework} (actual) vs {pt_model.framework} (expected), same "
             "weights and inputs",
             "judge": budgeted.judge_line(kind, budget),
             "reference": pt_model.name,

@@ -11,12 +11,14 @@ One report, three comparisons (docs/quantised.md, "Keras quantisation"):
 (c) the quantised model against HF PyTorch: the same statistics and verdict, what
     ships against the truth.
 
-(a) and (b) decide; (c) is reported (it is (a) and (b) together). Numpy only.
+(a) and (b) decide; (c) is reported (it is (a) and (b) together). With ``--attribute``
+each layer is also quantised alone and ranked by what it moves (:mod:`.attribution`).
+Numpy only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -30,6 +32,7 @@ from ...inputs import Batch
 from ...results import Divergence, Report
 from ...trace import Trace, layer_of
 from . import budgeted, distribution
+from .attribution import Attribution, attribute, hint
 
 
 def with_quantisation(
@@ -40,9 +43,13 @@ def with_quantisation(
     batches: Sequence[Batch],
     mode: str,
     given: Sequence[Limit] | None = None,
+    parts: Sequence[tuple[int | str, str]] = (),
+    quantised_part: Callable[[str], TFSide] | None = None,
 ) -> Report:
     """``report`` (the float port's, (a)) with the quantised model's (b) and (c) added
-    as ``details["quantisation"]``; (b) over its budget fails the report."""
+    as ``details["quantisation"]``; (b) over its budget fails the report. With ``parts``
+    and ``quantised_part`` (``--attribute``), each part quantised alone is ranked too
+    (``details["quantisation"]["attribution"]``)."""
     limits, origin = kl_budget_for(mode, given)
     masks = [b.attention_mask for b in batches]
     floats = [float_side.run(b) for b in batches]
@@ -60,16 +67,22 @@ def with_quantisation(
         "vs_pytorch": _section(*vs_pt),
         "layers": [{**asdict(r), "growth": r.growth} for r in rows],
     }
+    alone: Attribution | None = None
+    if parts and quantised_part is not None:
+        ranked = [r.layer for r in rows]
+        alone = attribute(parts, quantised_part, floats, batches, head, ranked)
+        found["attribution"] = alone.as_details()
     worst = budgeted.worst_text(rows)
     if worst:
         found["worst_layer"] = worst
     if vs_float[0] is None:
         found["judged"] = "not judged: only an LM head's distribution is (this is a backbone)"
-    failures = _failures(vs_float[1], mode, worst)
+    failures = _failures(vs_float[1], mode, worst, hint(alone))
     divergence = report.first_divergence
     if failures and divergence is None and rows:
         k = rows[0].hidden_state
-        divergence = Divergence(k, layer_of(k), None, f"quantised {mode}: worst is {worst}")
+        why = f"quantised {mode}: worst is {worst}{hint(alone)}"
+        divergence = Divergence(k, layer_of(k), None, why)
     return replace(
         report,
         passed=report.passed and not failures,
@@ -100,11 +113,15 @@ def _section(metrics: PositionMetrics | None, verdict: BootstrapVerdict | None) 
     return found
 
 
-def _failures(verdict: BootstrapVerdict | None, mode: str, worst: str | None) -> list[Comparison]:
-    """A failing row per term of (b) whose whole interval lies outside its budget."""
+def _failures(
+    verdict: BootstrapVerdict | None, mode: str, worst: str | None, alone: str = ""
+) -> list[Comparison]:
+    """A failing row per term of (b) whose whole interval lies outside its budget,
+    naming the layer that quantises worst (and, with ``--attribute``, ``alone``: the
+    one that moves most quantised alone)."""
     if verdict is None:
         return []
-    blame = f"; the layer that quantises worst is {worst}" if worst else ""
+    blame = (f"; the layer that quantises worst is {worst}" if worst else "") + alone
     return [
         failed_comparison(
             f"quantised {mode} vs float: {t.limit.metric} (logits)",

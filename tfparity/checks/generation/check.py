@@ -39,6 +39,7 @@ from ...results import Divergence, Report
 from ..crosscheck import distribution
 from .decoder_localise import decoder_divergence
 from .distribution import forced_distribution
+from .quantised import QuantisedGeneration
 from .steps import (
     Forced,
     PromptSteps,
@@ -71,6 +72,9 @@ class GenerationOptions:
     # Limits on the teacher-forced steps' distribution metrics (``--kl-budget``), judged
     # by a bootstrap interval over prompts; None: reported only.
     kl_budget: Sequence[Limit] | None = None
+    # ``generate --quantize``: the TF side is a quantised copy, judged by its mode's
+    # budget on the steps' distribution instead of the referee per step (.quantised)
+    quantised: QuantisedGeneration | None = None
 
 
 NO_STEPS = "--kl-budget judges the teacher-forced steps' logits, and no step compared any."
@@ -102,12 +106,22 @@ def check_generation(
     generator = tf_model.generator()  # exit 2 where the side cannot generate
     refusal = generator.embeds_refusal if options.embeds else None
     runs = _runs(generator, pt_model, prompts, options, refusal)
-    comparisons = [c for run in runs for c in _comparisons(run)]
+    q = options.quantised
+    comparisons = [c for run in runs for c in _comparisons(run, flips=q is None)]
     metrics = forced_distribution([r.forced for r in runs], [r.pt.tokens for r in runs])
-    kl_verdict = distribution.judged(metrics, options.kl_budget, NO_STEPS)
-    comparisons += distribution.failures(kl_verdict, "prompts")
+    limits = q.limits if q is not None else options.kl_budget
+    kl_verdict = distribution.judged(metrics, limits, NO_STEPS)
+    over = distribution.failures(kl_verdict, "prompts")
+    comparisons += over
     passed = all(c.passed for c in comparisons)
-    divergence = None if passed else _localise(generator, tf_model, pt_model, runs, options)
+    divergence = None
+    if not passed:  # a quantised side's layer is --attribute's to find, not the referee's
+        divergence = (
+            q.divergence(bool(over))
+            if q is not None
+            else _localise(generator, tf_model, pt_model, runs, options)
+        )
+    rows = [_prompt_row(run) for run in runs]
     return Report(
         check="generate",
         model=tf_model.name,
@@ -121,7 +135,9 @@ def check_generation(
         details={
             "compares": "TF generate (actual) vs PyTorch generate (expected), greedy, "
             "same weights and prompts",
-            "judge": f"{options.referee.describe('per step')}; a flip within 4x its allowed "
+            "judge": q.judge_line()
+            if q is not None
+            else f"{options.referee.describe('per step')}; a flip within 4x its allowed "
             "RMSE is a near-tie",
             "reference": pt_model.name,
             "decoding": generator.decoding,
@@ -129,10 +145,11 @@ def check_generation(
             "new_tokens": options.new_tokens,
             "kv_cache": "yes" if generator.keeps_cache else "none (recomputes)",
             "embeds_start": refusal or ("compared" if options.embeds else "not run"),
-            "generation": [_prompt_row(run) for run in runs],
+            "generation": rows,
             **distribution.details(
                 metrics, kl_verdict, items="prompts", positions="teacher-forced steps"
             ),
+            **({"quantisation": q.details(rows)} if q is not None else {}),
         },
     )
 
@@ -190,12 +207,14 @@ def _recomputed(
 # ----------------------------------------------------------------------------- verdicts
 
 
-def _comparisons(run: _Prompt) -> list[Comparison]:
-    """Per prompt: the tokens (teacher-forced logits, judged by their flips), the TF
-    cache against recomputation, and the start from ``inputs_embeds`` (where it ran)."""
+def _comparisons(run: _Prompt, flips: bool = True) -> list[Comparison]:
+    """Per prompt: the tokens (teacher-forced logits, judged by their flips; reported
+    only with ``flips`` False, a quantised side's), the TF cache against recomputation,
+    and the start from ``inputs_embeds`` (where it ran)."""
     s, i = run.steps, run.index
+    tokens = _tokens_problem(s) if flips else None
     found = [
-        _judged(f"prompt {i}: tokens", run.forced.tf, run.forced.pt, _tokens_problem(s)),
+        _judged(f"prompt {i}: tokens", run.forced.tf, run.forced.pt, tokens),
         _judged(
             f"prompt {i}: TF cache",
             run.tf.logits,
