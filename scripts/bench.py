@@ -37,6 +37,9 @@
 (q) distribution metrics: llama.cpp's KL statistics and the --kl-budget bootstrap on
     a GPT-2-small-shaped causal LM against the TF and PyTorch passes they judge
     (scripts/bench_distribution.py);
+(t) backends: `tfparity backends keras-hub:tiny:bert` (and on the converted .keras file)
+    against the bare per-backend processes (KERAS_BACKEND, keras + keras_hub, load the
+    file, one forward pass), alternated over rounds (scripts/bench_backends.py);
 (g) generate: `tfparity.generate` on a tiny GPT-2 causal LM (3 prompts x 32 new tokens,
     models loaded beforehand), with and without the start from inputs_embeds, against
     the bare HF TF `generate` and PyTorch `generate` calls that produce the same tokens.
@@ -89,7 +92,7 @@ def main() -> int:
     )
     p.add_argument(
         "--only",
-        help="comma-separated subset of a,b,c,d,e,f,g,h,k,l,q (r: e's referees only; "
+        help="comma-separated subset of a,b,c,d,e,f,g,h,k,l,q,t (r: e's referees only; "
         "x: e's cross-check overhead only)",
     )
     p.add_argument("--gen-model", default="tiny:gpt2/causal-lm", help="causal LM for (g)")
@@ -99,7 +102,7 @@ def main() -> int:
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e,f,g,h,k,l,q").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g,h,k,l,q,t").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -134,6 +137,10 @@ def main() -> int:
         from bench_distribution import distribution_overhead
 
         distribution_overhead(8 if q else 16, 64 if q else 128)
+    if "t" in only:
+        from bench_backends import backends_overhead
+
+        backends_overhead(rounds=2 if q else 3)
     if "h" in only:
         gradients_overhead(args.model, texts, 2 if q else 4)
     if "e" in only:

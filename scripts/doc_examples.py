@@ -967,6 +967,17 @@ EXAMPLES: tuple[Example, ...] = (
         "JAX and checks it (a conversion and a JAX worker process: too slow to run twice)",
     ),
     Example(
+        "generate-backend-jax",
+        "docs/backends.md",
+        0,
+        ("generate", "keras-hub:tiny:qwen2", "--backend", "jax", "--new-tokens", "6")
+        + ("--text", "Hello world."),
+        tested=False,
+        why_untested="tests/adapters/keras_backends/test_remote_generation.py generates with "
+        "a keras-hub causal LM on JAX and checks it (a conversion and a JAX worker process: "
+        "too slow to run twice)",
+    ),
+    Example(
         "backends-keras-hub",
         "docs/backends.md",
         0,

@@ -12,6 +12,7 @@ from typing import Any
 
 from .checks import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, LOCALISE_MODES, REFEREE_RUNS
 from .compare import Tolerance
+from .errors import TfparityError
 from .inputs import Batch, InputOptions
 from .orchestration import (
     executed,
@@ -496,6 +497,7 @@ def generate(
     pt_config: dict[str, Any] | None = None,
     kl_budget: str | None = None,
     quantize: str | None = None,
+    backend: str | None = None,
 ) -> Report:
     """Greedy generation, TF against PyTorch, each through its own KV-cache path (HF TF
     ``generate``, PyTorch ``generate``): per prompt the tokens agreed, the first divergent
@@ -524,6 +526,8 @@ def generate(
     as :func:`crosscheck`'s does over sequences. ``quantize`` (a keras-hub causal LM):
     a Keras-quantised copy generates, judged by the mode's budget (``kl_budget``
     overrides it) over the prompts, its tokens reported (docs/generate.md).
+    ``backend`` (``"jax"``, ``"torch"``; ``--backend``): a ``keras-hub:<SPEC>`` causal
+    LM generates on that Keras backend, in a process of its own (docs/backends.md).
     """
     from . import validation
     from .adapters.sources.specs import as_spec
@@ -544,6 +548,12 @@ def generate(
         from .adapters.keras_hub.quantize import check_request
 
         check_request(quantize)  # an unknown mode exits 2 before any load
+        if backend not in (None, "tensorflow"):
+            raise TfparityError(
+                f"quantize={quantize} (--quantize) quantises the keras-hub causal LM in "
+                f"this process, on TensorFlow; with backend={backend} (--backend) it runs "
+                "in a process of its own, where it is not quantised: drop one of the two."
+            )
     quantised = None if quantize is None else QuantisedGeneration.of(quantize, limits)
     new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
     check_new_tokens(new_tokens)
@@ -557,6 +567,7 @@ def generate(
         pt_config=pt_config,
         generating=True,
         allow_pickle=allow_pickle,
+        backend=backend,
     )
     tf_model, pt_model = paired.tf, paired.reference
     if quantize is not None:  # a copy; exit 2 for a side Keras cannot quantise

@@ -45,13 +45,17 @@ def clean(files):
 @pytest.fixture(scope="module")
 def faulty(files, tmp_path_factory):
     """The faulty model through the CLI, on TensorFlow (the referee's process, which
-    runs TensorFlow's float32 too) and JAX: two processes. Exit code, text, JSON."""
-    out = tmp_path_factory.mktemp("faulty") / "report.json"
+    runs TensorFlow's float32 too) and JAX: two processes, one after the other
+    (``--jobs 1``). Exit code, text, JSON, and the HTML and plot (read by the test
+    that asks for them)."""
+    root = tmp_path_factory.mktemp("faulty")
+    out = root / "report.json"
     text = io.StringIO()  # capsys is function-scoped: capture by hand, once per module
     argv = ["backends", str(files["faulty"]), "--backends", "tensorflow,jax", "--import", EXAMPLE]
+    argv += ["--jobs", "1", "--html", str(root / "r.html"), "--plot", str(root / "r.png")]
     with contextlib.redirect_stdout(text):
         code = main([*argv, "--json", str(out)])
-    return code, text.getvalue(), json.loads(out.read_text())
+    return code, text.getvalue(), json.loads(out.read_text()), root
 
 
 def test_a_clean_model_passes_on_every_backend(clean):
@@ -108,7 +112,7 @@ def test_a_clean_model_passes_with_gradients_on_every_backend(clean):
 
 
 def test_a_layer_wrong_on_jax_only_fails_naming_jax_and_that_layer(faulty):
-    code, text, data = faulty
+    code, text, data, _ = faulty
     assert code == 1
     assert "first divergence: backend jax, layer residual (one)" in text
     assert "FAIL backends: backend jax parts from tensorflow and the float64 referee" in text
@@ -119,6 +123,20 @@ def test_a_layer_wrong_on_jax_only_fails_naming_jax_and_that_layer(faulty):
     verdicts = {c["name"]: c["passed"] for c in data["comparisons"]}
     assert verdicts["jax:dense_1"] and not verdicts["jax:residual"]  # localised, not earlier
     assert all(v for name, v in verdicts.items() if not name.startswith("jax:"))
+    # a custom layer holding none of the known backend-specific ops: no hint
+    assert data["details"]["first_divergence"]["hints"] == []
+
+
+def test_the_faulty_run_writes_html_and_plot_naming_jax_and_the_layer(faulty):
+    """The same verdict with --jobs 1 as the parallel runs the docs show, and the HTML
+    and plot of a real run."""
+    _, _, _, root = faulty
+    page = (root / "r.html").read_text()
+    assert "first divergence:</b> backend jax, layer residual (one)" in page
+    assert '<tr class="fail"><td class="name">residual</td>' in page
+    assert '<tr class="ok"><td class="name">dense_1</td>' in page
+    assert "data:image/png;base64," in page
+    assert (root / "r.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def _exit_code(argv):

@@ -31,6 +31,7 @@ from ..compare import Comparison
 from ..compare.judge import Referee, judged_by_referee, within
 from ..compare.stats import compare_batches
 from ..results import Divergence, Report
+from .backends_hints import layer_hints
 
 DEFAULT_CEILING = 1e-4  # relative RMSE; float32's epsilon is 1.2e-7
 
@@ -49,6 +50,9 @@ class BackendOutputs:
     # Who the truth is when it is not the same model at float64 (Hugging Face PyTorch
     # for a keras-hub port): a shared departure then indicts the port, not a dtype.
     referee_label: str = ""
+    # Per backend, per layer: class, bases, dtype policy, config keys (the worker's
+    # layer_facts), read for the first divergence's hints.
+    layer_facts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Each sublayer tap's graph layer (a tap is a layer inside it, recorded by its path):
     # reported as the row's ``parent``.
     parents: Mapping[str, str] = field(default_factory=dict)
@@ -138,6 +142,13 @@ def check_backends(
     if first is not None:
         report.details["first_divergence"] = _divergence(
             first, list(outputs.float32), outputs.referee_backend, outputs.referee_label
+        )
+        report.details["first_divergence"]["hints"] = layer_hints(
+            first.layer,
+            first.failing,
+            outputs.layer_facts,
+            outputs.precision,
+            shared=report.details["first_divergence"]["kind"] == "all",
         )
         report.first_divergence = Divergence(
             hidden_state=None,

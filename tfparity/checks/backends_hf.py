@@ -68,6 +68,11 @@ def check_against_hf(
         truth=truth,
         referee_backend="torch",
         referee_label=hf.label,
+        precision=outputs.precision,
+        layer_facts={
+            b: {_name(n, layer): facts[layer] for n, layer in pairs.items() if layer in facts}
+            for b, facts in outputs.layer_facts.items()
+        },
     )
     report = check_backends(against, referee, ceiling)
     if unrecorded:

@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 
 from ..errors import TfparityError
-from .common import EXIT_FAIL, EXIT_PASS, non_negative_int, tolerance_value
+from .common import (
+    EXIT_FAIL,
+    EXIT_PASS,
+    add_html_plot_arguments,
+    check_plot_argument,
+    non_negative_int,
+    tolerance_value,
+    write_outputs,
+)
 from .naming import add_model_naming
 
 TOP_LEVEL = ("backends", "referee")
@@ -86,8 +94,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --quantize (or a quantised .keras): the distribution budget on logits "
         "output, e.g. kl_mean=0.015,same_top1=0.95 (default: the mode's, docs/quantised.md)",
     )
+    p.add_argument(
+        "--jobs",
+        type=_jobs,
+        metavar="N",
+        help="at most N backend processes at once (default: as many as there are cores; "
+        "1: one after another)",
+    )
     p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
+    add_html_plot_arguments(p.add_argument_group("reports"))
     p.set_defaults(func=_run_backends)
+
+
+def _jobs(value: str) -> int:
+    """--jobs N: a whole number of processes, at least 1."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs takes a whole number of at least 1, not {value}")
+    return n
 
 
 def _run_backends(args: argparse.Namespace) -> int:
@@ -97,6 +124,7 @@ def _run_backends(args: argparse.Namespace) -> int:
 
     if args.random < 1 or args.seq_len < 1:
         raise TfparityError("--random and --seq-len must be at least 1.")
+    check_plot_argument(args)
     from ..inputs import read_texts_file
 
     asked = None if args.backends is None else [b.strip() for b in args.backends.split(",")]
@@ -118,6 +146,7 @@ def _run_backends(args: argparse.Namespace) -> int:
         texts=texts,
         quantize=args.quantize,
         kl_budget=args.kl_budget,
+        jobs=args.jobs,
     )
     if "quantisation" in report.details:
         from ..report.backends_quantised import render_quantised_backends
@@ -127,4 +156,5 @@ def _run_backends(args: argparse.Namespace) -> int:
         print(render_backends(report))
     if args.json:
         write_json([report], args.json, top_level=TOP_LEVEL)
+    write_outputs(args, [report])
     return EXIT_PASS if report.passed else EXIT_FAIL

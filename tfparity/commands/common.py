@@ -235,16 +235,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """--html, --plot (reports people look at) and --save-outputs/--load-outputs
     (golden PyTorch outputs, so CI can cross-check without torch)."""
     group = parser.add_argument_group("reports and golden outputs")
-    group.add_argument(
-        "--html",
-        metavar="PATH",
-        help="write a self-contained HTML report (tables and the per-layer plot)",
-    )
-    group.add_argument(
-        "--plot",
-        metavar="PATH",
-        help="write the per-layer divergence plot as PNG (needs matplotlib: tfparity[plot])",
-    )
+    add_html_plot_arguments(group)
     group.add_argument(
         "--save-outputs",
         metavar="PATH.npz",
@@ -255,6 +246,29 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH.npz",
         help="cross-check against outputs stored with --save-outputs (no PyTorch needed)",
     )
+
+
+def add_html_plot_arguments(group: argparse._ActionsContainer) -> None:
+    """--html and --plot: the reports people look at (every command that has a
+    per-layer table takes both)."""
+    group.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write a self-contained HTML report (tables and the per-layer plot)",
+    )
+    group.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="write the per-layer divergence plot as PNG (needs matplotlib: tfparity[plot])",
+    )
+
+
+def check_plot_argument(args: argparse.Namespace) -> None:
+    """--plot without matplotlib: exit 2 before any model loads."""
+    if args.plot:
+        from ..report.plot import import_matplotlib
+
+        import_matplotlib()
 
 
 # Arguments that name a file a command writes: checked before any model loads, so that
@@ -294,10 +308,7 @@ def check_output_arguments(args: argparse.Namespace) -> None:
     given = "--save-outputs" if args.save_outputs else "--load-outputs" if args.load_outputs else ""
     if given and getattr(args, "precision", "fp32") != "fp32":
         raise TfparityError(f"{given} holds one float32 PyTorch run: use it with --precision fp32.")
-    if args.plot:
-        from ..report.plot import import_matplotlib
-
-        import_matplotlib()
+    check_plot_argument(args)
 
 
 def golden_reference(args: argparse.Namespace, batches, pt_spec: str, decoders: bool = False):
@@ -327,11 +338,11 @@ def write_outputs(args: argparse.Namespace, reports: list) -> None:
         write_plot(reports, args.plot)
     if args.html:
         from ..report.html import write_html
-        from ..report.plot import INSTALL_HINT, layer_series, matplotlib_available, png_bytes
+        from ..report.plot import INSTALL_HINT, matplotlib_available, plottable, png_bytes
 
         images, note = {}, None
         if matplotlib_available():
-            images = {i: png_bytes([r]) for i, r in enumerate(reports) if layer_series(r)}
+            images = {i: png_bytes([r]) for i, r in enumerate(reports) if plottable([r])}
         else:
             note = f"Plot not included: matplotlib is not installed ({INSTALL_HINT})."
         write_html(reports, args.html, images, note)

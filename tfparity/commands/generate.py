@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         pt_config=changes,
         kl_budget=args.kl_budget,
         quantize=args.quantize,
+        backend=args.backend,
     )
     print(render_generation(report, verbose=args.verbose))
     print(f"\ngenerate wall time: {time.perf_counter() - start:.1f} s")

@@ -45,7 +45,7 @@ OWN_CLASS = (
 # Why a command other than crosscheck refuses --backend (so far).
 BACKEND_CROSSCHECK = (
     "--backend (a keras-hub model on the jax or torch Keras backend, in a process of its "
-    "own) is built for `tfparity crosscheck` so far"
+    "own) is built for `tfparity crosscheck` and `tfparity generate` so far"
 )
 BACKENDS_ONLY = (
     "it runs one Keras 3 model on each Keras backend against a float64 run of itself "
@@ -98,14 +98,13 @@ NAMING: dict[str, Naming] = {
     ),
     "crosscheck": Naming(takes=OPTIONS),
     "generate": Naming(
-        takes=("MODEL", "--allow-pickle", "--tf", "--pt", "--pt-config"),
+        takes=("MODEL", "--allow-pickle", "--tf", "--pt", "--pt-config", "--backend"),
         refused={
             "--source": "generation runs the model's own generate (Hugging Face TF, a "
             "keras-hub CausalLM), which an export does not have",
             "--signature": "generation runs the model's own generate (Hugging Face TF, a "
             "keras-hub CausalLM), which an export does not have",
             "--head": "generate loads the LM head itself: causal-lm, or seq2seq-lm for T5/mT5",
-            "--backend": BACKEND_CROSSCHECK,
         },
     ),
     "gradients": Naming(

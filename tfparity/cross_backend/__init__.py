@@ -36,6 +36,7 @@ class BackendsRequest:
     # backend runs that quantised file (.quantised); None: run the file as it is.
     quantize: str | None = None
     kl_budget: Sequence[Any] | None = None  # parsed limits replacing the mode's default
+    jobs: int | None = None  # backend processes at once; None: as many as cores allow
 
 
 def run_request(request: BackendsRequest) -> Report:
@@ -127,7 +128,7 @@ def _run(
         return run_quantised(request, prepared, tmp, chosen, referee, notes)
     seed = request.seed if request.gradients else None
     plan = LaunchPlan(prepared.path, chosen, referee, prepared.imports, seed)
-    runs = run_backends(plan, prepared.inputs)
+    runs = run_backends(plan, prepared.inputs, request.jobs)
     for note in [*prepared.notes, *(n for run in runs.values() for n in run.notes)]:
         notes += [note] if note not in notes else []
     outputs = BackendOutputs(
@@ -137,6 +138,7 @@ def _run(
         referee_backend=referee,
         precision={b: runs[b].precision for b in chosen},
         notes=notes,
+        layer_facts={b: runs[b].layer_facts for b in chosen},
         parents={n: p for run in runs.values() for n, p in run.parents.items()},
     )
     ceiling = DEFAULT_CEILING if request.ceiling is None else request.ceiling
@@ -181,6 +183,7 @@ def backends(
     gradients: bool = False,
     quantize: str | None = None,
     kl_budget: str | None = None,
+    jobs: int | None = None,
 ) -> Report:
     """One Keras 3 model on each Keras backend (``backends``: default every installed
     one), each in its own process, every layer's output judged against a float64 run of
@@ -197,7 +200,8 @@ def backends(
     every backend computes the same quantised model, against TensorFlow's run and the
     float model's float64 referee by the mode's budgets (``kl_budget``, e.g.
     ``"kl_mean=0.015"``, replaces its distribution budget); a file already quantised is
-    checked so without it (docs/backends.md)."""
+    checked so without it (docs/backends.md). ``jobs``: at most that many backend
+    processes at once (default: as many as there are cores; 1: one after another)."""
     from ..compare.bootstrap import parse_budget
 
     limits = parse_budget(kl_budget) if kl_budget else None  # exit 2 before any process
@@ -217,6 +221,7 @@ def backends(
             gradients,
             quantize,
             limits,
+            jobs,
         )
     )
 

@@ -51,7 +51,9 @@ def run_quantised(
         plans.append(LaunchPlan(float_path, (), referee, prepared.imports))
     # side by side, as the backends of one launch run: each is a process of its own
     with ThreadPoolExecutor(len(plans)) as pool:
-        launched = list(pool.map(lambda plan: run_backends(plan, prepared.inputs), plans))
+        launched = list(
+            pool.map(lambda plan: run_backends(plan, prepared.inputs, request.jobs), plans)
+        )
     runs = launched[0]
     truth = launched[1][referee].outputs["float64"] if float_path is not None else None
     for note in (n for run in runs.values() for n in run.notes):

@@ -49,7 +49,7 @@ def render_backends(report: Report) -> str:
         f"  backends: {', '.join(d['backends'])}",
         f"  referee: float64 on {referee['backend']}",
         f"  judge: {d['judge']}",
-        *(f"  precision {b}: {_facts(facts)}" for b, facts in d["precision"].items()),
+        *(f"  precision {b}: {precision_text(facts)}" for b, facts in d["precision"].items()),
         "",
         "each cell: max abs diff to the referee, RMSE / referee RMS, verdict",
     ]
@@ -64,13 +64,15 @@ def render_backends(report: Report) -> str:
     if f:
         who = f"backend {f['backend']}" if f["backend"] else "every backend"
         lines += ["", f"first divergence: {who}, layer {f['layer']} ({f['kind']})"]
+        lines += [f"  hint: {h}" for h in f.get("hints", [])]
     if d.get("gradients"):
         lines += _gradients(d["gradients"], d["backends"])
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join([*lines, "", verdict(report)])
 
 
-def _facts(facts: dict[str, Any]) -> str:
+def precision_text(facts: dict[str, Any]) -> str:
+    """``dtype_policy float32, devices cpu``: one backend's precision facts."""
     return ", ".join(
         f"{k} {v if not isinstance(v, list) else '/'.join(map(str, v))}" for k, v in facts.items()
     )

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from ..errors import TfparityError
 from ..results import Report
+from .backends import precision_text
+from .backends import verdict as backends_verdict
 from .text import failing_summary, verdict_line
 
 _STYLE = """
@@ -91,8 +93,9 @@ def _section(report: Report, image: bytes | None, image_note: str | None) -> lis
         )
         out.append("</table>")
     layers = report.details.get("layers")
+    across = bool(layers) and "backends" in layers[0]  # tfparity backends: layer x backend
     if layers:
-        out.extend(_layer_table(layers))
+        out.extend(backend_tables(report.details) if across else _layer_table(layers))
         if image is not None:
             out.append(
                 '<p><img alt="per-layer divergence plot" src="data:image/png;base64,'
@@ -100,7 +103,11 @@ def _section(report: Report, image: bytes | None, image_note: str | None) -> lis
             )
         elif image_note:
             out.append(f'<p class="note">{_e(image_note)}</p>')
-    shown = [c for c in report.comparisons if not (layers and c.name.startswith("hidden_states["))]
+    shown = [
+        c
+        for c in report.comparisons
+        if not across and not (layers and c.name.startswith("hidden_states["))
+    ]
     if shown:
         out.extend(_tensor_table(shown))
     if not layers and image is not None:
@@ -110,16 +117,18 @@ def _section(report: Report, image: bytes | None, image_note: str | None) -> lis
         )
     out.extend(f'<p class="note">note: {_e(n)}</p>' for n in report.notes)
     d = report.first_divergence
-    if d is not None:
+    if d is not None and across:
+        out.extend(_backend_divergence(report.details))
+    elif d is not None:
         out.append(
             f"<p><b>first divergence:</b> hidden_states[{_e(d.hidden_state)}] · layer "
             f"{_e(d.layer)}{f' · component {_e(d.component)}' if d.component else ''}</p>"
         )
         if d.hint:
             out.append(f"<p><b>hint:</b> {_e(d.hint)}</p>")
-    if report.failures:
+    if report.failures and not across:
         out.append(f"<pre>{_e(failing_summary(report))}</pre>")
-    out.append(f"<p>{_e(verdict_line(report))}</p>")
+    out.append(f"<p>{_e(backends_verdict(report) if across else verdict_line(report))}</p>")
     return out
 
 
@@ -130,6 +139,70 @@ def _layer_table(rows: list[dict]) -> list[str]:
         cells = "".join(f"<td>{_e(_cell(r.get(key), fmt))}</td>" for _, key, fmt in _LAYER_COLUMNS)
         body.append(f'<tr class="{"ok" if r["passed"] else "fail"}">{cells}</tr>')
     return ['<table class="layers">', f"<tr>{head}</tr>", *body, "</table>"]
+
+
+def backend_tables(details: dict) -> list[str]:
+    """``tfparity backends``: each backend's precision facts, then the layer x backend
+    table (per cell: relative RMSE to the float64 referee, the bound it was judged by as
+    a relative RMSE, the verdict), and the Hugging Face and gradient tables when run."""
+    backends = details["backends"]
+    out = ["<table>", '<tr><th class="name">backend</th><th class="name">precision</th></tr>']
+    out += [
+        f'<tr><td class="name">{_e(b)}</td><td class="name">{_e(precision_text(facts))}</td></tr>'
+        for b, facts in details.get("precision", {}).items()
+    ]
+    out.append("</table>")
+    out += _backend_table("layer", details["layers"], backends)
+    hf = details.get("hf_referee")
+    if hf:
+        out.append(f"<p>against {_e(hf['referee']['label'])}, same rule:</p>")
+        out += _backend_table("hidden state (layer)", hf["layers"], backends)
+    g = details.get("gradients")
+    if g:
+        out.append(f"<p>gradients of {_e(g['scalar'])}, counted backwards:</p>")
+        out += _backend_table("gradient w.r.t.", g["rows"], backends, key="gradient")
+    return out
+
+
+def _backend_table(title: str, rows: list[dict], backends: list[str], key="layer") -> list[str]:
+    head = f'<th class="name">{_e(title)}</th>' + "".join(
+        f"<th>{_e(b)} rmse/RMS</th><th>{_e(b)} bound</th>" for b in backends
+    )
+    body = []
+    for r in rows:
+        cells = [r["backends"].get(b) for b in backends]
+        failed = any(c is not None and not c["passed"] for c in cells)
+        body.append(
+            f'<tr class="{"fail" if failed else "ok"}"><td class="name">{_e(r[key])}</td>'
+            + "".join(_backend_cell(c, r.get("rms")) for c in cells)
+            + "</tr>"
+        )
+    return ['<table class="backends">', f"<tr>{head}</tr>", *body, "</table>"]
+
+
+def _backend_cell(cell: dict | None, rms: float | None) -> str:
+    """Two cells: the relative RMSE with its verdict, and the allowed one."""
+    if cell is None:
+        return "<td>missing</td><td>-</td>"
+    verdict = "ok" if cell["passed"] else "FAIL"
+    if cell["problem"]:
+        return f"<td>FAIL: {_e(cell['problem'])}</td><td>-</td>"
+    relative = "-" if cell["relative_rmse"] is None else f"{cell['relative_rmse']:.3g}"
+    allowed = cell.get("allowed_rmse")
+    bound = "-" if allowed is None or not rms else f"{allowed / rms:.3g}"
+    return f"<td>{relative} {verdict}</td><td>{bound}</td>"
+
+
+def _backend_divergence(details: dict) -> list[str]:
+    """The first divergence (backend and layer, or every backend), and its hints."""
+    f = details.get("first_divergence") or (details.get("gradients") or {}).get("first_divergence")
+    if not f:
+        return []
+    who = f"backend {f['backend']}" if f.get("backend") else "every backend"
+    where = f"layer {f['layer']}" if "gradient" not in f else f"gradient {f['gradient']}"
+    out = [f"<p><b>first divergence:</b> {_e(who)}, {_e(where)} ({_e(f['kind'])})</p>"]
+    out += [f"<p><b>hint:</b> {_e(h)}</p>" for h in f.get("hints", [])]
+    return out
 
 
 def _tensor_table(comparisons) -> list[str]:

@@ -76,6 +76,8 @@ def layer_series(report: Report) -> LayerSeries | None:
     """The plottable figures of ``report``: the cross-check's layer table, or any
     check's ``hidden_states[k]`` comparisons; None when it compared no hidden state."""
     rows = report.details.get("layers")
+    if rows and "backends" in rows[0]:  # tfparity backends: see backend_series
+        return None
     if not rows:
         rows = [
             {
@@ -112,13 +114,59 @@ def layer_series(report: Report) -> LayerSeries | None:
     )
 
 
+@dataclass(frozen=True)
+class BackendSeries:
+    """``tfparity backends``: per backend, each layer's RMSE relative to the float64
+    referee's RMS (None where not measured) and whether it failed; the ceiling."""
+
+    title: str
+    passed: bool
+    layers: list[str]
+    relative: dict[str, list[float | None]]
+    failed: dict[str, list[bool]]
+    ceiling: float | None
+    first_divergence: int | None
+    divergence_label: str
+
+
+def backend_series(report: Report) -> BackendSeries | None:
+    """The plottable figures of a ``tfparity backends`` report (None for any other)."""
+    d = report.details
+    rows = d.get("layers")
+    if not rows or "backends" not in rows[0]:
+        return None
+    names = [r["layer"] for r in rows]
+    f = d.get("first_divergence")
+    label = ""
+    if f:
+        label = f"{'backend ' + f['backend'] if f.get('backend') else 'every backend'}, "
+        label += f"layer {f['layer']}"
+    return BackendSeries(
+        title=f"tfparity {report.check} · {report.model} — {'PASS' if report.passed else 'FAIL'}",
+        passed=report.passed,
+        layers=names,
+        relative={
+            b: [(r["backends"].get(b) or {}).get("relative_rmse") for r in rows]
+            for b in d["backends"]
+        },
+        failed={
+            b: [not (r["backends"].get(b) or {"passed": True})["passed"] for r in rows]
+            for b in d["backends"]
+        },
+        ceiling=d.get("ceiling"),
+        first_divergence=names.index(f["layer"]) if f and f["layer"] in names else None,
+        divergence_label=label,
+    )
+
+
 def plottable(reports: Sequence[Report]) -> list[Report]:
-    return [r for r in reports if layer_series(r) is not None]
+    return [r for r in reports if layer_series(r) is not None or backend_series(r) is not None]
 
 
 def png_bytes(reports: Sequence[Report]) -> bytes:
-    """The plot of every report that compared hidden states, as PNG bytes."""
-    series = [s for r in reports if (s := layer_series(r)) is not None]
+    """The plot of every report that compared hidden states (or layers across
+    backends), as PNG bytes."""
+    series = [s for r in reports if (s := layer_series(r) or backend_series(r)) is not None]
     if not series:
         raise TfparityError("No report compared hidden states, so there is nothing to plot.")
     plt = import_matplotlib()
@@ -126,7 +174,9 @@ def png_bytes(reports: Sequence[Report]) -> bytes:
     rows = fig.subfigures(len(series), 1) if len(series) > 1 else [fig]
     for row, s in zip(rows, series, strict=True):
         row.suptitle(s.title, fontsize=13, weight="bold", color="black" if s.passed else RED)
-        if s.has_rmse:
+        if isinstance(s, BackendSeries):
+            _backends_panel(row.subplots(1, 1), s)
+        elif s.has_rmse:
             left, right = row.subplots(1, 2)
             _diff_panel(left, s)
             _rmse_panel(right, s)
@@ -281,3 +331,51 @@ def _rmse_panel(ax, s: LayerSeries) -> None:
     values = [v for v in s.accumulated + s.isolated + s.reference if v is not None]
     _decorate(ax, s, floor, "RMSE", any(v == 0 for v in values))
     ax.set_title("error vs the float64 referee: accumulated vs isolated", fontsize=10)
+
+
+_BACKEND_STYLE = {
+    "tensorflow": {"color": "#ff7f0e", "marker": "o"},
+    "jax": {"color": "#1f77b4", "marker": "s"},
+    "torch": {"color": "#2ca02c", "marker": "D"},
+}
+
+
+def _backends_panel(ax, s: BackendSeries) -> None:
+    """Each backend's relative RMSE to the float64 referee by layer (log scale), the
+    ceiling no backend may pass, failing cells crossed and the first divergence marked."""
+    x = list(range(len(s.layers)))
+    floor = _floor(list(s.relative.values()))
+    for backend, values in s.relative.items():
+        style = _BACKEND_STYLE.get(backend, {"marker": "."})
+        _draw(ax, x, values, floor, label=backend, **style)
+        bad = [
+            (i, v if v else floor)
+            for i, (v, f) in enumerate(zip(values, s.failed[backend], strict=True))
+            if f and v is not None
+        ]
+        if bad:
+            ax.plot(
+                [i for i, _ in bad],
+                [v for _, v in bad],
+                linestyle="none",
+                marker="X",
+                markersize=11,
+                color=RED,
+            )
+    if any(any(f) for f in s.failed.values()):
+        ax.plot([], [], linestyle="none", marker="X", color=RED, label="fails")
+    if s.ceiling:
+        ax.axhline(
+            s.ceiling, color="black", linestyle=":", linewidth=1.2, label=f"ceiling {s.ceiling:g}"
+        )
+    ax.set_yscale("log")
+    ax.set_xticks(x)
+    ax.set_xticklabels(s.layers, rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel("layer (topological order)")
+    ax.set_ylabel("RMSE / referee RMS")
+    ax.grid(True, which="major", alpha=0.3)
+    if s.first_divergence is not None:
+        ax.axvline(s.first_divergence, color=RED, linestyle="--", linewidth=1.2)
+        ax.plot([], [], color=RED, linestyle="--", label=f"first divergence: {s.divergence_label}")
+    ax.set_title("each backend's error to the float64 referee, by layer", fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, frameon=False)

@@ -17,6 +17,7 @@ keras = pytest.importorskip("keras")
 from tfparity.adapters.keras_backends import worker  # noqa: E402
 from tfparity.adapters.keras_backends.sublayers import SublayerTaps  # noqa: E402
 from tfparity.checks.backends import BackendOutputs, check_backends  # noqa: E402
+from tfparity.checks.backends_hints import layer_hints  # noqa: E402
 from tfparity.report.backends import render_backends  # noqa: E402
 
 
@@ -168,6 +169,19 @@ def test_a_keras_hub_tap_equals_its_sublayer_called_directly(bert):
     np.testing.assert_allclose(got, np.asarray(direct), rtol=1e-6, atol=1e-6)
     plain = backbone(feed)["sequence_output"]  # BERT's: the last block's output, no norm
     np.testing.assert_allclose(run.outputs["transformer_layer_1"], np.asarray(plain), atol=1e-6)
+
+
+def test_hints_at_a_sublayer_read_that_sublayer_not_its_block(bert):
+    backbone, _feed, run = bert
+    facts = {"jax": worker.layer_facts(backbone)}
+    assert set(run.parents) <= set(facts["jax"])  # every tap has facts of its own
+
+    def attention(name):
+        return any("computes attention" in h for h in layer_hints(name, ["jax"], facts, {}))
+
+    assert attention("transformer_layer_1/self_attention_layer")
+    assert attention("transformer_layer_1")  # the block holds attention
+    assert not attention("transformer_layer_1/feedforward_output_dense")  # a Dense does not
 
 
 RNG = np.random.default_rng(1)

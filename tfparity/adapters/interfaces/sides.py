@@ -135,6 +135,8 @@ class TFSide(Protocol):
     def quantisation(self) -> str | None: ...  # what reduced precision it holds; None: float32
     @property
     def framework(self) -> str: ...  # what computes it, for the report's ``compares`` line
+    @property
+    def command_name(self) -> str: ...  # MODEL and options that load it again, for advice
 
     # runs
     def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace: ...
@@ -334,6 +336,13 @@ class TFSideBase:
         """What computes this side, for the report's ``compares`` line: TensorFlow (a
         keras-hub backbone on another Keras backend says which)."""
         return "TensorFlow"
+
+    @property
+    def command_name(self) -> str:
+        """How a command names this side again, for the commands a report advises: its
+        name, and the options it needs beside it (a keras-hub model on JAX adds
+        ``--backend jax``)."""
+        return self.name  # type: ignore[attr-defined]
 
     @property
     def side_kind(self) -> str:

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,7 @@ class BackendRun:
     keras_version: str = ""
     gradients: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     gradient_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    layer_facts: dict[str, dict[str, Any]] = field(default_factory=dict)  # see worker
     # Each sublayer tap's graph layer (``block/attention/query`` -> ``block``): taps are
     # the outputs of the layers inside a graph layer (:mod:`.sublayers`).
     parents: dict[str, str] = field(default_factory=dict)
@@ -105,17 +106,59 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[3])
 
 
-def run_backends(plan: LaunchPlan, inputs: list[np.ndarray]) -> dict[str, BackendRun]:
-    """Run every process of ``plan`` on ``inputs`` side by side; each backend's run.
-    A process that fails (a bad file, a custom layer not imported) is a TfparityError
-    naming the backend and the worker's one-paragraph reason."""
+def default_jobs(processes: int) -> int:
+    """As many processes at once as there are cores (each is mostly start-up and
+    imports, CPU-bound: more than the cores only interleave them)."""
+    return max(1, min(processes, os.cpu_count() or 1))
+
+
+def run_backends(
+    plan: LaunchPlan, inputs: list[np.ndarray], jobs: int | None = None
+) -> dict[str, BackendRun]:
+    """Run every process of ``plan`` on ``inputs``, at most ``jobs`` at once (default
+    :func:`default_jobs`; 1: one after another); each backend's run. A process that
+    fails (a bad file, a custom layer not imported) is a TfparityError naming the
+    backend and the worker's one-paragraph reason."""
+    processes = plan.processes()
+    jobs = default_jobs(len(processes)) if jobs is None else jobs
+    if jobs < 1:
+        raise TfparityError(f"--jobs must be at least 1, not {jobs}.")
     with tempfile.TemporaryDirectory(prefix="tfparity-backends-") as tmp:
         given = Path(tmp, "inputs.npz")
         np.savez(given, **{f"input_{k}": a for k, a in enumerate(inputs)})
-        started = {
-            b: _start(plan, b, p, given, Path(tmp, f"{b}.npz")) for b, p in plan.processes().items()
-        }
-        return {b: collect(b, proc, Path(tmp, f"{b}.npz")) for b, proc in started.items()}
+
+        def start(b: str) -> subprocess.Popen:
+            return _start(plan, b, processes[b], given, Path(tmp, f"{b}.npz"))
+
+        def collected(b: str, proc: subprocess.Popen) -> BackendRun:
+            return collect(b, proc, Path(tmp, f"{b}.npz"))
+
+        return scheduled(list(processes), jobs, start, collected)
+
+
+def scheduled(
+    names: list[str],
+    jobs: int,
+    start: Callable[[str], Any],
+    collect: Callable[[str, Any], BackendRun],
+) -> dict[str, BackendRun]:
+    """Start ``names`` in order, at most ``jobs`` running at once: when the oldest
+    running one is collected, the next starts. Collecting in start order keeps the
+    first failure reported the same whatever ``jobs`` is. A failure ends the others."""
+    waiting, running, runs = list(names), [], {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                name = waiting.pop(0)
+                running.append((name, start(name)))
+            name, proc = running.pop(0)
+            runs[name] = collect(name, proc)
+    finally:
+        for _, proc in running:  # after a failure: nothing left behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return {name: runs[name] for name in names}
 
 
 def _start(plan: LaunchPlan, backend: str, precisions: tuple[str, ...], given: Path, out: Path):
@@ -152,6 +195,7 @@ def collect(backend: str, proc: subprocess.Popen, out: Path) -> BackendRun:
         why = meta.get("error") or last[0]
         raise TfparityError(f"the {backend} backend could not run the model: {why}")
     run = BackendRun(backend, precision=meta["precision"], keras_version=meta["keras"])
+    run.layer_facts = meta.get("layer_facts", {})
     with np.load(out) as held:
         for precision, facts in meta["runs"].items():
             run.outputs[precision] = {n: held[f"{precision}:{n}"] for n in facts["layers"]}

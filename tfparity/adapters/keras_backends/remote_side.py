@@ -11,9 +11,14 @@ backbone saved to one ``.keras`` file, and the worker (:mod:`.hub_worker`) loads
 file: the same weights, so the weight hints read off the in-process side's weights
 still name the right PyTorch weights. Only ``run`` crosses the process boundary.
 
+A causal-LM task (``--head causal-lm``, ``tiny:<type>/causal-lm``, or a checkpoint
+whose config names a causal LM) is saved whole: its runs give the task's ``logits``
+too, and ``tfparity generate`` drives the task's own ``generate`` in the worker
+(:mod:`.remote_generation`).
+
 What it cannot do: sub-layer taps and isolated runs (the worker records hidden states
 only, so a divergence is localised to a layer, as for other untapped sides), the
-``inputs_embeds`` path, generation and gradients (refused by name, exit 2).
+``inputs_embeds`` path and gradients (refused by name, exit 2).
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ from ..runtime.execution_options import ExecutionOptions, eager_only
 from .hub_worker import MARK
 from .launch import BACKENDS, environment, installed, pip_command
 
-# What ``--backend`` is built for so far (generate and gradients refuse it by name).
-BUILT_FOR = "crosscheck"
+# What ``--backend`` is built for so far (gradients refuse it by name).
+BUILT_FOR = "crosscheck and generate"
 START_TIMEOUT_S = 600
 
 
@@ -58,8 +63,8 @@ class _Worker:
         self.backend = backend
         self._dir = tempfile.TemporaryDirectory(prefix=f"tfparity-{backend}-")
         self.root = Path(self._dir.name)
-        path = self.root / "backbone.keras"
-        side.backbone.save(str(path))
+        path = self.root / "model.keras"
+        side.model.save(str(path))  # the backbone, or a causal LM's task (its head too)
         self._stderr = open(self.root / "stderr.txt", "w+")  # a file: a pipe could fill
         command = [sys.executable, "-m", "tfparity.adapters.keras_backends.hub_worker", str(path)]
         self.proc = subprocess.Popen(
@@ -91,12 +96,14 @@ class _Worker:
             f"{self.proc.poll()}): {last[0]}"
         )
 
-    def run(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The hidden states of the backbone on ``feed``, by Hugging Face name."""
+    def run(self, feed: dict[str, np.ndarray], kind: str = "run") -> dict[str, np.ndarray]:
+        """The worker's answer to a ``kind`` request on ``feed`` (:mod:`.hub_worker`):
+        for ``run``, the hidden states on ``feed`` by Hugging Face name (a task's
+        ``logits`` too); for ``generate``, the greedy ``tokens`` and step ``logits``."""
         self.runs += 1
         given, out = self.root / f"in{self.runs}.npz", self.root / f"out{self.runs}.npz"
         np.savez(given, **feed)
-        self.proc.stdin.write(f"{given} {out}\n")  # type: ignore[union-attr]
+        self.proc.stdin.write(f"{kind} {given} {out}\n")  # type: ignore[union-attr]
         self.proc.stdin.flush()  # type: ignore[union-attr]
         self._reply("done")
         with np.load(out) as held:
@@ -119,24 +126,23 @@ def _close(proc: subprocess.Popen, stderr: Any, directory: Any) -> None:
 
 
 def remote_keras_hub(local: Any, backend: str) -> RemoteKerasHub:
-    """``local`` (an in-process keras-hub backbone side) run on ``backend`` in a worker
-    process of its own; exit 2 for anything but a backbone (a task's head is not
-    carried over yet)."""
+    """``local`` (an in-process keras-hub side: a backbone, or a causal LM's task) run
+    on ``backend`` in a worker process of its own; exit 2 for any other side."""
     check_backend(backend)
     from ..keras_hub.side import KerasHubModel
 
     if not isinstance(local, KerasHubModel):
         raise TfparityError(
-            f"--backend {backend} runs a keras-hub backbone in a process of its own; "
-            f"{local.name} loads as {local.side_kind}, with a head (a CausalLM task), "
-            "which is not carried to another backend yet: drop --head, or use --backend "
-            "tensorflow."
+            f"--backend {backend} runs a keras-hub backbone or CausalLM task in a process "
+            f"of its own; {local.name} loads as {local.side_kind}, which is not carried to "
+            "another backend: use --backend tensorflow."
         )
     worker = _Worker(backend, local)
     facts = worker.facts
+    what = "backbone" if facts.get("task") is None else f"{facts['task']} task"
     note = (
         f"keras-hub ran on the {backend} backend (Keras {facts['keras']}, in a process of "
-        f"its own, {', '.join(facts['precision'].get('devices', []))}), from the backbone "
+        f"its own, {', '.join(facts['precision'].get('devices', []))}), from the {what} "
         "converted on TensorFlow and saved to .keras: hidden states are compared, a "
         "divergence is localised to a layer (no sub-layer taps across processes)."
     )
@@ -223,8 +229,13 @@ class RemoteKerasHub(TFSideBase):
         return f"Keras 3 on {self.backend}"
 
     @property
+    def command_name(self) -> str:
+        return f"{self.local.name} --backend {self.backend}"
+
+    @property
     def side_kind(self) -> str:
-        return f"a keras-hub backbone on the {self.backend} backend"
+        what = "backbone" if self.worker.facts.get("task") is None else "CausalLM task"
+        return f"a keras-hub {what} on the {self.backend} backend"
 
     # ------------------------------------------------------------------ runs
 
@@ -235,6 +246,8 @@ class RemoteKerasHub(TFSideBase):
         feed = {k: np.asarray(v) for k, v in self.local.inputs(batch).items()}
         got = self.worker.run(feed)
         hidden = sorted((k for k in got if k.startswith("hidden_states[")), key=hidden_state_index)
+        if "logits" in got:  # a causal LM's task: its outputs as the in-process task's
+            return Trace({k: got[k] for k in [*hidden, "logits"]})
         pooled = ["pooler_output"] if "pooler_output" in got else []
         return Trace({k: got[k] for k in [*hidden, "last_hidden_state", *pooled]})
 
@@ -257,7 +270,14 @@ class RemoteKerasHub(TFSideBase):
         raise self._not_built("the gradients check")
 
     def generator(self) -> Any:
-        raise self._not_built("`tfparity generate`")
+        """The task's greedy generation in the worker
+        (:class:`~.remote_generation.RemoteGenerator`); a backbone refuses, as on
+        TensorFlow (no LM head)."""
+        if self.worker.facts.get("task") is None:
+            return self.local.generator()
+        from .remote_generation import RemoteGenerator
+
+        return RemoteGenerator(self)
 
     def _not_built(self, what: str) -> TfparityError:
         return TfparityError(

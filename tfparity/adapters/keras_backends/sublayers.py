@@ -32,7 +32,7 @@ class Tap:
     value: np.ndarray
 
 
-def nested_layers(keras: Any, layer: Any) -> list[tuple[str, Any]]:
+def nested_layers(layer: Any) -> list[tuple[str, Any]]:
     """Every layer inside ``layer`` (depth first) with its path from ``layer``'s name;
     a sublayer reachable twice is listed once, at its first path."""
     found: list[tuple[str, Any]] = []
@@ -40,7 +40,7 @@ def nested_layers(keras: Any, layer: Any) -> list[tuple[str, Any]]:
 
     def visit(path: str, outer: Any) -> None:
         for inner in outer._flatten_layers(include_self=False, recursive=False):
-            if id(inner) in seen or isinstance(inner, keras.layers.InputLayer):
+            if id(inner) in seen or type(inner).__name__ == "InputLayer":
                 continue
             seen.add(id(inner))
             found.append((f"{path}/{_stable_name(outer, inner)}", inner))
@@ -94,7 +94,7 @@ class SublayerTaps:
 
     def __enter__(self) -> SublayerTaps:
         for top in self.layers:
-            for path, inner in nested_layers(self.keras, top):
+            for path, inner in nested_layers(top):
                 # Keras's __call__ runs quantized_call instead of call on a quantised layer
                 quantised = getattr(inner, "quantization_mode", None) is not None
                 attribute = "quantized_call" if quantised else "call"

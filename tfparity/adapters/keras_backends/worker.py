@@ -160,9 +160,13 @@ def _owners(names: list[str], layers: list[Any]) -> dict[str, str]:
 
 
 def precision_facts(keras: Any, backend: str) -> dict[str, Any]:
-    """What decides this backend's float32 arithmetic: the global dtype policy and,
-    per backend, the matmul precision or TF32 switches and the devices it runs on."""
+    """What decides this backend's float32 arithmetic: the global dtype policy, whether
+    ``dot_product_attention`` may take a flash path, and per backend the matmul
+    precision or TF32 switches and the devices it runs on."""
     facts: dict[str, Any] = {"dtype_policy": keras.config.dtype_policy().name}
+    flash = getattr(keras.config, "is_flash_attention_enabled", lambda: None)()
+    if flash is not None:  # set by keras.config.enable/disable_flash_attention; None:
+        facts["flash_attention"] = flash  # Keras decides per call, as the device allows
     if backend == "jax":
         import jax
 
@@ -173,6 +177,8 @@ def precision_facts(keras: Any, backend: str) -> dict[str, Any]:
 
         facts["allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
         facts["devices"] = ["cuda"] if torch.cuda.is_available() else ["cpu"]
+        if torch.cuda.is_available():  # convolutions have a TF32 switch of their own
+            facts["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
     elif backend == "tensorflow":
         import tensorflow as tf
 
@@ -183,6 +189,48 @@ def precision_facts(keras: Any, backend: str) -> dict[str, Any]:
                 tf.config.experimental.tensor_float_32_execution_enabled()
             )
     return facts
+
+
+def layer_facts(model: Any) -> dict[str, dict[str, Any]]:
+    """Per layer (and per sublayer, by its tap's path: :mod:`.sublayers`): its class and
+    the classes it derives from (a keras-hub attention is a MultiHeadAttention), its
+    dtype policy, and its config's keys, from which the parent tells which layers may
+    compute a backend-specific way (top_k ties, a flash attention path, a float16
+    policy)."""
+    from .sublayers import nested_layers
+
+    facts = {}
+    for layer in model.layers:
+        if type(layer).__name__ == "InputLayer":
+            continue
+        facts[layer.name] = _facts_of(layer)
+        facts.update({path: _facts_of(inner) for path, inner in nested_layers(layer)})
+    return facts
+
+
+def _facts_of(layer: Any) -> dict[str, Any]:
+    try:
+        keys = sorted(layer.get_config())
+    except (NotImplementedError, TypeError, AttributeError):
+        keys = []
+    policy = getattr(layer, "dtype_policy", None)
+    return {
+        "class": type(layer).__name__,
+        "bases": _bases(type(layer)),
+        "dtype_policy": getattr(policy, "name", str(policy)),
+        "config_keys": keys,
+    }
+
+
+def _bases(cls: type) -> list[str]:
+    """The classes ``cls`` derives from, up to Keras's Layer (the rest is each backend's
+    plumbing, ``TFLayer``, ``TorchLayer``, which says nothing of the layer)."""
+    names = []
+    for base in cls.__mro__[1:]:
+        if base.__name__ in ("Layer", "object"):
+            break
+        names.append(base.__name__)
+    return names
 
 
 def _record(args: argparse.Namespace) -> dict[str, Any]:
@@ -198,6 +246,7 @@ def _record(args: argparse.Namespace) -> dict[str, Any]:
     meta["precision"] = precision_facts(keras, backend)
     short = float64_shortfalls(keras)  # a few tiny ops: recorded on every backend
     meta["precision"]["float64_shortfalls"] = short
+    meta["layer_facts"] = layer_facts(model)
     arrays: dict[str, np.ndarray] = {}
     if "float64" in (args.precision or []):
         if short:

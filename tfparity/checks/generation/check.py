@@ -133,8 +133,8 @@ def check_generation(
         + list(generator.notes)
         + _notes(tf_model, generator, runs, refusal),
         details={
-            "compares": "TF generate (actual) vs PyTorch generate (expected), greedy, "
-            "same weights and prompts",
+            "compares": f"{_generating(tf_model)} generate (actual) vs PyTorch generate "
+            "(expected), greedy, same weights and prompts",
             "judge": q.judge_line()
             if q is not None
             else f"{options.referee.describe('per step')}; a flip within 4x its allowed "
@@ -348,12 +348,10 @@ def _crosscheck_advice(tf_model: TFSide) -> str:
     """The command that judges every tensor of this model on one forward pass (a
     seq2seq LM's decoder teacher-forced too)."""
     head = tf_model.head.value
-    named = tf_model.name.endswith(f"/{head}")  # tiny:gpt2/causal-lm names its head
+    command = tf_model.command_name  # MODEL, then any option it needs (--backend jax)
+    named = command.partition(" --")[0].endswith(f"/{head}")  # tiny:gpt2/causal-lm's head
     option = "" if named else f" --head {head}"
-    return (
-        f"`tfparity crosscheck {tf_model.name}{option}` judges every hidden state on the "
-        "same weights"
-    )
+    return f"`tfparity crosscheck {command}{option}` judges every hidden state on the same weights"
 
 
 def _localised(
@@ -442,6 +440,13 @@ def _prompt_row(run: _Prompt) -> dict:
         "embeds_failures": s.embeds_failures,
         "steps": [asdict(step) for step in s.steps],
     }
+
+
+def _generating(tf_model: TFSide) -> str:
+    """Who generates on the TF side, for the ``compares`` line: TF, or the Keras
+    backend a keras-hub causal LM runs on in a process of its own (``--backend``)."""
+    framework = tf_model.framework
+    return "TF" if framework == "TensorFlow" else framework
 
 
 def generation_refusal(tf_model: TFSide) -> str | None:
