@@ -72,10 +72,15 @@ def render_backends(report: Report) -> str:
 
 
 def precision_text(facts: dict[str, Any]) -> str:
-    """``dtype_policy float32, devices cpu``: one backend's precision facts."""
-    return ", ".join(
-        f"{k} {v if not isinstance(v, list) else '/'.join(map(str, v))}" for k, v in facts.items()
-    )
+    """``dtype_policy float32, devices cpu``: one backend's precision facts (an empty
+    list reads ``none``: ``float64_shortfalls none`` on TensorFlow)."""
+    return ", ".join(f"{k} {_fact(v)}" for k, v in facts.items())
+
+
+def _fact(value: Any) -> str:
+    if isinstance(value, list):
+        return "/".join(map(str, value)) or "none"
+    return str(value)
 
 
 def _gradients(g: dict[str, Any], backends: list[str]) -> list[str]:
