@@ -2,8 +2,9 @@
 generates greedily in a worker process on another Keras backend, against HF PyTorch's
 generate as on TensorFlow.
 
-One worker for the module: keras-hub:tiny:gpt2/causal-lm converted once and run on JAX,
-judged against its own checkpoint (PASS: the same tokens, the cache consistent) and
+One worker for the module: keras-hub:tiny:gpt2/causal-lm converted once and run on
+torch (JAX decodes eagerly step by step, slower; test_remote_side.py runs JAX), judged
+against its own checkpoint (PASS: the same tokens, the cache consistent) and
 against a copy of that checkpoint with layer 1's MLP output projection changed (FAIL:
 the first divergent step named, the teacher-forced cross-check localising the defect
 to layer 1). The refusals (exit 2) load nothing, or reuse the worker.
@@ -25,8 +26,8 @@ PROMPTS = ["the quick brown fox", "parity of two models"]
 
 
 @pytest.fixture(scope="module")
-def on_jax():
-    side = load_model(SPEC, backend="jax")
+def on_torch():
+    side = load_model(SPEC, backend="torch")
     yield side
     side.close()
 
@@ -48,18 +49,18 @@ def changed_checkpoint(tmp_path_factory):
     return str(port)
 
 
-def test_a_clean_causal_lm_on_jax_generates_hf_pytorch_tokens(on_jax):
-    report = api.generate(on_jax, pt="tiny:gpt2/causal-lm", new_tokens=NEW_TOKENS, texts=PROMPTS)
+def test_a_clean_causal_lm_on_torch_generates_hf_pytorch_tokens(on_torch):
+    report = api.generate(on_torch, pt="tiny:gpt2/causal-lm", new_tokens=NEW_TOKENS, texts=PROMPTS)
     assert report.passed, [c.name for c in report.failures]
-    assert report.details["compares"].startswith("Keras 3 on jax generate (actual)")
-    assert any("keras-hub on the jax backend" in n for n in report.notes)
+    assert report.details["compares"].startswith("Keras 3 on torch generate (actual)")
+    assert any("keras-hub on the torch backend" in n for n in report.notes)
     assert report.details["kv_cache"] == "yes"
     cache = [c for c in report.comparisons if "cache" in c.name]
     assert cache and all(c.passed for c in cache)  # the worker's cached steps checked
 
 
-def test_a_changed_weight_fails_on_jax_naming_the_step_and_layer(on_jax, changed_checkpoint):
-    report = api.generate(on_jax, pt=changed_checkpoint, new_tokens=NEW_TOKENS, texts=PROMPTS)
+def test_a_changed_weight_fails_on_torch_naming_the_step_and_layer(on_torch, changed_checkpoint):
+    report = api.generate(on_torch, pt=changed_checkpoint, new_tokens=NEW_TOKENS, texts=PROMPTS)
     assert not report.passed
     assert {c.name for c in report.failures} == {"prompt 0: tokens", "prompt 1: tokens"}
     assert all(c.passed for c in report.comparisons if "cache" in c.name)  # not the cache
@@ -67,21 +68,21 @@ def test_a_changed_weight_fails_on_jax_naming_the_step_and_layer(on_jax, changed
     assert (d.hidden_state, d.layer, d.component) == (2, 1, None)  # the layer, not below
     assert "prompt 0, first divergent step 0" in d.hint
     assert "h.1.mlp.c_proj.weight" in d.hint  # the weight, named
-    assert f"crosscheck {SPEC} --backend jax`" in d.hint  # advice that runs as given
+    assert f"crosscheck {SPEC} --backend torch`" in d.hint  # advice that runs as given
 
 
-def test_crosscheck_of_the_task_on_jax_compares_its_logits(on_jax):
+def test_crosscheck_of_the_task_on_torch_compares_its_logits(on_torch):
     """The task is carried whole: its head's logits come back with the hidden states."""
-    (report,) = api.crosscheck(tf=on_jax, pt="tiny:gpt2/causal-lm")
+    (report,) = api.crosscheck(tf=on_torch, pt="tiny:gpt2/causal-lm")
     assert report.passed, [c.name for c in report.failures]
     assert {"hidden_states[2]", "logits"} <= {c.name for c in report.comparisons}
-    assert on_jax.side_kind == "a keras-hub CausalLM task on the jax backend"
+    assert on_torch.side_kind == "a keras-hub CausalLM task on the torch backend"
 
 
-def test_the_worker_refuses_the_embeds_start_by_name(on_jax):
-    generator = on_jax.generator()
+def test_the_worker_refuses_the_embeds_start_by_name(on_torch):
+    generator = on_torch.generator()
     assert "token ids only" in generator.embeds_refusal
-    with pytest.raises(TfparityError, match="jax backend"):
+    with pytest.raises(TfparityError, match="torch backend"):
         generator.generate_from_embeds(None, 1)
 
 
