@@ -11,6 +11,7 @@ from .common import (
     EXIT_PASS,
     add_html_plot_arguments,
     check_plot_argument,
+    given_texts,
     non_negative_int,
     tolerance_value,
     write_outputs,
@@ -125,12 +126,9 @@ def _run_backends(args: argparse.Namespace) -> int:
     if args.random < 1 or args.seq_len < 1:
         raise TfparityError("--random and --seq-len must be at least 1.")
     check_plot_argument(args)
-    from ..inputs import read_texts_file
 
     asked = None if args.backends is None else [b.strip() for b in args.backends.split(",")]
-    texts = None
-    if args.text is not None or args.texts:
-        texts = list(args.text or []) + (read_texts_file(args.texts) if args.texts else [])
+    texts = given_texts(args)
     report = backends(
         args.model,
         backends=asked,

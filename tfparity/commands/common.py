@@ -124,11 +124,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 def input_options(args: argparse.Namespace):
     """The InputOptions that the input arguments describe."""
-    from ..inputs import InputOptions, read_texts_file
+    from ..inputs import InputOptions
 
-    texts: list[str] | None = None
-    if args.text is not None or args.texts:
-        texts = list(args.text or []) + (read_texts_file(args.texts) if args.texts else [])
+    texts = given_texts(args)
     if texts is not None and args.random is not None:
         raise TfparityError("Give texts (--text/--texts) or --random N, not both.")
     return InputOptions(
@@ -140,6 +138,15 @@ def input_options(args: argparse.Namespace):
         padding_side=args.padding_side,
         truncate=args.truncate,
     )
+
+
+def given_texts(args: argparse.Namespace) -> list[str] | None:
+    """``--text`` values then ``--texts`` lines, in that order; None where neither."""
+    from ..inputs import read_texts_file
+
+    if args.text is None and not args.texts:
+        return None
+    return list(args.text or []) + (read_texts_file(args.texts) if args.texts else [])
 
 
 def add_tolerance_arguments(parser: argparse.ArgumentParser) -> None:
