@@ -104,6 +104,29 @@ def pytest_collection_modifyitems(config, items):
         )
 
 
+@pytest.fixture(scope="session")
+def backends_run(tfparity_backend_workers, tmp_path_factory):
+    """``backends_run(model, **options)`` -> (exit code, text, JSON report) as
+    ``tfparity backends`` gives them, through the API on the session's warm backend
+    processes (the plugin's ``tfparity_backend_workers``): each backend's imports are
+    paid once per test worker, not once per run. One test per path still runs the CLI
+    with processes of its own (tests/checks/test_backends.py)."""
+    import json
+
+    import tfparity
+    from tfparity.commands.backends import TOP_LEVEL
+    from tfparity.report.backends import render_report
+    from tfparity.report.jsonio import write_json
+
+    def run(model: str, **options: Any) -> tuple[int, str, dict]:
+        report = tfparity.backends(model, workers=tfparity_backend_workers, **options)
+        path = tmp_path_factory.mktemp("backends-report") / "report.json"
+        write_json([report], path, top_level=TOP_LEVEL)
+        return (0 if report.passed else 1), render_report(report), json.loads(path.read_text())
+
+    return run
+
+
 @functools.cache
 def _load(spec: str):
     from tfparity.adapters.hf_tf.tf_model import TFModel

@@ -36,6 +36,8 @@ _ELSEWHERE = {
     "assert_gradients": "assertions",
     "user_model": "adapters.user.side",
     "backends": "cross_backend",
+    "assert_backends": "assertions",
+    "BackendWorkers": "adapters.keras_backends.workers",
     # the sides and settings the examples and docs use, under one stable name each
     "ExecutionOptions": "adapters.runtime.execution_options",
     "PTModel": "adapters.reference.pt_model",

@@ -37,6 +37,8 @@ class HelperContext:
     load: Callable[[str], Any] | None = None  # the session's cached model loader
     reports: list[Report] = field(default_factory=list)
     json_path: Path | None = None  # where --tfparity-json writes this test's reports
+    # the session's warm backend processes (a BackendWorkers), made when first asked
+    backend_workers: Callable[[], Any] | None = None
 
 
 CONTEXT: ContextVar[HelperContext | None] = ContextVar("tfparity_test_context", default=None)
@@ -218,6 +220,25 @@ def assert_gradients(
     )
     _conclude(reports)
     return reports
+
+
+def assert_backends(model: str, **options: Any) -> Report:
+    """Assert that one Keras 3 model computes the same on every Keras backend
+    (:func:`tfparity.backends`, whose keyword ``options`` it takes): every layer of
+    every backend within the float64 referee's bound (and Hugging Face's, for a
+    keras-hub spec). The error's first line names the backend and the layer that part
+    first; the layer table's rows around it follow. Under the pytest plugin the
+    session's warm backend processes are reused (each backend's imports paid once)."""
+    __tracebackhide__ = True
+    from .cross_backend import backends
+    from .report.backends import assertion_message
+
+    context = CONTEXT.get()
+    if "workers" not in options and context is not None and context.backend_workers:
+        options["workers"] = context.backend_workers()
+    report = backends(model, **options)
+    _conclude([report], assertion_message)
+    return report
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -4,6 +4,8 @@ tfparity is enough, no conftest needed.
 Fixtures:
 - ``tfparity_model(spec="minilm")``: a loaded TFModel, cached for the session (a model
   costs seconds to load; tests must not change its weights);
+- ``tfparity_backend_workers``: the session's warm Keras backend processes, for
+  ``tfparity.backends(..., workers=...)`` (``assert_backends`` takes them by itself);
 - ``tfparity_batch(model="tiny:bert", *, texts=None, n=4, seq_len=16, seed=0,
   padding_side=None)``: one seeded Batch (random ids of mixed lengths, or ``texts``).
 
@@ -39,6 +41,18 @@ class _Session:
     json_dir: Path | None
     models: dict[str, Any] = field(default_factory=dict)
     json_names: dict[str, str] = field(default_factory=dict)  # file name -> node id
+    workers: Any = None  # BackendWorkers, made when first asked for
+
+    def backend_workers(self) -> Any:
+        if self.workers is None:
+            from .adapters.keras_backends.workers import BackendWorkers
+
+            self.workers = BackendWorkers()
+        return self.workers
+
+    def close(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
 
     def load(self, spec: str) -> Any:
         if spec not in self.models:
@@ -80,6 +94,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION, None)
+    if session is not None:
+        session.close()  # the warm backend processes end with the session
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     session = config.stash.get(_SESSION, None)
     if session is None or not (session.device or session.json_dir):
@@ -96,7 +116,12 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     if session.json_dir is not None:  # named now: a failure message says where it goes
         name = json_name(item.nodeid, session.json_names)
         path = (session.json_dir / f"{name}.json").resolve()
-    context = HelperContext(device=session.device, load=session.load, json_path=path)
+    context = HelperContext(
+        device=session.device,
+        load=session.load,
+        json_path=path,
+        backend_workers=session.backend_workers,
+    )
     with helper_context(context):
         yield
     if path is not None and context.reports:
@@ -133,6 +158,14 @@ def tfparity_model(request: pytest.FixtureRequest) -> Callable[..., Any]:
         return session.load(spec)
 
     return get
+
+
+@pytest.fixture(scope="session")
+def tfparity_backend_workers(request: pytest.FixtureRequest) -> Any:
+    """The session's warm Keras backend processes (a :class:`tfparity.BackendWorkers`):
+    pass it as ``tfparity.backends(..., workers=...)``; ``assert_backends`` uses it
+    by itself. Each backend's imports are then paid once per session."""
+    return request.config.stash[_SESSION].backend_workers()
 
 
 @pytest.fixture

@@ -34,12 +34,14 @@ def files(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def clean(files):
+def clean(files, tfparity_backend_workers):
     import tfparity
 
     # with gradients: their clean test shares this run (test_backends_gradients.py has
-    # the fault)
-    return tfparity.backends(str(files["clean"]), imports=[EXAMPLE], gradients=True)
+    # the fault); on the session's warm processes, which the other files' runs reuse
+    return tfparity.backends(
+        str(files["clean"]), imports=[EXAMPLE], gradients=True, workers=tfparity_backend_workers
+    )
 
 
 @pytest.fixture(scope="module")
@@ -198,18 +200,14 @@ def test_keras_rounds_float64_to_float32_on_jax_and_torch_only(clean):
 
 def _worker_refusal(files, tmp_path, argv):
     """The worker run here (Keras on TensorFlow) on the clean file, and the parent's
-    reading of what it wrote, as for a process that exited 2."""
-    import subprocess
-    import sys
-
+    reading of what it wrote."""
     from tfparity.adapters.keras_backends import worker
 
     given, out = tmp_path / "inputs.npz", tmp_path / "out.npz"
     np.savez(given, input_0=np.zeros((1, 4), np.int32))
     code = worker.main([str(files["clean"]), "--inputs", str(given), "--out", str(out), *argv])
-    exited = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"], stderr=-1, text=True)
     with pytest.raises(TfparityError) as refused:
-        launch.collect("torch", exited, out)
+        launch.read_run("torch", out)
     return code, str(refused.value)
 
 

@@ -10,17 +10,12 @@ slow to start). The attribution rules are tested on made-up gradients.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-
 import numpy as np
 import pytest
 
 from tfparity.adapters.keras_backends.launch import installed
 from tfparity.checks.backends import BackendOutputs, check_backends
 from tfparity.checks.backends_gradients import BackendGradients, add_gradients, culprit
-from tfparity.cli import main
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
 # Reverse topological order: per layer, the gradient w.r.t. its output, then its weights.
@@ -53,16 +48,12 @@ def files(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def faulty(files, tmp_path_factory):
-    """The torch-only gradient fault through the CLI: exit code, text, JSON."""
+def faulty(files, backends_run):
+    """The torch-only gradient fault: exit code, text, JSON."""
     if not installed("torch"):
         pytest.skip("torch is not installed")
-    out = tmp_path_factory.mktemp("faulty_gradients") / "report.json"
-    text = io.StringIO()  # capsys is function-scoped: capture by hand, once per module
-    argv = ["backends", str(files["faulty"]), "--backends", "tensorflow,torch"]
-    with contextlib.redirect_stdout(text):
-        code = main([*argv, "--import", EXAMPLE, "--gradients", "--json", str(out)])
-    return code, text.getvalue(), json.loads(out.read_text())
+    backends = ["tensorflow", "torch"]
+    return backends_run(str(files["faulty"]), backends=backends, imports=[EXAMPLE], gradients=True)
 
 
 def test_a_gradient_stopped_on_torch_only_fails_naming_torch_and_that_layer(faulty):

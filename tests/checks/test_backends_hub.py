@@ -12,9 +12,6 @@ keras-hub family: docs/backends.md's table.
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import shutil
 
 import numpy as np
@@ -32,23 +29,18 @@ HIDDEN = [
 ]
 
 
-def _cli(argv, json_path):
-    """main's exit code, its text and the JSON report (capsys is function-scoped)."""
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        code = main(["backends", *argv, "--json", str(json_path)])
-    return code, text.getvalue(), json.loads(json_path.read_text())
-
-
 @pytest.fixture(scope="module")
-def hub_bert():
+def hub_bert(tfparity_backend_workers):
     import tfparity
 
-    return tfparity.backends("keras-hub:tiny:bert", backends=["tensorflow", "torch"])
+    workers = tfparity_backend_workers
+    return tfparity.backends(
+        "keras-hub:tiny:bert", backends=["tensorflow", "torch"], workers=workers
+    )
 
 
 @pytest.fixture(scope="module")
-def changed_port(tmp_path_factory):
+def changed_port(tmp_path_factory, backends_run):
     """keras-hub converts a copy of tiny:bert's checkpoint with one row of layer 1's
     output projection changed; the referee is the original (--pt tiny:bert)."""
     from safetensors.numpy import load_file, save_file
@@ -61,15 +53,13 @@ def changed_port(tmp_path_factory):
     weights = load_file(str(port / "model.safetensors"))
     weights["bert.encoder.layer.1.output.dense.weight"][0] += 0.05
     save_file(weights, str(port / "model.safetensors"), metadata={"format": "pt"})
-    argv = [f"keras-hub:{port}", "--pt", "tiny:bert", "--backends", "tensorflow"]
-    return _cli(argv, root / "report.json")
+    return backends_run(f"keras-hub:{port}", pt="tiny:bert", backends=["tensorflow"])
 
 
 @pytest.fixture(scope="module")
-def callable_runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("callable")
-    faulty = [f"{EXAMPLE}:build_jax_fault", "--backends", "tensorflow,jax"]
-    return {"faulty": _cli(faulty, root / "faulty.json")}
+def callable_runs(backends_run):
+    faulty = backends_run(f"{EXAMPLE}:build_jax_fault", backends=["tensorflow", "jax"])
+    return {"faulty": faulty}
 
 
 def test_model_kinds_are_told_apart_by_their_text():

@@ -13,8 +13,6 @@ asked exits 2 before any process starts.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -26,6 +24,7 @@ from tfparity.examples.keras_backends_model import save
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
 TWO = ["--backends", "tensorflow,torch", "--import", EXAMPLE]
+OPTIONS = {"backends": ["tensorflow", "torch"], "imports": [EXAMPLE]}  # TWO, as the API takes it
 
 
 @pytest.fixture(scope="module")
@@ -38,23 +37,21 @@ def files(tmp_path_factory):
     return faulty, quantised
 
 
-def test_a_backend_computing_another_quantised_model_is_named(files, tmp_path, capsys):
-    out = tmp_path / "report.json"
-    argv = ["backends", str(files[0]), *TWO, "--quantize", "int8", "--json", str(out)]
-    assert main(argv) == 1
-    text = capsys.readouterr().out
+def test_a_backend_computing_another_quantised_model_is_named(files, backends_run):
+    code, text, data = backends_run(str(files[0]), **OPTIONS, quantize="int8")
+    assert code == 1
     assert "FAIL backends: backend torch parts from tensorflow's run" in text
-    q = json.loads(out.read_text())["details"]["quantisation"]
+    q = data["details"]["quantisation"]
     assert q["mode"] == "int8" and q["logits"] and q["anchor"] == "tensorflow"
     verdicts = {(j["backend"], j["against"]): j["passed"] for j in q["judged"]}
     assert verdicts[("tensorflow", "float64 referee")]  # the quantisation itself is sound
     assert not verdicts[("torch", "tensorflow (quantised)")]
 
 
-def test_a_file_already_quantised_is_read_as_it_is_and_passes(files, capsys):
+def test_a_file_already_quantised_is_read_as_it_is_and_passes(files, backends_run, capsys):
     assert quantised_mode(read_config(files[1])) == "int8"
-    assert main(["backends", str(files[1]), *TWO]) == 0
-    text = capsys.readouterr().out
+    code, text, _ = backends_run(str(files[1]), **OPTIONS)
+    assert code == 0
     assert "quantisation: keras int8, quantised in the file (read as it is)" in text
     assert "PASS backends: tensorflow, torch compute the same keras int8 model" in text
     # quantising it again is refused, before any backend runs

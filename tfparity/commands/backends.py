@@ -120,7 +120,7 @@ def _jobs(value: str) -> int:
 
 def _run_backends(args: argparse.Namespace) -> int:
     from ..cross_backend import backends
-    from ..report.backends import render_backends
+    from ..report.backends import render_report
     from ..report.jsonio import write_json
 
     if args.random < 1 or args.seq_len < 1:
@@ -146,12 +146,7 @@ def _run_backends(args: argparse.Namespace) -> int:
         kl_budget=args.kl_budget,
         jobs=args.jobs,
     )
-    if "quantisation" in report.details:
-        from ..report.backends_quantised import render_quantised_backends
-
-        print(render_quantised_backends(report))
-    else:
-        print(render_backends(report))
+    print(render_report(report))
     if args.json:
         write_json([report], args.json, top_level=TOP_LEVEL)
     write_outputs(args, [report])

@@ -7,13 +7,17 @@ port of a Hugging Face checkpoint, against HF PyTorch at float64 too."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TfparityError
 from ..results import Report
+
+if TYPE_CHECKING:
+    from ..adapters.keras_backends.workers import BackendWorkers
 
 
 @dataclass(frozen=True)
@@ -39,10 +43,14 @@ class BackendsRequest:
     jobs: int | None = None  # backend processes at once; None: as many as cores allow
 
 
-def run_request(request: BackendsRequest) -> Report:
-    """Prepare MODEL by its kind, run every backend, judge (see the module)."""
-    from ..adapters.keras_backends import choose_backends, choose_referee
-    from .prepare import model_kind, temporary_workdir
+def run_request(request: BackendsRequest, workers: BackendWorkers | None = None) -> Report:
+    """Prepare MODEL by its kind, run every backend, judge (see the module). The
+    backends' processes come from ``workers`` (None: started here and ended at the
+    end); the first ones start before preparing, so their imports overlap with it."""
+    from ..adapters.keras_backends import LaunchPlan, choose_backends, choose_referee
+    from ..adapters.keras_backends.launch import warm_first
+    from ..adapters.keras_backends.workers import BackendWorkers
+    from .prepare import model_kind, temporary_workdir, worker_imports
 
     kind = model_kind(request.model)
     _refuse_for_kind(request, kind)
@@ -53,8 +61,11 @@ def run_request(request: BackendsRequest) -> Report:
         read_config(Path(request.model))  # a bad file: exit 2 before any process starts
     chosen, notes = choose_backends(request.backends)
     referee = choose_referee(request.referee_backend)
-    with temporary_workdir() as tmp:
-        return _run(request, kind, Path(tmp), chosen, referee, notes)
+    imports = worker_imports(kind, request.model, tuple(request.imports))
+    with temporary_workdir() as tmp, contextlib.ExitStack() as stack:
+        pool = workers if workers is not None else stack.enter_context(BackendWorkers())
+        warm_first(pool, LaunchPlan(Path(tmp), chosen, referee, imports), request.jobs)
+        return _run(request, kind, Path(tmp), chosen, referee, notes, pool)
 
 
 def _refuse_for_quantize(request: BackendsRequest) -> None:
@@ -104,6 +115,7 @@ def _run(
     chosen: tuple[str, ...],
     referee: str,
     notes: list[str],
+    workers: BackendWorkers,
 ) -> Report:
     from ..adapters.keras_backends import LaunchPlan, run_backends
     from ..adapters.keras_backends.inputs import file_inputs, random_inputs, read_config
@@ -125,10 +137,10 @@ def _run(
     if request.quantize or _quantised_file(prepared.path):
         from .quantised import run_quantised
 
-        return run_quantised(request, prepared, tmp, chosen, referee, notes)
+        return run_quantised(request, prepared, tmp, (chosen, referee), notes, workers)
     seed = request.seed if request.gradients else None
     plan = LaunchPlan(prepared.path, chosen, referee, prepared.imports, seed)
-    runs = run_backends(plan, prepared.inputs, request.jobs)
+    runs = run_backends(plan, prepared.inputs, request.jobs, workers)
     for note in [*prepared.notes, *(n for run in runs.values() for n in run.notes)]:
         notes += [note] if note not in notes else []
     outputs = BackendOutputs(
@@ -184,6 +196,7 @@ def backends(
     quantize: str | None = None,
     kl_budget: str | None = None,
     jobs: int | None = None,
+    workers: BackendWorkers | None = None,
 ) -> Report:
     """One Keras 3 model on each Keras backend (``backends``: default every installed
     one), each in its own process, every layer's output judged against a float64 run of
@@ -201,7 +214,10 @@ def backends(
     float model's float64 referee by the mode's budgets (``kl_budget``, e.g.
     ``"kl_mean=0.015"``, replaces its distribution budget); a file already quantised is
     checked so without it (docs/backends.md). ``jobs``: at most that many backend
-    processes at once (default: as many as there are cores; 1: one after another)."""
+    processes at once (default: as many as there are cores; 1: one after another).
+    ``workers``: a :class:`tfparity.BackendWorkers` whose warm processes are reused
+    across calls (each import paid once for many models); None: started and ended
+    here."""
     from ..compare.bootstrap import parse_budget
 
     limits = parse_budget(kl_budget) if kl_budget else None  # exit 2 before any process
@@ -222,7 +238,8 @@ def backends(
             quantize,
             limits,
             jobs,
-        )
+        ),
+        workers,
     )
 
 

@@ -68,6 +68,14 @@ def model_kind(model: str) -> str:
     return "file"
 
 
+def worker_imports(kind: str, model: str, imports: tuple[str, ...]) -> tuple[str, ...]:
+    """The modules every backend's worker imports for ``model`` of ``kind``: the user's,
+    and what registers the prepared file's classes (keras-hub, or the callable's
+    module). Known before preparing, so the workers can start importing first."""
+    extra = {"keras-hub": ("keras_hub",), "callable": (model.split(":")[0],)}.get(kind, ())
+    return (*imports, *extra)
+
+
 @dataclass
 class Prepared:
     """What the preparing process wrote: the ``.keras`` file, the inputs in the model's
@@ -173,7 +181,7 @@ def _prepared_here(arguments: list[str]) -> str:
 
 def _prepared_apart(arguments: list[str]) -> str:
     """:func:`main` in a TensorFlow-backend process of its own; its stderr."""
-    from ..adapters.keras_backends.launch import environment
+    from ..adapters.keras_backends.workers import environment
 
     try:
         proc = subprocess.run(
@@ -202,7 +210,7 @@ def _callable(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.nd
     config = read_config(Path(f"{args.out}.keras"))
     arrays = random_inputs(config, given["random"] or 2, given["seq_len"], given["seed"])
     meta["inputs"] = [f"input_{k}" for k in range(len(arrays))]
-    meta["imports"] = [*args.imports, args.model.split(":")[0]]
+    meta["imports"] = list(worker_imports("callable", args.model, tuple(args.imports)))
     return {f"input:input_{k}": a for k, a in enumerate(arrays)}
 
 
@@ -226,7 +234,7 @@ def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray
     backbone.save(f"{args.out}.keras")
     feed = side.inputs(batch)
     meta["inputs"] = [t.name for t in backbone.inputs]
-    meta["imports"] = [*args.imports, "keras_hub"]
+    meta["imports"] = list(worker_imports("keras-hub", args.model, tuple(args.imports)))
     meta["notes"] = [n for n in side.notes if n != side.how_embeds_run()]  # no embeds here
     arrays = {f"input:{n}": np.asarray(feed[n]) for n in meta["inputs"]}
     if reference is not None:

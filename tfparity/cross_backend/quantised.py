@@ -24,15 +24,17 @@ ANCHOR = "tensorflow"  # the backend Keras quantised on: the others are held to 
 
 
 def run_quantised(
-    request, prepared, tmp: Path, chosen: tuple[str, ...], referee: str, notes: list[str]
+    request, prepared, tmp: Path, backends: tuple[tuple[str, ...], str], notes: list[str], workers
 ) -> Report:
-    """Quantise (unless the file already is), run every backend on the quantised file,
-    the referee's backend on the float file at float64, and judge."""
+    """Quantise (unless the file already is), run every backend (``backends``: the
+    chosen ones and the referee's) on the quantised file, the referee's backend on the
+    float file at float64, and judge; the processes come from ``workers``."""
     from ..adapters.keras_backends import LaunchPlan, run_backends
     from ..adapters.keras_backends.inputs import quantised_mode, read_config, vocabulary
     from ..checks.backends_quantised import QuantisedOutputs, check_quantised_backends
     from .prepare import quantised_copy
 
+    chosen, referee = backends
     config = read_config(prepared.path)
     stored = quantised_mode(config)
     if stored and request.quantize:
@@ -52,7 +54,7 @@ def run_quantised(
     # side by side, as the backends of one launch run: each is a process of its own
     with ThreadPoolExecutor(len(plans)) as pool:
         launched = list(
-            pool.map(lambda plan: run_backends(plan, prepared.inputs, request.jobs), plans)
+            pool.map(lambda plan: run_backends(plan, prepared.inputs, request.jobs, workers), plans)
         )
     runs = launched[0]
     truth = launched[1][referee].outputs["float64"] if float_path is not None else None

@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..results import Report
+from .backends_quantised import render_quantised_backends
 from .sections import table
+
+# The rows of the layer table an assertion message shows before and after the first
+# divergence (the whole table of a keras-hub model, with its sublayers, runs to hundreds).
+WINDOW = 3
 
 
 def _cell(cell: dict[str, Any] | None) -> str:
@@ -38,6 +43,33 @@ def verdict(report: Report) -> str:
         )
     f = d["first_divergence"] or (g or {}).get("first_divergence") or {}
     return f"FAIL backends: {f.get('text', 'see above')}"
+
+
+def render_report(report: Report) -> str:
+    """The text report of either kind of ``tfparity backends`` run: a quantised one's
+    (:mod:`.backends_quantised`) or the layer table's."""
+    if "quantisation" in report.details:
+        return render_quantised_backends(report)
+    return render_backends(report)
+
+
+def assertion_message(reports: list[Report], full_report: str) -> str:
+    """``tfparity.assert_backends``'s failure: the verdict line first, then the first
+    divergence with its hints and the layer table's rows around it (a quantised run:
+    its whole, short report), then where the full report is."""
+    report = reports[0]
+    text = render_report(report).splitlines()
+    if "quantisation" in report.details:
+        return "\n".join([text[-1], *text[:-1], full_report])
+    d = report.details
+    first = d["first_divergence"] or {}
+    names = [row["layer"] for row in d["layers"]]
+    at = names.index(first["layer"]) if first.get("layer") in names else 0
+    start = text.index("each cell: max abs diff to the referee, RMSE / referee RMS, verdict")
+    head, rows = text[start : start + 3], text[start + 3 : start + 3 + len(names)]
+    window = rows[max(0, at - WINDOW) : at + WINDOW + 1]
+    rest = [line for line in text[start + 3 + len(names) :] if line][:-1]
+    return "\n".join([text[-1], *head, *window, *rest, full_report])
 
 
 def render_backends(report: Report) -> str:

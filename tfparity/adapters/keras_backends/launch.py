@@ -1,19 +1,20 @@
-"""Start one process per Keras backend on the same ``.keras`` file and inputs, and read
-back what each recorded (framework-free: the parent imports no backend).
+"""Run one ``.keras`` file on every Keras backend asked for, one process each, on the same
+inputs, and read back what each recorded (framework-free: the parent imports no
+backend).
 
-Each process is ``python -m tfparity.adapters.keras_backends.worker`` with
-``KERAS_BACKEND`` set; they run side by side (each is mostly start-up and imports). The
+Each process is a serving :mod:`.worker` with ``KERAS_BACKEND`` set (:mod:`.workers`:
+started early or reused where the caller holds a :class:`~.workers.BackendWorkers`); they run
+side by side (each is mostly start-up and imports). The
 float64 referee runs in the process of its backend when that backend is also checked
 (one start-up fewer), else in a process of its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import TfparityError
+from .workers import BackendWorkers, ServingWorker, WorkerKey
 
 # Keras 3's backends, in the order a report lists them; each with the module it needs
 # and the pip command that installs it.
@@ -63,6 +65,10 @@ class LaunchPlan:
     # (their kernels and scales are not a float model's weights), so none is asked for.
     float64: bool = True
 
+    def key(self, backend: str) -> WorkerKey:
+        """The serving process ``backend``'s run needs (:class:`.workers.WorkerKey`)."""
+        return WorkerKey.of(backend, self.processes()[backend], self.imports)
+
     def processes(self) -> dict[str, tuple[str, ...]]:
         """Per backend, the precisions its process runs (float64 on the referee's)."""
         plan: dict[str, tuple[str, ...]] = {b: ("float32",) for b in self.backends}
@@ -91,21 +97,6 @@ class BackendRun:
     parents: dict[str, str] = field(default_factory=dict)
 
 
-def environment(backend: str, precisions: tuple[str, ...]) -> dict[str, str]:
-    """The environment of a process on ``backend`` (quiet, this tfparity importable)."""
-    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}  # Keras 3 here
-    env.update(KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
-    if backend == "jax" and "float64" in precisions:
-        env["JAX_ENABLE_X64"] = "1"  # else JAX computes float64 requests in float32
-    return env
-
-
-def _package_root() -> str:
-    """The directory holding this tfparity, so the worker imports the same one."""
-    return str(Path(__file__).resolve().parents[3])
-
-
 def default_jobs(processes: int) -> int:
     """As many processes at once as there are cores (each is mostly start-up and
     imports, CPU-bound: more than the cores only interleave them)."""
@@ -113,27 +104,44 @@ def default_jobs(processes: int) -> int:
 
 
 def run_backends(
-    plan: LaunchPlan, inputs: list[np.ndarray], jobs: int | None = None
+    plan: LaunchPlan,
+    inputs: list[np.ndarray],
+    jobs: int | None = None,
+    workers: BackendWorkers | None = None,
 ) -> dict[str, BackendRun]:
     """Run every process of ``plan`` on ``inputs``, at most ``jobs`` at once (default
-    :func:`default_jobs`; 1: one after another); each backend's run. A process that
-    fails (a bad file, a custom layer not imported) is a TfparityError naming the
-    backend and the worker's one-paragraph reason."""
+    :func:`default_jobs`; 1: one after another), in serving processes taken from
+    ``workers`` (warm ones where it holds them; None: started here, ended at the end);
+    each backend's run. A process that fails (a bad file, a custom layer not imported)
+    is a TfparityError naming the backend and the worker's one-paragraph reason."""
     processes = plan.processes()
     jobs = default_jobs(len(processes)) if jobs is None else jobs
     if jobs < 1:
         raise TfparityError(f"--jobs must be at least 1, not {jobs}.")
-    with tempfile.TemporaryDirectory(prefix="tfparity-backends-") as tmp:
-        given = Path(tmp, "inputs.npz")
+    with contextlib.ExitStack() as stack:
+        pool = workers if workers is not None else stack.enter_context(BackendWorkers())
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tfparity-backends-")))
+        given = tmp / "inputs.npz"
         np.savez(given, **{f"input_{k}": a for k, a in enumerate(inputs)})
 
-        def start(b: str) -> subprocess.Popen:
-            return _start(plan, b, processes[b], given, Path(tmp, f"{b}.npz"))
+        def start(b: str) -> ServingWorker:
+            worker = pool.take(plan.key(b))
+            worker.submit(_request(plan, processes[b], given, tmp / f"{b}.npz"))
+            return worker
 
-        def collected(b: str, proc: subprocess.Popen) -> BackendRun:
-            return collect(b, proc, Path(tmp, f"{b}.npz"))
+        def collected(b: str, worker: ServingWorker) -> BackendRun:
+            worker.wait(WORKER_TIMEOUT_S)
+            pool.give_back(worker)
+            return read_run(b, tmp / f"{b}.npz")
 
         return scheduled(list(processes), jobs, start, collected)
+
+
+def warm_first(workers: BackendWorkers, plan: LaunchPlan, jobs: int | None) -> None:
+    """Start the processes ``plan`` runs first (as many as ``jobs`` lets run at once),
+    before its file exists: they import while the caller prepares it."""
+    names = list(plan.processes())
+    workers.warm([plan.key(b) for b in names[: default_jobs(len(names)) if jobs is None else jobs]])
 
 
 def scheduled(
@@ -144,7 +152,8 @@ def scheduled(
 ) -> dict[str, BackendRun]:
     """Start ``names`` in order, at most ``jobs`` running at once: when the oldest
     running one is collected, the next starts. Collecting in start order keeps the
-    first failure reported the same whatever ``jobs`` is. A failure ends the others."""
+    first failure reported the same whatever ``jobs`` is. A failure ends the others
+    (their processes are killed: what they were doing is not waited for)."""
     waiting, running, runs = list(names), [], {}
     try:
         while waiting or running:
@@ -157,42 +166,27 @@ def scheduled(
         for _, proc in running:  # after a failure: nothing left behind
             if proc.poll() is None:
                 proc.kill()
-                proc.communicate()
     return {name: runs[name] for name in names}
 
 
-def _start(plan: LaunchPlan, backend: str, precisions: tuple[str, ...], given: Path, out: Path):
-    command = [sys.executable, "-m", "tfparity.adapters.keras_backends.worker", str(plan.model)]
-    command += ["--inputs", str(given), "--out", str(out)]
-    command += [a for m in plan.imports for a in ("--import", m)]
-    command += [a for p in precisions for a in ("--precision", p)]
-    if plan.gradients is not None:
-        command += ["--gradients", str(plan.gradients)]
-    return subprocess.Popen(
-        command,
-        env=environment(backend, precisions),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _request(plan: LaunchPlan, precisions: tuple[str, ...], given: Path, out: Path) -> dict:
+    """One run's arguments, as :func:`.worker.serve` reads them."""
+    return {
+        "model": str(plan.model),
+        "inputs": str(given),
+        "out": str(out),
+        "precision": list(precisions),
+        "gradients": plan.gradients,
+    }
 
 
-def collect(backend: str, proc: subprocess.Popen, out: Path) -> BackendRun:
-    """What ``backend``'s process wrote to ``out`` once it ends; a TfparityError naming
-    the backend and the worker's one-paragraph reason where it could not run."""
-    try:
-        _, stderr = proc.communicate(timeout=WORKER_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise TfparityError(
-            f"the {backend} backend's process ran past {WORKER_TIMEOUT_S} s."
-        ) from None
+def read_run(backend: str, out: Path) -> BackendRun:
+    """What ``backend``'s process wrote to ``out``; a TfparityError naming the backend
+    and the worker's one-paragraph reason where it could not run."""
     meta_path = Path(f"{out}.json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    if proc.returncode != 0 or "error" in meta:
-        last = (stderr or "").strip().splitlines()[-1:] or ["no message"]
-        why = meta.get("error") or last[0]
+    if "error" in meta or not meta:
+        why = meta.get("error") or "it wrote nothing"
         raise TfparityError(f"the {backend} backend could not run the model: {why}")
     run = BackendRun(backend, precision=meta["precision"], keras_version=meta["keras"])
     run.layer_facts = meta.get("layer_facts", {})

@@ -40,7 +40,8 @@ from ...trace import Trace, hidden_state_index
 from ..interfaces.sides import TFSideBase
 from ..runtime.execution_options import ExecutionOptions, eager_only
 from .hub_worker import MARK
-from .launch import BACKENDS, environment, installed, pip_command
+from .launch import BACKENDS, installed, pip_command
+from .workers import environment
 
 # What ``--backend`` is built for so far (gradients refuse it by name).
 BUILT_FOR = "crosscheck and generate"

@@ -1,14 +1,15 @@
 """What runs inside one Keras backend's process: load a ``.keras`` file, run it on the
 inputs the parent wrote, record every layer's output by name, write them to an npz.
 
-Run as ``python -m tfparity.adapters.keras_backends.worker MODEL --inputs IN.npz --out
-OUT.npz [--import M]... [--precision float32] [--precision float64] [--gradients
-SEED]`` with
-``KERAS_BACKEND`` set by the parent. The backend is fixed at Keras's import, so this
-module imports nothing of Keras at module level and nothing of the rest of tfparity
-(the parent judges; a worker only computes). A bad file or input is written as
-``{"error": ...}`` to ``OUT.npz.json`` with exit 2, for the parent to report as one
-paragraph.
+The parent starts ``python -m tfparity.adapters.keras_backends.worker --serve [--import
+M]...`` with ``KERAS_BACKEND`` set: it imports Keras first (most of its cost), then
+answers run requests on stdin (:func:`serve`), so it can be started before the model
+file exists and reused. ``worker MODEL --inputs IN.npz --out OUT.npz [--import M]...
+[--precision float32] [--precision float64] [--gradients SEED]`` runs once. The backend
+is fixed at Keras's import, so this module imports nothing of Keras at module level and
+nothing of the rest of tfparity (the parent judges; a worker only computes). A bad file
+or input is written as ``{"error": ...}`` to ``OUT.npz.json`` (exit 2 for a one-shot
+run), for the parent to report as one paragraph.
 """
 
 from __future__ import annotations
@@ -279,8 +280,9 @@ def _record(args: argparse.Namespace) -> dict[str, Any]:
     return meta
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _arguments(argv)
+def _recorded(args: argparse.Namespace) -> int:
+    """:func:`_record` with its meta, or its one-paragraph error, written beside
+    ``args.out``; the exit code a one-shot process would end with."""
     try:
         meta = _record(args)
         code = 0
@@ -290,6 +292,48 @@ def main(argv: list[str] | None = None) -> int:
     with open(f"{args.out}.json", "w") as f:
         json.dump(meta, f)
     return code
+
+
+def serve(imports: list[str], requests: Any, reply: Any) -> None:
+    """Import ``imports`` and Keras (the start-up that costs seconds), then answer each
+    request line ``run {JSON}`` (the one-shot arguments: model, inputs, out, precision,
+    gradients) with ``done`` once its files are written, until stdin closes. Each run
+    starts from Keras's defaults (float32 policy, a cleared session): a float64 twin
+    sets the global policy. The modules stay imported, so a worker is only reused for
+    runs with the same ``imports`` (:mod:`.workers`)."""
+    from .protocol import answer
+
+    failed = None
+    try:
+        for module in imports:
+            importlib.import_module(module)
+        import keras
+    except Exception as e:  # reported with every run asked for, as a one-shot run would
+        failed = f"{type(e).__name__}: {' '.join(str(e).split())}"
+    for line in requests:
+        kind, _, text = line.strip().partition(" ")
+        if kind != "run":
+            continue
+        args = argparse.Namespace(imports=imports, **json.loads(text))
+        if failed:
+            with open(f"{args.out}.json", "w") as f:
+                json.dump({"error": failed}, f)
+        else:
+            keras.config.set_dtype_policy("float32")
+            _recorded(args)
+            keras.utils.clear_session()
+        answer(reply, "done")
+
+
+def main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["--serve"]:
+        imports = argparse.ArgumentParser(prog="tfparity-backend-worker --serve")
+        imports.add_argument("--import", dest="imports", action="append", default=[])
+        reply, sys.stdout = sys.stdout, sys.stderr  # what a framework prints: off the protocol
+        serve(imports.parse_args(given[1:]).imports, sys.stdin, reply)
+        return 0
+    return _recorded(_arguments(given))
 
 
 if __name__ == "__main__":

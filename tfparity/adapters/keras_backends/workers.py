@@ -1,0 +1,180 @@
+"""Warm backend processes: each a :mod:`.worker` started in serving mode, importing Keras
+on its backend before it is asked anything, and reusable.
+
+A backend's process spends most of its life importing (TensorFlow, JAX or torch, then
+Keras, then keras-hub). Started first, the imports overlap with whatever the parent
+does meanwhile (converting a keras-hub checkpoint, running Hugging Face's reference);
+kept, they are paid once for many models (a test session checking several files:
+``tfparity.backends(..., workers=w)``, or the ``tfparity_backend_workers`` fixture of
+the pytest plugin).
+
+A process is only reused for what it was started as (:class:`WorkerKey`): its backend,
+JAX's x64 switch (read at start-up) and the modules it imported (a custom layer
+registered by one model's import must not make another model's missing import pass).
+Each run starts from Keras's defaults (:func:`.worker.serve`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import TfparityError
+from .protocol import Lines
+
+CLOSE_TIMEOUT_S = 30
+
+
+def environment(backend: str, precisions: tuple[str, ...]) -> dict[str, str]:
+    """The environment of a process on ``backend`` (quiet, this tfparity importable)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}  # Keras 3 here
+    env.update(KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
+    if backend == "jax" and "float64" in precisions:
+        env["JAX_ENABLE_X64"] = "1"  # else JAX computes float64 requests in float32
+    return env
+
+
+def _package_root() -> str:
+    """The directory holding this tfparity, so the worker imports the same one."""
+    return str(Path(__file__).resolve().parents[3])
+
+
+@dataclass(frozen=True)
+class WorkerKey:
+    """What a serving process was started as; runs with another key need another one."""
+
+    backend: str
+    precisions: tuple[str, ...]  # float64 on JAX needs x64 switched on at start-up
+    imports: tuple[str, ...]
+
+    @classmethod
+    def of(cls, backend: str, precisions: tuple[str, ...], imports: tuple[str, ...]):
+        x64 = backend == "jax" and "float64" in precisions
+        return cls(backend, ("float32", "float64") if x64 else ("float32",), tuple(imports))
+
+
+class ServingWorker:
+    """One serving process: ``submit`` a run, then ``wait`` for it to be written."""
+
+    def __init__(self, key: WorkerKey) -> None:
+        self.key = key
+        self._stderr = tempfile.TemporaryFile("w+")  # a file: a pipe could fill and block
+        command = [sys.executable, "-m", "tfparity.adapters.keras_backends.worker", "--serve"]
+        command += [a for m in key.imports for a in ("--import", m)]
+        self._proc = subprocess.Popen(
+            command,
+            env=environment(key.backend, key.precisions),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+        )
+        self._lines = Lines(self._proc.stdout)  # type: ignore[arg-type]
+
+    def submit(self, request: dict[str, Any]) -> None:
+        """Ask for one run (:func:`.worker.serve` reads it once its imports are done)."""
+        try:
+            self._proc.stdin.write(f"run {json.dumps(request)}\n".encode())  # type: ignore[union-attr]
+            self._proc.stdin.flush()  # type: ignore[union-attr]
+        except OSError:  # it ended already: wait() says why
+            pass
+
+    def wait(self, timeout_s: float) -> None:
+        """Until the run asked for is written; a TfparityError naming the backend if the
+        process ended first (with its last line of stderr) or ran past ``timeout_s``."""
+        backend = self.key.backend
+        try:
+            line = self._lines.next(timeout_s)
+        except TimeoutError:
+            self.kill()
+            raise TfparityError(
+                f"the {backend} backend's process ran past {timeout_s:g} s."
+            ) from None
+        if line is None:
+            self._proc.wait()
+            self._stderr.seek(0)
+            last = self._stderr.read().strip().splitlines()[-1:] or ["no message"]
+            raise TfparityError(
+                f"the {backend} backend's process ended (exit code {self._proc.returncode}): "
+                f"{last[0]}"
+            )
+
+    def poll(self) -> int | None:
+        return self._proc.poll()
+
+    def kill(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._stderr.close()
+
+    def close(self) -> None:
+        """End it as it ends itself (stdin closed), else kill it."""
+        try:
+            self._proc.stdin.close()  # type: ignore[union-attr]
+            self._proc.wait(timeout=CLOSE_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+
+class BackendWorkers:
+    """Serving processes by key, idle ones reused; a context manager that ends them all.
+    Thread-safe: two launches may take workers at once (a quantised check runs its
+    float referee beside the quantised runs)."""
+
+    def __init__(self) -> None:
+        self._idle: dict[WorkerKey, list[ServingWorker]] = {}
+        self._all: list[ServingWorker] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> BackendWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def warm(self, keys: list[WorkerKey]) -> None:
+        """Start a process for each key that has no idle one yet (they import while the
+        caller goes on)."""
+        with self._lock:
+            for key in keys:
+                if not self._idle.get(key):
+                    self._idle.setdefault(key, []).append(self._started(key))
+
+    def take(self, key: WorkerKey) -> ServingWorker:
+        """An idle process started as ``key`` (a live one), else a new one."""
+        with self._lock:
+            idle = self._idle.get(key, [])
+            while idle:
+                worker = idle.pop(0)
+                if worker.poll() is None:
+                    return worker
+            return self._started(key)
+
+    def give_back(self, worker: ServingWorker) -> None:
+        """``worker`` answered its run: idle again, for the next run with its key."""
+        with self._lock:
+            self._idle.setdefault(worker.key, []).append(worker)
+
+    def started(self) -> int:
+        """How many processes this set has started (the reuse a test can see)."""
+        return len(self._all)
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._all, self._idle = self._all, [], {}
+        for worker in workers:
+            worker.close()
+
+    def _started(self, key: WorkerKey) -> ServingWorker:
+        worker = ServingWorker(key)
+        self._all.append(worker)
+        return worker
