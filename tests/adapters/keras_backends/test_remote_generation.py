@@ -86,10 +86,10 @@ def test_the_worker_refuses_the_embeds_start_by_name(on_torch):
         generator.generate_from_embeds(None, 1)
 
 
-def test_gradients_still_refuse_backend(capsys):
-    assert cli.main(["gradients", "keras-hub:tiny:gpt2", "--backend", "jax"]) == 2
+def test_check_still_refuses_backend(capsys):
+    assert cli.main(["check", "keras-hub:tiny:gpt2", "--backend", "jax"]) == 2
     err = capsys.readouterr().err
-    assert "built for `tfparity crosscheck` and `tfparity generate`" in err
+    assert "built for `tfparity crosscheck`, `tfparity generate` and `tfparity gradients`" in err
     assert "Traceback" not in err
 
 
