@@ -978,6 +978,17 @@ EXAMPLES: tuple[Example, ...] = (
         "too slow to run twice)",
     ),
     Example(
+        "gradients-backend-jax",
+        "docs/gradients.md",
+        0,
+        ("gradients", "keras-hub:tiny:bert", "--backend", "jax", "--random", "2")
+        + ("--pt-config", "hidden_act=gelu_pytorch_tanh"),
+        tested=False,
+        why_untested="tests/adapters/keras_backends/test_remote_gradients.py differentiates "
+        "the same port on JAX and checks it (a conversion and a JAX worker process: too slow "
+        "to run twice)",
+    ),
+    Example(
         "backends-keras-hub",
         "docs/backends.md",
         0,

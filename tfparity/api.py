@@ -368,6 +368,7 @@ def gradients(
     head: str | None = None,
     pt_config: dict[str, Any] | None = None,
     frozen: str | Sequence[str] | None = None,
+    backend: str | None = None,
 ) -> list[Report]:
     """Gradients through ``inputs_embeds`` and against PyTorch (see
     :mod:`tfparity.checks.gradients.check`): a ``gradients-embeds`` Report (TF ``input_ids``
@@ -379,17 +380,17 @@ def gradients(
     ids-vs-embeds report only. ``pt_config``: as for :func:`crosscheck`. Every weight
     PyTorch differentiates must get a TF gradient; ``frozen``: globs or substrings of
     PyTorch weight names the port freezes on purpose, left out (the report lists them;
-    a pattern that matches none raises :class:`~tfparity.errors.TfparityError`)."""
+    a pattern that matches none raises :class:`~tfparity.errors.TfparityError`).
+    ``backend`` (jax, torch): a keras-hub spec differentiated on that Keras backend in
+    a process of its own, TF-vs-PyTorch only (docs/gradients.md)."""
     from . import validation
     from .checks.gradients.check import GradientsOptions, check_gradients
     from .checks.gradients.frozen import frozen_patterns
-    from .errors import TfparityError
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
     patterns = frozen_patterns(frozen)
     validation.optional_callable(embeds_fn, "embeds_fn")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, not {seed!r}.")
+    validation.seed(seed)
     # An export's config and tokenizer come from the reference named, as in crosscheck:
     # without it, its refusal would ask for the --pt just given.
     paired = pair(
@@ -399,11 +400,9 @@ def gradients(
         pt_config=pt_config,
         allow_pickle=allow_pickle,
         with_reference=pt is not False,
+        backend=backend,
     )
     tf_model, pt_model = paired.tf, paired.reference
-    refusal = pt_model.gradients_refusal() if pt_model is not None else None
-    if refusal:  # stored outputs cannot be differentiated
-        raise TfparityError(refusal)
     if batches is None:
         batches = make_batches(tf_model, inputs)
     options = GradientsOptions(seed=seed, tolerance=tolerance, embeds_fn=embeds_fn, frozen=patterns)

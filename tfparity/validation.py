@@ -89,6 +89,13 @@ def instance(value: Any, types: type | tuple[type, ...], name: str, what: str) -
     return value
 
 
+def seed(value: Any) -> int:
+    """A seed is an int >= 0 (a bool is refused: it is an int to Python, not a seed)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"seed must be an int >= 0, not {value!r}.")
+    return value
+
+
 def sequence_of(value: Any, cls: type, name: str) -> Any:
     """A non-empty sequence of ``cls`` (e.g. ``batches``); None stays None."""
     if value is None:

@@ -58,6 +58,12 @@ def _run_gradients(args: argparse.Namespace) -> int:
     changes = pt_config(args)
     if changes and args.no_pt:
         raise TfparityError("--pt-config changes the PyTorch reference; drop --no-pt.")
+    if args.no_pt and args.backend not in (None, "tensorflow"):
+        raise TfparityError(
+            f"--backend {args.backend} runs the TF-vs-PyTorch half only (the worker is "
+            "given token ids: no inputs_embeds path to compare), which --no-pt leaves "
+            "out: drop --no-pt."
+        )
     if args.frozen and args.no_pt:
         raise TfparityError(
             "--frozen excludes PyTorch weights from the TF-vs-PyTorch report; drop --no-pt."
@@ -75,6 +81,7 @@ def _run_gradients(args: argparse.Namespace) -> int:
         head=args.head,
         pt_config=changes,
         frozen=args.frozen,
+        backend=args.backend,
     )
     for report in reports:
         print(render_gradients(report, verbose=args.verbose))

@@ -42,10 +42,11 @@ OWN_CLASS = (
     "it runs the class MODEL's config names; tiny:<model_type>/<head> loads a tiny "
     "model with a head (--head picks the class on both sides of a comparison)"
 )
-# Why a command other than crosscheck refuses --backend (so far).
+# Why a command other than crosscheck, generate and gradients refuses --backend (so far).
 BACKEND_CROSSCHECK = (
     "--backend (a keras-hub model on the jax or torch Keras backend, in a process of its "
-    "own) is built for `tfparity crosscheck` and `tfparity generate` so far"
+    "own) is built for `tfparity crosscheck`, `tfparity generate` and `tfparity "
+    "gradients` so far"
 )
 BACKENDS_ONLY = (
     "it runs one Keras 3 model on each Keras backend against a float64 run of itself "
@@ -108,13 +109,12 @@ NAMING: dict[str, Naming] = {
         },
     ),
     "gradients": Naming(
-        takes=("MODEL", "--allow-pickle", "--tf", "--pt", "--head", "--pt-config"),
+        takes=("MODEL", "--allow-pickle", "--tf", "--pt", "--head", "--pt-config", "--backend"),
         refused={
             "--source": "gradients differentiate the TF model on a tape, which an export "
             "(a traced graph) does not offer",
             "--signature": "gradients differentiate the TF model on a tape, which an "
             "export (a traced graph) does not offer",
-            "--backend": BACKEND_CROSSCHECK,
         },
     ),
     "sweep": Naming(

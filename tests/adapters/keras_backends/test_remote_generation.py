@@ -7,7 +7,8 @@ torch (JAX decodes eagerly step by step, slower; test_remote_side.py runs JAX), 
 against its own checkpoint (PASS: the same tokens, the cache consistent) and
 against a copy of that checkpoint with layer 1's MLP output projection changed (FAIL:
 the first divergent step named, the teacher-forced cross-check localising the defect
-to layer 1). The refusals (exit 2) load nothing, or reuse the worker.
+to layer 1). The gradients check runs in the same worker (the head's loss; the same
+two checkpoints). The refusals (exit 2) load nothing, or reuse the worker.
 """
 
 from __future__ import annotations
@@ -79,6 +80,22 @@ def test_crosscheck_of_the_task_on_torch_compares_its_logits(on_torch):
     assert on_torch.side_kind == "a keras-hub CausalLM task on the torch backend"
 
 
+def test_gradients_of_the_task_on_torch_pass_through_its_heads_loss(on_torch):
+    """The same worker differentiates: the scalar is the head's loss on seeded labels,
+    and GPT-2's fused c_attn (query, key and value in Keras) gets its parts summed."""
+    (report,) = api.gradients(on_torch, pt="tiny:gpt2/causal-lm")
+    assert report.passed, [c.name for c in report.failures]
+    assert report.details["compares"].startswith("Keras 3 on torch (actual)")
+    assert report.details["scalar"].startswith("the head's loss on seeded labels")
+    assert "grad:h.0.attn.c_attn.weight" in {c.name for c in report.comparisons}
+
+
+def test_gradients_of_a_changed_layer_fail_on_torch_localised(on_torch, changed_checkpoint):
+    (report,) = api.gradients(on_torch, pt=changed_checkpoint)
+    assert not report.passed
+    assert report.first_divergence.layer == 1
+
+
 def test_the_worker_refuses_the_embeds_start_by_name(on_torch):
     generator = on_torch.generator()
     assert "token ids only" in generator.embeds_refusal
@@ -86,10 +103,10 @@ def test_the_worker_refuses_the_embeds_start_by_name(on_torch):
         generator.generate_from_embeds(None, 1)
 
 
-def test_gradients_still_refuse_backend(capsys):
-    assert cli.main(["gradients", "keras-hub:tiny:gpt2", "--backend", "jax"]) == 2
+def test_check_still_refuses_backend(capsys):
+    assert cli.main(["check", "keras-hub:tiny:gpt2", "--backend", "jax"]) == 2
     err = capsys.readouterr().err
-    assert "built for `tfparity crosscheck` and `tfparity generate`" in err
+    assert "built for `tfparity crosscheck`, `tfparity generate` and `tfparity gradients`" in err
     assert "Traceback" not in err
 
 

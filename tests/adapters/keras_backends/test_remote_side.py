@@ -62,14 +62,14 @@ def test_a_changed_weight_fails_on_jax_localised_to_its_layer(on_jax, changed_ch
 
 
 def test_the_worker_refuses_what_it_cannot_run(on_jax):
-    """No inputs_embeds or gradients across processes, no generation from a backbone:
-    exit 2, by name."""
+    """No inputs_embeds across processes (nor its gradients), no generation from a
+    backbone: exit 2, by name."""
     from tfparity.errors import TfparityError
 
     with pytest.raises(TfparityError, match="jax backend"):
         on_jax.run_gathered(None)
-    with pytest.raises(TfparityError, match="built for crosscheck and generate"):
-        on_jax.gradients(None, None)
+    with pytest.raises(TfparityError, match="given token ids only"):
+        on_jax.gradients(None, None, embeds=True)
     with pytest.raises(TfparityError, match="cannot generate with"):
         on_jax.generator()  # a backbone: no LM head, on any backend
 
@@ -89,5 +89,5 @@ def test_a_backend_not_installed_exits_2_with_its_pip_command(monkeypatch, capsy
 
 
 def test_commands_not_built_for_backend_refuse_it(capsys):
-    assert cli.main(["gradients", "keras-hub:tiny:bert", "--backend", "jax"]) == 2
+    assert cli.main(["sweep", "keras-hub:tiny:bert", "--backend", "jax"]) == 2
     assert "built for `tfparity crosscheck`" in capsys.readouterr().err

@@ -45,16 +45,16 @@ def record_gradients(
     values = [v.value for v in trainable] + [
         keras.ops.convert_to_tensor(inputs[k], dtype) for k in floats
     ]
-    grads = _differentiate(keras.backend.backend())(loss, values)
+    grads = differentiate(keras.backend.backend())(loss, values)
     by_id = {id(v): g for v, g in zip(trainable, grads, strict=False)}
     arrays: dict[str, np.ndarray] = {}
     layer_of: dict[str, str] = {}
     for layer in reversed(model.layers):
         for name, probe in probes.get(layer.name, []):
-            arrays[name] = _numpy(keras, by_id[id(probe.delta)], probe.delta)
+            arrays[name] = as_numpy(keras, by_id[id(probe.delta)], probe.delta)
             layer_of[name] = layer.name
         for v in layer.trainable_weights:
-            arrays[v.path] = _numpy(keras, by_id.get(id(v)), v)
+            arrays[v.path] = as_numpy(keras, by_id.get(id(v)), v)
             layer_of[v.path] = layer.name
     for k, g in zip(floats, grads[len(trainable) :], strict=True):
         name = f"input:{model.inputs[k].name}"
@@ -164,7 +164,7 @@ def _loss(
     return loss
 
 
-def _differentiate(backend: str) -> Callable[[Callable, list], list]:
+def differentiate(backend: str) -> Callable[[Callable, list], list]:
     """``grad(loss, values)``: the gradients of ``loss(values)`` on ``backend``."""
     if backend == "jax":
         import jax
@@ -190,7 +190,7 @@ def _differentiate(backend: str) -> Callable[[Callable, list], list]:
     return by_tape
 
 
-def _numpy(keras: Any, grad: Any, variable: Any) -> np.ndarray:
+def as_numpy(keras: Any, grad: Any, variable: Any) -> np.ndarray:
     """A gradient as numpy; None (the scalar does not depend on it) as zeros."""
     if grad is None:
         return np.zeros(tuple(variable.shape), str(variable.dtype))

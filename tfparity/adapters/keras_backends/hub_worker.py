@@ -1,6 +1,7 @@
 """What runs inside the process of a keras-hub side on another Keras backend
-(``crosscheck``/``generate keras-hub:<SPEC> --backend jax|torch``): load the backbone's
-(or its CausalLM task's) ``.keras`` file once, then answer requests until stdin closes.
+(``crosscheck``/``generate``/``gradients keras-hub:<SPEC> --backend jax|torch``): load
+the backbone's (or its CausalLM task's) ``.keras`` file once, then answer requests until
+stdin closes.
 
 Run as ``python -m tfparity.adapters.keras_backends.hub_worker MODEL.keras`` with
 ``KERAS_BACKEND`` set by the parent (:mod:`.remote_side`). The protocol is one line per
@@ -9,7 +10,9 @@ message, so a run costs no process start: the worker says ``ready`` with its fac
 model's inputs by name) writes the hidden states by Hugging Face name
 (:func:`.models.hidden_state_layers`), and a task's ``logits``; ``generate`` (IN holds
 ``prompt`` and ``new_tokens``) writes the task's greedy ``tokens`` and the ``logits``
-each step chose from (:func:`greedy`). It answers ``done``, or ``error`` with one
+each step chose from (:func:`greedy`); ``gradients`` (IN holds the inputs and the
+gradients check's objective) writes the hidden states, the loss and the gradients
+(:func:`.hub_gradients.hub_gradients`). It answers ``done``, or ``error`` with one
 paragraph. Every protocol
 line starts with :data:`MARK`, so anything a framework prints is skipped by the parent.
 Like :mod:`.worker`, it imports no Keras at module level and nothing of tfparity that
@@ -132,6 +135,10 @@ def serve(path: str, requests: Any, reply: Any) -> None:
                     if task is None:
                         raise ValueError("a backbone has no LM head to generate with")
                     arrays = greedy(task, sampler, feed["prompt"], int(feed["new_tokens"]))
+                elif kind == "gradients":
+                    from .hub_gradients import hub_gradients
+
+                    arrays = hub_gradients(keras, model, backbone, feed)
                 else:
                     produced = recorder(feed, training=False)
                     arrays = {k: keras.ops.convert_to_numpy(v) for k, v in produced.items()}

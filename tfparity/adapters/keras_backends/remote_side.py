@@ -9,16 +9,19 @@ off the converted backbone. So the in-process keras-hub side
 (:class:`~tfparity.adapters.keras_hub.side.KerasHubModel`) is built as today, its
 backbone saved to one ``.keras`` file, and the worker (:mod:`.hub_worker`) loads that
 file: the same weights, so the weight hints read off the in-process side's weights
-still name the right PyTorch weights. Only ``run`` crosses the process boundary.
+still name the right PyTorch weights. Runs, generation and gradients cross the process boundary.
 
 A causal-LM task (``--head causal-lm``, ``tiny:<type>/causal-lm``, or a checkpoint
 whose config names a causal LM) is saved whole: its runs give the task's ``logits``
 too, and ``tfparity generate`` drives the task's own ``generate`` in the worker
 (:mod:`.remote_generation`).
 
+``tfparity gradients`` differentiates in the worker too (:mod:`.remote_gradients`).
+
 What it cannot do: sub-layer taps and isolated runs (the worker records hidden states
-only, so a divergence is localised to a layer, as for other untapped sides), the
-``inputs_embeds`` path and gradients (refused by name, exit 2).
+only, so a divergence is localised to a layer, as for other untapped sides) and the
+``inputs_embeds`` path (refused by name, exit 2; the gradients check then runs its
+TF-vs-PyTorch half only, and says so).
 """
 
 from __future__ import annotations
@@ -43,8 +46,6 @@ from .hub_worker import MARK
 from .launch import BACKENDS, installed, pip_command
 from .workers import environment
 
-# What ``--backend`` is built for so far (gradients refuse it by name).
-BUILT_FOR = "crosscheck and generate"
 START_TIMEOUT_S = 600
 
 
@@ -267,8 +268,20 @@ class RemoteKerasHub(TFSideBase):
     def output_names(self, reference: Any) -> set[str]:
         return self.local.output_names(reference)
 
-    def gradients(self, batch: Batch, objective: Any, **kwargs: Any) -> Any:
-        raise self._not_built("the gradients check")
+    def gradients(
+        self,
+        batch: Batch,
+        objective: Any,
+        *,
+        embeds: bool = False,
+        embeds_fn: Any = None,
+        reference: dict[str, np.ndarray] | None = None,
+    ) -> Any:
+        """The gradients check's run in the worker (:mod:`.remote_gradients`); the
+        inputs_embeds path is refused (token ids only)."""
+        from .remote_gradients import remote_gradients
+
+        return remote_gradients(self, batch, objective, embeds or embeds_fn is not None, reference)
 
     def generator(self) -> Any:
         """The task's greedy generation in the worker
@@ -279,12 +292,6 @@ class RemoteKerasHub(TFSideBase):
         from .remote_generation import RemoteGenerator
 
         return RemoteGenerator(self)
-
-    def _not_built(self, what: str) -> TfparityError:
-        return TfparityError(
-            f"{what} does not run a keras-hub model on the {self.backend} backend yet: "
-            f"--backend is built for {BUILT_FOR} (give --backend tensorflow, or leave it out)."
-        )
 
     # ------------------------------------------------------------------ other forms
 

@@ -77,3 +77,34 @@ def pt_name(hf_key: str, pt_weights: dict[str, np.ndarray]) -> str | None:
         if hf_key.endswith("." + name) or name.endswith("." + hf_key):
             return name
     return None
+
+
+def pt_gradients(
+    ports: list[Ported],
+    by_path: dict[str, np.ndarray | None],
+    reference: dict[str, np.ndarray],
+    word_path: str,
+) -> tuple[dict[str, np.ndarray | None], str]:
+    """Gradients by Keras variable path (``by_path``) renamed to PyTorch's names in
+    PyTorch's layout through the converter's record, and the word-embedding matrix's
+    name among them. One function for every keras-hub side (in process on TensorFlow,
+    or a worker on another backend, whose paths are the saved backbone's), so both
+    name and lay out a gradient alike. A PyTorch weight split over several variables
+    (GPT-2's fused ``c_attn`` into query, key and value) gets the sum of their parts:
+    each part is laid out with zeros outside its slice."""
+    named: dict[str, np.ndarray | None] = {}
+    parts: dict[str, set[str]] = {}  # the variables already summed into each name
+    word = word_path
+    for port in ports:
+        name = pt_name(port.hf_key, reference)
+        path = port.variable.path
+        if name is None or path not in by_path or path in parts.get(name, set()):
+            continue
+        grad = by_path[path]
+        laid = None if grad is None else port.pt_layout(reference[name], grad)[0]
+        held = named.get(name)
+        named[name] = laid if held is None else (held if laid is None else held + laid)
+        parts.setdefault(name, set()).add(path)
+        if path == word_path:
+            word = name
+    return named, word

@@ -51,7 +51,7 @@ from .checkpoints import (
     preset_config,
     preset_fields,
 )
-from .ports import Ported, pt_name, recording_ports
+from .ports import Ported, pt_gradients, pt_name, recording_ports
 from .taps import BlockRecording
 
 
@@ -425,17 +425,10 @@ class KerasHubModel(TFSideBase):
         run, variables, grads = backbone_gradients(self, batch, objective, call, embeds, embeds_fn)
         by_path = dict(zip((v.path for v in variables), grads, strict=True))
         run.weights, run.word_embeddings = dict(by_path), self.word_embeddings().path
-        if reference is None:
-            return run
-        named = {}
-        for port in self.ports:
-            name = pt_name(port.hf_key, reference)
-            grad = by_path.get(port.variable.path)
-            if name is not None and port.variable.path in by_path:
-                named[name] = None if grad is None else port.pt_layout(reference[name], grad)[0]
-                if port.variable.path == run.word_embeddings:
-                    run.word_embeddings = name
-        run.weights = named
+        if reference is not None:
+            run.weights, run.word_embeddings = pt_gradients(
+                self.ports, by_path, reference, run.word_embeddings
+            )
         return run
 
     def output_names(self, reference: Any) -> set[str]:

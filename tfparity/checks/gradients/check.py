@@ -40,6 +40,7 @@ from ...compare import (
     failed_comparison,
     rmse,
 )
+from ...errors import TfparityError
 from ...inputs import Batch, note_inputs
 from ...results import Divergence, Report
 from ...trace import hidden_state_index
@@ -108,24 +109,43 @@ def check_gradients(
 ) -> list[Report]:
     """The ids-vs-embeds report and, with ``pt_model``, the TF-vs-PyTorch report."""
     if pt_model is not None:
+        if pt_model.gradients_refusal():  # stored outputs cannot be differentiated
+            raise TfparityError(pt_model.gradients_refusal() or "")
         same_architecture(tf_model, pt_model)
     reference = pt_model.weights() if pt_model is not None else None
     excluded = excluded_weights(options.frozen, reference)  # refused before any run
+    no_embeds = _embeds_refusal(tf_model, pt_model)  # exit 2 before any run
     ids = collect(batches, options.seed, lambda b, o: tf_model.gradients(b, o, reference=reference))
-    embeds = collect(
-        batches,
-        options.seed,
-        lambda b, o: tf_model.gradients(
-            b, o, embeds=True, embeds_fn=options.embeds_fn, reference=reference
-        ),
-    )
-    reports = [_ids_vs_embeds(tf_model, ids, embeds, batches, options)]
+    embeds = None
+    if no_embeds is None:
+        embeds = collect(
+            batches,
+            options.seed,
+            lambda b, o: tf_model.gradients(
+                b, o, embeds=True, embeds_fn=options.embeds_fn, reference=reference
+            ),
+        )
+    reports = [] if embeds is None else [_ids_vs_embeds(tf_model, ids, embeds, batches, options)]
     if pt_model is not None:
         pt = collect(batches, options.seed, lambda b, o: pt_model.gradients(b, o))
         truth = collect(batches, options.seed, lambda b, o: pt_model.gradients(b, o, float64=True))
         sides = _Sides(ids, embeds, pt, truth)
         reports.append(_tf_vs_pt(tf_model, pt_model, sides, batches, options, excluded))
     return [note_inputs(r, batches) for r in reports]
+
+
+def _embeds_refusal(tf_model: TFSide, pt_model: Reference | None) -> str | None:
+    """Why the ids-vs-embeds half cannot run on this side (a keras-hub model on another
+    Keras backend is given token ids only), or None. The TF-vs-PyTorch half still runs
+    (a note says what was left out); with no reference nothing would: exit 2."""
+    reason = tf_model.inputs_embeds_reason
+    if reason is not None and pt_model is None:
+        raise TfparityError(
+            f"The gradients check has nothing to run: {reason}, so there is no "
+            "inputs_embeds path to compare with the input_ids path, and without PyTorch "
+            "(--no-pt) there is no TF-vs-PyTorch report either: drop --no-pt."
+        )
+    return reason
 
 
 # ----------------------------------------------------------------------------- ids vs embeds
@@ -214,7 +234,7 @@ class _Sides:
     PyTorch in float64."""
 
     ids: Collected
-    embeds: Collected
+    embeds: Collected | None  # None: the side has no inputs_embeds path
     pt: Collected
     truth: Collected
 
@@ -236,7 +256,8 @@ def _tf_vs_pt(
     losses = [np.asarray(x.losses) for x in (ids, pt, truth)]
     scale = float(np.max(np.abs(losses[2])))
     rows = [judge.rows("loss", *([x] for x in losses), None, scale=scale)]
-    embeds_skipped = bool(_forward_failures(embeds.forward, ids.forward, masks, None))
+    no_path = embeds is None
+    embeds_skipped = no_path or bool(_forward_failures(embeds.forward, ids.forward, masks, None))
     rows += [] if embeds_skipped else _embeds_row(embeds, pt, truth, masks, judge)
     rows += _hidden_rows(ids.hidden, pt.hidden, masks, judge, truth.hidden)
     frozen = _frozen_notes(ids.weights, pt.frozen_rows)
@@ -248,7 +269,13 @@ def _tf_vs_pt(
     notes = list(tf_model.notes) + list(pt_model.notes) + frozen
     if excluded:
         notes.append(excluded_note(options.frozen, excluded))
-    if embeds_skipped:
+    if no_path:
+        notes.append(
+            f"Only the TF-vs-PyTorch half ran: {tf_model.inputs_embeds_reason}, so the "
+            "ids-vs-embeds report (gradients-embeds) and the inputs_embeds gradient are "
+            "left out."
+        )
+    elif embeds_skipped:
         notes.append(
             "The inputs_embeds gradient is not compared with PyTorch: TF's inputs_embeds "
             "path already differs from its input_ids path in the forward pass (see the "
@@ -267,8 +294,8 @@ def _tf_vs_pt(
         comparisons=rows,
         first_divergence=divergence,
         details={
-            "compares": "TensorFlow (actual) vs PyTorch (expected) gradients, same weights "
-            "and inputs",
+            "compares": f"{tf_model.framework} (actual) vs PyTorch (expected) gradients, "
+            "same weights and inputs",
             "scalar": ids.scalar,
             "judge": judge.text(),
             "reference": pt_model.name,
