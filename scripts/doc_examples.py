@@ -984,7 +984,7 @@ EXAMPLES: tuple[Example, ...] = (
         ("gradients", "keras-hub:tiny:bert", "--backend", "jax", "--random", "2")
         + ("--pt-config", "hidden_act=gelu_pytorch_tanh"),
         tested=False,
-        why_untested="tests/adapters/keras_backends/test_remote_gradients.py differentiates "
+        why_untested="tests/adapters/keras_backends/test_remote_side.py differentiates "
         "the same port on JAX and checks it (a conversion and a JAX worker process: too slow "
         "to run twice)",
     ),

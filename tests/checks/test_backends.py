@@ -79,6 +79,42 @@ def test_a_clean_model_passes_on_every_backend(clean):
     assert worst < 1e-5
 
 
+def test_assert_backends_reuses_the_warm_processes_and_names_the_backend(
+    files, clean, tfparity_backend_workers
+):
+    """After the clean run, the pytest assertion on the faulty file runs in the same
+    (warm) processes: none is started; its message leads with the backend and layer."""
+    import tfparity
+
+    started = tfparity_backend_workers.started()
+    two = {"imports": [EXAMPLE], "backends": ["tensorflow", "jax"]}
+    tfparity.assert_backends(str(files["clean"]), **two)  # the plugin lends its workers
+    with pytest.raises(AssertionError) as failed:
+        tfparity.assert_backends(str(files["faulty"]), **two, workers=tfparity_backend_workers)
+    lines = str(failed.value).splitlines()
+    assert lines[0].startswith("FAIL backends: backend jax parts from tensorflow")
+    assert "first divergence: backend jax, layer residual (one)" in lines
+    assert any(line.startswith("residual ") for line in lines)  # the table's rows around it
+    assert lines[-1].startswith("full report:")
+    assert failed.value.reports[0].details["first_divergence"]["backend"] == "jax"
+    assert tfparity_backend_workers.started() == started
+
+
+def test_a_warm_process_is_not_reused_without_the_model_s_imports(
+    files, clean, tfparity_backend_workers
+):
+    """A process that imported the custom layer's module is not lent to a run that
+    does not import it: that run fails as in a fresh process, naming the layer."""
+    import tfparity
+
+    started = tfparity_backend_workers.started()
+    with pytest.raises(TfparityError, match="ScaledResidual") as refused:
+        tfparity.backends(str(files["clean"]), backends=["jax"], workers=tfparity_backend_workers)
+    assert "the jax backend could not run the model" in str(refused.value)
+    # two new processes, neither importing the module: JAX's and the referee's (TensorFlow)
+    assert tfparity_backend_workers.started() == started + 2
+
+
 # Reverse topological order: per layer, the gradient w.r.t. its output, then its weights.
 GRADIENT_ROWS = [
     "dense_2:output",
