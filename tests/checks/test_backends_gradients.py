@@ -16,6 +16,7 @@ import pytest
 from tfparity.adapters.keras_backends.launch import installed
 from tfparity.checks.backends import BackendOutputs, check_backends
 from tfparity.checks.backends_gradients import BackendGradients, add_gradients, culprit
+from tfparity.report.backends import render_backends
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
 # Reverse topological order: per layer, the gradient w.r.t. its output, then its weights.
@@ -111,3 +112,22 @@ def test_backends_sharing_a_wrong_gradient_are_told_apart_from_one():
     assert not report.passed and report.details["first_divergence"] is None
     assert (f["backend"], f["kind"], f["layer"]) == (None, "all", "out")
     assert f["text"].startswith("every backend parts from the float64 referee's gradients")
+
+
+def test_the_gradient_divergence_gets_the_hints_of_the_layer_whose_backward_pass_made_it():
+    """A half-precision policy on the layer blamed backwards is hinted, as forwards."""
+    right = {k: t.astype(np.float32) for k, t in TRUTH.items()}
+    wrong = {**right, "out/kernel": (TRUTH["out/kernel"] * 1.01).astype(np.float32)}
+    facts = {"class": "Dense", "dtype_policy": "float32"}
+    half = {**facts, "dtype_policy": "mixed_bfloat16"}
+    layer_facts = {"tensorflow": {"out": facts}, "jax": {"out": half}}
+    grads = {"tensorflow": right, "jax": wrong}
+    truth = {"out": np.ones(3)}
+    forward = {b: {"out": np.ones(3, np.float32)} for b in grads}
+    report = check_backends(BackendOutputs("made-up", forward, truth, "tensorflow"))
+    report = add_gradients(report, BackendGradients(grads, TRUTH, LAYER_OF, {}, 0, layer_facts))
+    f = report.details["gradients"]["first_divergence"]
+    assert len(f["hints"]) == 1 and "half precision (mixed_bfloat16 on jax)" in f["hints"][0]
+    assert f"  hint: {f['hints'][0]}" in render_backends(report).splitlines()
+    clean = _report({"tensorflow": wrong, "jax": wrong})  # no facts recorded: no hint
+    assert clean.details["gradients"]["first_divergence"]["hints"] == []

@@ -134,13 +134,13 @@ def check_backends(
         "judge": f"{referee.describe()}, the other backends as the float32 reference; "
         f"ceiling {ceiling:g} x RMS",
         "ceiling": ceiling,
-        "layers": [_row(j, outputs.parents.get(j.layer)) for j in judgements],
+        "layers": [layer_row(j, outputs.parents.get(j.layer)) for j in judgements],
         "precision": dict(outputs.precision),
         "first_divergence": None,
     }
     first = next((j for j in judgements if j.failing), None)
     if first is not None:
-        report.details["first_divergence"] = _divergence(
+        report.details["first_divergence"] = divergence_facts(
             first, list(outputs.float32), outputs.referee_backend, outputs.referee_label
         )
         report.details["first_divergence"]["hints"] = layer_hints(
@@ -159,7 +159,7 @@ def check_backends(
     return report
 
 
-def _row(j: LayerJudgement, parent: str | None = None) -> dict[str, Any]:
+def layer_row(j: LayerJudgement, parent: str | None = None) -> dict[str, Any]:
     """One table row: per backend, max abs diff and RMSE relative to the truth's RMS;
     ``parent``, for a sublayer tap, the graph layer that holds it."""
     cells = {}
@@ -182,7 +182,7 @@ def _ratio(rmse: float | None, scale: float) -> float | None:
     return None if rmse is None or not scale else rmse / scale
 
 
-def _divergence(
+def divergence_facts(
     j: LayerJudgement, backends: list[str], referee: str, label: str = ""
 ) -> dict[str, Any]:
     """Who parts at the first divergent layer: ``kind`` ``one`` (some backends part

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..compare.judge import Referee
 from ..results import Divergence, Report
-from .backends import DEFAULT_CEILING, LayerJudgement, _divergence, _row, judge_layer
+from .backends import DEFAULT_CEILING, LayerJudgement, divergence_facts, judge_layer, layer_row
+from .backends_hints import layer_hints
 
 OUTPUT_MARK = ":output"  # a row LAYER:output is the gradient w.r.t. LAYER's output
 
@@ -37,6 +38,8 @@ class BackendGradients:
     layer_of: Mapping[str, str]
     consumers: Mapping[str, Sequence[str]] = field(default_factory=dict)
     seed: int = 0
+    # per backend, each layer's recorded facts (class, dtype policy, config): the hints
+    layer_facts: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
 
     @classmethod
     def from_runs(
@@ -51,6 +54,7 @@ class BackendGradients:
             layer_of=facts["layer_of"],
             consumers=facts["consumers"],
             seed=seed,
+            layer_facts={b: runs[b].layer_facts for b in backends},
         )
 
 
@@ -87,7 +91,7 @@ def add_gradients(
     ]
     report.passed = report.passed and all(not j.failing for j in judgements)
     rows = [
-        {**_row(j), "gradient": row, "layer": grads.layer_of.get(row, row)}
+        {**layer_row(j), "gradient": row, "layer": grads.layer_of.get(row, row)}
         for row, j in zip(grads.truth, judgements, strict=True)
     ]
     section: dict[str, Any] = {
@@ -126,7 +130,7 @@ def _first_divergence(
 ) -> dict[str, Any]:
     """Who parts at the first wrong gradient counted backwards, and which layer's
     backward pass made it (``kind`` as the forward check's)."""
-    base = _divergence(j, backends, report.details["referee"]["backend"])
+    base = divergence_facts(j, backends, report.details["referee"]["backend"])
     layers = culprit(row, grads)
     rest = [b for b in backends if b not in base["backends"]]
     who = f"backend {', '.join(base['backends'])}" if base["kind"] == "one" else "every backend"
@@ -139,7 +143,15 @@ def _first_divergence(
     )
     if forward:
         text += f" (the forward pass already parts at layer {forward['layer']})"
-    return {**base, "gradient": row, "layer": layers[0], "layers": layers, "text": text}
+    hints = layer_hints(
+        layers[0],
+        base["backends"],
+        grads.layer_facts,
+        report.details["precision"],
+        shared=base["kind"] == "all",
+    )
+    place = {"gradient": row, "layer": layers[0], "layers": layers, "text": text}
+    return {**base, **place, "hints": hints}
 
 
 def _subject(row: str) -> str:

@@ -129,6 +129,7 @@ def _gradients(g: dict[str, Any], backends: list[str]) -> list[str]:
             "",
             f"first gradient divergence: {who}, gradient {f['gradient']}, "
             f"backward pass of layer {', '.join(f['layers'])} ({f['kind']})",
+            *(f"  hint: {h}" for h in f.get("hints", [])),
         ]
     return lines
 

@@ -14,7 +14,8 @@ each step chose from (:func:`greedy`); ``gradients`` (IN holds the inputs and th
 gradients check's objective) writes the hidden states, the loss and the gradients
 (:func:`.hub_gradients.hub_gradients`). It answers ``done``, or ``error`` with one
 paragraph. Every protocol
-line starts with :data:`MARK`, so anything a framework prints is skipped by the parent.
+line starts with :data:`.protocol.MARK`, so anything a framework prints is skipped by
+the parent.
 Like :mod:`.worker`, it imports no Keras at module level and nothing of tfparity that
 would pull in a framework.
 """
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-MARK = "tfparity-hub-worker:"
+from .protocol import answer
 
 
 def _recorder(keras: Any, backbone: Any, task: Any) -> Any:
@@ -103,11 +104,6 @@ def greedy(task: Any, sampler: Any, prompt: np.ndarray, new_tokens: int) -> dict
     return {"tokens": tokens, "logits": np.stack([step[0] for step in sampler.steps])}
 
 
-def _answer(reply: Any, kind: str, text: str = "") -> None:
-    reply.write(f"{MARK}{kind} {' '.join(text.split())}\n")
-    reply.flush()
-
-
 def serve(path: str, requests: Any, reply: Any) -> None:
     """Load ``path``, say ready, answer each request line of ``requests``."""
     import keras
@@ -121,7 +117,7 @@ def serve(path: str, requests: Any, reply: Any) -> None:
     if task is not None:
         sampler = recording_sampler(keras, keras_hub)
         task.compile(sampler=sampler, run_eagerly=True)
-    _answer(reply, "ready", json.dumps(_facts(keras, backbone, task)))
+    answer(reply, "ready", json.dumps(_facts(keras, backbone, task)))
     for line in requests:
         if not line.strip():
             continue
@@ -143,9 +139,9 @@ def serve(path: str, requests: Any, reply: Any) -> None:
                     produced = recorder(feed, training=False)
                     arrays = {k: keras.ops.convert_to_numpy(v) for k, v in produced.items()}
             np.savez(out, **{k: np.asarray(v) for k, v in arrays.items()})
-            _answer(reply, "done")
+            answer(reply, "done")
         except Exception as e:  # the parent reports it as one paragraph
-            _answer(reply, "error", f"{type(e).__name__}: {e}")
+            answer(reply, "error", f"{type(e).__name__}: {e}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         serve(args[0], sys.stdin, reply)
     except Exception as e:  # loading failed: the parent reports it (exit 2 there)
-        _answer(reply, "error", f"{type(e).__name__}: {e}")
+        answer(reply, "error", f"{type(e).__name__}: {e}")
         return 2
     return 0
 

@@ -42,8 +42,8 @@ from ...inputs import Batch, check_limits
 from ...trace import Trace, hidden_state_index
 from ..interfaces.sides import TFSideBase
 from ..runtime.execution_options import ExecutionOptions, eager_only
-from .hub_worker import MARK
 from .launch import BACKENDS, installed, pip_command
+from .protocol import Lines
 from .workers import environment
 
 START_TIMEOUT_S = 600
@@ -75,22 +75,29 @@ class _Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            text=True,
         )
+        self._lines = Lines(self.proc.stdout)  # type: ignore[arg-type]
         self._close = weakref.finalize(self, _close, self.proc, self._stderr, self._dir)
         self.facts = json.loads(self._reply("ready"))
         self.runs = 0
 
     def _reply(self, expected: str) -> str:
-        """The text of the next protocol line; an error line, or the process ending, is
-        a TfparityError naming the backend and the worker's reason."""
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            if not line.startswith(MARK):
-                continue  # printed by a framework, not the worker
-            kind, _, text = line[len(MARK) :].strip().partition(" ")
+        """The text of the next protocol line; an error line, the process ending, or
+        silence past :data:`START_TIMEOUT_S` is a TfparityError naming the backend and
+        the worker's reason."""
+        try:
+            line = self._lines.next(START_TIMEOUT_S)
+        except TimeoutError:
+            self.proc.kill()
+            raise TfparityError(
+                f"the {self.backend} backend's process said nothing for {START_TIMEOUT_S} s."
+            ) from None
+        if line is not None:
+            kind, text = line
             if kind == expected:
                 return text
             raise TfparityError(f"the keras-hub backbone on the {self.backend} backend: {text}")
+        self.proc.wait()
         self._stderr.seek(0)
         last = self._stderr.read().strip().splitlines()[-1:] or ["no message"]
         raise TfparityError(
@@ -105,7 +112,7 @@ class _Worker:
         self.runs += 1
         given, out = self.root / f"in{self.runs}.npz", self.root / f"out{self.runs}.npz"
         np.savez(given, **feed)
-        self.proc.stdin.write(f"{kind} {given} {out}\n")  # type: ignore[union-attr]
+        self.proc.stdin.write(f"{kind} {given} {out}\n".encode())  # type: ignore[union-attr]
         self.proc.stdin.flush()  # type: ignore[union-attr]
         self._reply("done")
         with np.load(out) as held:
