@@ -51,31 +51,37 @@ def pytest_ignore_collect(collection_path, config):
 
 
 # The files that take longest, longest first (seconds of one worker, measured with
-# `pytest -n 2 --durations=0`): with `--dist loadfile --no-loadscope-reorder`, xdist hands
-# files out in this order to whichever worker is free, so the two end together (longest
-# processing time first). The rest follow in collection order. Only the time it takes
-# rests on this list: a file missing from it still runs.
+# `pytest -n 2 --durations=0` on a loaded machine: the order matters, not the figures):
+# with `--dist loadfile --no-loadscope-reorder`, xdist hands files out in this order to
+# whichever worker is free, so the two end together (longest processing time first).
+# The rest follow in collection order. Only the time it takes rests on this list: a
+# file missing from it still runs.
 HEAVY_FIRST = (
-    "test_backends.py",  # 60 s: one process per Keras backend, started once per module
-    "test_backends_gradients.py",  # 45 s: five Keras backend processes, once per module
-    "test_backends_hub.py",  # a conversion or build, then one process per backend, per model
-    "test_doc_examples.py",  # 44 s
-    "test_crosscheck.py",  # 43 s
-    "test_sweep_ray.py",  # 22 s: one Ray cluster, three actors
-    "test_sweep_generate.py",  # 21 s
-    "test_lazy_referee.py",  # 21 s
-    "test_saved_model.py",  # 20 s
-    "test_checkpoints.py",  # 20 s: TF ports, SavedModels, a flatbuffer and a .keras built
-    "test_cli.py",  # 19 s: real processes
-    "test_litert.py",  # 17 s: four conversions
-    "test_architectures.py",  # 16 s
-    "test_sweep.py",  # 14 s
-    "test_generation.py",  # 12 s
-    "test_keras_hub.py",  # 10 s
-    "test_execution.py",  # 10 s
-    "test_pt_config.py",  # 9 s
-    "test_heads.py",  # 7 s
-    "test_embeds.py",  # 7 s
+    "test_sweep_ray.py",  # 60-120 s: one Ray cluster, actors that import TF and torch
+    "test_doc_examples.py",  # 90 s
+    "test_crosscheck.py",  # 60 s
+    "test_backends.py",  # 55 s: the session's warm backend processes start here
+    "test_saved_model.py",  # 50 s
+    "test_sweep_generate.py",  # 40 s: a Ray cluster of its own
+    "test_backends_hub.py",  # 40 s: keras-hub conversions, then the warm processes
+    "test_remote_side.py",  # 35 s: one JAX worker (crosscheck and gradients)
+    "test_checkpoints.py",  # 35 s: TF ports, SavedModels, a flatbuffer and a .keras built
+    "test_lazy_referee.py",  # 35 s
+    "test_cli.py",  # 30 s: real processes
+    "test_litert_quantised.py",  # 30 s
+    "test_remote_generation.py",  # 30 s: one torch worker
+    "test_backends_quantize.py",  # 30 s
+    "test_quantize_attribute.py",  # 25 s
+    "test_architectures.py",  # 25 s
+    "test_litert.py",  # 25 s: four conversions
+    "test_sweep.py",  # 25 s
+    "test_generation.py",  # 20 s
+    "test_signatures.py",  # 20 s
+    "test_keras_hub.py",  # 20 s
+    "test_backends_gradients.py",  # 15 s
+    "test_execution.py",  # 15 s
+    "test_gradients.py",  # 15 s
+    "test_pt_config.py",  # 15 s
 )
 
 
