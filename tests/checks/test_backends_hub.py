@@ -168,3 +168,36 @@ def test_a_hidden_state_no_layer_outputs_is_noted_not_passed():
     assert report.passed
     assert [row["layer"] for row in report.details["layers"]] == ["hidden_states[1] (block_0)"]
     assert "not compared with HF: hidden_states[0] (multiply)" in report.notes[0]
+
+
+def test_the_first_backend_processes_start_before_the_model_is_prepared(monkeypatch):
+    """Their imports overlap with the conversion: when preparing begins, processes for
+    the first backends (as many as --jobs lets run) are already started, each importing
+    keras_hub for the converted file."""
+    import tfparity
+    from tfparity.adapters.keras_backends import workers as workers_module
+    from tfparity.cross_backend import prepare as prepare_module
+    from tfparity.errors import TfparityError
+
+    started = []
+
+    class Started:  # stands for a process: records its key, never runs
+        def __init__(self, key):
+            started.append(key)
+
+        def close(self):
+            pass
+
+    seen = {}
+
+    def prepare(*args, **kwargs):
+        seen["at prepare"] = list(started)
+        raise TfparityError("stopped here")
+
+    monkeypatch.setattr(workers_module, "ServingWorker", Started)
+    monkeypatch.setattr(prepare_module, "prepare", prepare)
+    with pytest.raises(TfparityError, match="stopped here"):
+        tfparity.backends("keras-hub:tiny:bert", backends=["tensorflow", "jax", "torch"], jobs=2)
+    keys = seen["at prepare"]
+    assert [k.backend for k in keys] == ["tensorflow", "jax"]  # --jobs 2: two at once
+    assert all(k.imports == ("keras_hub",) for k in keys)
