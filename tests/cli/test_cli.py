@@ -251,10 +251,8 @@ def test_roberta_left_padding_fails_with_position_hint(tmp_path, tfparity_in_pro
     assert "hidden_states[0]" in failing and "last_hidden_state" in failing
 
 
-def test_too_long_text_exits_2(tmp_path):
-    result = tfparity_cli(
-        "check", "tiny:bert", "--text", "hello", "--text", LONG_TEXT, cwd=tmp_path
-    )
+def test_too_long_text_exits_2(tfparity_in_process):
+    result = tfparity_in_process("check", "tiny:bert", "--text", "hello", "--text", LONG_TEXT)
     err = assert_usage_error(result, "Text 2 is", "--truncate", "64")
     assert result.stdout == ""
     assert len(err.splitlines()) == 1
