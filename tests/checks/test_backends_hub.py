@@ -21,6 +21,7 @@ from tfparity.cli import main
 from tfparity.cross_backend.prepare import model_kind
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
+ALL = ["tensorflow", "jax", "torch"]
 HIDDEN = [
     "hidden_states[0] (embeddings_dropout)",
     "hidden_states[1] (transformer_layer_0)",
@@ -170,10 +171,12 @@ def test_a_hidden_state_no_layer_outputs_is_noted_not_passed():
     assert "not compared with HF: hidden_states[0] (multiply)" in report.notes[0]
 
 
-def test_the_first_backend_processes_start_before_the_model_is_prepared(monkeypatch):
+@pytest.mark.parametrize(("jobs", "first"), [(None, ALL), (2, ALL[:2]), (1, ALL[:1])])
+def test_the_first_backend_processes_start_before_the_model_is_prepared(monkeypatch, jobs, first):
     """Their imports overlap with the conversion: when preparing begins, processes for
-    the first backends (as many as --jobs lets run) are already started, each importing
-    keras_hub for the converted file."""
+    the first backends (every one by default, else as many as --jobs lets run) are
+    already started, each importing keras_hub, serving the preparing module (the
+    TensorFlow one prepares the model)."""
     import tfparity
     from tfparity.adapters.keras_backends import workers as workers_module
     from tfparity.cross_backend import prepare as prepare_module
@@ -197,7 +200,7 @@ def test_the_first_backend_processes_start_before_the_model_is_prepared(monkeypa
     monkeypatch.setattr(workers_module, "ServingWorker", Started)
     monkeypatch.setattr(prepare_module, "prepare", prepare)
     with pytest.raises(TfparityError, match="stopped here"):
-        tfparity.backends("keras-hub:tiny:bert", backends=["tensorflow", "jax", "torch"], jobs=2)
+        tfparity.backends("keras-hub:tiny:bert", backends=ALL, jobs=jobs)
     keys = seen["at prepare"]
-    assert [k.backend for k in keys] == ["tensorflow", "jax"]  # --jobs 2: two at once
-    assert all(k.imports == ("keras_hub",) for k in keys)
+    assert [k.backend for k in keys] == first
+    assert all(k.imports == ("keras_hub",) and k.entry == prepare_module.ENTRY for k in keys)

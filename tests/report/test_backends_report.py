@@ -266,10 +266,3 @@ def test_a_failure_ends_the_processes_still_running():
     with pytest.raises(launch.TfparityError, match="tensorflow failed"):
         _schedule(2, fail="tensorflow")
     assert FakeProcess.running == []  # jax was started, then killed
-
-
-def test_the_default_jobs_is_the_processes_up_to_the_cores(monkeypatch):
-    monkeypatch.setattr(launch.os, "cpu_count", lambda: 2)
-    assert launch.default_jobs(3) == 2 and launch.default_jobs(1) == 1
-    monkeypatch.setattr(launch.os, "cpu_count", lambda: None)
-    assert launch.default_jobs(3) == 1

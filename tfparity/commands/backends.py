@@ -99,8 +99,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--jobs",
         type=_jobs,
         metavar="N",
-        help="at most N backend processes at once (default: as many as there are cores; "
-        "1: one after another)",
+        help="at most N backend processes at once (default: every one, started before the "
+        "model is prepared; 1: one after another)",
     )
     p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
     add_html_plot_arguments(p.add_argument_group("reports"))

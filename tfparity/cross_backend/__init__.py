@@ -18,6 +18,7 @@ from ..results import Report
 
 if TYPE_CHECKING:
     from ..adapters.keras_backends.workers import BackendWorkers
+    from .processes import Processes
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,11 @@ def run_request(request: BackendsRequest, workers: BackendWorkers | None = None)
     """Prepare MODEL by its kind, run every backend, judge (see the module). The
     backends' processes come from ``workers`` (None: started here and ended at the
     end); the first ones start before preparing, so their imports overlap with it."""
-    from ..adapters.keras_backends import LaunchPlan, choose_backends, choose_referee
+    from ..adapters.keras_backends import choose_backends, choose_referee
     from ..adapters.keras_backends.launch import warm_first
     from ..adapters.keras_backends.workers import BackendWorkers
     from .prepare import model_kind, temporary_workdir, worker_imports
+    from .processes import Processes
 
     kind = model_kind(request.model)
     _refuse_for_kind(request, kind)
@@ -62,10 +64,12 @@ def run_request(request: BackendsRequest, workers: BackendWorkers | None = None)
     chosen, notes = choose_backends(request.backends)
     referee = choose_referee(request.referee_backend)
     imports = worker_imports(kind, request.model, tuple(request.imports))
+    preparing = kind != "file" or request.quantize is not None
     with temporary_workdir() as tmp, contextlib.ExitStack() as stack:
         pool = workers if workers is not None else stack.enter_context(BackendWorkers())
-        warm_first(pool, LaunchPlan(Path(tmp), chosen, referee, imports), request.jobs)
-        return _run(request, kind, Path(tmp), chosen, referee, notes, pool)
+        processes = Processes(pool, imports, preparing)
+        warm_first(pool, processes.plan(Path(tmp), chosen, referee), request.jobs)
+        return _run(request, kind, Path(tmp), (chosen, referee), notes, processes)
 
 
 def _refuse_for_quantize(request: BackendsRequest) -> None:
@@ -112,12 +116,11 @@ def _run(
     request: BackendsRequest,
     kind: str,
     tmp: Path,
-    chosen: tuple[str, ...],
-    referee: str,
+    backends: tuple[tuple[str, ...], str],
     notes: list[str],
-    workers: BackendWorkers,
+    processes: Processes,
 ) -> Report:
-    from ..adapters.keras_backends import LaunchPlan, run_backends
+    from ..adapters.keras_backends import run_backends
     from ..adapters.keras_backends.inputs import file_inputs, random_inputs, read_config
     from ..checks.backends import DEFAULT_CEILING, BackendOutputs, check_backends
     from ..compare.judge import Referee
@@ -132,15 +135,17 @@ def _run(
         prepared = Prepared(path, inputs, tuple(request.imports))
     else:
         hub = HubInputs(request.random, request.seq_len, request.seed, _texts(request.texts))
-        prepared = prepare(request.model, kind, tmp, tuple(request.imports), hub, request.pt)
+        step = processes.step()
+        prepared = prepare(request.model, kind, tmp, tuple(request.imports), hub, request.pt, step)
         prepared.inputs = given or prepared.inputs
     if request.quantize or _quantised_file(prepared.path):
         from .quantised import run_quantised
 
-        return run_quantised(request, prepared, tmp, (chosen, referee), notes, workers)
+        return run_quantised(request, prepared, tmp, backends, notes, processes)
+    chosen, referee = backends
     seed = request.seed if request.gradients else None
-    plan = LaunchPlan(prepared.path, chosen, referee, prepared.imports, seed)
-    runs = run_backends(plan, prepared.inputs, request.jobs, workers)
+    plan = processes.plan(prepared.path, chosen, referee, gradients=seed)
+    runs = run_backends(plan, prepared.inputs, request.jobs, processes.workers)
     for note in [*prepared.notes, *(n for run in runs.values() for n in run.notes)]:
         notes += [note] if note not in notes else []
     outputs = BackendOutputs(
@@ -214,7 +219,7 @@ def backends(
     float model's float64 referee by the mode's budgets (``kl_budget``, e.g.
     ``"kl_mean=0.015"``, replaces its distribution budget); a file already quantised is
     checked so without it (docs/backends.md). ``jobs``: at most that many backend
-    processes at once (default: as many as there are cores; 1: one after another).
+    processes at once (default: every one; 1: one after another).
     ``workers``: a :class:`tfparity.BackendWorkers` whose warm processes are reused
     across calls (each import paid once for many models); None: started and ended
     here."""

@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,10 @@ import numpy as np
 from ..adapters.keras_backends.models import built_model, hidden_state_layers, save_quantised
 from ..errors import TfparityError
 
+# The serving module of a run whose TensorFlow process also prepares (:func:`serve`).
+ENTRY = "tfparity.cross_backend.prepare"
+# Runs the preparing arguments (:func:`main`'s) somewhere; returns stderr to report.
+Step = Callable[[list[str]], str]
 # A callable MODEL: ``package.module:function`` (``tiny:bert`` is a spec, not a callable).
 CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 SPEC_PREFIXES = ("tiny", "keras-hub")
@@ -110,16 +115,18 @@ def prepare(
     imports: tuple[str, ...] = (),
     given: HubInputs = HubInputs(),
     pt: str | None = None,
+    step: Step | None = None,
 ) -> Prepared:
-    """Prepare ``model`` (``kind`` from :func:`model_kind`) on TensorFlow, here or in a
-    process of its own (see the module), writing into ``workdir``; a failure is a
-    TfparityError with its one paragraph (a missing module or function, a non-model, a
-    bad spec)."""
+    """Prepare ``model`` (``kind`` from :func:`model_kind`) on TensorFlow, writing into
+    ``workdir``: by ``step`` (the preparing arguments run by a serving TensorFlow
+    process, :func:`serve`), else here or in a process of its own (see the module); a
+    failure is a TfparityError with its one paragraph (a missing module or function, a
+    non-model, a bad spec)."""
     out = workdir / "prepared"
     arguments = [kind, model, "--out", str(out)]
     arguments += [a for m in imports for a in ("--import", m)]
     arguments += ["--given", json.dumps(given.__dict__)] + (["--pt", pt] if pt else [])
-    stderr = _prepared_here(arguments) if _tensorflow_here() else _prepared_apart(arguments)
+    stderr = (step or _default_step)(arguments)
     meta_path = Path(f"{out}.json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     if not Path(f"{out}.npz").exists() or "error" in meta:
@@ -139,7 +146,9 @@ def prepare(
     )
 
 
-def quantised_copy(path: Path, mode: str, imports: tuple[str, ...], workdir: Path) -> Path:
+def quantised_copy(
+    path: Path, mode: str, imports: tuple[str, ...], workdir: Path, step: Step | None = None
+) -> Path:
     """``path`` (a float ``.keras``) quantised by Keras to ``mode`` on TensorFlow, once,
     through :mod:`tfparity.adapters.keras_hub.quantize` (the one place tfparity
     quantises), and saved beside it: every backend then loads the same quantised file.
@@ -147,7 +156,7 @@ def quantised_copy(path: Path, mode: str, imports: tuple[str, ...], workdir: Pat
     out = workdir / "quantised"
     arguments = ["quantize", str(path), "--out", str(out), "--mode", mode]
     arguments += [a for m in imports for a in ("--import", m)]
-    stderr = _prepared_here(arguments) if _tensorflow_here() else _prepared_apart(arguments)
+    stderr = (step or _default_step)(arguments)
     meta_path = Path(f"{out}.json")
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     if not Path(f"{out}.keras").exists() or "error" in meta:
@@ -160,6 +169,11 @@ def _quantize(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.nd
     """Load the float file on TensorFlow, quantise it, save it whole."""
     meta["mode"] = save_quantised(args.model, f"{args.out}.keras", args.mode, args.imports)
     return {}
+
+
+def _default_step(arguments: list[str]) -> str:
+    """The preparing arguments run here, or in a process of their own; its stderr."""
+    return _prepared_here(arguments) if _tensorflow_here() else _prepared_apart(arguments)
 
 
 def _tensorflow_here() -> bool:
@@ -270,6 +284,22 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def serve(argv: list[str]) -> None:
+    """A backend's serving worker (:func:`tfparity.adapters.keras_backends.worker.serve`)
+    that also answers ``prepare ARGUMENTS`` (a JSON list, :func:`main`'s): run as
+    ``python -m tfparity.cross_backend.prepare --serve [--import M]...``, the TensorFlow
+    backend's process converts or builds the model itself, then runs it, so the parent
+    imports no framework and TensorFlow, Keras and keras-hub are imported once, in a
+    process started before anything else (:data:`ENTRY`)."""
+    from ..adapters.keras_backends import worker
+
+    p = argparse.ArgumentParser(prog="tfparity-backends-prepare --serve")
+    p.add_argument("--import", dest="imports", action="append", default=[])
+    imports = p.parse_args(argv).imports
+    reply, sys.stdout = sys.stdout, sys.stderr  # what a framework prints: off the protocol
+    worker.serve(imports, sys.stdin, reply, {"prepare": lambda text: main(json.loads(text))})
+
+
 def temporary_workdir() -> tempfile.TemporaryDirectory:
     """Where the prepared file lives until every backend has run."""
     return tempfile.TemporaryDirectory(prefix="tfparity-prepared-")
@@ -277,4 +307,7 @@ def temporary_workdir() -> tempfile.TemporaryDirectory:
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if sys.argv[1:2] == ["--serve"]:
+        serve(sys.argv[2:])
+        sys.exit(0)
     sys.exit(main())

@@ -24,12 +24,13 @@ ANCHOR = "tensorflow"  # the backend Keras quantised on: the others are held to 
 
 
 def run_quantised(
-    request, prepared, tmp: Path, backends: tuple[tuple[str, ...], str], notes: list[str], workers
+    request, prepared, tmp: Path, backends: tuple[tuple[str, ...], str], notes: list[str], processes
 ) -> Report:
     """Quantise (unless the file already is), run every backend (``backends``: the
     chosen ones and the referee's) on the quantised file, the referee's backend on the
-    float file at float64, and judge; the processes come from ``workers``."""
-    from ..adapters.keras_backends import LaunchPlan, run_backends
+    float file at float64, and judge; the processes come from ``processes``
+    (:class:`.processes.Processes`, whose TensorFlow process quantises)."""
+    from ..adapters.keras_backends import run_backends
     from ..adapters.keras_backends.inputs import quantised_mode, read_config, vocabulary
     from ..checks.backends_quantised import QuantisedOutputs, check_quantised_backends
     from .prepare import quantised_copy
@@ -46,15 +47,20 @@ def run_quantised(
         notes.append(f"{request.model} is quantised ({stored}): read as it is; no float model")
         path, float_path, mode = prepared.path, None, stored
     else:
-        path = quantised_copy(prepared.path, request.quantize, prepared.imports, tmp)
+        path = quantised_copy(
+            prepared.path, request.quantize, prepared.imports, tmp, processes.step()
+        )
         float_path, mode = prepared.path, request.quantize
-    plans = [LaunchPlan(path, chosen, referee, prepared.imports, float64=False)]
+    plans = [processes.plan(path, chosen, referee, float64=False)]
     if float_path is not None:  # the float model's float64 run, on the referee's backend
-        plans.append(LaunchPlan(float_path, (), referee, prepared.imports))
+        plans.append(processes.plan(float_path, (), referee))
     # side by side, as the backends of one launch run: each is a process of its own
     with ThreadPoolExecutor(len(plans)) as pool:
         launched = list(
-            pool.map(lambda plan: run_backends(plan, prepared.inputs, request.jobs, workers), plans)
+            pool.map(
+                lambda plan: run_backends(plan, prepared.inputs, request.jobs, processes.workers),
+                plans,
+            )
         )
     runs = launched[0]
     truth = launched[1][referee].outputs["float64"] if float_path is not None else None

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import TfparityError
-from .workers import BackendWorkers, ServingWorker, WorkerKey
+from .workers import WORKER, BackendWorkers, ServingWorker, WorkerKey
 
 # Keras 3's backends, in the order a report lists them; each with the module it needs
 # and the pip command that installs it.
@@ -64,10 +63,11 @@ class LaunchPlan:
     # False for a Keras-quantised file: its int8/float8 layers have no float64 twin
     # (their kernels and scales are not a float model's weights), so none is asked for.
     float64: bool = True
+    entry: str = WORKER  # the module the processes serve (:data:`.workers.WORKER`)
 
     def key(self, backend: str) -> WorkerKey:
         """The serving process ``backend``'s run needs (:class:`.workers.WorkerKey`)."""
-        return WorkerKey.of(backend, self.processes()[backend], self.imports)
+        return WorkerKey.of(backend, self.processes()[backend], self.imports, self.entry)
 
     def processes(self) -> dict[str, tuple[str, ...]]:
         """Per backend, the precisions its process runs (float64 on the referee's)."""
@@ -98,9 +98,11 @@ class BackendRun:
 
 
 def default_jobs(processes: int) -> int:
-    """As many processes at once as there are cores (each is mostly start-up and
-    imports, CPU-bound: more than the cores only interleave them)."""
-    return max(1, min(processes, os.cpu_count() or 1))
+    """Every process at once. Each spends most of its life importing and then waits for
+    the prepared file, so a process held back waits for a slot and then imports on the
+    critical path: on 2 cores, all three at once took 25.5 s against 27.6 s for two at a
+    time (docs/benchmarks.md (t)). ``--jobs`` caps it where memory is short."""
+    return max(1, processes)
 
 
 def run_backends(

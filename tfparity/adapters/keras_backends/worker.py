@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,15 +295,22 @@ def _recorded(args: argparse.Namespace) -> int:
     return code
 
 
-def serve(imports: list[str], requests: Any, reply: Any) -> None:
+def serve(
+    imports: list[str],
+    requests: Any,
+    reply: Any,
+    handlers: Mapping[str, Callable[[str], Any]] | None = None,
+) -> None:
     """Import ``imports`` and Keras (the start-up that costs seconds), then answer each
-    request line ``run {JSON}`` (the one-shot arguments: model, inputs, out, precision,
-    gradients) with ``done`` once its files are written, until stdin closes. Each run
-    starts from Keras's defaults (float32 policy, a cleared session): a float64 twin
-    sets the global policy. The modules stay imported, so a worker is only reused for
-    runs with the same ``imports`` (:mod:`.workers`)."""
+    request line until stdin closes, with ``done`` once its files are written: ``run
+    {JSON}`` (the one-shot arguments: model, inputs, out, precision, gradients), or a
+    kind of ``handlers`` (``KIND TEXT``: the caller's, e.g. the preparing step's, which
+    writes its own files). Each request starts from Keras's defaults (float32 policy, a
+    cleared session): a float64 twin sets the global policy. The modules stay imported,
+    so a worker is only reused for runs with the same ``imports`` (:mod:`.workers`)."""
     from .protocol import answer
 
+    handlers = handlers or {}
     failed = None
     try:
         for module in imports:
@@ -312,15 +320,18 @@ def serve(imports: list[str], requests: Any, reply: Any) -> None:
         failed = f"{type(e).__name__}: {' '.join(str(e).split())}"
     for line in requests:
         kind, _, text = line.strip().partition(" ")
-        if kind != "run":
+        if kind != "run" and kind not in handlers:
             continue
-        args = argparse.Namespace(imports=imports, **json.loads(text))
-        if failed:
-            with open(f"{args.out}.json", "w") as f:
+        if kind == "run" and failed:
+            with open(f"{json.loads(text)['out']}.json", "w") as f:
                 json.dump({"error": failed}, f)
-        else:
+        elif kind == "run":
             keras.config.set_dtype_policy("float32")
-            _recorded(args)
+            _recorded(argparse.Namespace(imports=imports, **json.loads(text)))
+        else:
+            handlers[kind](text)  # writes its own error, as a run does
+        if not failed:
+            keras.config.set_dtype_policy("float32")
             keras.utils.clear_session()
         answer(reply, "done")
 

@@ -29,8 +29,6 @@ from typing import Any
 from ...errors import TfparityError
 from .protocol import Lines
 
-CLOSE_TIMEOUT_S = 30
-
 
 def environment(backend: str, precisions: tuple[str, ...]) -> dict[str, str]:
     """The environment of a process on ``backend`` (quiet, this tfparity importable)."""
@@ -47,6 +45,13 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[3])
 
 
+# The module a serving process runs (``python -m``): this package's worker, or a caller's
+# module that serves the same protocol and more kinds of request (the preparing step's,
+# :mod:`tfparity.cross_backend.prepare`, which converts a model in the TensorFlow
+# backend's own process).
+WORKER = "tfparity.adapters.keras_backends.worker"
+
+
 @dataclass(frozen=True)
 class WorkerKey:
     """What a serving process was started as; runs with another key need another one."""
@@ -54,11 +59,19 @@ class WorkerKey:
     backend: str
     precisions: tuple[str, ...]  # float64 on JAX needs x64 switched on at start-up
     imports: tuple[str, ...]
+    entry: str = WORKER
 
     @classmethod
-    def of(cls, backend: str, precisions: tuple[str, ...], imports: tuple[str, ...]):
+    def of(
+        cls,
+        backend: str,
+        precisions: tuple[str, ...],
+        imports: tuple[str, ...],
+        entry: str = WORKER,
+    ) -> WorkerKey:
         x64 = backend == "jax" and "float64" in precisions
-        return cls(backend, ("float32", "float64") if x64 else ("float32",), tuple(imports))
+        precisions = ("float32", "float64") if x64 else ("float32",)
+        return cls(backend, precisions, tuple(imports), entry)
 
 
 class ServingWorker:
@@ -67,7 +80,7 @@ class ServingWorker:
     def __init__(self, key: WorkerKey) -> None:
         self.key = key
         self._stderr = tempfile.TemporaryFile("w+")  # a file: a pipe could fill and block
-        command = [sys.executable, "-m", "tfparity.adapters.keras_backends.worker", "--serve"]
+        command = [sys.executable, "-m", key.entry, "--serve"]
         command += [a for m in key.imports for a in ("--import", m)]
         self._proc = subprocess.Popen(
             command,
@@ -78,10 +91,11 @@ class ServingWorker:
         )
         self._lines = Lines(self._proc.stdout)  # type: ignore[arg-type]
 
-    def submit(self, request: dict[str, Any]) -> None:
-        """Ask for one run (:func:`.worker.serve` reads it once its imports are done)."""
+    def submit(self, request: Any, kind: str = "run") -> None:
+        """Ask for one run, or another ``kind`` of request its entry serves
+        (:func:`.worker.serve` reads it once its imports are done)."""
         try:
-            self._proc.stdin.write(f"run {json.dumps(request)}\n".encode())  # type: ignore[union-attr]
+            self._proc.stdin.write(f"{kind} {json.dumps(request)}\n".encode())  # type: ignore[union-attr]
             self._proc.stdin.flush()  # type: ignore[union-attr]
         except OSError:  # it ended already: wait() says why
             pass
@@ -116,12 +130,9 @@ class ServingWorker:
         self._stderr.close()
 
     def close(self) -> None:
-        """End it as it ends itself (stdin closed), else kill it."""
-        try:
-            self._proc.stdin.close()  # type: ignore[union-attr]
-            self._proc.wait(timeout=CLOSE_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        """End it. A serving worker between runs holds nothing the parent still needs
+        (each run's files are written before it answers), and a framework's teardown at
+        exit takes seconds, so it is killed rather than asked to exit."""
         self.kill()
 
 
