@@ -7,10 +7,11 @@ KERAS_BACKEND set, keras and keras_hub imported, the same converted .keras loade
 forward pass), all started at once, the wall time until the last ends. Against them,
 per round and alternated:
 
-- ``tfparity backends keras-hub:tiny:bert``: the whole command (the conversion and HF
-  PyTorch's float64 run in the parent, then every backend's process and the judging);
+- ``tfparity backends keras-hub:tiny:bert``: the whole command (every backend's
+  process started first; the TensorFlow one converts the checkpoint and runs HF
+  PyTorch's float64 reference, then every process runs the file; then the judging);
 - the same with ``--jobs 3``: every backend's process at once, as the bare ones (the
-  default runs as many at once as there are cores);
+  default now too);
 - ``tfparity backends FILE.keras --import keras_hub --inputs --jobs 3``: the same
   converted file and inputs, so the conversion and HF's run are left out: what the
   backend processes cost beyond the bare ones (the recording model, the float64 twin,
