@@ -115,8 +115,7 @@ def backends_run(tfparity_backend_workers, tmp_path_factory):
     """``backends_run(model, **options)`` -> (exit code, text, JSON report) as
     ``tfparity backends`` gives them, through the API on the session's warm backend
     processes (the plugin's ``tfparity_backend_workers``): each backend's imports are
-    paid once per test worker, not once per run. One test per path still runs the CLI
-    with processes of its own (tests/checks/test_backends.py)."""
+    paid once per test worker, not once per run."""
     import json
 
     import tfparity
@@ -129,6 +128,34 @@ def backends_run(tfparity_backend_workers, tmp_path_factory):
         path = tmp_path_factory.mktemp("backends-report") / "report.json"
         write_json([report], path, top_level=TOP_LEVEL)
         return (0 if report.passed else 1), render_report(report), json.loads(path.read_text())
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def backends_cli(tfparity_backend_workers, tmp_path_factory):
+    """``backends_cli(*argv)`` -> (exit code, stdout, JSON report) of ``tfparity
+    backends ARGV`` run by the CLI in this process, its backend processes taken from the
+    session's warm ones (the one thing changed: ``run_request`` is given them)."""
+    import contextlib
+    import io
+    import json
+
+    from tfparity import cross_backend
+    from tfparity.cli import main
+
+    run_request = cross_backend.run_request
+
+    def warm(request: Any, workers: Any = None) -> Any:
+        return run_request(request, tfparity_backend_workers)
+
+    def run(*argv: str) -> tuple[int, str, dict]:
+        path = tmp_path_factory.mktemp("backends-cli") / "report.json"
+        text = io.StringIO()  # capsys is function-scoped: capture by hand
+        with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(text):
+            patch.setattr(cross_backend, "run_request", warm)
+            code = main(["backends", *argv, "--json", str(path)])
+        return code, text.getvalue(), json.loads(path.read_text())
 
     return run
 

@@ -7,10 +7,6 @@ module and shared; the judge's rule and the refusals are tested without processe
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-
 import numpy as np
 import pytest
 
@@ -45,19 +41,15 @@ def clean(files, tfparity_backend_workers):
 
 
 @pytest.fixture(scope="module")
-def faulty(files, tmp_path_factory):
+def faulty(files, tmp_path_factory, backends_cli):
     """The faulty model through the CLI, on TensorFlow (the referee's process, which
-    runs TensorFlow's float32 too) and JAX: two processes, one after the other
-    (``--jobs 1``). Exit code, text, JSON, and the HTML and plot (read by the test
-    that asks for them)."""
+    runs TensorFlow's float32 too) and JAX, one after the other (``--jobs 1``), in the
+    session's warm processes. Exit code, text, JSON, and the HTML and plot (read by the
+    test that asks for them)."""
     root = tmp_path_factory.mktemp("faulty")
-    out = root / "report.json"
-    text = io.StringIO()  # capsys is function-scoped: capture by hand, once per module
-    argv = ["backends", str(files["faulty"]), "--backends", "tensorflow,jax", "--import", EXAMPLE]
+    argv = [str(files["faulty"]), "--backends", "tensorflow,jax", "--import", EXAMPLE]
     argv += ["--jobs", "1", "--html", str(root / "r.html"), "--plot", str(root / "r.png")]
-    with contextlib.redirect_stdout(text):
-        code = main([*argv, "--json", str(out)])
-    return code, text.getvalue(), json.loads(out.read_text()), root
+    return (*backends_cli(*argv), root)
 
 
 def test_a_clean_model_passes_on_every_backend(clean):

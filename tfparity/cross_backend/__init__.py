@@ -64,10 +64,9 @@ def run_request(request: BackendsRequest, workers: BackendWorkers | None = None)
     chosen, notes = choose_backends(request.backends)
     referee = choose_referee(request.referee_backend)
     imports = worker_imports(kind, request.model, tuple(request.imports))
-    preparing = kind != "file" or request.quantize is not None
     with temporary_workdir() as tmp, contextlib.ExitStack() as stack:
         pool = workers if workers is not None else stack.enter_context(BackendWorkers())
-        processes = Processes(pool, imports, preparing)
+        processes = Processes(pool, imports)
         warm_first(pool, processes.plan(Path(tmp), chosen, referee), request.jobs)
         return _run(request, kind, Path(tmp), (chosen, referee), notes, processes)
 
@@ -135,7 +134,7 @@ def _run(
         prepared = Prepared(path, inputs, tuple(request.imports))
     else:
         hub = HubInputs(request.random, request.seq_len, request.seed, _texts(request.texts))
-        step = processes.step()
+        step = processes.step
         prepared = prepare(request.model, kind, tmp, tuple(request.imports), hub, request.pt, step)
         prepared.inputs = given or prepared.inputs
     if request.quantize or _quantised_file(prepared.path):
