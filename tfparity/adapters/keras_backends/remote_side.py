@@ -44,7 +44,7 @@ from ..interfaces.sides import TFSideBase
 from ..runtime.execution_options import ExecutionOptions, eager_only
 from .launch import BACKENDS, installed, pip_command
 from .protocol import Lines
-from .workers import environment
+from .workers import ended, environment
 
 START_TIMEOUT_S = 600
 
@@ -97,13 +97,7 @@ class _Worker:
             if kind == expected:
                 return text
             raise TfparityError(f"the keras-hub backbone on the {self.backend} backend: {text}")
-        self.proc.wait()
-        self._stderr.seek(0)
-        last = self._stderr.read().strip().splitlines()[-1:] or ["no message"]
-        raise TfparityError(
-            f"the {self.backend} backend's process ended early (exit code "
-            f"{self.proc.poll()}): {last[0]}"
-        )
+        raise ended(self.backend, self.proc, self._stderr)
 
     def run(self, feed: dict[str, np.ndarray], kind: str = "run") -> dict[str, np.ndarray]:
         """The worker's answer to a ``kind`` request on ``feed`` (:mod:`.hub_worker`):

@@ -74,6 +74,17 @@ class WorkerKey:
         return cls(backend, precisions, tuple(imports), entry)
 
 
+def ended(backend: str, proc: subprocess.Popen, stderr: Any) -> TfparityError:
+    """The error for a worker whose stdout closed before it answered: its exit code and
+    the last line it wrote to ``stderr`` (a file, read from the start)."""
+    proc.wait()
+    stderr.seek(0)
+    last = stderr.read().strip().splitlines()[-1:] or ["no message"]
+    return TfparityError(
+        f"the {backend} backend's process ended (exit code {proc.returncode}): {last[0]}"
+    )
+
+
 class ServingWorker:
     """One serving process: ``submit`` a run, then ``wait`` for it to be written."""
 
@@ -112,13 +123,7 @@ class ServingWorker:
                 f"the {backend} backend's process ran past {timeout_s:g} s."
             ) from None
         if line is None:
-            self._proc.wait()
-            self._stderr.seek(0)
-            last = self._stderr.read().strip().splitlines()[-1:] or ["no message"]
-            raise TfparityError(
-                f"the {backend} backend's process ended (exit code {self._proc.returncode}): "
-                f"{last[0]}"
-            )
+            raise ended(backend, self._proc, self._stderr)
 
     def poll(self) -> int | None:
         return self._proc.poll()
