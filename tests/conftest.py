@@ -57,20 +57,21 @@ def pytest_ignore_collect(collection_path, config):
 # The rest follow in collection order. Only the time it takes rests on this list: a
 # file missing from it still runs.
 HEAVY_FIRST = (
-    "test_sweep_ray.py",  # 60-120 s: one Ray cluster, actors that import TF and torch
+    "test_sweep_ray.py",  # 40-120 s: the Ray cluster, actors that import TF and torch
+    "test_sweep_generate.py",  # 40 s, its Ray sweep on the same cluster
     "test_doc_examples.py",  # 90 s
     "test_crosscheck.py",  # 60 s
-    "test_backends.py",  # 55 s: the session's warm backend processes start here
-    "test_saved_model.py",  # 50 s
-    "test_sweep_generate.py",  # 40 s: a Ray cluster of its own
+    "test_backends.py",  # 30 s: the session's warm backend processes start here
     "test_backends_hub.py",  # 40 s: keras-hub conversions, then the warm processes
+    "test_backends_quantize.py",  # 20 s
+    "test_backends_gradients.py",  # 15 s
+    "test_saved_model.py",  # 50 s
     "test_remote_side.py",  # 35 s: one JAX worker (crosscheck and gradients)
     "test_checkpoints.py",  # 35 s: TF ports, SavedModels, a flatbuffer and a .keras built
     "test_lazy_referee.py",  # 35 s
     "test_cli.py",  # 30 s: real processes
     "test_litert_quantised.py",  # 30 s
     "test_remote_generation.py",  # 30 s: one torch worker
-    "test_backends_quantize.py",  # 30 s
     "test_quantize_attribute.py",  # 25 s
     "test_architectures.py",  # 25 s
     "test_litert.py",  # 25 s: four conversions
@@ -78,11 +79,39 @@ HEAVY_FIRST = (
     "test_generation.py",  # 20 s
     "test_signatures.py",  # 20 s
     "test_keras_hub.py",  # 20 s
-    "test_backends_gradients.py",  # 15 s
     "test_execution.py",  # 15 s
     "test_gradients.py",  # 15 s
     "test_pt_config.py",  # 15 s
 )
+
+
+# Files that share a session resource beyond one module run on one xdist worker, as one
+# unit (`pytest -n 2`): each worker would otherwise start its own. The warm Keras backend
+# processes (the plugin's ``tfparity_backend_workers``, about 25 s of imports per
+# worker) and the local Ray cluster (``ray_cluster``).
+SHARING = {
+    "test_backends.py": "keras backend processes",
+    "test_backends_hub.py": "keras backend processes",
+    "test_backends_quantize.py": "keras backend processes",
+    "test_backends_gradients.py": "keras backend processes",
+    "test_sweep_ray.py": "ray cluster",
+    "test_sweep_generate.py": "ray cluster",
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's per-file scheduling (``--dist loadfile``), with the files of
+    :data:`SHARING` made one unit each."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharingScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:  # xdist's documented override point
+            path = super()._split_scope(nodeid)
+            return SHARING.get(Path(path).name, path)
+
+    return SharingScheduling(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
@@ -108,6 +137,25 @@ def pytest_collection_modifyitems(config, items):
             f"{KERNEL_TESTS.name} names tests that no longer exist: {stale}; remake it "
             "with scripts/kernel_margins.py, or rename the entries with their tests."
         )
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the session's Ray sweeps, started as RayEngine starts
+    one: an engine joins a running cluster and leaves it up, so the cluster's start-up
+    and shut-down (seconds each) are paid once, not per test (tests/sweep/ run on one
+    xdist worker: :data:`SHARING`)."""
+    ray = pytest.importorskip("ray")
+    from tfparity.sweep.ray_engine import worker_env
+
+    ray.init(
+        num_cpus=max(os.cpu_count() or 1, 2),
+        runtime_env={"env_vars": worker_env()},
+        log_to_driver=False,
+        include_dashboard=False,
+    )
+    yield ray
+    ray.shutdown()
 
 
 @pytest.fixture(scope="session")

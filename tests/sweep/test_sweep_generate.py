@@ -182,11 +182,11 @@ def test_a_broken_port_fails_with_each_items_first_divergent_step(broken):
 
 
 def test_the_ray_engine_gives_the_local_records_item_by_item(
-    broken, broken_port, tmp_path, record_differences
+    broken, broken_port, tmp_path, record_differences, ray_cluster
 ):
     """Two of the four items (each is decoded alone, so its record does not depend on the
-    rest of the corpus), on one Ray worker: the records of the local run."""
-    pytest.importorskip("ray")
+    rest of the corpus), on one Ray worker of the session's cluster: the records of the
+    local run."""
     from tfparity.sweep.ray_engine import RayOptions
 
     corpus = tmp_path / "two.txt"

@@ -4,7 +4,6 @@ run's summary, and a worker killed mid-run loses and duplicates nothing."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import pytest
@@ -13,24 +12,6 @@ from tfparity.cli import main
 from tfparity.sweep import DEFAULT_CORPUS, SweepOptions, run_sweep
 
 N_ITEMS = 24  # six chunks of four: three back, then one busy actor is killed
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    """One local Ray cluster for this module's sweeps, started as RayEngine starts one:
-    an engine joins a running cluster and leaves it up, so the cluster's start-up and
-    shut-down (seconds each) are paid once, not per test."""
-    ray = pytest.importorskip("ray")
-    from tfparity.sweep.ray_engine import worker_env
-
-    ray.init(
-        num_cpus=max(os.cpu_count() or 1, 2),
-        runtime_env={"env_vars": worker_env()},
-        log_to_driver=False,
-        include_dashboard=False,
-    )
-    yield ray
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")
