@@ -132,7 +132,9 @@ class ServingWorker:
         if self._proc.poll() is None:
             self._proc.kill()
         self._proc.wait()
-        self._stderr.close()
+        for pipe in (self._proc.stdin, self._proc.stdout, self._stderr):
+            if pipe is not None:
+                pipe.close()
 
     def close(self) -> None:
         """End it. A serving worker between runs holds nothing the parent still needs
