@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from tfparity.adapters.keras_backends.inputs import quantised_mode, read_config
+from tfparity.adapters.keras_backends.models import save_quantised
 from tfparity.checks.backends_quantised import QuantisedOutputs, check_quantised_backends
 from tfparity.cli import main
-from tfparity.cross_backend.prepare import quantised_copy
 from tfparity.examples.keras_backends_model import save
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
@@ -33,7 +33,8 @@ def files(tmp_path_factory):
     work = tmp_path_factory.mktemp("quantised")
     faulty = save(work / "torch-fault.keras", fault="torch")
     clean = save(work / "clean.keras")
-    quantised = quantised_copy(clean, "int8", (EXAMPLE,), work)
+    quantised = work / "quantised.keras"
+    save_quantised(str(clean), str(quantised), "int8", [EXAMPLE])  # here: Keras is on TF
     return faulty, quantised
 
 

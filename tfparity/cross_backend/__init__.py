@@ -134,8 +134,9 @@ def _run(
         prepared = Prepared(path, inputs, tuple(request.imports))
     else:
         hub = HubInputs(request.random, request.seq_len, request.seed, _texts(request.texts))
-        step = processes.step
-        prepared = prepare(request.model, kind, tmp, tuple(request.imports), hub, request.pt, step)
+        prepared = prepare(
+            request.model, kind, tmp, tuple(request.imports), hub, request.pt, step=processes.step
+        )
         prepared.inputs = given or prepared.inputs
     if request.quantize or _quantised_file(prepared.path):
         from .quantised import run_quantised

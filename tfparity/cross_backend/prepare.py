@@ -2,11 +2,13 @@
 ``module:function``, turned into one ``.keras`` file that every backend's process loads.
 
 Every backend must get the same weights from the same file. A keras-hub conversion or a
-callable's build is done once, on TensorFlow: in the calling process when its Keras is
-(or may yet be) on TensorFlow, else in a process of its own (this module run as
-``python -m tfparity.cross_backend.prepare``); it saves the model whole to a
-temporary ``.keras``; the backends' workers then load that file as they load a user's
-(``keras_hub`` imported first for a backbone, the callable's module for a callable).
+callable's build is done once, on TensorFlow, by the TensorFlow backend's own serving
+process (this module run as ``python -m tfparity.cross_backend.prepare --serve``,
+:func:`serve`; the caller hands :func:`prepare` that process as its ``step``); it saves
+the model whole to a temporary ``.keras``, and every backend's worker, that one too,
+then loads the file as it loads a user's (``keras_hub`` imported first for a backbone,
+the callable's module for a callable). ``python -m tfparity.cross_backend.prepare KIND
+MODEL --out PATH`` runs one preparing step alone (:func:`main`).
 
 Why the whole model and not ``save_weights`` into each process's own build: the float64
 referee rebuilds the model from its config anyway (so it must serialize), a build that
@@ -26,7 +28,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -41,8 +42,9 @@ from ..errors import TfparityError
 
 # The serving module of a run whose TensorFlow process also prepares (:func:`serve`).
 ENTRY = "tfparity.cross_backend.prepare"
-# Runs the preparing arguments (:func:`main`'s) somewhere; returns stderr to report.
-Step = Callable[[list[str]], str]
+# Runs the preparing arguments (:func:`main`'s) in a TensorFlow process; its errors are
+# in the meta it writes (:class:`.processes.Processes`).
+Step = Callable[[list[str]], None]
 # A callable MODEL: ``package.module:function`` (``tiny:bert`` is a spec, not a callable).
 CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 SPEC_PREFIXES = ("tiny", "keras-hub")
@@ -115,23 +117,21 @@ def prepare(
     imports: tuple[str, ...] = (),
     given: HubInputs = HubInputs(),
     pt: str | None = None,
-    step: Step | None = None,
+    *,
+    step: Step,
 ) -> Prepared:
     """Prepare ``model`` (``kind`` from :func:`model_kind`) on TensorFlow, writing into
-    ``workdir``: by ``step`` (the preparing arguments run by a serving TensorFlow
-    process, :func:`serve`), else here or in a process of its own (see the module); a
-    failure is a TfparityError with its one paragraph (a missing module or function, a
-    non-model, a bad spec)."""
+    ``workdir``, by ``step`` (it runs :func:`main`'s arguments in a serving TensorFlow
+    process, :func:`serve`); a failure is a TfparityError with its one paragraph (a
+    missing module or function, a non-model, a bad spec)."""
     out = workdir / "prepared"
     arguments = [kind, model, "--out", str(out)]
     arguments += [a for m in imports for a in ("--import", m)]
     arguments += ["--given", json.dumps(given.__dict__)] + (["--pt", pt] if pt else [])
-    stderr = (step or _default_step)(arguments)
-    meta_path = Path(f"{out}.json")
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    step(arguments)
+    meta = _meta(out)
     if not Path(f"{out}.npz").exists() or "error" in meta:
-        last = (stderr or "").strip().splitlines()[-1:] or ["no message"]
-        raise TfparityError(meta.get("error") or f"preparing {model} failed: {last[0]}")
+        raise TfparityError(meta.get("error") or f"preparing {model} failed: it wrote nothing")
     with np.load(f"{out}.npz") as held:
         arrays = {k: held[k] for k in held.files}
     return Prepared(
@@ -147,7 +147,7 @@ def prepare(
 
 
 def quantised_copy(
-    path: Path, mode: str, imports: tuple[str, ...], workdir: Path, step: Step | None = None
+    path: Path, mode: str, imports: tuple[str, ...], workdir: Path, *, step: Step
 ) -> Path:
     """``path`` (a float ``.keras``) quantised by Keras to ``mode`` on TensorFlow, once,
     through :mod:`tfparity.adapters.keras_hub.quantize` (the one place tfparity
@@ -156,59 +156,23 @@ def quantised_copy(
     out = workdir / "quantised"
     arguments = ["quantize", str(path), "--out", str(out), "--mode", mode]
     arguments += [a for m in imports for a in ("--import", m)]
-    stderr = (step or _default_step)(arguments)
-    meta_path = Path(f"{out}.json")
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    step(arguments)
+    meta = _meta(out)
     if not Path(f"{out}.keras").exists() or "error" in meta:
-        last = (stderr or "").strip().splitlines()[-1:] or ["no message"]
-        raise TfparityError(meta.get("error") or f"quantising {path} failed: {last[0]}")
+        raise TfparityError(meta.get("error") or f"quantising {path} failed: it wrote nothing")
     return Path(f"{out}.keras")
+
+
+def _meta(out: Path) -> dict[str, Any]:
+    """What a preparing step wrote beside ``out`` (an ``error`` where it failed)."""
+    path = Path(f"{out}.json")
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def _quantize(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
     """Load the float file on TensorFlow, quantise it, save it whole."""
     meta["mode"] = save_quantised(args.model, f"{args.out}.keras", args.mode, args.imports)
     return {}
-
-
-def _default_step(arguments: list[str]) -> str:
-    """The preparing arguments run here, or in a process of their own; its stderr."""
-    return _prepared_here(arguments) if _tensorflow_here() else _prepared_apart(arguments)
-
-
-def _tensorflow_here() -> bool:
-    """Whether this process runs Keras on TensorFlow, or may (Keras not imported yet,
-    KERAS_BACKEND unset or tensorflow): then preparing here spares a process start and
-    its imports (TensorFlow, keras-hub, transformers, torch), which the parent of a
-    keras-hub run often holds already."""
-    if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
-        return False
-    keras = sys.modules.get("keras")
-    return keras is None or keras.backend.backend() == "tensorflow"
-
-
-def _prepared_here(arguments: list[str]) -> str:
-    """:func:`main` in this process; no stderr to report (its errors are in the meta)."""
-    main(arguments)
-    return ""
-
-
-def _prepared_apart(arguments: list[str]) -> str:
-    """:func:`main` in a TensorFlow-backend process of its own; its stderr."""
-    from ..adapters.keras_backends.workers import environment
-
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", __name__, *arguments],
-            env=environment("tensorflow", ("float32",)),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=PREPARE_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        raise TfparityError(f"preparing {arguments[1]} ran past {PREPARE_TIMEOUT_S} s.") from None
-    return proc.stderr or ("" if proc.returncode == 0 else f"exit code {proc.returncode}")
 
 
 # ----------------------------------------------------------------------------- the child

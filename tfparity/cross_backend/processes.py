@@ -31,7 +31,7 @@ class Processes:
         """The launch of ``path`` on ``backends`` (and ``referee``'s float64) here."""
         return LaunchPlan(path, backends, referee, self.imports, entry=ENTRY, **kw)
 
-    def step(self, arguments: list[str]) -> str:
+    def step(self, arguments: list[str]) -> None:
         """The preparing step (:func:`.prepare.main`'s ``arguments``), run by the run's
         TensorFlow process; its errors are in the meta it writes."""
         key = WorkerKey.of("tensorflow", ("float32",), self.imports, ENTRY)
@@ -39,4 +39,3 @@ class Processes:
         worker.submit(arguments, kind="prepare")
         worker.wait(PREPARE_TIMEOUT_S)
         self.workers.give_back(worker)
-        return ""

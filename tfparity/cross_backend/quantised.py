@@ -48,7 +48,7 @@ def run_quantised(
         path, float_path, mode = prepared.path, None, stored
     else:
         path = quantised_copy(
-            prepared.path, request.quantize, prepared.imports, tmp, processes.step
+            prepared.path, request.quantize, prepared.imports, tmp, step=processes.step
         )
         float_path, mode = prepared.path, request.quantize
     plans = [processes.plan(path, chosen, referee, float64=False)]
