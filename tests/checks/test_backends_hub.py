@@ -2,12 +2,12 @@
 
 Each run prepares the model (the conversion or the build, saved to one .keras, by the
 TensorFlow backend's process) and runs it on every backend's process, taken from the
-session's warm ones, so each model runs once per module and its report is shared: the clean keras-hub BERT on
-TensorFlow and torch, against the Keras float64 referee and HF PyTorch at float64; a
-port whose checkpoint has one weight changed (against the original as --pt) on
-TensorFlow alone; the example callable with its JAX-only fault on TensorFlow and JAX
-(TensorFlow's rows show the callable's clean path). All three backends on every
-keras-hub family: docs/backends.md's table.
+session's warm ones, so each model runs once per module and its report is shared: the
+clean keras-hub BERT on TensorFlow and torch, against the Keras float64 referee and HF
+PyTorch at float64; a port whose checkpoint has one weight changed (against the
+original as --pt) on TensorFlow alone; the example callable with its JAX-only fault on
+TensorFlow and JAX (TensorFlow's rows show the callable's clean path). All three
+backends on every keras-hub family: docs/backends.md's table.
 """
 
 from __future__ import annotations

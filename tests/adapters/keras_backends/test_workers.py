@@ -60,3 +60,38 @@ def test_processes_are_kept_apart_by_backend_x64_and_imports():
     assert WorkerKey.of("tensorflow", ("float32", "float64"), ()) == WorkerKey.of(
         "tensorflow", ("float32",), ()
     )
+
+
+def test_a_served_run_starts_from_keras_defaults_after_a_float64_one(tmp_path):
+    """The serving loop run here (Keras on TensorFlow): a float64 referee run sets the
+    global dtype policy; the next run on the same worker still computes in float32.
+    A line of an unknown kind is skipped, each request answered once."""
+    import io
+    import json
+
+    import keras
+
+    from tfparity.adapters.keras_backends import worker
+    from tfparity.adapters.keras_backends.protocol import MARK
+    from tfparity.examples.keras_backends_model import save
+
+    model = save(tmp_path / "clean.keras")
+    given = tmp_path / "inputs.npz"
+    np.savez(given, input_0=np.zeros((1, 4), np.int32))
+
+    def request(out, *precision):
+        fields = {"model": str(model), "inputs": str(given), "out": str(tmp_path / out)}
+        return "run " + json.dumps({**fields, "precision": list(precision), "gradients": None})
+
+    lines = [request("a.npz", "float32", "float64"), "noise", request("b.npz", "float32")]
+    reply = io.StringIO()
+    try:
+        worker.serve(["tfparity.examples.keras_backends_model"], lines, reply)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    assert reply.getvalue().splitlines() == [f"{MARK}done ", f"{MARK}done "]
+    first = json.loads((tmp_path / "a.npz.json").read_text())["runs"]
+    second = json.loads((tmp_path / "b.npz.json").read_text())["runs"]
+    assert first["float64"]["dtypes"] == ["float64"]
+    assert list(second) == ["float32"] and second["float32"]["dtypes"] == ["float32"]
+    assert keras.config.dtype_policy().name == "float32"

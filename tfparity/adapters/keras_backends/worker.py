@@ -310,7 +310,6 @@ def serve(
     so a worker is only reused for runs with the same ``imports`` (:mod:`.workers`)."""
     from .protocol import answer
 
-    handlers = handlers or {}
     failed = None
     try:
         for module in imports:
@@ -318,19 +317,22 @@ def serve(
         import keras
     except Exception as e:  # reported with every run asked for, as a one-shot run would
         failed = f"{type(e).__name__}: {' '.join(str(e).split())}"
+
+    def run(text: str) -> None:
+        args = argparse.Namespace(imports=imports, **json.loads(text))
+        if failed:
+            with open(f"{args.out}.json", "w") as f:
+                json.dump({"error": failed}, f)
+        else:
+            _recorded(args)
+
+    answers = {"run": run, **(handlers or {})}  # each writes its own files, errors too
     for line in requests:
         kind, _, text = line.strip().partition(" ")
-        if kind != "run" and kind not in handlers:
+        if kind not in answers:
             continue
-        if kind == "run" and failed:
-            with open(f"{json.loads(text)['out']}.json", "w") as f:
-                json.dump({"error": failed}, f)
-        elif kind == "run":
-            keras.config.set_dtype_policy("float32")
-            _recorded(argparse.Namespace(imports=imports, **json.loads(text)))
-        else:
-            handlers[kind](text)  # writes its own error, as a run does
-        if not failed:
+        answers[kind](text)
+        if not failed:  # the next request starts from Keras's defaults
             keras.config.set_dtype_policy("float32")
             keras.utils.clear_session()
         answer(reply, "done")
