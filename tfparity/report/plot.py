@@ -205,6 +205,20 @@ def _floor(values: list[list[float | None]]) -> float:
     return min(positive) / 10 if positive else 1e-9
 
 
+def _mark_failures(ax, points: list, **style) -> None:
+    """A red cross on each failing ``(x, value)`` point (none: nothing drawn)."""
+    if points:
+        ax.plot(
+            [x for x, _ in points],
+            [v for _, v in points],
+            linestyle="none",
+            marker="X",
+            markersize=11,
+            color=RED,
+            **style,
+        )
+
+
 def _draw(ax, x, values, floor, **style) -> None:
     """A log-scale line; exact zeros go on the floor as hollow triangles."""
     pts = [(h, v) for h, v in zip(x, values, strict=True) if v is not None]
@@ -273,16 +287,7 @@ def _diff_panel(ax, s: LayerSeries) -> None:
         for h, v, f in zip(s.hidden, s.max_abs, s.failed, strict=True)
         if f
     ]
-    if bad:
-        ax.plot(
-            [h for h, _ in bad],
-            [v for _, v in bad],
-            linestyle="none",
-            marker="X",
-            markersize=11,
-            color=RED,
-            label="hidden state fails",
-        )
+    _mark_failures(ax, bad, label="hidden state fails")
     zero = any(v == 0 for v in s.max_abs + s.mean_abs)
     if all(v == 0 for v in s.max_abs):
         ax.text(
@@ -353,15 +358,7 @@ def _backends_panel(ax, s: BackendSeries) -> None:
             for i, (v, f) in enumerate(zip(values, s.failed[backend], strict=True))
             if f and v is not None
         ]
-        if bad:
-            ax.plot(
-                [i for i, _ in bad],
-                [v for _, v in bad],
-                linestyle="none",
-                marker="X",
-                markersize=11,
-                color=RED,
-            )
+        _mark_failures(ax, bad)
     if any(any(f) for f in s.failed.values()):
         ax.plot([], [], linestyle="none", marker="X", color=RED, label="fails")
     if s.ceiling:
