@@ -218,7 +218,6 @@ def crosscheck(
     its labels. ``labels`` (``--labels``: a class id or label name per text, in order)
     reports a sequence classifier's accuracy on each side and the flips between them
     (``details["gold"]``).
-    whole interval is outside (docs/quantised.md).
 
     ``quantize`` (``"int8"``, ``"int4"``, ``"float8"``): a keras-hub model is also
     quantised by Keras (``model.quantize``, on a copy) and the report adds
@@ -231,9 +230,11 @@ def crosscheck(
     that Keras backend, in a process of its own (converted here on TensorFlow, saved to
     ``.keras``), localised to a layer; ``"tensorflow"`` or None: in this process.
     """
+    from .adapters.keras_hub.requantise import fresh_twin
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
     from .checks.crosscheck.quantised import with_quantisation
+    from .checks.crosscheck.requantised import with_requantisation
     from .compare.bootstrap import parse_budget
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
@@ -292,8 +293,10 @@ def crosscheck(
             reports[1] = with_quantisation(
                 reports[1], runner, quantised, pt_model, batches, quantize, limits, *alone
             )
+        reports[1] = with_requantisation(reports[1], fresh_twin(runner, source_model, pt), batches)
         return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
+    reports[0] = with_requantisation(reports[0], fresh_twin(runner, None, pt), batches)
     if quantised is not None:
         reports[0] = with_quantisation(
             reports[0], runner, quantised, pt_model, batches, quantize, limits, *alone

@@ -67,3 +67,30 @@ def _distribution(d: dict, what: str) -> list[str]:
         )
         lines.append(f"    {v['verdict']}: {terms}")
     return lines
+
+
+def requantisation_lines(r: dict | None) -> list[str]:
+    """The exact check of a stored quantised model (``details["requantisation"]``): one
+    line where it reproduces its fresh quantisation, or why it was skipped; else the
+    differing variables, each with what putting its fresh twin back does."""
+    if not r or not isinstance(r, dict):
+        return []
+    fresh = f"Keras's fresh {r['mode']} quantisation of {r['source']}"
+    if r.get("skipped"):
+        return ["", f"requantisation: not checked against {fresh}: {r['skipped']}"]
+    if r.get("reproduces"):
+        return ["", f"requantisation: reproduces {fresh}: {r['identical']} variables identical"]
+    rows = r.get("differences") or []
+    error = r.get("output_error")
+    against = "" if error is None else f" ({r['output']} error to the fresh model {error:.3g})"
+    lines = [
+        "",
+        f"requantisation: {len(rows)} of {r['compared']} variables differ from {fresh}{against}:",
+        f"  {'block':<10} {'variable':<56} difference",
+    ]
+    for d in rows:
+        block = "-" if d.get("block") is None else str(d["block"])
+        effect = d.get("effect")
+        after = "" if not effect else f"; error {effect['with_fresh']:.3g} with the fresh one"
+        lines.append(f"  {block:<10} {d['path']:<56} {d['detail']}{after}")
+    return lines

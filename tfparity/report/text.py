@@ -8,7 +8,7 @@ from ..compare import Comparison
 from ..results import Divergence, Report, is_artefact
 from ..trace import decoder_state_index, layer_of, layer_text
 from .growth import growth_table, tensor_error_table
-from .quantisation import quantisation_lines
+from .quantisation import quantisation_lines, requantisation_lines
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
 
@@ -40,6 +40,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
     lines.extend(distribution_lines(report.details.get("distribution")))
     lines.extend(gold_lines(report.details.get("gold")))
     lines.extend(quantisation_lines(report.details.get("quantisation")))
+    lines.extend(requantisation_lines(report.details.get("requantisation")))
     for note in report.notes:
         lines.append(f"note: {note}")
     if report.first_divergence is not None:

@@ -92,3 +92,17 @@ def stored_mode(model: Any) -> str | None:
     # DTypePolicyMap a reloaded model's layers share)
     found = {str(m) for layer in flatten() if (m := getattr(layer, "quantization_mode", None))}
     return "+".join(sorted(found)) or None
+
+
+def layer_modes(model: Any) -> dict[str, str]:
+    """Each quantised layer's mode, by layer path (``transformer_layer_0/self_attention/
+    query``: ``int8``); empty for a float model. A file quantised with filters, or in two
+    modes, shows which layer is which."""
+    flatten = getattr(model, "_flatten_layers", None)
+    if flatten is None:  # not a Keras 3 model
+        return {}
+    return {
+        str(layer.path): str(m)
+        for layer in flatten()
+        if (m := getattr(layer, "quantization_mode", None))
+    }
