@@ -40,6 +40,8 @@
 (t) backends: `tfparity backends keras-hub:tiny:bert` (and on the converted .keras file)
     against the bare per-backend processes (KERAS_BACKEND, keras + keras_hub, load the
     file, one forward pass), alternated over rounds (scripts/bench_backends.py);
+(y) requantisation: `crosscheck` of a stored int8 .keras with and without its exact check
+    against a fresh quantisation of its source (scripts/bench_requantisation.py);
 (g) generate: `tfparity.generate` on a tiny GPT-2 causal LM (3 prompts x 32 new tokens,
     models loaded beforehand), with and without the start from inputs_embeds, against
     the bare HF TF `generate` and PyTorch `generate` calls that produce the same tokens.
@@ -92,7 +94,7 @@ def main() -> int:
     )
     p.add_argument(
         "--only",
-        help="comma-separated subset of a,b,c,d,e,f,g,h,k,l,q,t (r: e's referees only; "
+        help="comma-separated subset of a,b,c,d,e,f,g,h,k,l,q,t,y (r: e's referees only; "
         "x: e's cross-check overhead only)",
     )
     p.add_argument("--gen-model", default="tiny:gpt2/causal-lm", help="causal LM for (g)")
@@ -102,7 +104,7 @@ def main() -> int:
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e,f,g,h,k,l,q,t").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g,h,k,l,q,t,y").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -141,6 +143,10 @@ def main() -> int:
         from bench_backends import backends_overhead
 
         backends_overhead(rounds=2 if q else 3)
+    if "y" in only:
+        from bench_requantisation import requantisation_overhead
+
+        requantisation_overhead(rounds=2 if q else 3)
     if "h" in only:
         gradients_overhead(args.model, texts, 2 if q else 4)
     if "e" in only:

@@ -30,6 +30,15 @@ from .quantised_side import quantisable_parts, quantised_side
 from .quantize import MODES, layer_modes, quantize
 from .side import KerasHubModel
 
+# Keras 3.15's modes that a fresh quantisation cannot reproduce from the file and its
+# source alone, and why (docs/quantised.md)
+CALIBRATED = {
+    mode: f"{mode} quantisation depends on its calibration data (the dataset, tokenizer "
+    "and sample count of its config), which the file does not hold, so a fresh one cannot "
+    "be made to match; the budgets judge it"
+    for mode in ("gptq", "awq")
+}
+
 
 @dataclass
 class FreshTwin:
@@ -57,6 +66,11 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
     if not modes:
         return None
     mode = "+".join(sorted(set(modes.values())))
+    calibrated = sorted(set(modes.values()) & set(CALIBRATED))
+    if calibrated:
+        return FreshTwin(
+            source.name if source else "-", mode, CALIBRATED[calibrated[0]], layers=modes
+        )
     float_side, name = _source(source, reference)
     if isinstance(float_side, str):
         return FreshTwin(name, mode, skipped=float_side, layers=modes)
