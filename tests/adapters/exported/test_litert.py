@@ -202,3 +202,12 @@ def test_the_docs_first_command_runs_on_a_static_shape_flatbuffer(flatbuffers, c
     assert "the model's" not in err
     assert cli.main([*args, "--random", "2", "--seq-len", "20"]) == 2
     assert "the flatbuffer's static sequence length 16" in capsys.readouterr().err
+
+
+def test_full_int8_is_said_not_to_be_reproducible_without_its_calibration_data(flatbuffers):
+    from tfparity.adapters.exported.litert_requantise import litert_twin
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+
+    twin = litert_twin(side(flatbuffers["full"]), TFModel.load("tiny:bert"))
+    assert twin.mode == "full int8" and "calibration data" in twin.skipped
+    assert not twin.stored  # nothing compared: the budgets judge it alone

@@ -177,3 +177,45 @@ def _schema() -> Any:
     except ImportError:
         from tensorflow.lite.python import schema_py_generated
     return schema_py_generated
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A weight the flatbuffer holds: its values as stored (int8, float16, ...) and, for
+    an integer weight, its scales (one per channel along its quantised dimension). Both
+    are views of the bytes read: writable where those are a ``bytearray``."""
+
+    name: str
+    dtype: str
+    values: Any
+    scales: Any | None
+
+
+def constants_of(data: bytes | bytearray) -> dict[str, Constant]:
+    """Every constant tensor of the main subgraph with its stored values, by name (a
+    tensor's first name where the converter joined several with ``;``)."""
+    import numpy as np
+
+    schema = _schema()
+    model = schema.Model.GetRootAsModel(data, 0)
+    graph = model.Subgraphs(0)
+    types = {v: k for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
+    found = {}
+    for i in range(graph.TensorsLength()):
+        t = graph.Tensors(i)
+        buffer = model.Buffers(t.Buffer()) if t.Buffer() < model.BuffersLength() else None
+        dtype = types.get(t.Type(), str(t.Type()))
+        if buffer is None or buffer.DataLength() == 0 or dtype not in _NUMPY:
+            continue  # not a constant, held outside the flatbuffer, or of no use here
+        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        values = buffer.DataAsNumpy().view(_NUMPY[dtype])
+        if values.size == int(np.prod(shape)):
+            values = values.reshape(shape)
+        q = t.Quantization()
+        scales = q.ScaleAsNumpy() if q is not None and q.ScaleLength() else None
+        name = (t.Name() or b"").decode(errors="replace").split(";")[0]
+        found[name] = Constant(name, dtype, values, scales)
+    return found
+
+
+_NUMPY = {"INT8": "int8", "FLOAT16": "float16", "FLOAT32": "float32", "INT32": "int32"}

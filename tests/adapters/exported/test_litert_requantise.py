@@ -1,0 +1,92 @@
+"""A quantised LiteRT flatbuffer against a fresh conversion of its float source: the
+converter is deterministic for dynamic-range int8 and float16 (a clean file reproduces
+constant for constant); one scale x1.05 and one output channel negated are named; a
+full-integer file is said not to be reproducible. Each file is converted once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfparity.adapters.exported import load_export
+from tfparity.adapters.exported.litert_graph import constants_of
+from tfparity.adapters.exported.litert_requantise import litert_twin, variables
+from tfparity.adapters.sources.specs import parse_spec
+from tfparity.api import make_batches
+from tfparity.compare.requantisation import compare_requantised
+from tfparity.inputs import InputOptions
+from tfparity.testing import to_litert
+
+FFN = "tf_bert_model/bert/encoder/layer_._1/intermediate/dense/Tensordot/MatMul"
+
+
+@pytest.fixture(scope="module")
+def source():
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+
+    return TFModel.load("tiny:bert")
+
+
+@pytest.fixture(scope="module")
+def files(source, tmp_path_factory):
+    root = tmp_path_factory.mktemp("litert-requantise")
+    int8 = to_litert(source, root / "int8.tflite", quantisation="dynamic-range int8")
+    paths = {"int8": int8}
+    paths["scale"] = damaged(int8, root / "scale.tflite", lambda c: c.scales.__imul__(1.05))
+    paths["negated"] = damaged(int8, root / "negated.tflite", lambda c: c.values[3].__imul__(-1))
+    return paths
+
+
+def damaged(path, out, change):
+    """A copy of the flatbuffer at ``path`` with ``change`` made to the FFN kernel in place
+    (its int8 values or its scales), as a tool that edits a shipped file would."""
+    data = bytearray(path.read_bytes())
+    change(constants_of(data)[FFN])
+    out.write_bytes(bytes(data))
+    return out
+
+
+def side(path):
+    return load_export(parse_spec(str(path)), "tiny:bert")
+
+
+@pytest.fixture(scope="module")
+def fresh(files, source, tmp_path_factory):
+    """A second conversion of the same source, as the exact check makes one."""
+    path = tmp_path_factory.mktemp("fresh") / "fresh.tflite"
+    converted = to_litert(source, path, quantisation="dynamic-range int8")
+    return variables(converted.read_bytes())
+
+
+def test_a_second_conversion_reproduces_every_constant(files, fresh):
+    judged = compare_requantised(variables(files["int8"].read_bytes()), fresh)
+    assert judged.reproduces
+    # every int8 kernel and its scales: 12 dense kernels and the word embeddings
+    assert judged.compared == judged.identical >= 2 * 13
+
+
+def test_one_scale_times_1_05_and_one_negated_channel_are_named(files, fresh):
+    scaled = compare_requantised(variables(files["scale"].read_bytes()), fresh)
+    assert [(d.path, d.kind) for d in scaled.differences] == [(FFN + "/scale", "scaled")]
+    assert "scaled by 1.05" in scaled.differences[0].detail
+    negated = compare_requantised(variables(files["negated"].read_bytes()), fresh)
+    (d,) = negated.differences
+    assert (d.path, d.kind, d.channels) == (FFN, "flipped", [[3]])
+
+
+def test_the_twin_puts_the_fresh_scale_back_and_the_outputs_come_back(files, source):
+    damaged_side = side(files["scale"])
+    twin = litert_twin(damaged_side, source)
+    assert twin.skipped is None and twin.mode == "dynamic-range int8"
+    assert twin.parts[FFN + "/scale"] == 1  # block 1, by its TF name scope
+    (batch,) = make_batches(damaged_side, InputOptions(random=2, seq_len=10, batch_size=2))
+    fresh_out = twin.run_fresh(batch)["last_hidden_state"]
+    before = np.abs(twin.run_stored(batch)["last_hidden_state"] - fresh_out).max()
+    with twin.put_back(FFN + "/scale"):
+        after = np.abs(twin.run_stored(batch)["last_hidden_state"] - fresh_out).max()
+    restored = np.abs(twin.run_stored(batch)["last_hidden_state"] - fresh_out).max()
+    assert before > 1e-3 and after == 0.0 and restored == before
+
+
+def test_without_a_source_the_twin_says_what_to_give(files, source):
+    assert litert_twin(side(files["int8"]), None).skipped.startswith("no float source")
