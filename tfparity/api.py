@@ -230,7 +230,7 @@ def crosscheck(
     that Keras backend, in a process of its own (converted here on TensorFlow, saved to
     ``.keras``), localised to a layer; ``"tensorflow"`` or None: in this process.
     """
-    from .adapters.keras_hub.requantise import fresh_twin
+    from .adapters.requantise import fresh_twin
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
     from .checks.crosscheck.quantised import with_quantisation

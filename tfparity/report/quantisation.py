@@ -75,7 +75,7 @@ def requantisation_lines(r: dict | None) -> list[str]:
     differing variables, each with what putting its fresh twin back does."""
     if not r or not isinstance(r, dict):
         return []
-    fresh = f"Keras's fresh {r['mode']} quantisation of {r['source']}"
+    fresh = f"{r.get('tool', 'Keras')}'s fresh {r['mode']} quantisation of {r['source']}"
     if r.get("skipped"):
         return ["", f"requantisation: not checked against {fresh}: {r['skipped']}"]
     if r.get("reproduces"):

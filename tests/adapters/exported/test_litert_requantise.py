@@ -10,14 +10,14 @@ import pytest
 
 from tfparity.adapters.exported import load_export
 from tfparity.adapters.exported.litert_graph import constants_of
-from tfparity.adapters.exported.litert_requantise import litert_twin, variables
+from tfparity.adapters.exported.litert_requantise import litert_twin, unscoped, variables
 from tfparity.adapters.sources.specs import parse_spec
 from tfparity.api import make_batches
 from tfparity.compare.requantisation import compare_requantised
 from tfparity.inputs import InputOptions
 from tfparity.testing import to_litert
 
-FFN = "tf_bert_model/bert/encoder/layer_._1/intermediate/dense/Tensordot/MatMul"
+FFN = "bert/encoder/layer_._1/intermediate/dense/Tensordot/MatMul"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,8 @@ def damaged(path, out, change):
     """A copy of the flatbuffer at ``path`` with ``change`` made to the FFN kernel in place
     (its int8 values or its scales), as a tool that edits a shipped file would."""
     data = bytearray(path.read_bytes())
-    change(constants_of(data)[FFN])
+    (kernel,) = [c for name, c in constants_of(data).items() if unscoped(name) == FFN]
+    change(kernel)
     out.write_bytes(bytes(data))
     return out
 

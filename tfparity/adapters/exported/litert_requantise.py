@@ -38,30 +38,33 @@ REPRODUCIBLE = (DYNAMIC_RANGE, FLOAT16)
 # Below this share of the stored quantised constants found by name in the fresh
 # conversion, the file was converted by another route: pairing would compare nothing.
 MIN_NAMED_SHARE = 0.5
+TOOL = "the LiteRT converter"
 SCALE = "/scale"  # the suffix naming an int8 constant's per-channel scales
 
 
-def litert_twin(export: Any, source: Any) -> FreshTwin | None:
+def litert_twin(export: Any, source: Any, reference: Any = None) -> FreshTwin | None:
     """The exact check's material for ``export`` (a quantised LiteRT side) against a fresh
-    conversion of ``source`` (the TF model it came from, ``--source``); None for a float32
+    conversion of ``source`` (the TF model it came from, ``--source``), else of the
+    reference checkpoint ``reference`` (a spec) loaded as a TF model; None for a float32
     flatbuffer."""
     kind = export.quantisation
     if kind is None:
         return None
-    name = source.name if source is not None else "-"
     if source is None:
-        why = "no float source: give --source MODEL (the model it was converted from)"
-        return FreshTwin(name, kind, skipped=why)
+        source, why = _reference_source(reference, export.head)
+        if source is None:
+            return _skipped(str(getattr(reference, "text", reference) or "-"), kind, why)
+    name = source.name
     if kind not in REPRODUCIBLE:
         why = (
             f"{kind} takes its activation ranges from calibration data the file does not "
             "hold, so a fresh conversion cannot reproduce it; judged by budgets alone"
         )
-        return FreshTwin(name, kind, skipped=why)
+        return _skipped(name, kind, why)
     batch, seq = export.runner.static
     if batch is None or seq is None:
         why = "its input shape is dynamic, and tfparity's converter writes static shapes"
-        return FreshTwin(name, kind, skipped=why)
+        return _skipped(name, kind, why)
     folder = Path(tempfile.mkdtemp(prefix="tfparity-litert-"))
     fresh_path = _converted(export, source, kind, folder / "fresh.tflite")
     stored_bytes = Path(export.runner.path).read_bytes()
@@ -72,9 +75,10 @@ def litert_twin(export: Any, source: Any) -> FreshTwin | None:
             f"only {len(common)} of its {len(stored)} quantised constants have a namesake in "
             "a fresh conversion of the source: it was converted by another route"
         )
-        return FreshTwin(name, kind, skipped=why)
+        return _skipped(name, kind, why)
     twin = FreshTwin(
-        source=f"{name} (converted afresh, {kind})",
+        source=name,
+        tool=TOOL,
         mode=kind,
         stored=stored,
         fresh=fresh,
@@ -88,6 +92,25 @@ def litert_twin(export: Any, source: Any) -> FreshTwin | None:
     return twin
 
 
+def _skipped(source: str, kind: str, why: str) -> FreshTwin:
+    return FreshTwin(source, kind, skipped=why, tool=TOOL)
+
+
+def _reference_source(reference: Any, head: Any) -> tuple[Any, str]:
+    """The reference checkpoint as the TF model to convert afresh (with the flatbuffer's
+    ``head``), or why there is none."""
+    text = getattr(reference, "text", reference)
+    if not isinstance(text, str):
+        return None, "no float source: give --source MODEL (the model it was converted from)"
+    from ..hf_tf.tf_model import TFModel
+
+    try:
+        return TFModel.load(text, head=head), ""
+    except Exception as exc:  # any reason the checkpoint has no TF class: say it, go on
+        why = " ".join(str(exc).split())[:160]
+        return None, f"no float source: {text} does not load as a TF model ({why}); give --source"
+
+
 def _converted(export: Any, source: Any, kind: str, path: Path) -> Path:
     """``source`` converted as ``export`` was: the same recipe, static shape and
     hidden-state outputs."""
@@ -99,20 +122,30 @@ def _converted(export: Any, source: Any, kind: str, path: Path) -> Path:
 
 
 def variables(data: bytes) -> dict[str, QuantisedVariable]:
-    """The quantised constants of a flatbuffer as named variables: each int8 weight's
-    values and its per-channel scales (``<name>/scale``), each float16 weight."""
+    """The weights of a flatbuffer as named variables: each int8 weight's values and its
+    per-channel scales (``<name>/scale``), each float16 and float32 one (the converter
+    copies a float weight as it is: a fresh conversion must hold the same)."""
     found: dict[str, QuantisedVariable] = {}
     for c in constants_of(data).values():
+        name = unscoped(c.name)
         if c.dtype == "INT8" and c.scales is not None:
-            found[c.name] = QuantisedVariable(c.name, c.values, "int8")
-            found[c.name + SCALE] = QuantisedVariable(c.name + SCALE, c.scales, "int8")
-        elif c.dtype == "FLOAT16":
-            found[c.name] = QuantisedVariable(c.name, c.values, "float16")
+            found[name] = QuantisedVariable(name, c.values, "int8")
+            found[name + SCALE] = QuantisedVariable(name + SCALE, c.scales, "int8")
+        elif c.dtype in ("FLOAT16", "FLOAT32"):
+            found[name] = QuantisedVariable(name, c.values, c.dtype.lower())
     return found
 
 
+def unscoped(name: str) -> str:
+    """A constant's name without its model's own scope (``tf_bert_model_1/``): Keras
+    numbers a model's scope by how many were built before it in the process, which
+    says nothing about its weights."""
+    return name.split("/", 1)[1] if "/" in name else name
+
+
 def _parts(stored: dict[str, QuantisedVariable]) -> dict[str, int | str]:
-    """Each constant's block, by its TF name scope: ``layer_._1`` is block 1."""
+    """Each constant's block, by its TF name scope: ``layer_._1`` is block 1; a weight
+    in neither a block nor the embeddings is the head's (a pooler, an LM head)."""
     parts: dict[str, int | str] = {}
     for path in stored:
         layer = layer_of(path)
@@ -120,6 +153,8 @@ def _parts(stored: dict[str, QuantisedVariable]) -> dict[str, int | str]:
             parts[path] = layer
         elif is_embedding_scope(path):
             parts[path] = "embeddings"
+        elif "/" in path:  # a scalar the converter made (arith.constant) is no one's
+            parts[path] = "head"
     return parts
 
 
@@ -129,7 +164,8 @@ def _put_back(export: Any, stored: bytes, fresh: QuantisedVariable, folder: Path
     scales) replaced by the fresh conversion's, restored after."""
     data = bytearray(stored)
     name, scales = fresh.path.removesuffix(SCALE), fresh.path.endswith(SCALE)
-    target = constants_of(data)[name]  # views of ``data``: writing them patches it
+    held = {unscoped(k): c for k, c in constants_of(data).items()}
+    target = held[name]  # views of ``data``: writing them patches it
     (target.scales if scales else target.values)[...] = fresh.values
     patched = folder / "patched.tflite"
     patched.write_bytes(bytes(data))

@@ -27,3 +27,4 @@ class FreshTwin:
     run_fresh: Callable[[Any], Any] | None = None
     put_back: Callable[[str], Any] | None = None  # a context manager per variable path
     layers: dict[str, str] = field(default_factory=dict)  # layer path -> mode
+    tool: str = "Keras"  # who quantised it, and quantises the source afresh

@@ -16,8 +16,7 @@ says why in one line and the check is skipped.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ import numpy as np
 from ...architectures.heads import Head
 from ...compare.requantisation import QuantisedVariable
 from ...errors import TfparityError
+from ..interfaces.requantisation import FreshTwin
 from ..interfaces.sides import TFSide
 from .quantised_side import quantisable_parts, quantised_side
 from .quantize import MODES, layer_modes, quantize
@@ -38,23 +38,6 @@ CALIBRATED = {
     "be made to match; the budgets judge it"
     for mode in ("gptq", "awq")
 }
-
-
-@dataclass
-class FreshTwin:
-    """The stored model's quantised variables and their fresh twins, by path; or, with
-    ``skipped``, why there are none to compare."""
-
-    source: str
-    mode: str
-    skipped: str | None = None
-    stored: dict[str, QuantisedVariable] = field(default_factory=dict)
-    fresh: dict[str, QuantisedVariable] = field(default_factory=dict)
-    parts: dict[str, int | str] = field(default_factory=dict)  # layer path -> block
-    run_stored: Callable[[Any], Any] | None = None
-    run_fresh: Callable[[Any], Any] | None = None
-    put_back: Callable[[str], Any] | None = None  # a context manager per variable path
-    layers: dict[str, str] = field(default_factory=dict)  # layer path -> mode
 
 
 def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> FreshTwin | None:

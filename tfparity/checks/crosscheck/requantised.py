@@ -35,6 +35,7 @@ def with_requantisation(report: Report, twin: Any, batches: Sequence[Batch]) -> 
         return report
     found: dict[str, Any] = {
         "source": twin.source,
+        "tool": twin.tool,
         "mode": twin.mode,
         "layers": _mode_counts(twin.layers),
         "skipped": twin.skipped,
@@ -114,7 +115,7 @@ def _where(d: VariableDifference, twin: Any) -> str:
     block = _block(d.path, twin.parts)
     if block is None:
         return d.path
-    named = "the embeddings" if block == "embeddings" else f"block {block}"
+    named = f"the {block}" if isinstance(block, str) else f"block {block}"
     return f"{named}'s {d.path}"
 
 
@@ -131,7 +132,7 @@ def _effect_text(d: VariableDifference) -> str:
 def _failure(d: VariableDifference, twin: Any) -> Any:
     return failed_comparison(
         f"requantised {d.path}",
-        f"{_where(d, twin)}: {d.detail}, where Keras's fresh {twin.mode} quantisation of "
+        f"{_where(d, twin)}: {d.detail}, where {twin.tool}'s fresh {twin.mode} quantisation of "
         f"{twin.source} differs{_effect_text(d)}.",
         [d.total],
         "float32",
@@ -144,12 +145,13 @@ def _divergence(first: VariableDifference, twin: Any, count: int) -> Divergence:
     block = _block(first.path, twin.parts)
     k = 0 if block == "embeddings" else (block + 1 if isinstance(block, int) else None)
     layer = block if block is not None else "embeddings"
+    component = "head" if block == "head" else None  # a pooler's or an LM head's weight
     more = f" (and {count - 1} more variables)" if count > 1 else ""
     hint = (
-        f"not Keras's fresh {twin.mode} quantisation of {twin.source}: {_where(first, twin)}: "
-        f"{first.detail}{more}{_effect_text(first)}"
+        f"not {twin.tool}'s fresh {twin.mode} quantisation of {twin.source}: "
+        f"{_where(first, twin)}: {first.detail}{more}{_effect_text(first)}"
     )
-    return Divergence(k, layer, None, hint)
+    return Divergence(k, layer, component, hint)
 
 
 def _mode_counts(layers: dict[str, str]) -> dict[str, int]:
