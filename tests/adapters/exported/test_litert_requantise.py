@@ -52,11 +52,15 @@ def side(path):
 
 
 @pytest.fixture(scope="module")
-def fresh(files, source, tmp_path_factory):
-    """A second conversion of the same source, as the exact check makes one."""
-    path = tmp_path_factory.mktemp("fresh") / "fresh.tflite"
-    converted = to_litert(source, path, quantisation="dynamic-range int8")
-    return variables(converted.read_bytes())
+def twin(files, source):
+    """The exact check's material for the file with one scale x1.05: a second conversion
+    of the same source, made by the check."""
+    return litert_twin(side(files["scale"]), source)
+
+
+@pytest.fixture(scope="module")
+def fresh(twin):
+    return twin.fresh
 
 
 def test_a_second_conversion_reproduces_every_constant(files, fresh):
@@ -75,12 +79,10 @@ def test_one_scale_times_1_05_and_one_negated_channel_are_named(files, fresh):
     assert (d.path, d.kind, d.channels) == (FFN, "flipped", [[3]])
 
 
-def test_the_twin_puts_the_fresh_scale_back_and_the_outputs_come_back(files, source):
-    damaged_side = side(files["scale"])
-    twin = litert_twin(damaged_side, source)
+def test_the_twin_puts_the_fresh_scale_back_and_the_outputs_come_back(files, twin):
     assert twin.skipped is None and twin.mode == "dynamic-range int8"
     assert twin.parts[FFN + "/scale"] == 1  # block 1, by its TF name scope
-    (batch,) = make_batches(damaged_side, InputOptions(random=2, seq_len=10, batch_size=2))
+    (batch,) = make_batches(side(files["scale"]), InputOptions(random=2, seq_len=10, batch_size=2))
     fresh_out = twin.run_fresh(batch)["last_hidden_state"]
     before = np.abs(twin.run_stored(batch)["last_hidden_state"] - fresh_out).max()
     with twin.put_back(FFN + "/scale"):
@@ -91,3 +93,25 @@ def test_the_twin_puts_the_fresh_scale_back_and_the_outputs_come_back(files, sou
 
 def test_without_a_source_the_twin_says_what_to_give(files, source):
     assert litert_twin(side(files["int8"]), None).skipped.startswith("no float source")
+
+
+def test_crosscheck_reproduces_a_clean_file_and_names_a_negated_channel(files, tmp_path, capsys):
+    """As a user runs it: the flatbuffer and its checkpoint, no --source (the reference
+    checkpoint is converted afresh); the JSON carries what the text says."""
+    import json
+
+    from tfparity import cli
+
+    base = ["crosscheck", "--pt", "tiny:bert", "--random", "2", "--seq-len", "10"]
+    assert cli.main([*base, "--tf", str(files["int8"])]) == 0
+    out = capsys.readouterr().out
+    assert "requantisation: reproduces the LiteRT converter's fresh dynamic-range int8" in out
+    report = tmp_path / "negated.json"
+    assert cli.main([*base, "--tf", str(files["negated"]), "--json", str(report)]) == 1
+    out = capsys.readouterr().out
+    assert "signs flipped on 1 of 64 output channels (channel 3)" in out
+    found = json.loads(report.read_text())  # one report: at the top level
+    assert found["first_divergence"]["layer"] == 1
+    (d,) = found["details"]["requantisation"]["differences"]
+    assert (d["path"], d["kind"], d["block"]) == (FFN, "flipped", 1)
+    assert d["effect"]["with_fresh"] < d["effect"]["error"]
