@@ -1,0 +1,132 @@
+"""``crosscheck --quantize``'s per-layer budget (docs/quantised.md, "Budgets that see one
+damaged layer"): a layer whose error growth is far above a correct quantisation's FAILs
+and is named, on a backbone (no LM head: judged by its hidden states alone) and on
+MiniLM's real weights; a correct quantisation passes."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("keras_hub")
+
+from tfparity.api import crosscheck, load_model  # noqa: E402
+from tfparity.compare.budgets import LayerError  # noqa: E402
+from tfparity.compare.layer_growth import DEFAULT_GROWTH, growth_limit, over_limit  # noqa: E402
+from tfparity.errors import TfparityError  # noqa: E402
+from tfparity.report.text import render  # noqa: E402
+from tfparity.testing import damage_quantised_copies  # noqa: E402
+
+TINY = "keras-hub:tiny:bert"
+
+
+@pytest.fixture(scope="module")
+def tiny_backbone():
+    return load_model(TINY)
+
+
+@pytest.fixture(scope="module")
+def hub_minilm():
+    """MiniLM's real weights through keras-hub's BERT converter, loaded once."""
+    return load_model("keras-hub:minilm")
+
+
+# keras-hub's BERT computes the tanh GELU (a known difference): the reference does too,
+# so the float port passes the referee and the quantisation is all that differs
+GELU = {"hidden_act": "gelu_new"}
+
+
+def _run(side, pt):
+    (report,) = crosscheck(side, pt=pt, pt_config=GELU, reload=False, quantize="int8")
+    return report
+
+
+def _assert_named(report, layer):
+    assert not report.passed
+    q = report.details["quantisation"]
+    assert q["growth"]["verdict"] == "FAIL"
+    assert q["growth"]["over"][0]["layer"] == layer
+    failing = [c for c in report.failures if "growth" in c.name]
+    assert failing and f"layer {layer} (hidden_states[{layer + 1}]) has x" in failing[0].problem
+    assert report.first_divergence is not None and report.first_divergence.layer == layer
+    assert f"judged by its hidden states: each layer's growth <= x{DEFAULT_GROWTH['int8']:g}" in (
+        render(report)
+    )
+
+
+def test_a_clean_backbone_passes_by_its_hidden_states(tiny_backbone):
+    report = _run(tiny_backbone, "tiny:bert")
+    assert report.passed, render(report)
+    q = report.details["quantisation"]
+    assert q["vs_float"] == {}  # no LM head: no distribution
+    assert q["growth"]["verdict"] == "PASS" and q["growth"]["over"] == []
+    assert q["judged"].startswith("judged by its hidden states") and "PASS" in q["judged"]
+    assert "not judged" not in render(report)
+
+
+@pytest.mark.parametrize("factor", [1.5, 50])
+def test_a_backbone_with_one_damaged_scale_fails_naming_its_block(
+    tiny_backbone, monkeypatch, factor
+):
+    damage_quantised_copies(monkeypatch, 1, factor)
+    _assert_named(_run(tiny_backbone, "tiny:bert"), 1)
+
+
+def test_minilm_quantised_cleanly_passes(hub_minilm):
+    report = _run(hub_minilm, "minilm")
+    assert report.passed, render(report)
+    growth = [r["growth"] for r in report.details["quantisation"]["layers"] if r["growth"]]
+    assert len(growth) == 6 and max(growth) < DEFAULT_GROWTH["int8"]
+
+
+def test_minilm_with_one_damaged_scale_fails_naming_its_block(hub_minilm, monkeypatch):
+    """x1.5 on one feed-forward scale (x50 is caught as surely: the tiny backbone's test)."""
+    damage_quantised_copies(monkeypatch, 3, 1.5)
+    _assert_named(_run(hub_minilm, "minilm"), 3)
+
+
+def test_limits_per_mode_and_a_mixed_mode_takes_the_coarsest():
+    rows = [
+        LayerError(0, "embeddings", 0.01, 0.01),
+        LayerError(1, 0, 0.015, 0.005),  # x1.5
+        LayerError(2, 1, 0.045, 0.03),  # x3
+    ]
+    (over,) = over_limit(rows, "int8")
+    assert over.layer == 1 and over.growth == pytest.approx(3)
+    assert "layer 1 (hidden_states[2]) has x3 its input's" in over.text()
+    assert over_limit(rows[:2], "int8") == []
+    # each layer by its own mode where the model names them (layer 1 in int4: x3 passes
+    # only where int4's limit is over 3)
+    by_mode = over_limit(rows, "int8", {1: "int4"})
+    assert by_mode == ([] if DEFAULT_GROWTH["int4"] >= 3 else by_mode)
+    assert over_limit(rows, "int8", {1: "int8"})[0].limit.mode == "int8"
+    mixed = growth_limit("int4+int8")
+    assert mixed.growth == max(DEFAULT_GROWTH["int4"], DEFAULT_GROWTH["int8"])
+    with pytest.raises(TfparityError, match="No per-layer growth limit"):
+        growth_limit("int3")
+
+
+@pytest.fixture(scope="module")
+def mixed_file(tmp_path_factory):
+    """A tiny Llama backbone saved with block 0 in int4 and the rest in int8, as
+    ``quantize("int4", filters=...)`` then ``quantize("int8", ...)`` make one."""
+    from tfparity.adapters.keras_hub.quantize import quantize
+
+    backbone = load_model("keras-hub:tiny:llama").backbone
+    quantize(backbone, "int4", ["transformer_layer_0"])
+    quantize(backbone, "int8", ["token_embedding", "transformer_layer_1"])
+    path = tmp_path_factory.mktemp("mixed") / "mixed.keras"
+    backbone.save(path)
+    return path
+
+
+def test_a_mixed_mode_file_is_judged_by_its_modes_named_by_layer(mixed_file):
+    (report,) = crosscheck(
+        str(mixed_file), pt="tiny:llama", pt_config={"rms_norm_eps": 1e-6}, reload=False
+    )
+    assert report.passed, render(report)
+    judge = report.details["judge"]
+    assert "default for keras int4, the coarsest of keras int4+int8" in judge
+    assert "max abs error 1," in judge  # int4's budget, not float32's 0.0001
+    assert "int4: layer 0; int8: embeddings, layer 1" in "\n".join(report.notes)
+    growth = report.details["growth"]
+    assert growth["verdict"] == "PASS" and "growth <=" in growth["limit"]
