@@ -129,4 +129,21 @@ def test_a_mixed_mode_file_is_judged_by_its_modes_named_by_layer(mixed_file):
     assert "max abs error 1," in judge  # int4's budget, not float32's 0.0001
     assert "int4: layer 0; int8: embeddings, layer 1" in "\n".join(report.notes)
     growth = report.details["growth"]
-    assert growth["verdict"] == "PASS" and "growth <=" in growth["limit"]
+    assert growth["modes"] == {"embeddings": "int8", "0": "int4", "1": "int8"}
+    assert growth["verdict"] == "PASS" and "in int4" in growth["limit"]
+    # block 0, int4 fed int8's error, grows far more than a uniform quantisation does
+    # (x13 here): its growth measures the change of mode, so it is not held to a limit
+    assert growth["coarser_than_their_input"] == [0]
+
+
+def test_a_mixed_mode_layer_is_judged_by_its_own_mode():
+    rows = [
+        LayerError(0, "embeddings", 0.005, 0.005),
+        LayerError(1, 0, 0.07, 0.065),  # int4 after int8: x14, correct
+        LayerError(2, 1, 0.3, 0.23),  # int8 after int4: x4.3, damaged
+    ]
+    modes = {"embeddings": "int8", 0: "int4", 1: "int8"}
+    (over,) = over_limit(rows, "int4+int8", modes)
+    assert over.layer == 1 and over.limit.mode == "int8"
+    # without the modes, the coarsest mode's limit holds every layer
+    assert [o.layer for o in over_limit(rows, "int4+int8")] == [0, 1]

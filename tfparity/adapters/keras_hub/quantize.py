@@ -94,7 +94,7 @@ def stored_mode(model: Any) -> str | None:
     return "+".join(sorted(found)) or None
 
 
-def part_modes(model: Any, parts: Sequence[tuple[int | str, str]]) -> dict[int | str, str]:
+def modes_of_parts(model: Any, parts: Sequence[tuple[int | str, str]]) -> dict[int | str, str]:
     """Each part's mode (``parts``: ``(layer, path)``, as ``--attribute`` names them), read
     from the layers at or below its path (``int4+int8`` where they differ); parts with no
     quantised layer are left out. A mixed-mode model's report names its modes by it."""

@@ -27,7 +27,7 @@ from ...compare.budgets import (
     ranked_layers,
     worst_layer,
 )
-from ...compare.layer_growth import LayerOver, has_limit, limits_text, over_limit
+from ...compare.layer_growth import LayerOver, has_limit, limits_text, over_limit, unjudged
 from ...compare.tensor_metrics import tensor_errors
 from ...results import Divergence
 from ...trace import Trace, hidden_state_index, layer_of, layer_text
@@ -96,17 +96,20 @@ def growth_failures(over: Sequence[LayerOver], what: str) -> list[Comparison]:
 
 
 def growth_judged(
-    rows: Sequence[LayerError], kind: str | None
+    rows: Sequence[LayerError], kind: str | None, modes: dict[int | str, str] | None = None
 ) -> tuple[list[LayerOver], dict[str, Any]]:
     """A side Keras quantised (``kind`` ``keras MODE``, a stored file) held to the
-    per-layer growth limit of its mode (a mixed one: its coarsest's): the layers over it,
-    and ``details["growth"]``. Other kinds, and Keras modes no limit was measured for,
-    are not held to it (empty)."""
+    per-layer growth limit of its mode; a mixed-mode one's layers each by their own
+    (``modes``: layer -> mode). The layers over it, and ``details["growth"]``. Other
+    kinds, and Keras modes no limit was measured for, are not held to it (empty)."""
     mode = (kind or "").removeprefix("keras ")
     if not (kind or "").startswith("keras ") or not has_limit(mode) or not rows:
         return [], {}
-    over = over_limit(rows, mode)
-    found = {"limit": limits_text(mode), "over": [asdict(o) for o in over]}
+    over = over_limit(rows, mode, modes)
+    found: dict[str, Any] = {"limit": limits_text(mode, modes), "over": [asdict(o) for o in over]}
+    if modes:
+        found["modes"] = {str(layer): m for layer, m in modes.items()}
+        found["coarser_than_their_input"] = unjudged(rows, modes)  # not held to a limit
     return over, {"growth": found | {"verdict": "FAIL" if over else "PASS"}}
 
 

@@ -201,7 +201,9 @@ def _budgeted(
     comparisons += distribution.failures(kl_verdict)
     rows = budgeted.growth(runs.tf, runs.pt, masks)
     kind = tf_model.quantisation
-    over, growth_details = budgeted.growth_judged(rows, kind)
+    # a mixed-mode file (keras int4+int8): each layer's growth by its own mode
+    modes = getattr(tf_model, "layer_modes", None) if "+" in (kind or "") else None
+    over, growth_details = budgeted.growth_judged(rows, kind, modes)
     comparisons += budgeted.growth_failures(over, f"{kind} vs {pt_model.framework}")
     labels = _labels(tf_model, pt_model)
     divergence = budgeted.divergence(comparisons, rows, kind, over)
