@@ -79,15 +79,15 @@ def growth(tf: Sequence[Trace], pt: Sequence[Trace], masks: Sequence[Any]) -> li
     )
 
 
-def growth_failures(over: Sequence[LayerOver], what: str) -> list[Comparison]:
+def growth_failures(over: Sequence[LayerOver], what: str, alone: str = "") -> list[Comparison]:
     """A failing row per layer over its growth limit (:mod:`tfparity.compare.layer_growth`),
     named by the layer and its factor; ``what`` says against what (``quantised int8 vs
-    float``)."""
+    float``); ``alone``: ``--attribute``'s hint, where it ran."""
     return [
         failed_comparison(
             f"{what}: growth (hidden_states[{o.hidden_state}])",
             f"Over the per-layer budget: {o.text()}: a correct quantisation adds far less "
-            "at one layer (docs/quantised.md); look at this layer's quantised weights.",
+            f"at one layer (docs/quantised.md); look at this layer's quantised weights{alone}.",
             [1],
             "float64",
         )

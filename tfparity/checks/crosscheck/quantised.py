@@ -84,7 +84,7 @@ def with_quantisation(
     }
     found["judged"] = _judged_text(vs_float[0] is not None, rows, over, mode)
     failures = _failures(vs_float[1], mode, worst, hint(alone))
-    failures += budgeted.growth_failures(over, f"quantised {mode} vs float")
+    failures += budgeted.growth_failures(over, f"quantised {mode} vs float", hint(alone))
     if vs_float[0] is None and not rows:  # "not judged" never ends in PASS
         failures.append(_unjudged(mode))
     divergence = report.first_divergence
