@@ -63,7 +63,10 @@ def with_quantisation(
     found: dict[str, Any] = {
         "mode": mode,
         "quantised": f"Keras model.quantize({mode!r}) on a copy of the float model",
-        "budget": ", ".join(map(str, limits)) + f" ({origin})",
+        # a backbone has no distribution to budget: its hidden states' limit instead
+        "budget": ", ".join(map(str, limits)) + f" ({origin})"
+        if vs_float[0] is not None
+        else f"{limits_text(mode)} (a backbone: judged by its hidden states)",
         "vs_float": _section(*vs_float),
         "vs_pytorch": _section(*vs_pt),
         "layers": [{**asdict(r), "growth": r.growth} for r in rows],
