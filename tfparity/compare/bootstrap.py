@@ -38,9 +38,9 @@ DEFAULT_RESAMPLES = 1000
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_SEED = 0
 # Below this many items the percentile interval is no interval: one item resamples to
-# itself (a zero-width "CI"), and up to 7 the 95% interval holds the true value in 71-89%
-# of draws, not 95% (scripts/bootstrap_coverage.py; docs/quantised.md, "How many
-# sequences"). Fewer items: INCONCLUSIVE, saying how many to give.
+# itself (a zero-width "CI"); with 2 to 4 items the same_top1 interval has no width in
+# 9-40% of draws, from 5 in 3% (scripts/bootstrap_coverage.py; docs/quantised.md, "How
+# many sequences"). Fewer items: INCONCLUSIVE, saying how many to give.
 MIN_ITEMS = 5
 
 
