@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..results import Report
-from .quantisation import term_text
+from .quantisation import term_text, too_few_text
 from .sections import table
 
 
@@ -61,7 +61,8 @@ def _distribution(j: dict[str, Any]) -> str:
     return (
         f"distribution {j['backend']} vs {j['against']} ({s['positions']} positions over "
         f"{s['items']} rows): KL mean {s['kl_mean']:.3g}, max {s['kl_max']:.3g}; same top-1 "
-        f"{100 * s['same_top1']:.1f}%; budget {s['budget_verdict']}: {terms}"
+        f"{100 * s['same_top1']:.1f}%; budget {s['budget_verdict']}"
+        f"{too_few_text(s, 'rows')}: {terms}"
     )
 
 
