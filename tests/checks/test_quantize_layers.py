@@ -106,12 +106,51 @@ def test_limits_per_mode_and_a_mixed_mode_takes_the_coarsest():
 
 
 @pytest.fixture(scope="module")
-def mixed_file(tmp_path_factory):
+def llama_backbone():
+    """A fresh copy of the tiny Llama backbone per call (one conversion per module)."""
+    float_side = load_model("keras-hub:tiny:llama")
+
+    def fresh():
+        b = float_side.backbone
+        twin = type(b).from_config(b.get_config())
+        twin.set_weights(b.get_weights())
+        return twin
+
+    return fresh
+
+
+LLAMA = {"pt": "tiny:llama", "pt_config": {"rms_norm_eps": 1e-6}, "reload": False}
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.5])
+def test_a_stored_int8_file_is_held_to_the_per_layer_limit(llama_backbone, tmp_path, factor):
+    """A .keras file saved after quantize("int8"), clean, and with block 1's feed-forward
+    scale x1.5: judged against PyTorch, each layer's growth by int8's limit."""
+    from tfparity.adapters.keras_hub.quantize import quantize
+    from tfparity.testing import quantised_ffn_scale, scale_variable
+
+    backbone = llama_backbone()
+    quantize(backbone, "int8")
+    scale_variable(backbone, quantised_ffn_scale(backbone, 1), factor)
+    backbone.save(tmp_path / "int8.keras")
+    (report,) = crosscheck(str(tmp_path / "int8.keras"), **LLAMA)
+    growth = report.details["growth"]
+    if factor == 1.0:
+        assert report.passed and growth["verdict"] == "PASS", render(report)
+        return
+    assert not report.passed and growth["over"][0]["layer"] == 1
+    assert report.first_divergence.layer == 1
+    failing = [c for c in report.failures if "growth" in c.name]
+    assert failing[0].name == "keras int8 vs PyTorch: growth (hidden_states[2])"
+
+
+@pytest.fixture(scope="module")
+def mixed_file(llama_backbone, tmp_path_factory):
     """A tiny Llama backbone saved with block 0 in int4 and the rest in int8, as
     ``quantize("int4", filters=...)`` then ``quantize("int8", ...)`` make one."""
     from tfparity.adapters.keras_hub.quantize import quantize
 
-    backbone = load_model("keras-hub:tiny:llama").backbone
+    backbone = llama_backbone()
     quantize(backbone, "int4", ["transformer_layer_0"])
     quantize(backbone, "int8", ["token_embedding", "transformer_layer_1"])
     path = tmp_path_factory.mktemp("mixed") / "mixed.keras"
@@ -120,9 +159,7 @@ def mixed_file(tmp_path_factory):
 
 
 def test_a_mixed_mode_file_is_judged_by_its_modes_named_by_layer(mixed_file):
-    (report,) = crosscheck(
-        str(mixed_file), pt="tiny:llama", pt_config={"rms_norm_eps": 1e-6}, reload=False
-    )
+    (report,) = crosscheck(str(mixed_file), **LLAMA)
     assert report.passed, render(report)
     judge = report.details["judge"]
     assert "default for keras int4, the coarsest of keras int4+int8" in judge
