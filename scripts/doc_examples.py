@@ -264,6 +264,14 @@ def _prompts(work: Path) -> None:
     (work / "prompts.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _prompts5(work: Path) -> None:
+    """The four prompts and a fifth: a bootstrap verdict needs 5 items (MIN_ITEMS)."""
+    _prompts(work)
+    lines = (work / "prompts.txt").read_text(encoding="utf-8").splitlines()
+    lines.append("Five items give the bootstrap an interval")
+    (work / "prompts5.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def _keras_hub_exports(work: Path) -> None:
     """keras-hub's tiny BERT backbone as Keras 3 files: ``bert.keras`` as converted, and
     ``bert-faulty.keras`` with layer 1's FFN kernel scaled by 1.1."""
@@ -281,6 +289,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "keras-hub-exports": _keras_hub_exports,
     "gpt2-ffn": _gpt2_ffn_port,
     "prompts": _prompts,
+    "prompts5": _prompts5,
     "export-minilm": lambda work: _export("minilm", work / "minilm-export"),
     "export-tiny-faulty": lambda work: _export("tiny:bert", work / "faulty-export", fault=True),
     "export-tiny-no-mask": lambda work: _export("tiny:bert", work / "ids-only", mask=False),
@@ -816,18 +825,18 @@ EXAMPLES: tuple[Example, ...] = (
         "sweep-kl-budget-tiny-gpt2",
         "docs/sweep.md",
         0,
-        ("sweep", "tiny:gpt2/causal-lm", "--texts", "prompts.txt", "--checks", "crosscheck")
+        ("sweep", "tiny:gpt2/causal-lm", "--texts", "prompts5.txt", "--checks", "crosscheck")
         + ("--kl-budget", "kl_mean=1e-6,same_top1=0.99", "--out", "kl", "--progress", "none"),
-        setup=("prompts",),
+        setup=("prompts5",),
     ),
     Example(
         "sweep-kl-budget-broken-port",
         "docs/sweep.md",
         1,
-        ("sweep", "gpt2-ffn", "--pt", "tiny:gpt2/causal-lm", "--texts", "prompts.txt")
+        ("sweep", "gpt2-ffn", "--pt", "tiny:gpt2/causal-lm", "--texts", "prompts5.txt")
         + ("--checks", "crosscheck", "--kl-budget", "kl_mean=1e-6,same_top1=0.99")
         + ("--out", "kl-ffn", "--progress", "none"),
-        setup=("gpt2-ffn", "prompts"),
+        setup=("gpt2-ffn", "prompts5"),
     ),
     Example("your-own-model", "docs/your-own-model.md", 0, run=_own_model),
     Example("your-own-head", "docs/your-own-model.md", 0, run=_own_head),

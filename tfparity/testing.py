@@ -173,3 +173,48 @@ def gradient_faults(layer_path: str = "encoder.layer.{i}") -> dict[str, tuple[Fa
             ),
         ),
     }
+
+
+def quantised_ffn_scale(model: Any, block: int) -> str:
+    """The path of keras-hub block ``block``'s feed-forward output ``kernel_scale`` in a
+    Keras-quantised ``model`` (``transformer_layer_1/feedforward_output_dense/kernel_scale``;
+    the names differ a little by family)."""
+    found = [
+        v.path
+        for v in model.weights
+        if v.path.startswith(f"transformer_layer_{block}/")
+        and "feedforward" in v.path
+        and "output" in v.path
+        and v.path.endswith("kernel_scale")
+    ]
+    if not found:
+        raise ValueError(f"no quantised feed-forward output kernel_scale in block {block}")
+    return found[0]
+
+
+def scale_variable(model: Any, path: str, factor: float) -> None:
+    """Multiply ``model``'s variable ``path`` by ``factor`` in place (a damaged scale)."""
+    (variable,) = [v for v in model.weights if v.path == path]
+    variable.assign(variable.numpy() * factor)
+
+
+def damage_quantised_copies(monkeypatch: Any, block: int, factor: float) -> None:
+    """Make every copy ``--quantize`` and ``--attribute`` quantise (through
+    :func:`tfparity.adapters.keras_hub.quantised_side.quantised_side`) have block
+    ``block``'s feed-forward output ``kernel_scale`` multiplied by ``factor``, as a
+    faulty quantiser or a damaged file would: for tests that the damage is caught.
+    ``monkeypatch`` is pytest's fixture (undone after the test)."""
+    from .adapters.keras_hub import quantised_side as module
+
+    real = module.quantised_side
+
+    def damaged(side: Any, mode: str, layers: Any = None) -> Any:
+        copy = real(side, mode, layers)
+        try:
+            path = quantised_ffn_scale(copy.model, block)
+        except ValueError:  # a copy with only other layers quantised (--attribute)
+            return copy
+        scale_variable(copy.model, path, factor)
+        return copy
+
+    monkeypatch.setattr(module, "quantised_side", damaged)

@@ -97,3 +97,26 @@ def test_kl_budget_cli_exit_2_cases(tmp_path, monkeypatch, capsys):
     # judged on golden runs (tests/adapters/reference/test_golden_kl_budget.py): the
     # file is read before any budget, and this one is missing
     assert "x.npz does not exist" in capsys.readouterr().err
+
+
+def test_one_sequence_is_inconclusive_saying_how_many_to_give(masked_lm):
+    """One sequence resampled is itself: no interval, so no verdict (the issue's
+    "[0.957, 0.957]"), however the value sits against the budget; a broken head too."""
+    from tfparity.compare.bootstrap import MIN_ITEMS
+    from tfparity.inputs import InputOptions
+
+    tf_model, pt_model = masked_lm
+    (report,) = crosscheck(
+        tf_model,
+        pt=pt_model,
+        reload=False,
+        kl_budget="kl_mean=1e-30,same_top1=0.96",  # a KL no float32 run is within
+        inputs=InputOptions(texts=("One sentence only.",)),
+    )
+    v = report.details["distribution"]["budget"]
+    assert v["items"] == 1 and v["verdict"] == "INCONCLUSIVE" and v["needed"] == MIN_ITEMS
+    assert all(t["low"] is None and t["verdict"] == "INCONCLUSIVE" for t in v["terms"])
+    assert report.passed  # INCONCLUSIVE fails nothing: it asks for more sequences
+    text = render(report)
+    assert f"(1 sequence: too few for an interval; give at least {MIN_ITEMS})" in text
+    assert "CI [" not in text

@@ -12,7 +12,8 @@ from tfparity.report.generation import render_generation
 from tfparity.testing import perturb_ffn
 
 GPT2 = "tiny:gpt2/causal-lm"
-PROMPTS = ("The quick brown fox", "Hello world.", "One two three")
+# five prompts: the bootstrap's fewest items (MIN_ITEMS) for an interval and a verdict
+PROMPTS = ("The quick brown fox", "Hello world.", "One two three", "It was", "Numbers: 1, 2")
 N = 6
 BUDGET = "kl_mean=1e-6,same_top1=0.99"
 

@@ -347,6 +347,23 @@ CLI_CASES = [
     ),
     ("positions-permutations-zero", "positions tiny:bert --permutations 0", ["--permutations"]),
     ("sweep-shard-bad", "sweep tiny:bert --shard 3/2 --out {dir}/s11", ["--shard", "3/2"]),
+    # a percentage given as a share: refused, its share suggested, as --budget does
+    (
+        "crosscheck-kl-budget-percent",
+        "crosscheck tiny:gpt2/causal-lm --kl-budget same_top1=95",
+        ["same_top1=95", "a share, at most 1", "95 -> 0.95"],
+    ),
+    ("generate-kl-budget-percent", "generate tiny:gpt2 --kl-budget same_top1=95", ["95 -> 0.95"]),
+    (
+        "sweep-kl-budget-percent",
+        "sweep tiny:gpt2 --kl-budget same_top1=95 --out {dir}/s12",
+        ["95 -> 0.95"],
+    ),
+    (
+        "crosscheck-budget-percent",
+        "crosscheck tiny:bert --budget agreement=95",
+        ["agreement=95", "a share, at most 1", "95 -> 0.95"],
+    ),
 ]
 
 

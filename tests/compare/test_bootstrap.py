@@ -11,6 +11,7 @@ import pytest
 from tfparity.compare.bootstrap import (
     FAIL,
     INCONCLUSIVE,
+    MIN_ITEMS,
     PASS,
     Limit,
     bootstrap_verdict,
@@ -67,10 +68,10 @@ def test_the_seed_fixes_the_interval():
 
 def test_items_are_resampled_whole():
     """One item holds all the error: an interval over items spans with and without it."""
-    ref, act = _logits(4, 0.0)
+    ref, act = _logits(MIN_ITEMS, 0.0)
     act[2] += np.random.default_rng(1).normal(size=act[2].shape) * 3
     v = bootstrap_verdict(position_metrics(ref, act), parse_budget("kl_mean=1e-3"))
-    assert v.items == 4 and v.terms[0].low == pytest.approx(0.0, abs=1e-12)
+    assert v.items == MIN_ITEMS and v.terms[0].low == pytest.approx(0.0, abs=1e-12)
     assert v.verdict == INCONCLUSIVE
 
 
@@ -96,6 +97,9 @@ def test_budget_forms():
         ("kl_mean", "no value"),
         ("same_top1<=0.9", "bounded >="),
         ("", "Empty"),
+        ("same_top1=95", r"same_top1=95: a share, at most 1 \(a percentage\? 95 -> 0.95\)"),
+        ("same_top1=-0.1", "a share, from 0 to 1"),
+        ("same_top1=150", "a share, at most 1[.]"),
     ],
 )
 def test_bad_budgets_are_refused(text, message):
@@ -127,3 +131,26 @@ def test_intervals_equal_those_of_gathering_each_resamples_positions():
         ]
         low, high = np.percentile(gathered, [2.5, 97.5])
         assert (term.low, term.high) == pytest.approx((low, high), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("items", [1, MIN_ITEMS - 1])
+def test_too_few_items_are_inconclusive_saying_how_many_to_give(items):
+    """One sequence resampled is itself: its "interval" has no width. Below MIN_ITEMS the
+    verdict is INCONCLUSIVE with no interval, however far the value is from the limit."""
+    metrics = position_metrics(*_logits(items, 2.0))
+    limits = parse_budget("kl_mean=0.001,same_top1=0.96")
+    verdict = bootstrap_verdict(metrics, limits, resamples=100)
+    assert verdict.verdict == INCONCLUSIVE and verdict.needed == MIN_ITEMS
+    assert all(t.verdict == INCONCLUSIVE and t.low is None is t.high for t in verdict.terms)
+    assert verdict.terms[0].value > 0.001  # over the limit, and still not a FAIL
+    shown = distribution_lines({**asdict(summarise(metrics)), "budget": _row(verdict)})
+    unit = "sequence" if items == 1 else "sequences"
+    assert (
+        f"INCONCLUSIVE ({items} {unit}: too few for an interval; give at least {MIN_ITEMS})"
+        in (shown[1])
+    )
+    assert "no interval" in shown[1] and "CI" not in shown[1]
+    # from MIN_ITEMS on, an interval (of some width) and a verdict
+    enough = bootstrap_verdict(position_metrics(*_logits(MIN_ITEMS, 2.0)), limits, resamples=100)
+    assert enough.needed is None and enough.verdict == FAIL
+    assert all(t.low < t.high for t in enough.terms if t.limit.metric == "kl_mean")

@@ -40,6 +40,7 @@ def test_defaults_per_kind_and_user_parts_over_them():
         ("mean=-1", ">= 0"),
         ("max=nan", ">= 0"),
         ("cosine=1.5", "at most 1"),
+        ("agreement=95", r"agreement=95: a share, at most 1 \(a percentage\? 95 -> 0.95\)"),
     ],
 )
 def test_malformed_budgets_are_usage_errors(text, names):

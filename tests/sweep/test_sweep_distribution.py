@@ -206,3 +206,26 @@ def test_generate_items_carry_their_teacher_forced_statistics(corpus, tmp_path):
     stats = result.summary["distribution"]["generate"]
     assert (stats["positions"], stats["items"]) == (18, 6)
     assert stats["budget"]["verdict"] == "PASS"
+
+
+def test_too_few_items_give_no_interval_and_say_how_many():
+    """Below MIN_ITEMS the sweep's bootstrap, like crosscheck's, gives no interval: every
+    term INCONCLUSIVE (failing nothing), ``needed`` the items to give."""
+    from tfparity.compare.bootstrap import MIN_ITEMS
+
+    m = _positions(3, items=MIN_ITEMS - 1)
+    tally = DistributionTally()
+    for i, values in enumerate(item_values(m, MIN_ITEMS - 1)):
+        tally.add(i, {"distribution": values})
+    verdict = budget_verdict(tally, parse_budget("kl_mean=1e-9,same_top1=0.99"))
+    assert verdict["verdict"] == "INCONCLUSIVE" and verdict["needed"] == MIN_ITEMS
+    assert all(t["low"] is None is t["high"] for t in verdict["terms"])
+    assert verdict["terms"][0]["value"] > 1e-9  # far over, and still no FAIL
+    summary = {"failed": 0, "complete": True, "distribution": {"crosscheck": {"budget": verdict}}}
+    assert sweep_passed(summary)
+    more = _positions(3, items=MIN_ITEMS)
+    tally = DistributionTally()
+    for i, values in enumerate(item_values(more, MIN_ITEMS)):
+        tally.add(i, {"distribution": values})
+    enough = budget_verdict(tally, parse_budget("kl_mean=1e-9"))
+    assert enough["needed"] is None and enough["verdict"] == "FAIL"

@@ -118,6 +118,7 @@ def judge_one(
     metrics = position_metrics(expected, actual)
     verdict = bootstrap_verdict(metrics, limits)
     stats = asdict(summarise(metrics)) | {"budget_verdict": verdict.verdict}
+    stats["needed"] = verdict.needed  # too few rows for an interval: how many to give
     stats["budget"] = [asdict(t) for t in verdict.terms]
     return Judged(backend, against, c, stats, verdict)
 

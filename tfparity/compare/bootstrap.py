@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TfparityError
+from .budgets import check_share
 from .distribution import PositionMetrics, metric_value, select
 
 # metric -> the side of the limit it must stay on: "<=" an upper bound, ">=" a lower one
@@ -30,10 +31,22 @@ BOUNDS = {
     "rms_dp": "<=",
     "ln_ppl_ratio": "<=",
 }
+# the metrics that are shares of positions (from 0 to 1, never percentages)
+SHARES = frozenset({"same_top1"})
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 DEFAULT_RESAMPLES = 1000
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_SEED = 0
+# Below this many items the percentile interval is no interval: one item resamples to
+# itself (a zero-width "CI"); with 2 to 4 items the same_top1 interval has no width in
+# 9-40% of draws, from 5 in 3% (scripts/bootstrap_coverage.py; docs/quantised.md, "How
+# many sequences"). Fewer items: INCONCLUSIVE, saying how many to give.
+MIN_ITEMS = 5
+
+
+def too_few(items: int, minimum: int = MIN_ITEMS) -> int | None:
+    """How many items a bootstrap verdict needs, where ``items`` is fewer; else None."""
+    return minimum if items < minimum else None
 
 
 @dataclass(frozen=True)
@@ -50,12 +63,13 @@ class Limit:
 
 @dataclass(frozen=True)
 class MetricVerdict:
-    """One term's verdict, with the point value and its confidence interval."""
+    """One term's verdict, with the point value and its confidence interval (None, None:
+    too few items for one, :data:`MIN_ITEMS`)."""
 
     limit: Limit
     value: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
     verdict: str
 
 
@@ -69,6 +83,7 @@ class BootstrapVerdict:
     resamples: int
     confidence: float
     seed: int
+    needed: int | None = None  # too few items: how many to give (every term INCONCLUSIVE)
 
     @property
     def verdict(self) -> str:
@@ -113,6 +128,10 @@ def _parse_term(term: str, text: str) -> Limit:
         raise TfparityError(f"Budget value {raw!r} for {name} is not a number.") from None
     if not np.isfinite(value):
         raise TfparityError(f"Budget value {raw!r} for {name} must be finite.")
+    if name in SHARES:
+        if value < 0:
+            raise TfparityError(f"Budget {name}={raw}: a share, from 0 to 1.")
+        check_share(f"Budget {name}={raw}", value)
     return Limit(name, BOUNDS[name], value)
 
 
@@ -123,10 +142,13 @@ def bootstrap_verdict(
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = DEFAULT_SEED,
+    minimum: int = MIN_ITEMS,
 ) -> BootstrapVerdict:
     """Each limit judged on a percentile interval of ``resamples`` item resamples
-    (seeded: the same inputs give the same verdict)."""
+    (seeded: the same inputs give the same verdict). Fewer than ``minimum`` items: no
+    interval, every term INCONCLUSIVE and ``needed`` says how many to give."""
     groups = _positions_by_item(metrics.item)
+    needed = too_few(len(groups), minimum)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(groups), size=(resamples, len(groups)))
     tail = 100 * (1 - confidence) / 2
@@ -137,10 +159,13 @@ def bootstrap_verdict(
             raise TfparityError(
                 f"{limit.metric} needs next-token targets (a causal LM on text); this run has none."
             )
+        if needed is not None:
+            terms.append(MetricVerdict(limit, value, None, None, INCONCLUSIVE))
+            continue
         spread = _resampled(metrics, limit.metric, groups, draws)
         low, high = (float(x) for x in np.percentile(spread, [tail, 100 - tail]))
         terms.append(MetricVerdict(limit, value, low, high, interval_verdict(limit, low, high)))
-    return BootstrapVerdict(terms, len(groups), resamples, confidence, seed)
+    return BootstrapVerdict(terms, len(groups), resamples, confidence, seed, needed)
 
 
 # The per-position values whose mean a metric is (rms_dp: the root of the mean of dp²):

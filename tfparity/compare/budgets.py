@@ -84,13 +84,30 @@ _KEYS = {f.name for f in fields(Budget)} - {"origin"}
 def budget_for(kind: str | None, given: str | Budget | None = None) -> Budget:
     """The budget a model of ``kind`` (None: float32) is judged by: its default, with
     what the user ``given`` (a :class:`Budget`, or ``"max=1e-2,mean=1e-3"``) put in."""
-    base = DEFAULT_BUDGETS.get(kind or "", FLOAT32_BUDGET)
-    base = replace(base, origin=f"default for {kind or 'float32'}")
+    coarsest = coarsest_kind(kind or "")
+    base = DEFAULT_BUDGETS.get(coarsest, FLOAT32_BUDGET)
+    mixed = f", the coarsest of {kind}" if coarsest != (kind or "") else ""
+    base = replace(base, origin=f"default for {coarsest or 'float32'}{mixed}")
     if given is None:
         return base
     if isinstance(given, Budget):
         return replace(given, origin="set by the user")
     return parse_budget(given, base)
+
+
+def coarsest_kind(kind: str) -> str:
+    """A model Keras quantised in several modes (``keras int4+int8``: one block in int4,
+    the rest int8) by its coarsest mode, the one with the largest budget (``keras
+    int4``); any other kind as it is."""
+    modes = kind.removeprefix("keras ").split("+")
+    kinds = [f"keras {m}" for m in modes]
+    if (
+        not kind.startswith("keras ")
+        or len(modes) < 2
+        or any(k not in DEFAULT_BUDGETS for k in kinds)
+    ):
+        return kind
+    return max(kinds, key=lambda k: (DEFAULT_BUDGETS[k].max, DEFAULT_BUDGETS[k].mean))
 
 
 def parse_budget(text: str, base: Budget) -> Budget:
@@ -111,10 +128,19 @@ def parse_budget(text: str, base: Budget) -> Budget:
             raise TfparityError(f"Budget {key}={value!r}: not a number.") from None
         if not np.isfinite(number) or number < 0:
             raise TfparityError(f"Budget {key}={value}: must be a finite number >= 0.")
-        if key in ("cosine", "agreement") and number > 1:
-            raise TfparityError(f"Budget {key}={value}: a share, at most 1.")
+        if key in ("cosine", "agreement"):
+            check_share(f"Budget {key}={value.strip()}", number)
         changes[key] = number
     return replace(base, **changes, origin="set by the user")
+
+
+def check_share(what: str, number: float) -> None:
+    """Exit 2 where ``number``, a share (cosine, agreement, ``same_top1``), is over 1:
+    ``95`` was meant as a percentage, so its share is suggested (``95 -> 0.95``). One
+    message for ``--budget`` and ``--kl-budget``."""
+    if number > 1:
+        hint = f" (a percentage? {number:g} -> {number / 100:g})" if number <= 100 else ""
+        raise TfparityError(f"{what}: a share, at most 1{hint}.")
 
 
 def judged_by_budget(c: Comparison, budget: Budget) -> Comparison:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from ..errors import TfparityError
 from .bootstrap import Limit, parse_budget
+from .budgets import coarsest_kind
 
 DEFAULT_KL_BUDGETS: dict[str, str] = {
     "int8": "kl_mean=0.015,same_top1=0.95",
@@ -47,8 +48,9 @@ def kl_budget_for(mode: str, given: Sequence[Limit] | None = None) -> tuple[list
 
 def kind_kl_budget(kind: str | None) -> list[Limit] | None:
     """The default distribution budget of a side quantised by Keras (its kind
-    ``keras int8``: a quantised ``.keras`` file read as it is); None for other kinds."""
-    mode = (kind or "").removeprefix("keras ")
+    ``keras int8``: a quantised ``.keras`` file read as it is; ``keras int4+int8``: its
+    coarsest mode's); None for other kinds."""
+    mode = coarsest_kind(kind or "").removeprefix("keras ")  # a mixed one: its coarsest
     if not (kind or "").startswith("keras ") or mode not in DEFAULT_KL_BUDGETS:
         return None
     return parse_budget(DEFAULT_KL_BUDGETS[mode])

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..results import Report
+from .quantisation import term_text, too_few_text
 from .sections import table
 
 
@@ -56,15 +57,12 @@ def _row(j: dict[str, Any]) -> tuple[str, ...]:
 
 def _distribution(j: dict[str, Any]) -> str:
     s = j["distribution"]
-    terms = "; ".join(
-        f"{t['limit']['metric']} {t['verdict']} ({t['value']:.3g}, 95% CI "
-        f"[{t['low']:.3g}, {t['high']:.3g}])"
-        for t in s["budget"]
-    )
+    terms = "; ".join(term_text(t, 0.95, limit=False) for t in s["budget"])
     return (
         f"distribution {j['backend']} vs {j['against']} ({s['positions']} positions over "
         f"{s['items']} rows): KL mean {s['kl_mean']:.3g}, max {s['kl_max']:.3g}; same top-1 "
-        f"{100 * s['same_top1']:.1f}%; budget {s['budget_verdict']}: {terms}"
+        f"{100 * s['same_top1']:.1f}%; budget {s['budget_verdict']}"
+        f"{too_few_text(s, 'rows')}: {terms}"
     )
 
 

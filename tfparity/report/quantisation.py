@@ -59,13 +59,8 @@ def _distribution(d: dict, what: str) -> list[str]:
     ]
     v = d.get("budget")
     if v:
-        terms = "; ".join(
-            f"{t['limit']['metric']}{t['limit']['bound']}{t['limit']['value']:g} "
-            f"{t['verdict']} ({t['value']:.3g}, {100 * v['confidence']:g}% CI "
-            f"[{t['low']:.3g}, {t['high']:.3g}])"
-            for t in v["terms"]
-        )
-        lines.append(f"    {v['verdict']}: {terms}")
+        terms = "; ".join(term_text(t, v["confidence"]) for t in v["terms"])
+        lines.append(f"    {v['verdict']}{too_few_text(v, 'sequences')}: {terms}")
     return lines
 
 
@@ -94,3 +89,27 @@ def requantisation_lines(r: dict | None) -> list[str]:
         after = "" if not effect else f"; error {effect['with_fresh']:.3g} with the fresh one"
         lines.append(f"  {block:<10} {d['path']:<56} {d['detail']}{after}")
     return lines
+
+
+def term_text(t: dict, confidence: float, limit: bool = True) -> str:
+    """One bootstrap term: ``kl_mean<=0.015 PASS (7.41e-06, 95% CI [7.09e-06, 7.88e-06])``;
+    with too few items for an interval, ``... INCONCLUSIVE (0.957, no interval)``."""
+    where = f"{t['limit']['metric']}{t['limit']['bound']}{t['limit']['value']:g}"
+    where = where if limit else t["limit"]["metric"]
+    if t.get("low") is None:
+        return f"{where} {t['verdict']} ({t['value']:.3g}, no interval)"
+    return (
+        f"{where} {t['verdict']} ({t['value']:.3g}, {100 * confidence:g}% CI "
+        f"[{t['low']:.3g}, {t['high']:.3g}])"
+    )
+
+
+def too_few_text(v: dict, items_are: str) -> str:
+    """`` (1 sequence: too few for an interval; give at least 5)`` where the bootstrap
+    had fewer items than it needs (``needed``), else empty."""
+    needed = v.get("needed")
+    if not needed:
+        return ""
+    n = v["items"]
+    unit = items_are[:-1] if n == 1 and items_are.endswith("s") else items_are
+    return f" ({n} {unit}: too few for an interval; give at least {needed})"

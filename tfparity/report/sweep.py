@@ -112,12 +112,19 @@ def _budget(b: dict) -> list[str]:
     lines = [
         f"    budget: {b['verdict']}, {100 * b['confidence']:g}% bootstrap interval over "
         f"{b['items']} items ({b['resamples']} resamples)"
-        + (": run more items to decide" if b["verdict"] == "INCONCLUSIVE" else "")
+        + (
+            f": too few for an interval; give at least {b['needed']}"
+            if b.get("needed")
+            else ": run more items to decide"
+            if b["verdict"] == "INCONCLUSIVE"
+            else ""
+        )
     ]
     for t in b["terms"]:
         limit = t["limit"]
+        interval = "no interval" if t["low"] is None else f"[{t['low']:.3g}, {t['high']:.3g}]"
         lines.append(
-            f"      {limit['metric']} {t['value']:.3g} [{t['low']:.3g}, {t['high']:.3g}] "
+            f"      {limit['metric']} {t['value']:.3g} {interval} "
             f"vs {limit['bound']} {limit['value']:g}: {t['verdict']}"
         )
     return lines

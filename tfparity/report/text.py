@@ -8,7 +8,7 @@ from ..compare import Comparison
 from ..results import Divergence, Report, is_artefact
 from ..trace import decoder_state_index, layer_of, layer_text
 from .growth import growth_table, tensor_error_table
-from .quantisation import quantisation_lines, requantisation_lines
+from .quantisation import quantisation_lines, requantisation_lines, term_text, too_few_text
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
 
@@ -280,12 +280,8 @@ def distribution_lines(d: dict | None) -> list[str]:
     v = d.get("budget")
     if v:
         more = " (run more items)" if v["verdict"] == "INCONCLUSIVE" else ""
-        terms = "; ".join(
-            f"{t['limit']['metric']}{t['limit']['bound']}{t['limit']['value']:g} "
-            f"{t['verdict']} ({t['value']:.3g}, {100 * v['confidence']:g}% CI "
-            f"[{t['low']:.3g}, {t['high']:.3g}])"
-            for t in v["terms"]
-        )
+        more = too_few_text(v, d.get("items_are", "sequences")) or more
+        terms = "; ".join(term_text(t, v["confidence"]) for t in v["terms"])
         lines.append(
             f"distribution budget {v['verdict']}{more} over "
             f"{_count(v['items'], d.get('items_are', 'sequences'))}, "

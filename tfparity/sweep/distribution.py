@@ -28,6 +28,7 @@ from ..compare.bootstrap import (
     INCONCLUSIVE,
     Limit,
     interval_verdict,
+    too_few,
 )
 from ..compare.distribution import PositionMetrics
 from ..errors import TfparityError
@@ -146,24 +147,27 @@ def budget_verdict(
     if cols is None:
         return base | {"terms": [], "verdict": INCONCLUSIVE, "note": "no scored positions"}
     count = cols["positions"].size
-    spreads = _spreads(cols, limits, resamples, seed)
+    needed = too_few(count)
+    spreads = _spreads(cols, limits, resamples, seed) if needed is None else [None] * len(limits)
     tail = 100 * (1 - confidence) / 2
     terms = []
     for limit, spread in zip(limits, spreads, strict=True):
         value = _metric(cols, limit.metric, np.arange(count)[None, :])[0]
-        low, high = (float(x) for x in np.percentile(spread, [tail, 100 - tail]))
+        low = high = None  # too few items for an interval: INCONCLUSIVE
+        if spread is not None:
+            low, high = (float(x) for x in np.percentile(spread, [tail, 100 - tail]))
         terms.append(
             {
                 "limit": {"metric": limit.metric, "bound": limit.bound, "value": limit.value},
                 "value": float(value),
                 "low": low,
                 "high": high,
-                "verdict": interval_verdict(limit, low, high),
+                "verdict": INCONCLUSIVE if low is None else interval_verdict(limit, low, high),
             }
         )
     found = {t["verdict"] for t in terms}
     verdict = "FAIL" if "FAIL" in found else INCONCLUSIVE if INCONCLUSIVE in found else "PASS"
-    return base | {"items": count, "terms": terms, "verdict": verdict}
+    return base | {"items": count, "terms": terms, "verdict": verdict, "needed": needed}
 
 
 def _spreads(

@@ -19,7 +19,8 @@ from typing import Any
 from ...architectures.heads import Head
 from ...errors import TfparityError
 from ..interfaces.sides import TFSide
-from ..keras_hub.quantize import stored_mode
+from ..keras_hub.quantised_side import part_modes
+from ..keras_hub.quantize import modes_text, stored_mode
 from ..keras_hub.side import backbone_side, import_keras_hub
 from ..keras_hub.task import task_backbone
 from ..sources.checkpoints import Companion
@@ -55,6 +56,13 @@ def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = N
             f"{stored}_from_<float>); it is read as it is and judged by the {stored} budgets "
             "(docs/quantised.md), not by the float64 referee."
         )
+        if "+" in stored:  # a mixed-mode file: which layer is in which mode
+            side.layer_modes = part_modes(side)
+            modes = modes_text(side.layer_modes)
+            side.notes.append(
+                f"{spec.text} mixes modes ({stored}); by layer: {modes}; judged by the budgets "
+                "of its coarsest mode, and each layer's growth by its own mode's limit."
+            )
     # the file holds every weight the backbone computes with: nothing is missing
     return replace(side.with_reference(companion.text), holdings=Holdings.export())
 

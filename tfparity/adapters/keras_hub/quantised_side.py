@@ -12,7 +12,7 @@ from ...architectures.heads import Head
 from ...architectures.keras_hub_layouts import block
 from ...errors import TfparityError
 from ..interfaces.sides import TFSide
-from .quantize import check_mode, quantize, stored_mode
+from .quantize import check_mode, modes_of_parts, quantize, stored_mode
 from .side import KerasHubModel
 from .task import causal_lm_side
 
@@ -68,6 +68,12 @@ def quantisable_parts(side: TFSide) -> list[tuple[int | str, str]]:
         if path not in {p for _, p in parts}:  # ALBERT's shared blocks: once
             parts.append((i, path))
     return parts
+
+
+def part_modes(side: TFSide) -> dict[int | str, str]:
+    """The Keras mode of each of ``side``'s parts (:func:`quantisable_parts`) that is
+    quantised: ``{"embeddings": "int8", 0: "int4", 1: "int8"}`` for a mixed-mode file."""
+    return modes_of_parts(side.model, quantisable_parts(side))
 
 
 def _copy(backbone: Any) -> Any:

@@ -106,3 +106,31 @@ def layer_modes(model: Any) -> dict[str, str]:
         for layer in flatten()
         if (m := getattr(layer, "quantization_mode", None))
     }
+
+
+def modes_of_parts(model: Any, parts: Sequence[tuple[int | str, str]]) -> dict[int | str, str]:
+    """Each part's mode (``parts``: ``(layer, path)``, as ``--attribute`` names them), read
+    from the layers at or below its path (``int4+int8`` where they differ); parts with no
+    quantised layer are left out. A mixed-mode model's report names its modes by it."""
+    layers = list(getattr(model, "_flatten_layers", lambda: [])())
+    found: dict[int | str, str] = {}
+    for part, path in parts:
+        chosen = _under((path,))
+        modes = {
+            str(m)
+            for layer in layers
+            if chosen(layer) and (m := getattr(layer, "quantization_mode", None))
+        }
+        if modes:
+            found[part] = "+".join(sorted(modes))
+    return found
+
+
+def modes_text(modes: dict[int | str, str]) -> str:
+    """``int4: layer 0; int8: embeddings, layer 1``: the layers of each mode."""
+    by_mode: dict[str, list[str]] = {}
+    for part, mode in modes.items():
+        by_mode.setdefault(mode, []).append(
+            "embeddings" if part == "embeddings" else f"layer {part}"
+        )
+    return "; ".join(f"{m}: {', '.join(parts)}" for m, parts in sorted(by_mode.items()))

@@ -201,6 +201,8 @@ class KerasHubModel(TFSideBase):
     spec: ModelSpec | None = None
     # PyTorch weight name -> the dtype keras-hub's converter cast it to (by weights_for)
     casts: dict[str, str] = field(default_factory=dict)
+    # A mixed-mode quantised file: each quantised part's Keras mode ({0: "int4", ...})
+    layer_modes: dict[int | str, str] = field(default_factory=dict)
     _embeds_fn: Any = None
 
     # ------------------------------------------------------------------ facts

@@ -27,6 +27,7 @@ from ...compare.budgets import (
     ranked_layers,
     worst_layer,
 )
+from ...compare.layer_growth import LayerOver, has_limit, limits_text, over_limit, unjudged
 from ...compare.tensor_metrics import tensor_errors
 from ...results import Divergence
 from ...trace import Trace, hidden_state_index, layer_of, layer_text
@@ -78,6 +79,40 @@ def growth(tf: Sequence[Trace], pt: Sequence[Trace], masks: Sequence[Any]) -> li
     )
 
 
+def growth_failures(over: Sequence[LayerOver], what: str, alone: str = "") -> list[Comparison]:
+    """A failing row per layer over its growth limit (:mod:`tfparity.compare.layer_growth`),
+    named by the layer and its factor; ``what`` says against what (``quantised int8 vs
+    float``); ``alone``: ``--attribute``'s hint, where it ran."""
+    return [
+        failed_comparison(
+            f"{what}: growth (hidden_states[{o.hidden_state}])",
+            f"Over the per-layer budget: {o.text()}: a correct quantisation adds far less "
+            f"at one layer (docs/quantised.md); look at this layer's quantised weights{alone}.",
+            [1],
+            "float64",
+        )
+        for o in over
+    ]
+
+
+def growth_judged(
+    rows: Sequence[LayerError], kind: str | None, modes: dict[int | str, str] | None = None
+) -> tuple[list[LayerOver], dict[str, Any]]:
+    """A side Keras quantised (``kind`` ``keras MODE``, a stored file) held to the
+    per-layer growth limit of its mode; a mixed-mode one's layers each by their own
+    (``modes``: layer -> mode). The layers over it, and ``details["growth"]``. Other
+    kinds, and Keras modes no limit was measured for, are not held to it (empty)."""
+    mode = (kind or "").removeprefix("keras ")
+    if not (kind or "").startswith("keras ") or not has_limit(mode) or not rows:
+        return [], {}
+    over = over_limit(rows, mode, modes)
+    found: dict[str, Any] = {"limit": limits_text(mode, modes), "over": [asdict(o) for o in over]}
+    if modes:
+        found["modes"] = {str(layer): m for layer, m in modes.items()}
+        found["coarser_than_their_input"] = unjudged(rows, modes)  # not held to a limit
+    return over, {"growth": found | {"verdict": "FAIL" if over else "PASS"}}
+
+
 def worst_text(rows: Sequence[LayerError]) -> str | None:
     worst = worst_layer(rows)
     if worst is None:
@@ -91,9 +126,13 @@ def worst_text(rows: Sequence[LayerError]) -> str | None:
 
 
 def divergence(
-    comparisons: list[Comparison], rows: Sequence[LayerError], quantisation: str | None
+    comparisons: list[Comparison],
+    rows: Sequence[LayerError],
+    quantisation: str | None,
+    over: Sequence[LayerOver] = (),
 ) -> Divergence | None:
-    """The first hidden state over budget (else the first output), with the worst layer."""
+    """The first hidden state over budget (else the layer over its growth limit, else the
+    first output), with the worst layer."""
     failing = [c for c in comparisons if not c.passed]
     if not failing:
         return None
@@ -102,6 +141,9 @@ def divergence(
     worst = worst_text(rows)
     if worst:
         hint += f"; the layer that quantises worst is {worst}"
+    if over:
+        hint += f"; {over[0].text()}"
+        hidden = hidden or [over[0].hidden_state]
     if not hidden:
         return Divergence(None, "head", "head", hint)
     k = hidden[0]

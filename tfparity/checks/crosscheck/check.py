@@ -201,8 +201,12 @@ def _budgeted(
     comparisons += distribution.failures(kl_verdict)
     rows = budgeted.growth(runs.tf, runs.pt, masks)
     kind = tf_model.quantisation
+    # a mixed-mode file (keras int4+int8): each layer's growth by its own mode
+    modes = getattr(tf_model, "layer_modes", None) if "+" in (kind or "") else None
+    over, growth_details = budgeted.growth_judged(rows, kind, modes)
+    comparisons += budgeted.growth_failures(over, f"{kind} vs {pt_model.framework}")
     labels = _labels(tf_model, pt_model)
-    divergence = budgeted.divergence(comparisons, rows, kind)
+    divergence = budgeted.divergence(comparisons, rows, kind, over)
     _name_num_labels(divergence, labels)
     report = Report(
         check=options.label,
@@ -221,6 +225,7 @@ def _budgeted(
             "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
             **_execution_facts(tf_model),
             **budgeted.details(rows, kind),
+            **growth_details,
             **budgeted.quantiser_figures(runs.tf, runs.pt, masks),
             "budget": asdict(budget),
             "agreement": [asdict(a) for a in agreement],

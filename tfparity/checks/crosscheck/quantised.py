@@ -25,8 +25,9 @@ from typing import Any
 from ...adapters.interfaces.sides import Reference, TFSide
 from ...compare import Comparison, failed_comparison
 from ...compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
-from ...compare.budgets import ranked_layers
+from ...compare.budgets import LayerError, ranked_layers
 from ...compare.distribution import PositionMetrics, summarise
+from ...compare.layer_growth import LayerOver, limits_text, over_limit
 from ...compare.quantisation import kl_budget_for
 from ...inputs import Batch
 from ...results import Divergence, Report
@@ -62,7 +63,10 @@ def with_quantisation(
     found: dict[str, Any] = {
         "mode": mode,
         "quantised": f"Keras model.quantize({mode!r}) on a copy of the float model",
-        "budget": ", ".join(map(str, limits)) + f" ({origin})",
+        # a backbone has no distribution to budget: its hidden states' limit instead
+        "budget": ", ".join(map(str, limits)) + f" ({origin})"
+        if vs_float[0] is not None
+        else f"{limits_text(mode)} (a backbone: judged by its hidden states)",
         "vs_float": _section(*vs_float),
         "vs_pytorch": _section(*vs_pt),
         "layers": [{**asdict(r), "growth": r.growth} for r in rows],
@@ -75,13 +79,22 @@ def with_quantisation(
     worst = budgeted.worst_text(rows)
     if worst:
         found["worst_layer"] = worst
-    if vs_float[0] is None:
-        found["judged"] = "not judged: only an LM head's distribution is (this is a backbone)"
+    over = over_limit(rows, mode)
+    found["growth"] = {
+        "limit": limits_text(mode),
+        "over": [asdict(o) for o in over],
+        "verdict": "FAIL" if over else "PASS" if rows else "not judged",
+    }
+    found["judged"] = _judged_text(vs_float[0] is not None, rows, over, mode)
     failures = _failures(vs_float[1], mode, worst, hint(alone))
+    failures += budgeted.growth_failures(over, f"quantised {mode} vs float", hint(alone))
+    if vs_float[0] is None and not rows:  # "not judged" never ends in PASS
+        failures.append(_unjudged(mode))
     divergence = report.first_divergence
     if failures and divergence is None and rows:
-        k = rows[0].hidden_state
-        why = f"quantised {mode}: worst is {worst}{hint(alone)}"
+        k = over[0].hidden_state if over else rows[0].hidden_state
+        named = f"; {over[0].text()}" if over else ""
+        why = f"quantised {mode}: worst is {worst}{hint(alone)}{named}"
         divergence = Divergence(k, layer_of(k), None, why)
     return replace(
         report,
@@ -89,6 +102,27 @@ def with_quantisation(
         comparisons=report.comparisons + failures,
         first_divergence=divergence,
         details={**report.details, "quantisation": found},
+    )
+
+
+def _judged_text(lm: bool, rows: Sequence[LayerError], over: list[LayerOver], mode: str) -> str:
+    """What (b)'s verdict rests on: the per-layer growth, and an LM head's distribution."""
+    if not rows:
+        return "not judged: no hidden states to judge the quantisation by" + (
+            "; only the LM head's distribution" if lm else " (FAIL: nothing judged it)"
+        )
+    verdict = f"FAIL, {over[0].text()}" if over else "PASS"
+    head = "; and by the LM head's distribution above" if lm else " (a backbone: no LM head)"
+    return f"judged by its hidden states: {limits_text(mode)}: {verdict}{head}"
+
+
+def _unjudged(mode: str) -> Comparison:
+    return failed_comparison(
+        f"quantised {mode} vs float: not judged",
+        "Nothing judged the quantised model: no LM head's distribution and no hidden "
+        "states to hold to the per-layer budget (docs/quantised.md).",
+        [0],
+        "float64",
     )
 
 
