@@ -160,3 +160,36 @@ def test_a_bert_backbone_file_both_ways(bert_files):
     assert "block 0's transformer_layer_0/feedforward_output_dense/kernel_scale" in (
         damaged.first_divergence.hint
     )
+
+
+def test_a_mixed_mode_model_is_reproduced_layer_by_layer(llama_side):
+    from tfparity.adapters.keras_hub.quantised_side import quantised_side
+    from tfparity.adapters.keras_hub.quantize import layer_modes, quantize
+    from tfparity.adapters.keras_hub.requantise import fresh_twin, quantised_variables
+    from tfparity.compare.requantisation import compare_requantised
+
+    stored = quantised_side(llama_side, "int8", ["transformer_layer_1", "token_embedding"])
+    quantize(stored.model, "int4", ["transformer_layer_0"])
+    assert set(layer_modes(stored.model).values()) == {"int4", "int8"}
+    twin = fresh_twin(stored, llama_side)
+    assert twin.skipped is None and twin.mode == "int4+int8"
+    assert compare_requantised(twin.stored, twin.fresh).reproduces
+    # a scale of the int4 block damaged: named, in its int4 layer
+    path = "transformer_layer_0/self_attention/query/kernel_scale"
+    (scale,) = [v for v in stored.model.weights if v.path == path]
+    scale.assign(np.asarray(scale) * 1.5)
+    damaged = quantised_variables(stored.model, layer_modes(stored.model))
+    (d,) = compare_requantised(damaged, twin.fresh).differences
+    assert (d.path, d.detail) == (path, "scaled by 1.5")
+
+
+def test_gptq_and_awq_are_not_reproduced_and_say_why(llama_side, monkeypatch):
+    from tfparity.adapters.keras_hub import requantise
+    from tfparity.adapters.keras_hub.quantised_side import quantised_side
+
+    stored = quantised_side(llama_side, "int8", ["transformer_layer_0"])
+    monkeypatch.setattr(
+        requantise, "layer_modes", lambda m: {"transformer_layer_0/x": "gptq"} if m else {}
+    )
+    twin = requantise.fresh_twin(stored, llama_side)
+    assert twin.mode == "gptq" and twin.skipped.startswith("gptq quantisation depends on its")

@@ -23,12 +23,12 @@ import numpy as np
 
 from ...architectures.heads import Head
 from ...compare.requantisation import QuantisedVariable
-from ...errors import TfparityError
 from ..interfaces.requantisation import FreshTwin
 from ..interfaces.sides import TFSide
 from .quantised_side import quantisable_parts, quantised_side
 from .quantize import MODES, layer_modes, quantize
 from .side import KerasHubModel
+from .task import load_keras_hub_side
 
 # Keras 3.15's modes that a fresh quantisation cannot reproduce from the file and its
 # source alone, and why (docs/quantised.md)
@@ -54,6 +54,10 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
         return FreshTwin(
             source.name if source else "-", mode, CALIBRATED[calibrated[0]], layers=modes
         )
+    unknown = sorted(set(modes.values()) - set(MODES))
+    if unknown:
+        why = f"Keras's {unknown[0]} mode is not one tfparity quantises ({', '.join(MODES)})"
+        return FreshTwin(getattr(source, "name", "-"), mode, skipped=why, layers=modes)
     float_side, name = _source(source, reference)
     if isinstance(float_side, str):
         return FreshTwin(name, mode, skipped=float_side, layers=modes)
@@ -93,11 +97,9 @@ def _source(source: TFSide | None, reference: Any) -> tuple[Any, str]:
         return "no float source: give --source MODEL (the model it was quantised from)", "-"
     inner = text.removeprefix("keras-hub:")
     name = f"keras-hub:{inner} (converted from the reference)"
-    from .task import load_keras_hub_side
-
     try:
         return load_keras_hub_side(f"keras-hub:{inner}", Head.BASE), name
-    except (TfparityError, Exception) as exc:  # keras-hub cannot convert it
+    except Exception as exc:  # keras-hub cannot convert it (or refuses it: TfparityError)
         why = f"keras-hub could not convert {text} ({' '.join(str(exc).split())[:120]})"
         return f"no float source: {why}; give --source MODEL", name
 
@@ -108,7 +110,7 @@ def _quantised(side: KerasHubModel, modes: dict[str, str]) -> TFSide:
     by_mode: dict[str, list[str]] = {}
     for path, mode in modes.items():
         by_mode.setdefault(mode, []).append(path)
-    order = sorted(by_mode, key=MODES.index if set(by_mode) <= set(MODES) else str)
+    order = sorted(by_mode, key=MODES.index)
     first, *rest = order
     twin = quantised_side(side, first, by_mode[first])
     for mode in rest:
