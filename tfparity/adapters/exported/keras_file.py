@@ -104,6 +104,16 @@ def _load(spec: ModelSpec) -> Any:
     try:
         return keras.saving.load_model(spec.location, compile=False)
     except Exception as exc:
+        said = " ".join(str(exc).split())
+        custom = "could not be deserialized" in said or "Could not locate class" in said
         raise TfparityError(
-            f"Keras could not load {spec.text}: {' '.join(str(exc).split())[:300]}"
+            f"Keras could not load {spec.text}: {said[:300]}" + (CUSTOM_LAYERS if custom else "")
         ) from exc
+
+
+CUSTOM_LAYERS = (
+    " (a layer of your own in a .keras file loads only once the module registering it "
+    "with @keras.saving.register_keras_serializable is imported: in Python, import it and "
+    "pass the loaded model, tfparity.crosscheck(tf=keras.saving.load_model(PATH), pt=...); "
+    "docs/your-own-model.md)"
+)

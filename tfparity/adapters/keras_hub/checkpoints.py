@@ -43,6 +43,18 @@ def preset_backbone(directory: Path) -> dict[str, Any]:
     return saved
 
 
+def preset_task(directory: Path) -> str | None:
+    """The class of the task a preset was saved from (``task.json``, which a task's
+    ``save_to_preset`` writes beside its backbone's ``config.json``), or None: a
+    backbone's preset, or a Hugging Face checkpoint."""
+    try:
+        saved = json.loads((directory / "task.json").read_text())
+    except (OSError, ValueError):
+        return None
+    name = saved.get("class_name") if isinstance(saved, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def preset_fields(saved: dict[str, Any], backbone: Any) -> dict[str, Any]:
     """The Hugging Face config fields a preset states: its saved structure mapped by the
     family's layout (:attr:`KerasHubLayout.preset_config`), plus the fields the loaded

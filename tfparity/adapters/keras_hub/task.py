@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,8 @@ from ...errors import TfparityError
 from ...trace import Trace
 from ..runtime.imports import import_tf
 from ..sources.specs import ModelSpec, as_spec
-from .side import KerasHubModel, import_keras_hub, load_keras_hub
+from .checkpoints import preset_task
+from .side import KerasHubModel, causal_lm_task, import_keras_hub, load_keras_hub
 
 TASK_HEADS = (Head.BASE, Head.CAUSAL_LM)
 
@@ -83,10 +85,14 @@ def checkpoint_head_left_out(spec: ModelSpec, hf_config: Any) -> str | None:
 
 
 def default_head(spec: ModelSpec, hf_config: Any) -> Head:
-    """A causal LM where the checkpoint's ``config.architectures`` names one, else the
-    backbone; ``tiny:<type>`` and a keras-hub preset (no architectures) are the base
-    model unless a head is named."""
-    if spec.inner is None or spec.inner.kind == "tiny":
+    """A causal LM where the checkpoint's ``config.architectures`` names one, or a
+    preset was saved from a ``CausalLM`` task (its ``task.json``), else the backbone;
+    ``tiny:<type>`` and a backbone's preset are the base model unless a head is named."""
+    if spec.inner is None:
+        keras_hub = import_keras_hub()
+        task = causal_lm_task(keras_hub, preset_task(Path(spec.location)))
+        return Head.BASE if task is None else Head.CAUSAL_LM
+    if spec.inner.kind == "tiny":
         return Head.BASE
     named = head_of_config(hf_config.architectures)
     return named if named is Head.CAUSAL_LM else Head.BASE
