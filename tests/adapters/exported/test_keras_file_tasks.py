@@ -172,3 +172,14 @@ def test_a_masked_lm_file_keeps_the_refusal_of_an_unported_head(tmp_path, capsys
     assert "BertMaskedLM" in err and "mlm_head" in err and "--head base" in err
     assert cli.main([*argv, "--head", "causal-lm"]) == 2
     assert "BertMaskedLM, a masked-lm task" in capsys.readouterr().err
+
+
+def test_a_causal_lm_held_in_memory_is_checked_whole_too(files):
+    import keras
+
+    ckpt, root = files["gpt2"]
+    task = keras.saving.load_model(root / "float.keras", compile=False)
+    (report,) = crosscheck(tf=task, pt=ckpt, inputs=INPUTS)
+    assert report.passed, [(c.name, c.max_abs_diff) for c in report.failures]
+    assert report.details["head"] == "causal-lm"
+    assert "logits" in {c.name for c in report.comparisons}
