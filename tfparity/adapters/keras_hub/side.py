@@ -48,9 +48,10 @@ from ..tf_common.keras_weights import feed_forward_weights
 from .checkpoints import (
     checkpoint_of,
     preset_backbone,
+    preset_causal_lm,
     preset_config,
     preset_fields,
-    preset_task,
+    preset_loaded,
 )
 from .ports import Ported, pt_gradients, pt_name, recording_ports
 from .taps import BlockRecording
@@ -94,13 +95,13 @@ def load_keras_hub(text: str | ModelSpec) -> KerasHubModel:
     keras_hub = import_keras_hub()
     directory, preset = checkpoint_of(spec)
     saved = preset_backbone(directory) if preset else None  # exit 2 before loading
-    task = causal_lm_task(keras_hub, preset_task(directory)) if preset else None
+    task = preset_causal_lm(keras_hub, directory) if preset else None
     try:
         with recording_ports() as ports:
-            if task is not None:  # a quantised task's preset loads only whole (below)
-                backbone = task.from_preset(str(directory), preprocessor=None).backbone
-            else:
+            if task is None:
                 backbone = keras_hub.models.Backbone.from_preset(str(directory))
+            else:  # loaded whole: a quantised task's preset loads no other way
+                backbone = task.from_preset(str(directory), preprocessor=None).backbone
     except TfparityError:
         raise
     except Exception as exc:
@@ -119,11 +120,7 @@ def load_keras_hub(text: str | ModelSpec) -> KerasHubModel:
     if preset:
         notes.append(PRESET_NOTE)
     if task is not None:
-        notes.append(
-            f"The preset was saved from a keras-hub task ({task.__name__}): it is loaded "
-            f"whole ({task.__name__}.from_preset, preprocessor=None; keras-hub's "
-            "Backbone.from_preset cannot read a quantised task's preset)."
-        )
+        notes.append(preset_loaded(task))
     model = KerasHubModel(
         name=text,
         backbone=backbone,
@@ -138,13 +135,6 @@ def load_keras_hub(text: str | ModelSpec) -> KerasHubModel:
     )
     model.notes.append(model.how_embeds_run())
     return model
-
-
-def causal_lm_task(keras_hub: Any, name: str | None) -> Any:
-    """keras-hub's ``CausalLM`` subclass named ``name`` (a preset's ``task.json``), or
-    None for another task or none."""
-    cls = getattr(keras_hub.models, name or "", None)
-    return cls if isinstance(cls, type) and issubclass(cls, keras_hub.models.CausalLM) else None
 
 
 def backbone_side(

@@ -34,8 +34,8 @@ from ...errors import TfparityError
 from ...trace import Trace
 from ..runtime.imports import import_tf
 from ..sources.specs import ModelSpec, as_spec
-from .checkpoints import preset_task
-from .side import KerasHubModel, causal_lm_task, import_keras_hub, load_keras_hub
+from .checkpoints import preset_causal_lm
+from .side import KerasHubModel, import_keras_hub, load_keras_hub
 
 TASK_HEADS = (Head.BASE, Head.CAUSAL_LM)
 
@@ -89,8 +89,7 @@ def default_head(spec: ModelSpec, hf_config: Any) -> Head:
     preset was saved from a ``CausalLM`` task (its ``task.json``), else the backbone;
     ``tiny:<type>`` and a backbone's preset are the base model unless a head is named."""
     if spec.inner is None:
-        keras_hub = import_keras_hub()
-        task = causal_lm_task(keras_hub, preset_task(Path(spec.location)))
+        task = preset_causal_lm(import_keras_hub(), Path(spec.location))
         return Head.BASE if task is None else Head.CAUSAL_LM
     if spec.inner.kind == "tiny":
         return Head.BASE
