@@ -527,7 +527,8 @@ def generate(
     prompt an item); ``kl_budget`` judges them by a bootstrap interval over the prompts,
     as :func:`crosscheck`'s does over sequences. ``quantize`` (a keras-hub causal LM):
     a Keras-quantised copy generates, judged by the mode's budget (``kl_budget``
-    overrides it) over the prompts, its tokens reported (docs/generate.md).
+    overrides it) over the prompts, its tokens reported (docs/generate.md); a ``.keras``
+    file of a keras-hub ``CausalLM`` saved after ``quantize`` is judged so in its own mode.
     ``backend`` (``"jax"``, ``"torch"``; ``--backend``): a ``keras-hub:<SPEC>`` causal
     LM generates on that Keras backend, in a process of its own (docs/backends.md).
     """
@@ -574,6 +575,9 @@ def generate(
     tf_model, pt_model = paired.tf, paired.reference
     if quantize is not None:  # a copy; exit 2 for a side Keras cannot quantise
         tf_model, embeds = _quantised_twin(tf_model, quantize, False)[0], False
+    elif (tf_model.quantisation or "").startswith("keras "):  # a .keras file stored quantised
+        stored = tf_model.quantisation.removeprefix("keras ")
+        quantised, embeds = QuantisedGeneration.of(stored, limits, stored=True), False
     if texts is not None:
         inputs = InputOptions(texts=validation.texts(texts))
     elif inputs is None or (inputs.texts is None and inputs.random is None):

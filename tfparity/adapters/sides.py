@@ -6,9 +6,10 @@ TF model for a directory, hub id, minilm or tiny spec; the keras-hub side for
 
 An object the user holds: a Hugging Face TF model (its
 own :class:`~.hf_tf.tf_model.TFModel`), a keras-hub backbone (the keras-hub side, its weights
-traced through keras-hub's converter run on the reference's checkpoint), a keras-hub task
-with a head of its own (refused unless ``head`` is BASE, then its backbone), or anything
-else runnable, a model of the user's own (:class:`~.user.side.UserModel`).
+traced through keras-hub's converter run on the reference's checkpoint), a keras-hub
+``CausalLM`` (whole, with its logits), a keras-hub task with a head of its own (refused
+unless ``head`` is BASE, then its backbone), or anything else runnable, a model of the
+user's own (:class:`~.user.side.UserModel`).
 
 A keras-hub backbone or a model of the user's own carries no Hugging Face config or
 tokenizer: those come from the reference ``pt``, which they therefore need.
@@ -128,7 +129,7 @@ def object_side(
     if is_keras_hub_backbone(obj):
         _refuse_maps(layers, weights, "a keras-hub backbone, whose layers and weights")
         return held_backbone(obj, pt)
-    if is_keras_hub_task(obj) and (head is Head.BASE or _has_own_head(obj)):
+    if is_keras_hub_task(obj) and (head is Head.BASE or _has_own_head(obj) or _is_lm(obj)):
         _refuse_maps(layers, weights, "a keras-hub task, whose layers and weights")
         return held_task(obj, pt, head)
     side = user_model(obj, layers=layers, weights=weights, tokenizer=tokenizer, head=head)
@@ -158,6 +159,12 @@ def _has_own_head(task: Any) -> bool:
     from .keras_hub.task import head_variables
 
     return bool(head_variables(task))
+
+
+def _is_lm(task: Any) -> bool:
+    from .keras_hub.task import ported_causal_lm
+
+    return ported_causal_lm(task, None)
 
 
 def _refuse_maps(layers: Any, weights: Any, what: str) -> None:
@@ -195,13 +202,18 @@ def held_backbone(backbone: Any, pt: Any) -> TFSide:
 
 
 def held_task(task: Any, pt: Any, head: Head | None) -> TFSide:
-    """A keras-hub task the user holds: refused (exit 2) where its head is its own (a
-    ``TextClassifier``'s, never ported by keras-hub's converters) unless ``head`` is
-    BASE; then its backbone, as :func:`held_backbone`, with a note that the head is not
-    checked."""
-    from .keras_hub.task import task_backbone
+    """A keras-hub task the user holds: a ``CausalLM`` whole, with its logits (as a
+    ``.keras`` file's); one whose head is its own (a ``TextClassifier``'s, never ported
+    by keras-hub's converters) refused (exit 2) unless ``head`` is BASE; then its
+    backbone, as :func:`held_backbone`, with a note that the head is not checked.
+    ``head`` naming another kind than the task is exit 2."""
+    from .keras_hub.task import causal_lm_side, ported_causal_lm, stored_task_head, task_backbone
 
-    backbone, note = task_backbone(task, "The model held in memory is", head)
+    what = "The model held in memory is"
+    stored_task_head(task, what, head)
+    if ported_causal_lm(task, head):
+        return causal_lm_side(held_backbone(task.backbone, pt), type(task))
+    backbone, note = task_backbone(task, what, head)
     side = held_backbone(backbone, pt)
     side.notes.append(note)
     return side

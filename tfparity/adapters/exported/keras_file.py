@@ -2,13 +2,15 @@
 
 It is loaded with keras-hub imported, so keras-hub's registered classes deserialise.
 A keras-hub backbone (or a task's, see :func:`~..keras_hub.task.task_backbone`) becomes a
-:class:`~tfparity.adapters.keras_hub.side.KerasHubModel`, checked exactly as a keras-hub
-model: its Hugging Face config fields read from the backbone's own structure (as for a
-preset), the companion's tokenizer and remaining config, and weight hints from keras-hub's
-converter run on the companion checkpoint, rebound by variable path
-(:meth:`KerasHubModel.with_reference`). Any other Keras model is a user's own model,
-which the Python API checks (a ``.keras`` file holds no mapping from its layers to
-Hugging Face's), on its outputs.
+:class:`~tfparity.adapters.keras_hub.side.KerasHubModel`; a keras-hub ``CausalLM``
+(float or quantised) its :class:`~tfparity.adapters.keras_hub.task.KerasHubCausalLM`, as
+a ``keras-hub:<SPEC>/causal-lm`` spec is: logits, distribution metrics and generation.
+Each is checked exactly as a keras-hub model: its Hugging Face config fields read from
+the backbone's own structure (as for a preset), the companion's tokenizer and remaining
+config, and weight hints from keras-hub's converter run on the companion checkpoint,
+rebound by variable path (:meth:`KerasHubModel.with_reference`). Any other Keras model
+is a user's own model, which the Python API checks (a ``.keras`` file holds no mapping
+from its layers to Hugging Face's), on its outputs.
 """
 
 from __future__ import annotations
@@ -22,22 +24,30 @@ from ..interfaces.sides import TFSide
 from ..keras_hub.quantised_side import part_modes
 from ..keras_hub.quantize import modes_text, stored_mode
 from ..keras_hub.side import backbone_side, import_keras_hub
-from ..keras_hub.task import task_backbone
+from ..keras_hub.task import causal_lm_side, ported_causal_lm, stored_task_head, task_backbone
 from ..sources.checkpoints import Companion
 from ..sources.holdings import Holdings
 from ..sources.specs import ModelSpec
 
 
 def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = None) -> TFSide:
-    """The keras-hub backbone a ``.keras`` file holds, bound to ``companion``; any other
-    Keras model as a model of the user's own. A task with a head of its own (a
-    ``TextClassifier``) is refused unless ``head`` is BASE (:func:`task_backbone`)."""
+    """The keras-hub backbone a ``.keras`` file holds, bound to ``companion``, or its
+    causal LM task whole; any other Keras model as a model of the user's own. ``head``
+    naming another kind than the file's task is exit 2 (:func:`stored_task_head`); a task
+    with a head of its own (a ``TextClassifier``'s, a ``MaskedLM``'s) is refused unless
+    ``head`` is BASE (:func:`task_backbone`)."""
     keras_hub = import_keras_hub()
     held = _load(spec)
     notes: list[str] = []
+    task = None
     if isinstance(held, keras_hub.models.Task):
-        held, note = task_backbone(held, f"{spec.text} holds", head)
-        notes.append(note)
+        what = f"{spec.text} holds"
+        stored_task_head(held, what, head)
+        if ported_causal_lm(held, head):
+            task, held = held, held.backbone
+        else:
+            held, note = task_backbone(held, what, head)
+            notes.append(note)
     if not isinstance(held, keras_hub.models.Backbone):
         return _users_own(held, spec, companion)
     side = backbone_side(
@@ -64,7 +74,21 @@ def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = N
                 "of its coarsest mode, and each layer's growth by its own mode's limit."
             )
     # the file holds every weight the backbone computes with: nothing is missing
-    return replace(side.with_reference(companion.text), holdings=Holdings.export())
+    bound = replace(side.with_reference(companion.text), holdings=Holdings.export())
+    if task is None:
+        return bound
+    lm = causal_lm_side(bound, type(task))
+    lm.source = (
+        f"Keras 3 file {spec.location} ({type(task).__name__} around its "
+        f"{type(held).__name__}, preprocessor=None); tokenizer and config from {companion.text}"
+    )
+    lm.notes.insert(
+        0,
+        f"{spec.text} holds a keras-hub task ({type(task).__name__}): checked whole, its "
+        "logits (the head is the backbone's token embedding, reversed) against the "
+        "checkpoint's causal LM.",
+    )
+    return lm
 
 
 def _users_own(held: Any, spec: ModelSpec, companion: Companion) -> TFSide:
@@ -88,6 +112,16 @@ def _load(spec: ModelSpec) -> Any:
     try:
         return keras.saving.load_model(spec.location, compile=False)
     except Exception as exc:
+        said = " ".join(str(exc).split())
+        custom = "could not be deserialized" in said or "Could not locate class" in said
         raise TfparityError(
-            f"Keras could not load {spec.text}: {' '.join(str(exc).split())[:300]}"
+            f"Keras could not load {spec.text}: {said[:300]}" + (CUSTOM_LAYERS if custom else "")
         ) from exc
+
+
+CUSTOM_LAYERS = (
+    " (a layer of your own in a .keras file loads only once the module registering it "
+    "with @keras.saving.register_keras_serializable is imported: in Python, import it and "
+    "pass the loaded model, tfparity.crosscheck(tf=keras.saving.load_model(PATH), pt=...); "
+    "docs/your-own-model.md)"
+)

@@ -43,6 +43,30 @@ def preset_backbone(directory: Path) -> dict[str, Any]:
     return saved
 
 
+def preset_causal_lm(keras_hub: Any, directory: Path) -> Any:
+    """keras-hub's ``CausalLM`` subclass a preset was saved from (its ``task.json``,
+    which a task's ``save_to_preset`` writes beside the backbone's ``config.json``), or
+    None: a backbone's preset, or another task's."""
+    try:
+        saved = json.loads((directory / "task.json").read_text())
+    except (OSError, ValueError):
+        return None
+    name = saved.get("class_name") if isinstance(saved, dict) else None
+    cls = getattr(keras_hub.models, name, None) if isinstance(name, str) else None
+    return cls if isinstance(cls, type) and issubclass(cls, keras_hub.models.CausalLM) else None
+
+
+def preset_loaded(task: Any) -> str:
+    """The note of a causal LM's preset, loaded whole (keras-hub 0.32's
+    ``Backbone.from_preset`` finds none of a quantised task's variables)."""
+    name = task.__name__
+    return (
+        f"The preset was saved from a keras-hub task ({name}): it is loaded whole "
+        f"({name}.from_preset; keras-hub's Backbone.from_preset cannot read a quantised "
+        "task's preset) and checked as that causal LM."
+    )
+
+
 def preset_fields(saved: dict[str, Any], backbone: Any) -> dict[str, Any]:
     """The Hugging Face config fields a preset states: its saved structure mapped by the
     family's layout (:attr:`KerasHubLayout.preset_config`), plus the fields the loaded

@@ -48,8 +48,10 @@ from ..tf_common.keras_weights import feed_forward_weights
 from .checkpoints import (
     checkpoint_of,
     preset_backbone,
+    preset_causal_lm,
     preset_config,
     preset_fields,
+    preset_loaded,
 )
 from .ports import Ported, pt_gradients, pt_name, recording_ports
 from .taps import BlockRecording
@@ -93,9 +95,13 @@ def load_keras_hub(text: str | ModelSpec) -> KerasHubModel:
     keras_hub = import_keras_hub()
     directory, preset = checkpoint_of(spec)
     saved = preset_backbone(directory) if preset else None  # exit 2 before loading
+    task = preset_causal_lm(keras_hub, directory) if preset else None
     try:
         with recording_ports() as ports:
-            backbone = keras_hub.models.Backbone.from_preset(str(directory))
+            if task is None:
+                backbone = keras_hub.models.Backbone.from_preset(str(directory))
+            else:  # loaded whole: a quantised task's preset loads no other way
+                backbone = task.from_preset(str(directory), preprocessor=None).backbone
     except TfparityError:
         raise
     except Exception as exc:
@@ -113,6 +119,8 @@ def load_keras_hub(text: str | ModelSpec) -> KerasHubModel:
         )
     if preset:
         notes.append(PRESET_NOTE)
+    if task is not None:
+        notes.append(preset_loaded(task))
     model = KerasHubModel(
         name=text,
         backbone=backbone,

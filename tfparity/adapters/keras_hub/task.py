@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from ...errors import TfparityError
 from ...trace import Trace
 from ..runtime.imports import import_tf
 from ..sources.specs import ModelSpec, as_spec
+from .checkpoints import preset_causal_lm
 from .side import KerasHubModel, import_keras_hub, load_keras_hub
 
 TASK_HEADS = (Head.BASE, Head.CAUSAL_LM)
@@ -83,10 +85,13 @@ def checkpoint_head_left_out(spec: ModelSpec, hf_config: Any) -> str | None:
 
 
 def default_head(spec: ModelSpec, hf_config: Any) -> Head:
-    """A causal LM where the checkpoint's ``config.architectures`` names one, else the
-    backbone; ``tiny:<type>`` and a keras-hub preset (no architectures) are the base
-    model unless a head is named."""
-    if spec.inner is None or spec.inner.kind == "tiny":
+    """A causal LM where the checkpoint's ``config.architectures`` names one, or a
+    preset was saved from a ``CausalLM`` task (its ``task.json``), else the backbone;
+    ``tiny:<type>`` and a backbone's preset are the base model unless a head is named."""
+    if spec.inner is None:
+        task = preset_causal_lm(import_keras_hub(), Path(spec.location))
+        return Head.BASE if task is None else Head.CAUSAL_LM
+    if spec.inner.kind == "tiny":
         return Head.BASE
     named = head_of_config(hf_config.architectures)
     return named if named is Head.CAUSAL_LM else Head.BASE
@@ -113,9 +118,10 @@ def task_class(backbone: Any) -> Any:
     return next(iter(found.values()))
 
 
-def causal_lm_side(side: KerasHubModel) -> KerasHubCausalLM:
-    """``side``'s backbone inside its keras-hub causal-LM task (``preprocessor=None``)."""
-    cls = task_class(side.backbone)
+def causal_lm_side(side: KerasHubModel, cls: Any = None) -> KerasHubCausalLM:
+    """``side``'s backbone inside its keras-hub causal-LM task (``preprocessor=None``):
+    ``cls`` (a stored task's own class), else the one keras-hub's ``from_preset`` picks."""
+    cls = cls or task_class(side.backbone)
     task = cls(backbone=side.backbone, preprocessor=None)
     values = {f.name: getattr(side, f.name) for f in fields(side) if f.init}
     lm = KerasHubCausalLM(**values, task=task)
@@ -132,6 +138,46 @@ def head_variables(task: Any) -> list[str]:
     backbone's token embedding (or its ``reverse_embeddings``): none of its own."""
     inside = {id(v) for v in task.backbone.weights}
     return [v.path for v in task.weights if id(v) not in inside]
+
+
+# keras-hub's task base classes and the Hugging Face kind of head each one is.
+TASK_KINDS = (
+    ("CausalLM", Head.CAUSAL_LM),
+    ("MaskedLM", Head.MASKED_LM),
+    ("TextClassifier", Head.SEQUENCE_CLASSIFICATION),
+)
+
+
+def stored_task_head(task: Any, what: str, head: Head | None) -> Head | None:
+    """The kind of head a keras-hub task held is, from its class (``Llama3CausalLM``: a
+    causal LM), or None for another task; exit 2 where ``head`` (``--head``) names
+    another kind than the task is (BASE, its backbone, is always asked for)."""
+    keras_hub = import_keras_hub()
+    kind = next(
+        (k for name, k in TASK_KINDS if isinstance(task, getattr(keras_hub.models, name, ()))),
+        None,
+    )
+    if head is not None and head is not Head.BASE and kind is not None and head is not kind:
+        raise TfparityError(
+            f"{what} a keras-hub {type(task).__name__}, a {kind.value} task, but --head "
+            f"{head.value} asks for a {head.value} model: the head checked is the file's "
+            f"own. Drop --head (or give --head {kind.value}), or --head base to check its "
+            "backbone only."
+        )
+    return kind
+
+
+def ported_causal_lm(task: Any, head: Head | None) -> bool:
+    """Whether the keras-hub task held is checked whole, as a causal LM with its logits:
+    a ``CausalLM`` whose head is its backbone's token embedding (or the
+    ``reverse_embeddings`` keras-hub's converters port ``lm_head.weight`` into), so every
+    weight it computes with is the converter's; not with ``--head base``."""
+    keras_hub = import_keras_hub()
+    return (
+        head is not Head.BASE
+        and isinstance(task, keras_hub.models.CausalLM)
+        and not head_variables(task)
+    )
 
 
 def task_backbone(task: Any, what: str, head: Head | None) -> tuple[Any, str]:

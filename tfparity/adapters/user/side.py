@@ -22,6 +22,7 @@ from ...inputs import Batch, Limits, available_inputs, check_limits
 from ...results import Hint
 from ...trace import Trace, hidden_state_index
 from ..interfaces.sides import TFSideBase, config_limits
+from ..keras_hub.quantize import stored_mode
 from ..reference.own import reference_config
 from ..runtime.execution_options import ExecutionOptions, eager_only
 from ..sources.checkpoints import resolve
@@ -157,6 +158,14 @@ class UserModel(TFSideBase):
         if self.chosen_head is not None:
             return self.chosen_head
         return head_of_config(getattr(self.config, "architectures", None))
+
+    @property
+    def quantisation(self) -> str | None:
+        """``keras int8`` (etc.) for a Keras 3 model Keras quantised (``model.quantize``,
+        or a ``.keras`` file saved after it): judged by that mode's budgets, as a
+        keras-hub model is; None for any other model."""
+        mode = stored_mode(self.model)
+        return None if mode is None else f"keras {mode}"
 
     @property
     def headless_reason(self) -> str | None:

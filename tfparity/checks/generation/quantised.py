@@ -1,5 +1,7 @@
 """``generate --quantize MODE``: a Keras-quantised copy of a keras-hub causal LM,
-generating against PyTorch, judged as a quantised model is (docs/quantised.md).
+generating against PyTorch, judged as a quantised model is (docs/quantised.md); the
+same for a keras-hub causal LM stored quantised (a ``.keras`` file saved after
+``model.quantize``), read as it is.
 
 A quantised model differs from float32 by design, so the float64 referee's per-step
 verdict would fail it at its first flip, and flips at near ties are what quantisation
@@ -29,11 +31,14 @@ class QuantisedGeneration:
     mode: str
     limits: Sequence[Limit]
     origin: str  # where the limits come from: the mode's default, or --kl-budget
+    stored: bool = False  # quantised in the file (read as it is), not by --quantize
 
     @classmethod
-    def of(cls, mode: str, given: Sequence[Limit] | None) -> QuantisedGeneration:
+    def of(
+        cls, mode: str, given: Sequence[Limit] | None, stored: bool = False
+    ) -> QuantisedGeneration:
         limits, origin = kl_budget_for(mode, given)
-        return cls(mode, limits, origin)
+        return cls(mode, limits, origin, stored)
 
     def judge_line(self) -> str:
         budget = ", ".join(map(str, self.limits))
@@ -49,7 +54,11 @@ class QuantisedGeneration:
         total = sum(r["new_tokens"] for r in rows)
         return {
             "mode": self.mode,
-            "quantised": f"Keras model.quantize({self.mode!r}) on a copy of the float model",
+            "quantised": (
+                f"stored quantised ({self.mode}), read as it is"
+                if self.stored
+                else f"Keras model.quantize({self.mode!r}) on a copy of the float model"
+            ),
             "budget": ", ".join(map(str, self.limits)) + f" ({self.origin})",
             "tokens_agreed": agreed,
             "tokens": total,
