@@ -15,6 +15,7 @@ run), for the parent to report as one paragraph.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import math
@@ -259,26 +260,56 @@ def _record(args: argparse.Namespace) -> dict[str, Any]:
                 "--referee-backend tensorflow"
             )
     for precision in args.precision or ["float32"]:
-        run_model = model if precision == "float32" else _float64_twin(keras, model)
-        run = _run(keras, run_model, inputs)
-        dtypes = sorted({str(a.dtype) for a in run.outputs.values() if a.dtype.kind == "f"})
-        if precision == "float64" and dtypes != ["float64"]:
-            raise ValueError(f"the float64 run on {backend} computed in {', '.join(dtypes)}")
-        meta["runs"][precision] = {
-            "layers": run.names,
-            "notes": run.notes,
-            "dtypes": dtypes,
-            "parents": run.parents,
-        }
-        arrays.update({f"{precision}:{name}": a for name, a in run.outputs.items()})
-        if args.gradients is not None:  # kept apart: .gradients says how
-            from .gradients import record_gradients
+        with contextlib.ExitStack() as scope:
+            run_model, run = _run_at(keras, model, inputs, precision, scope)
+            dtypes = sorted({str(a.dtype) for a in run.outputs.values() if a.dtype.kind == "f"})
+            meta["runs"][precision] = {
+                "layers": run.names,
+                "notes": run.notes,
+                "dtypes": dtypes,
+                "parents": run.parents,
+            }
+            arrays.update({f"{precision}:{name}": a for name, a in run.outputs.items()})
+            if args.gradients is not None:  # kept apart: .gradients says how
+                from .gradients import record_gradients
 
-            grads, facts = record_gradients(keras, run_model, inputs, args.gradients)
-            meta["runs"][precision]["gradients"] = facts
-            arrays.update({f"grad:{precision}:{name}": a for name, a in grads.items()})
+                grads, facts = record_gradients(keras, run_model, inputs, args.gradients)
+                meta["runs"][precision]["gradients"] = facts
+                arrays.update({f"grad:{precision}:{name}": a for name, a in grads.items()})
     np.savez(args.out, **arrays)
     return meta
+
+
+def _run_at(
+    keras: Any, model: Any, inputs: list[np.ndarray], precision: str, scope: Any
+) -> tuple[Any, Recorded]:
+    """The model run at ``precision`` and its record. At float64 the twin is built and
+    run inside a :class:`.float64.Float64Scope` entered on ``scope`` (an ExitStack
+    that the caller's gradients share), so the casts a layer fixes to float32 compute
+    at float64; a layer whose output is still narrower is left out of the record,
+    named in a note, and the rest is judged."""
+    if precision == "float32":
+        return model, _run(keras, model, inputs)
+    from .float64 import Float64Scope, narrow_outputs, widen_sublayers
+
+    widening = scope.enter_context(Float64Scope(keras))
+    twin = _float64_twin(keras, model)
+    built = widen_sublayers(keras, twin)
+    run = _run(keras, twin, inputs)
+    narrow = narrow_outputs(run.outputs)
+    for name in narrow:
+        del run.outputs[name]
+    run.names = [n for n in run.names if n not in narrow]
+    note = widening.note(built)
+    run.notes += [note] if note else []
+    if narrow:
+        backend = keras.backend.backend()
+        run.notes.append(
+            f"not judged: {', '.join(narrow)} computed at float32 in the float64 run on "
+            f"{backend} (outside keras.ops, so tfparity cannot widen it): the float64 "
+            "referee has no output for it; the layers after it are judged"
+        )
+    return twin, run
 
 
 def _recorded(args: argparse.Namespace) -> int:
