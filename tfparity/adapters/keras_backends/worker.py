@@ -103,28 +103,42 @@ def _policies_to_float64(config: Any) -> None:
 
 def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[Any]]:
     """A model whose outputs are every layer's (topological order, as ``model.layers``),
-    their names (``layer`` or ``layer/k`` for a layer with several outputs), notes on
-    layers that could not be recorded (one called at several places has no single
-    output) and the layers recorded. A model without a graph (subclassed) records its
-    outputs only."""
+    their names (``layer`` or ``layer/k`` for a layer with several outputs; a layer
+    called at several places in the graph, as ALBERT's shared blocks, per call:
+    ``layer``, ``layer#1``, ... as :func:`.models.call_name` names them), notes on
+    layers that could not be recorded and the layers recorded. A model without a graph
+    (subclassed) records its outputs only."""
     outputs, names, notes, layers = [], [], [], []
+    in_graph = {id(n) for nodes in getattr(model, "_nodes_by_depth", {}).values() for n in nodes}
     for layer in model.layers:
         if isinstance(layer, keras.layers.InputLayer):
             continue
         try:
-            flat = keras.tree.flatten(layer.output)
+            calls = _calls(keras, layer, in_graph)
         except (AttributeError, ValueError, RuntimeError) as e:
             notes.append(f"layer {layer.name} not recorded: {str(e).splitlines()[0]}")
             continue
-        outputs.extend(flat)
         layers.append(layer)
-        names.extend(
-            [layer.name] if len(flat) == 1 else [f"{layer.name}/{k}" for k in range(len(flat))]
-        )
+        for name, flat in calls:
+            outputs.extend(flat)
+            names.extend([name] if len(flat) == 1 else [f"{name}/{k}" for k in range(len(flat))])
     if not outputs:
         notes.append("the model has no layer graph (subclassed): only its outputs are recorded")
         return model, ["output"], notes, []
     return keras.Model(model.inputs, outputs), names, notes, layers
+
+
+def _calls(keras: Any, layer: Any, in_graph: set[int]) -> list[tuple[str, list[Any]]]:
+    """Each call of ``layer`` in the model's graph (``in_graph``: its nodes' ids): its
+    name and output tensors; one call: the layer's own name and output."""
+    nodes = getattr(layer, "_inbound_nodes", [])
+    if len(nodes) <= 1:
+        return [(layer.name, keras.tree.flatten(layer.output))]
+    return [
+        (layer.name if k == 0 else f"{layer.name}#{k}", list(node.output_tensors))
+        for k, node in enumerate(nodes)
+        if id(node) in in_graph
+    ]
 
 
 @dataclass
@@ -157,9 +171,10 @@ def _run(keras: Any, model: Any, inputs: list[np.ndarray]) -> Recorded:
 
 
 def _owners(names: list[str], layers: list[Any]) -> dict[str, str]:
-    """Each recorded name's graph layer (``dense/1`` -> ``dense``)."""
+    """Each recorded name's graph layer (``dense/1`` -> ``dense``, ``block#1`` ->
+    ``block``)."""
     known = {layer.name for layer in layers}
-    return {n: n if n in known else n.rsplit("/", 1)[0] for n in names}
+    return {n: n if n in known else n.rsplit("/", 1)[0].split("#", 1)[0] for n in names}
 
 
 def precision_facts(keras: Any, backend: str) -> dict[str, Any]:
