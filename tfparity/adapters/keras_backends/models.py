@@ -28,6 +28,45 @@ def save_quantised(path: str, out: str, mode: str, imports: list[str]) -> str | 
     return stored_mode(model)
 
 
+def tokenised_inputs(
+    path: str, imports: list[str], rows: int, seq_len: int, seed: int
+) -> tuple[list[str], list[Any]]:
+    """The input names and seeded tokenised inputs of a keras-hub backbone or task saved
+    at ``path``, as a keras-hub spec makes them (``rows`` random rows of mixed lengths,
+    the longest ``seq_len``, padded; ids below the backbone's vocabulary, never the
+    tokenizer's pad id): the file is loaded to learn its inputs, which its config does
+    not list. Anything but a keras-hub model with a backbone is a TfparityError."""
+    import importlib
+
+    import keras
+
+    from ...inputs import random_batches
+    from .inputs import tokenised
+
+    for module in imports:
+        importlib.import_module(module)
+    model = keras.saving.load_model(path, compile=False)
+    backbone = model if hasattr(model, "vocabulary_size") else getattr(model, "backbone", None)
+    vocabulary = getattr(backbone, "vocabulary_size", None)
+    if vocabulary is None:
+        raise TfparityError(
+            f"{path} holds a keras-hub {type(model).__name__} without a token vocabulary: "
+            "give --inputs FILE.npz, one array per model input."
+        )
+    tokenizer = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
+    pad = getattr(tokenizer, "pad_token_id", None)
+    batch = random_batches(
+        rows,
+        seq_len,
+        int(vocabulary),
+        batch_size=rows,
+        seed=seed,
+        avoid_ids=() if pad is None else (int(pad),),
+    )[0]
+    names = [t.name for t in model.inputs]
+    return names, tokenised(batch, names)
+
+
 def built_model(target: str, imports: list[str]) -> Any:
     """Import ``module``, call ``function``; a missing one or a non-model is a
     TfparityError naming it (exit 2 in the parent)."""

@@ -130,9 +130,11 @@ def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[A
 
 def _calls(keras: Any, layer: Any, in_graph: set[int]) -> list[tuple[str, list[Any]]]:
     """Each call of ``layer`` in the model's graph (``in_graph``: its nodes' ids): its
-    name and output tensors; one call: the layer's own name and output."""
+    name (:func:`.models.call_name`'s) and output tensors, read from the call's node, so
+    a nested model's are its call's (its ``output`` is its inner graph's, which a
+    recorder would run a second time)."""
     nodes = getattr(layer, "_inbound_nodes", [])
-    if len(nodes) <= 1:
+    if not in_graph:
         return [(layer.name, keras.tree.flatten(layer.output))]
     return [
         (layer.name if k == 0 else f"{layer.name}#{k}", list(node.output_tensors))
