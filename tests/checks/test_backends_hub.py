@@ -7,7 +7,13 @@ clean keras-hub BERT on TensorFlow and torch, against the Keras float64 referee 
 PyTorch at float64; a port whose checkpoint has one weight changed (against the
 original as --pt) on TensorFlow alone; the example callable with its JAX-only fault on
 TensorFlow and JAX (TensorFlow's rows show the callable's clean path). All three
-backends on every keras-hub family: docs/backends.md's table.
+backends on every keras-hub family: docs/backends.md's table (scripts/backends_table.py).
+
+The rotary families: the docs' own ``keras-hub:tiny:qwen2``, whose float64 referee
+computes keras-hub's fixed float32 casts at float64; keras-hub models saved to
+``.keras`` (a Llama backbone, a Qwen2 CausalLM), which take tokenised inputs as a spec
+does; and the Llama file whose layer 1 rotary embedding is 0.1% off on torch only. The
+files' runs share one set of processes (their --import is the same).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from tfparity.cli import main
 from tfparity.cross_backend.prepare import model_kind
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
+HUB_EXAMPLE = "tfparity.examples.keras_hub_backends"
 ALL = ["tensorflow", "jax", "torch"]
 HIDDEN = [
     "hidden_states[0] (embeddings_dropout)",
@@ -204,3 +211,73 @@ def test_the_first_backend_processes_start_before_the_model_is_prepared(monkeypa
     keys = seen["at prepare"]
     assert [k.backend for k in keys] == first
     assert all(k.imports == ("keras_hub",) and k.entry == prepare_module.ENTRY for k in keys)
+
+
+@pytest.fixture(scope="module")
+def rotary_runs(tmp_path_factory, backends_run):
+    from tfparity.examples.keras_hub_backends import save
+
+    root = tmp_path_factory.mktemp("rotary")
+
+    def run(name, backends, **kw):
+        path = save(root / f"{name}.keras", **kw)
+        return backends_run(str(path), imports=[HUB_EXAMPLE], backends=backends)
+
+    return {
+        "llama": run("llama", ALL, family="llama"),
+        "skewed": run("skewed", ALL[::2], family="llama", skewed_backend="torch"),
+        "qwen2-lm": run("qwen2-lm", ALL[::2], family="qwen2", task=True),
+        "spec": backends_run("keras-hub:tiny:qwen2", backends=ALL[::2]),
+    }
+
+
+def _all_passed(data):
+    return all(c["passed"] for r in data["details"]["layers"] for c in r["backends"].values())
+
+
+def test_a_rotary_spec_passes_with_its_fixed_float32_casts_computed_at_float64(rotary_runs):
+    code, text, data = rotary_runs["spec"]
+    assert code == 0 and _all_passed(data)
+    assert data["details"]["hf_referee"]["first_divergence"] is None
+    layers = [r["layer"] for r in data["details"]["layers"]]
+    assert "transformer_layer_1/self_attention/rotary_embedding_layer" in layers
+    assert "transformer_layer_1/self_attention/attention_softmax" in layers  # float64 now
+    assert "computed at float64 the casts to float32 in QwenLayerNorm" in text
+    worst = max(
+        c["relative_rmse"]
+        for r in data["details"]["layers"]
+        for c in r["backends"].values()
+        if c["relative_rmse"] is not None
+    )
+    assert worst < 1e-5  # float32 rounding against a float64 referee
+
+
+def test_a_keras_hub_backbone_file_takes_tokenised_inputs_and_passes_on_every_backend(
+    rotary_runs,
+):
+    code, text, data = rotary_runs["llama"]
+    assert code == 0 and _all_passed(data), text
+    assert data["details"]["backends"] == ALL
+    layers = [r["layer"] for r in data["details"]["layers"]]
+    assert layers[0] == "token_embedding" and "transformer_layer_1" in layers
+    assert "LlamaLayerNorm" in text  # its fixed float32 casts, widened in the referee
+
+
+def test_a_rotary_layer_off_on_torch_fails_naming_torch_and_that_layer(rotary_runs):
+    from tfparity.examples.keras_hub_backends import SKEWED_LAYER
+
+    code, text, data = rotary_runs["skewed"]
+    assert code == 1
+    f = data["details"]["first_divergence"]
+    assert (f["backend"], f["layer"], f["kind"]) == ("torch", SKEWED_LAYER, "one")
+    assert f"first divergence: backend torch, layer {SKEWED_LAYER} (one)" in text
+    assert all(r["backends"]["tensorflow"]["passed"] for r in data["details"]["layers"])
+
+
+def test_a_keras_hub_causal_lm_file_takes_tokenised_inputs_and_passes(rotary_runs):
+    code, text, data = rotary_runs["qwen2-lm"]
+    assert code == 0 and _all_passed(data), text
+    layers = [r["layer"] for r in data["details"]["layers"]]
+    # the backbone's call and the logits (the token embedding's reverse call), once each
+    assert layers[-2:] == ["qwen_backbone", "token_embedding#1"]
+    assert layers.count("qwen_backbone/transformer_layer_0") == 1

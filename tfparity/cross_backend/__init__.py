@@ -58,9 +58,10 @@ def run_request(request: BackendsRequest, workers: BackendWorkers | None = None)
     _refuse_for_kind(request, kind)
     _refuse_for_quantize(request)
     if kind == "file":
-        from ..adapters.keras_backends.inputs import read_config
+        from ..adapters.keras_backends.inputs import keras_hub_model, read_config
 
-        read_config(Path(request.model))  # a bad file: exit 2 before any process starts
+        # a bad file: exit 2 before any process starts; a keras-hub one: keras_hub imported
+        kind = "keras-hub file" if keras_hub_model(read_config(Path(request.model))) else kind
     chosen, notes = choose_backends(request.backends)
     referee = choose_referee(request.referee_backend)
     imports = worker_imports(kind, request.model, tuple(request.imports))
@@ -123,17 +124,23 @@ def _run(
     from ..adapters.keras_backends.inputs import file_inputs, random_inputs, read_config
     from ..checks.backends import DEFAULT_CEILING, BackendOutputs, check_backends
     from ..compare.judge import Referee
-    from .prepare import HubInputs, Prepared, prepare
+    from .prepare import HubInputs, Prepared, prepare, tokenised_file_inputs
 
     given = file_inputs(Path(request.inputs)) if request.inputs else None
-    if kind == "file":
+    hub = HubInputs(request.random, request.seq_len, request.seed, _texts(request.texts))
+    if kind == "keras-hub file":  # a keras-hub backbone or task: tokenised, as its spec's
+        path = Path(request.model)
+        inputs = given or tokenised_file_inputs(
+            path, tmp, processes.imports, hub, step=processes.step
+        )
+        prepared = Prepared(path, inputs, processes.imports)
+    elif kind == "file":
         path = Path(request.model)
         inputs = given or random_inputs(
             read_config(path), request.random, request.seq_len, request.seed
         )
         prepared = Prepared(path, inputs, tuple(request.imports))
     else:
-        hub = HubInputs(request.random, request.seq_len, request.seed, _texts(request.texts))
         prepared = prepare(
             request.model, kind, tmp, tuple(request.imports), hub, request.pt, step=processes.step
         )

@@ -37,7 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.keras_backends.models import built_model, hidden_state_layers, save_quantised
+from ..adapters.keras_backends.models import (
+    built_model,
+    hidden_state_layers,
+    save_quantised,
+    tokenised_inputs,
+)
 from ..errors import TfparityError
 
 # The serving module of a run whose TensorFlow process also prepares (:func:`serve`).
@@ -78,9 +83,11 @@ def model_kind(model: str) -> str:
 def worker_imports(kind: str, model: str, imports: tuple[str, ...]) -> tuple[str, ...]:
     """The modules every backend's worker imports for ``model`` of ``kind``: the user's,
     and what registers the prepared file's classes (keras-hub, or the callable's
-    module). Known before preparing, so the workers can start importing first."""
-    extra = {"keras-hub": ("keras_hub",), "callable": (model.split(":")[0],)}.get(kind, ())
-    return (*imports, *extra)
+    module; for a ``keras-hub file``, a .keras holding a keras-hub model, keras-hub).
+    Known before preparing, so the workers can start importing first."""
+    hub = ("keras_hub",)
+    extra = {"keras-hub": hub, "keras-hub file": hub, "callable": (model.split(":")[0],)}
+    return tuple(dict.fromkeys((*imports, *extra.get(kind, ()))))
 
 
 @dataclass
@@ -163,6 +170,23 @@ def quantised_copy(
     return Path(f"{out}.keras")
 
 
+def tokenised_file_inputs(
+    path: Path, workdir: Path, imports: tuple[str, ...], given: HubInputs, *, step: Step
+) -> list[np.ndarray]:
+    """The inputs of a keras-hub backbone or task saved at ``path``, made as a keras-hub
+    spec makes them (token ids, padding mask, segment ids where declared: ``given``'s
+    rows), by ``step`` in the run's TensorFlow process, which loads the file to learn
+    its inputs (its config does not list them); in the model's input order."""
+    out = workdir / "inputs"
+    arguments = ["hub-inputs", str(path), "--out", str(out), "--given", json.dumps(given.__dict__)]
+    step(arguments + [a for m in imports for a in ("--import", m)])
+    meta = _meta(out)
+    if not Path(f"{out}.npz").exists() or "error" in meta:
+        raise TfparityError(meta.get("error") or f"reading the inputs of {path} failed")
+    with np.load(f"{out}.npz") as held:
+        return [held[f"input:{name}"] for name in meta["inputs"]]
+
+
 def _meta(out: Path) -> dict[str, Any]:
     """What a preparing step wrote beside ``out`` (an ``error`` where it failed)."""
     path = Path(f"{out}.json")
@@ -190,6 +214,17 @@ def _callable(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.nd
     meta["inputs"] = [f"input_{k}" for k in range(len(arrays))]
     meta["imports"] = list(worker_imports("callable", args.model, tuple(args.imports)))
     return {f"input:input_{k}": a for k, a in enumerate(arrays)}
+
+
+def _hub_inputs(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Load a keras-hub model's file, make its tokenised inputs
+    (:func:`tokenised_file_inputs`)."""
+    given = json.loads(args.given)
+    names, arrays = tokenised_inputs(
+        args.model, args.imports, given["random"] or 2, given["seq_len"], given["seed"]
+    )
+    meta["inputs"] = names
+    return {f"input:{n}": a for n, a in zip(names, arrays, strict=True)}
 
 
 def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -226,7 +261,7 @@ def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tfparity-backends-prepare")
-    p.add_argument("kind", choices=("keras-hub", "callable", "quantize"))
+    p.add_argument("kind", choices=("keras-hub", "callable", "quantize", "hub-inputs"))
     p.add_argument("model")
     p.add_argument("--out", required=True)
     p.add_argument("--import", dest="imports", action="append", default=[])
@@ -236,7 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     meta: dict[str, Any] = {}
     try:
-        step = {"keras-hub": _hub, "callable": _callable, "quantize": _quantize}[args.kind]
+        step = {
+            "keras-hub": _hub,
+            "callable": _callable,
+            "quantize": _quantize,
+            "hub-inputs": _hub_inputs,
+        }[args.kind]
         arrays = step(args, meta)
         np.savez(f"{args.out}.npz", **arrays)
         code = 0

@@ -37,12 +37,9 @@ def _recorder(keras: Any, backbone: Any, task: Any) -> Any:
     """A model of the backbone's inputs whose outputs are its hidden states by HF name,
     and ``last_hidden_state`` (the backbone's ``sequence_output``); with a CausalLM
     ``task`` (built on the same inputs), its ``logits`` too, from the same pass."""
-    from .models import hidden_state_layers
+    from .models import hidden_state_tensors
 
-    tensors = {
-        alias: backbone.get_layer(layer).output
-        for alias, layer in hidden_state_layers(backbone).items()
-    }
+    tensors = dict(hidden_state_tensors(backbone))  # per call: ALBERT's shared blocks too
     out = backbone.output
     tensors["last_hidden_state"] = out["sequence_output"] if isinstance(out, dict) else out
     if task is not None:

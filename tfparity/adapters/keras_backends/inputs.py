@@ -49,6 +49,46 @@ def input_specs(config: dict[str, Any]) -> list[InputSpec]:
     return specs
 
 
+def keras_hub_model(config: dict[str, Any]) -> bool:
+    """Whether a ``.keras`` file holds a keras-hub model (a backbone or a task): its
+    top-level class is registered by keras-hub, or (a subclass of one, registered by
+    its user) it declares no Input and holds a backbone's arguments (``vocabulary_size``,
+    its own or its ``backbone``'s). Its config holds the class's arguments, not a graph
+    of Input layers, so its inputs are learnt by loading it (:func:`tokenised`)."""
+    if str(config.get("registered_name") or "").startswith("keras_hub>"):
+        return True
+    inner = config.get("config") or {}
+    backbone = (inner.get("backbone") or {}).get("config") or {}
+    return not input_specs(config) and ("vocabulary_size" in inner or "vocabulary_size" in backbone)
+
+
+# The inputs of keras-hub's text backbones and tasks, and how a batch fills each.
+TOKENISED = ("token_ids", "padding_mask", "segment_ids")
+
+
+def tokenised(batch: Any, names: list[str]) -> list[np.ndarray]:
+    """A keras-hub model's inputs ``names`` (in its input order) from a tokenised
+    ``batch`` (:class:`tfparity.inputs.Batch`), as a keras-hub spec feeds its backbone:
+    ``token_ids``, ``padding_mask`` and, where the model declares it, ``segment_ids``
+    (the batch's token types, else zeros); an input of another name is a TfparityError
+    naming it."""
+    ids = np.asarray(batch.input_ids, np.int32)
+    types = batch.token_type_ids
+    feed = {
+        "token_ids": ids,
+        "padding_mask": np.asarray(batch.attention_mask, np.int32),
+        "segment_ids": np.zeros_like(ids) if types is None else np.asarray(types, np.int32),
+    }
+    unknown = [n for n in names if n not in feed]
+    if unknown:
+        raise TfparityError(
+            f"the keras-hub model takes {', '.join(unknown)}, which tfparity cannot make "
+            f"from token ids (it makes {', '.join(TOKENISED)}): give --inputs FILE.npz, one "
+            "array per model input."
+        )
+    return [feed[n] for n in names]
+
+
 def vocabulary(config: dict[str, Any]) -> int | None:
     """The smallest ``input_dim`` of the model's Embedding layers: token ids below it are
     valid for every one of them (None: the model embeds nothing)."""

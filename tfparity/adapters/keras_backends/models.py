@@ -28,6 +28,45 @@ def save_quantised(path: str, out: str, mode: str, imports: list[str]) -> str | 
     return stored_mode(model)
 
 
+def tokenised_inputs(
+    path: str, imports: list[str], rows: int, seq_len: int, seed: int
+) -> tuple[list[str], list[Any]]:
+    """The input names and seeded tokenised inputs of a keras-hub backbone or task saved
+    at ``path``, as a keras-hub spec makes them (``rows`` random rows of mixed lengths,
+    the longest ``seq_len``, padded; ids below the backbone's vocabulary, never the
+    tokenizer's pad id): the file is loaded to learn its inputs, which its config does
+    not list. Anything but a keras-hub model with a backbone is a TfparityError."""
+    import importlib
+
+    import keras
+
+    from ...inputs import random_batches
+    from .inputs import tokenised
+
+    for module in imports:
+        importlib.import_module(module)
+    model = keras.saving.load_model(path, compile=False)
+    backbone = model if hasattr(model, "vocabulary_size") else getattr(model, "backbone", None)
+    vocabulary = getattr(backbone, "vocabulary_size", None)
+    if vocabulary is None:
+        raise TfparityError(
+            f"{path} holds a keras-hub {type(model).__name__} without a token vocabulary: "
+            "give --inputs FILE.npz, one array per model input."
+        )
+    tokenizer = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
+    pad = getattr(tokenizer, "pad_token_id", None)
+    batch = random_batches(
+        rows,
+        seq_len,
+        int(vocabulary),
+        batch_size=rows,
+        seed=seed,
+        avoid_ids=() if pad is None else (int(pad),),
+    )[0]
+    names = [t.name for t in model.inputs]
+    return names, tokenised(batch, names)
+
+
 def built_model(target: str, imports: list[str]) -> Any:
     """Import ``module``, call ``function``; a missing one or a non-model is a
     TfparityError naming it (exit 2 in the parent)."""
@@ -56,21 +95,51 @@ def built_model(target: str, imports: list[str]) -> Any:
 def hidden_state_layers(backbone: Any) -> dict[str, str]:
     """Which backbone layer's output is each of Hugging Face's hidden states, as the
     keras-hub side maps them: ``hidden_states[0]`` is the input of the first
-    transformer layer, ``hidden_states[k]`` layer ``k-1``'s output, the last one the
-    backbone's ``sequence_output`` (after the final norm, as HF's), and HF's
-    ``pooler_output`` the backbone's ``pooled_output``."""
-    layers = list(backbone.transformer_layers)
-    first = layers[0]._inbound_nodes[0].arguments.keras_tensors[0]
+    transformer layer call, ``hidden_states[k]`` the output of call ``k-1``, the last
+    one the backbone's ``sequence_output`` (after the final norm, as HF's), and HF's
+    ``pooler_output`` the backbone's ``pooled_output``. A layer called more than once
+    (ALBERT's grouped layers: one block run ``num_layers`` times) is named per call,
+    ``name`` then ``name#1``, ``name#2``..., as the worker records it
+    (:func:`call_name`)."""
+    return {alias: call_name(t) for alias, t in hidden_state_tensors(backbone).items()}
+
+
+def hidden_state_tensors(backbone: Any) -> dict[str, Any]:
+    """The symbolic tensors of :func:`hidden_state_layers` (Keras tensors of the
+    backbone's graph), for a recorder model built on it."""
+    calls = _block_calls(backbone)
     outputs = backbone.output if isinstance(backbone.output, dict) else {}
     sequence = outputs.get("sequence_output", backbone.output)
-    names = {"hidden_states[0]": _producer(first)}
-    names.update({f"hidden_states[{k + 1}]": layer.name for k, layer in enumerate(layers[:-1])})
-    names[f"hidden_states[{len(layers)}]"] = _producer(sequence)
+    tensors = {"hidden_states[0]": calls[0].arguments.keras_tensors[0]}
+    for k, node in enumerate(calls[:-1]):
+        tensors[f"hidden_states[{k + 1}]"] = node.output_tensors[0]
+    tensors[f"hidden_states[{len(calls)}]"] = sequence
     if "pooled_output" in outputs:
-        names["pooler_output"] = _producer(outputs["pooled_output"])
-    return names
+        tensors["pooler_output"] = outputs["pooled_output"]
+    return tensors
 
 
-def _producer(tensor: Any) -> str:
-    """The name of the layer whose output ``tensor`` is."""
-    return tensor._keras_history.operation.name
+def _block_calls(backbone: Any) -> list[Any]:
+    """Every call of the backbone's transformer layers (graph nodes), first to last: one
+    per layer, or for a grouped backbone (a list of groups, each group's layers called
+    several times) one per call."""
+    blocks = {
+        id(b)
+        for group in backbone.transformer_layers
+        for b in (group if isinstance(group, (list, tuple)) else [group])
+    }
+    by_depth = backbone._nodes_by_depth  # Keras's functional graph: depth 0 = outputs
+    return [
+        node
+        for depth in sorted(by_depth, reverse=True)
+        for node in by_depth[depth]
+        if id(node.operation) in blocks
+    ]
+
+
+def call_name(tensor: Any) -> str:
+    """The recorded name of the layer call whose output ``tensor`` is: the layer's name
+    for its first call, ``name#k`` for its call ``k`` (from 0)."""
+    history = tensor._keras_history
+    name = history.operation.name
+    return name if history.node_index == 0 else f"{name}#{history.node_index}"

@@ -15,6 +15,7 @@ run), for the parent to report as one paragraph.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import math
@@ -102,28 +103,44 @@ def _policies_to_float64(config: Any) -> None:
 
 def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[Any]]:
     """A model whose outputs are every layer's (topological order, as ``model.layers``),
-    their names (``layer`` or ``layer/k`` for a layer with several outputs), notes on
-    layers that could not be recorded (one called at several places has no single
-    output) and the layers recorded. A model without a graph (subclassed) records its
-    outputs only."""
+    their names (``layer`` or ``layer/k`` for a layer with several outputs; a layer
+    called at several places in the graph, as ALBERT's shared blocks, per call:
+    ``layer``, ``layer#1``, ... as :func:`.models.call_name` names them), notes on
+    layers that could not be recorded and the layers recorded. A model without a graph
+    (subclassed) records its outputs only."""
     outputs, names, notes, layers = [], [], [], []
+    in_graph = {id(n) for nodes in getattr(model, "_nodes_by_depth", {}).values() for n in nodes}
     for layer in model.layers:
         if isinstance(layer, keras.layers.InputLayer):
             continue
         try:
-            flat = keras.tree.flatten(layer.output)
+            calls = _calls(keras, layer, in_graph)
         except (AttributeError, ValueError, RuntimeError) as e:
             notes.append(f"layer {layer.name} not recorded: {str(e).splitlines()[0]}")
             continue
-        outputs.extend(flat)
         layers.append(layer)
-        names.extend(
-            [layer.name] if len(flat) == 1 else [f"{layer.name}/{k}" for k in range(len(flat))]
-        )
+        for name, flat in calls:
+            outputs.extend(flat)
+            names.extend([name] if len(flat) == 1 else [f"{name}/{k}" for k in range(len(flat))])
     if not outputs:
         notes.append("the model has no layer graph (subclassed): only its outputs are recorded")
         return model, ["output"], notes, []
     return keras.Model(model.inputs, outputs), names, notes, layers
+
+
+def _calls(keras: Any, layer: Any, in_graph: set[int]) -> list[tuple[str, list[Any]]]:
+    """Each call of ``layer`` in the model's graph (``in_graph``: its nodes' ids): its
+    name (:func:`.models.call_name`'s) and output tensors, read from the call's node, so
+    a nested model's are its call's (its ``output`` is its inner graph's, which a
+    recorder would run a second time)."""
+    nodes = getattr(layer, "_inbound_nodes", [])
+    if not in_graph:
+        return [(layer.name, keras.tree.flatten(layer.output))]
+    return [
+        (layer.name if k == 0 else f"{layer.name}#{k}", list(node.output_tensors))
+        for k, node in enumerate(nodes)
+        if id(node) in in_graph
+    ]
 
 
 @dataclass
@@ -156,9 +173,10 @@ def _run(keras: Any, model: Any, inputs: list[np.ndarray]) -> Recorded:
 
 
 def _owners(names: list[str], layers: list[Any]) -> dict[str, str]:
-    """Each recorded name's graph layer (``dense/1`` -> ``dense``)."""
+    """Each recorded name's graph layer (``dense/1`` -> ``dense``, ``block#1`` ->
+    ``block``)."""
     known = {layer.name for layer in layers}
-    return {n: n if n in known else n.rsplit("/", 1)[0] for n in names}
+    return {n: n if n in known else n.rsplit("/", 1)[0].split("#", 1)[0] for n in names}
 
 
 def precision_facts(keras: Any, backend: str) -> dict[str, Any]:
@@ -259,26 +277,56 @@ def _record(args: argparse.Namespace) -> dict[str, Any]:
                 "--referee-backend tensorflow"
             )
     for precision in args.precision or ["float32"]:
-        run_model = model if precision == "float32" else _float64_twin(keras, model)
-        run = _run(keras, run_model, inputs)
-        dtypes = sorted({str(a.dtype) for a in run.outputs.values() if a.dtype.kind == "f"})
-        if precision == "float64" and dtypes != ["float64"]:
-            raise ValueError(f"the float64 run on {backend} computed in {', '.join(dtypes)}")
-        meta["runs"][precision] = {
-            "layers": run.names,
-            "notes": run.notes,
-            "dtypes": dtypes,
-            "parents": run.parents,
-        }
-        arrays.update({f"{precision}:{name}": a for name, a in run.outputs.items()})
-        if args.gradients is not None:  # kept apart: .gradients says how
-            from .gradients import record_gradients
+        with contextlib.ExitStack() as scope:
+            run_model, run = _run_at(keras, model, inputs, precision, scope)
+            dtypes = sorted({str(a.dtype) for a in run.outputs.values() if a.dtype.kind == "f"})
+            meta["runs"][precision] = {
+                "layers": run.names,
+                "notes": run.notes,
+                "dtypes": dtypes,
+                "parents": run.parents,
+            }
+            arrays.update({f"{precision}:{name}": a for name, a in run.outputs.items()})
+            if args.gradients is not None:  # kept apart: .gradients says how
+                from .gradients import record_gradients
 
-            grads, facts = record_gradients(keras, run_model, inputs, args.gradients)
-            meta["runs"][precision]["gradients"] = facts
-            arrays.update({f"grad:{precision}:{name}": a for name, a in grads.items()})
+                grads, facts = record_gradients(keras, run_model, inputs, args.gradients)
+                meta["runs"][precision]["gradients"] = facts
+                arrays.update({f"grad:{precision}:{name}": a for name, a in grads.items()})
     np.savez(args.out, **arrays)
     return meta
+
+
+def _run_at(
+    keras: Any, model: Any, inputs: list[np.ndarray], precision: str, scope: Any
+) -> tuple[Any, Recorded]:
+    """The model run at ``precision`` and its record. At float64 the twin is built and
+    run inside a :class:`.float64.Float64Scope` entered on ``scope`` (an ExitStack
+    that the caller's gradients share), so the casts a layer fixes to float32 compute
+    at float64; a layer whose output is still narrower is left out of the record,
+    named in a note, and the rest is judged."""
+    if precision == "float32":
+        return model, _run(keras, model, inputs)
+    from .float64 import Float64Scope, narrow_outputs, widen_sublayers
+
+    widening = scope.enter_context(Float64Scope(keras))
+    twin = _float64_twin(keras, model)
+    built = widen_sublayers(keras, twin)
+    run = _run(keras, twin, inputs)
+    narrow = narrow_outputs(run.outputs)
+    for name in narrow:
+        del run.outputs[name]
+    run.names = [n for n in run.names if n not in narrow]
+    note = widening.note(built)
+    run.notes += [note] if note else []
+    if narrow:
+        backend = keras.backend.backend()
+        run.notes.append(
+            f"not judged: {', '.join(narrow)} computed at float32 in the float64 run on "
+            f"{backend} (outside keras.ops, so tfparity cannot widen it): the float64 "
+            "referee has no output for it; the layers after it are judged"
+        )
+    return twin, run
 
 
 def _recorded(args: argparse.Namespace) -> int:
