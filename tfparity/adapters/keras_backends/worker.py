@@ -103,27 +103,45 @@ def _policies_to_float64(config: Any) -> None:
 def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[Any]]:
     """A model whose outputs are every layer's (topological order, as ``model.layers``),
     their names (``layer`` or ``layer/k`` for a layer with several outputs), notes on
-    layers that could not be recorded (one called at several places has no single
-    output) and the layers recorded. A model without a graph (subclassed) records its
-    outputs only."""
+    layers that could not be recorded and the layers recorded. A layer's output is the
+    one of its call in *this* model's graph (:func:`_graph_nodes`); a layer called at
+    several places in it is recorded per call (``layer``, ``layer#1``, ...). A model
+    without a graph (subclassed) records its outputs only."""
     outputs, names, notes, layers = [], [], [], []
+    calls = _graph_nodes(model)
     for layer in model.layers:
         if isinstance(layer, keras.layers.InputLayer):
             continue
         try:
-            flat = keras.tree.flatten(layer.output)
+            nodes = calls.get(id(layer)) or [layer.output]
+            produced = [keras.tree.flatten(getattr(n, "outputs", n)) for n in nodes]
         except (AttributeError, ValueError, RuntimeError) as e:
             notes.append(f"layer {layer.name} not recorded: {str(e).splitlines()[0]}")
             continue
-        outputs.extend(flat)
         layers.append(layer)
-        names.extend(
-            [layer.name] if len(flat) == 1 else [f"{layer.name}/{k}" for k in range(len(flat))]
-        )
+        for k, flat in enumerate(produced):
+            name = layer.name if k == 0 else f"{layer.name}#{k}"
+            outputs.extend(flat)
+            names.extend([name] if len(flat) == 1 else [f"{name}/{i}" for i in range(len(flat))])
     if not outputs:
         notes.append("the model has no layer graph (subclassed): only its outputs are recorded")
         return model, ["output"], notes, []
     return keras.Model(model.inputs, outputs), names, notes, layers
+
+
+def _graph_nodes(model: Any) -> dict[int, list[Any]]:
+    """Each layer's calls in ``model``'s own graph (Keras's nodes, inputs first), by the
+    layer's id. A layer's ``output`` is its *first* call anywhere: a keras-hub
+    ``CausalLM``'s ``token_embedding`` first embeds the ids inside the backbone and is
+    then called again, ``reverse=True``, to make the task's logits; recording ``output``
+    would judge the embedding lookup in place of the logits, and run the backbone twice
+    (once through its inner graph, once as the task calls it)."""
+    by_depth = getattr(model, "_nodes_by_depth", None) or {}
+    calls: dict[int, list[Any]] = {}
+    for depth in sorted(by_depth, reverse=True):  # the deepest nodes are the inputs'
+        for node in by_depth[depth]:
+            calls.setdefault(id(node.operation), []).append(node)
+    return calls
 
 
 @dataclass
@@ -140,14 +158,14 @@ class Recorded:
 def _run(keras: Any, model: Any, inputs: list[np.ndarray]) -> Recorded:
     """Run ``model`` once on ``inputs``, recording every graph layer's output and,
     inside each, its sublayers' (:mod:`.sublayers`)."""
-    from .sublayers import SublayerTaps, merged
+    from .sublayers import SublayerTaps, merged, to_numpy
 
     recorder, names, notes, layers = _recorder(keras, model)
     fed = inputs[0] if len(inputs) == 1 else inputs
     with warnings.catch_warnings(), SublayerTaps(keras, layers) as tapped:
         warnings.simplefilter("ignore")  # Keras warns of input structure it accepts anyway
         produced = keras.tree.flatten(recorder(fed, training=False))
-    arrays = [np.asarray(keras.ops.convert_to_numpy(t)) for t in produced]
+    arrays = [to_numpy(keras, t) for t in produced]
     if len(names) == 1 and len(arrays) > 1:  # a subclassed model's several outputs
         names = [f"output/{k}" for k in range(len(arrays))]
     owners = _owners(names, layers)
@@ -158,7 +176,7 @@ def _run(keras: Any, model: Any, inputs: list[np.ndarray]) -> Recorded:
 def _owners(names: list[str], layers: list[Any]) -> dict[str, str]:
     """Each recorded name's graph layer (``dense/1`` -> ``dense``)."""
     known = {layer.name for layer in layers}
-    return {n: n if n in known else n.rsplit("/", 1)[0] for n in names}
+    return {n: n if n in known else n.rsplit("/", 1)[0].split("#", 1)[0] for n in names}
 
 
 def precision_facts(keras: Any, backend: str) -> dict[str, Any]:
