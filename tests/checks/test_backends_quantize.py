@@ -28,6 +28,7 @@ from tfparity.checks.backends_quantised import (
 )
 from tfparity.cli import main
 from tfparity.examples.keras_backends_model import save
+from tfparity.report.html import render_html
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
 FAULT = "tfparity.examples.keras_hub_logits_fault"  # torch's logits x1.001
@@ -170,6 +171,9 @@ def test_the_judge_names_the_parting_backend_or_the_quantisation_itself():
     parting_ = check_quantised_backends(_outputs(1.001, 0.01))  # 0.1%, within the budget
     assert not parting_.passed
     assert parting_.details["first_divergence"]["backend"] == "torch"
+    page = render_html([parting_], {})  # the HTML report reads the same layer rows
+    assert '<tr class="fail"><td class="name">logits</td>' in page
+    assert "FAIL backends: backend torch parts from tensorflow on the same quantised" in page
     three = check_quantised_backends(_outputs(1.001, 0.01, ("tensorflow", "jax", "torch")))
     assert three.details["first_divergence"]["backends"] == ["torch"]  # the others agree
     shared = check_quantised_backends(_outputs(1.0, 1.0))
