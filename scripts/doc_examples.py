@@ -308,15 +308,16 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "litert-mlm": lambda work: _litert_mlm(work),
     "keras-backends": lambda work: _keras_backends(work),
     "golden-bert": lambda work: _golden_bert(work),
-    "keras-backends-torch": lambda work: _keras_backends_torch(work),
+    "keras-backends-mixed": lambda work: _keras_backends_mixed(work),
 }
 
 
-def _keras_backends_torch(work: Path) -> None:
-    """The example model with its custom layer 50% off on torch (``torch-fault.keras``)."""
-    from tfparity.examples.keras_backends_model import save
+def _keras_backends_mixed(work: Path) -> None:
+    """The example classifier built under mixed_float16, its custom layer 1% too large
+    on torch only (``mixed-float16-torch-skew.keras``)."""
+    from tfparity.examples.keras_backends_model import build_classifier
 
-    save(work / "torch-fault.keras", fault="torch")
+    build_classifier("mixed_float16", ("torch", 1.01)).save(work / "mixed-float16-torch-skew.keras")
 
 
 def _keras_backends(work: Path) -> None:
@@ -955,15 +956,25 @@ EXAMPLES: tuple[Example, ...] = (
         why_untested="tests/checks/test_backends_gradients.py runs the same fault and checks it",
     ),
     Example(
-        "backends-quantize-torch",
+        "backends-quantize-jax",
         "docs/backends.md",
         1,
-        ("backends", "torch-fault.keras", "--import", "tfparity.examples.keras_backends_model")
-        + ("--backends", "tensorflow,torch", "--quantize", "int8"),
-        setup=("keras-backends-torch",),
+        ("backends", "jax-fault.keras", "--import", "tfparity.examples.keras_backends_model")
+        + ("--backends", "tensorflow,jax", "--quantize", "int8"),
+        setup=("keras-backends",),
         tested=False,
         why_untested="tests/checks/test_backends_quantize.py runs the same fault and checks it "
         "(a quantising step and three processes: too slow to run twice)",
+    ),
+    Example(
+        "backends-mixed-float16",
+        "docs/backends.md",
+        1,
+        ("backends", "mixed-float16-torch-skew.keras", "--import")
+        + ("tfparity.examples.keras_backends_model", "--backends", "tensorflow,torch"),
+        setup=("keras-backends-mixed",),
+        tested=False,
+        why_untested="tests/checks/test_backends_mixed.py runs the same classifier and checks it",
     ),
     Example(
         "crosscheck-backend-jax",

@@ -64,6 +64,7 @@ HEAVY_FIRST = (
     "test_backends.py",  # 30 s: the session's warm backend processes start here
     "test_backends_hub.py",  # 40 s: keras-hub conversions, then the warm processes
     "test_backends_quantize.py",  # 20 s
+    "test_backends_mixed.py",  # 15 s: four classifiers on the warm processes
     "test_backends_gradients.py",  # 15 s
     "test_saved_model.py",  # 50 s
     "test_remote_side.py",  # 35 s: one JAX worker (crosscheck and gradients)
@@ -93,6 +94,7 @@ SHARING = {
     "test_backends.py": "keras backend processes",
     "test_backends_hub.py": "keras backend processes",
     "test_backends_quantize.py": "keras backend processes",
+    "test_backends_mixed.py": "keras backend processes",
     "test_backends_gradients.py": "keras backend processes",
     "test_sweep_ray.py": "ray cluster",
     "test_sweep_generate.py": "ray cluster",

@@ -32,6 +32,7 @@ FRAMEWORK_USERS = {
     ("architectures.generic", "transformers"),  # transformers' own tables of TF classes
     ("examples.keras_bert", "keras"),  # a user's own Keras 3 model: the docs' example
     ("examples.keras_backends_model", "keras"),  # custom layers, imported per backend
+    ("examples.keras_hub_logits_fault", "keras"),  # a torch-only fault, imported per backend
     ("examples.own_head", "tensorflow"),  # a head model of one's own on both sides: the
     ("examples.own_head", "tf_keras"),  # docs' example (imports inside its functions)
     ("examples.own_head", "torch"),

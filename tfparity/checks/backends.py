@@ -16,6 +16,11 @@ the relative error that float32 rounding does not come near in a small model, ca
 backends that agree with each other but not with the truth (a layer that computes
 differently at float64, or a fault shared by every backend). With one backend only the
 ceiling judges.
+
+``floor`` and ``ceiling`` are set for float32 layers. A layer that computes in float16
+or bfloat16 (a ``mixed_float16`` / ``mixed_bfloat16`` policy), or comes after one, has
+them in units of that dtype's rounding (:func:`tfparity.compare.rounding.widened`): its
+dtype policy is read from what each backend's process recorded of the layer.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import numpy as np
 
 from ..compare import Comparison
 from ..compare.judge import Referee, judged_by_referee, within
+from ..compare.rounding import coarsest, compute_dtype, widened
 from ..compare.stats import compare_batches
 from ..results import Divergence, Report
 from .backends_hints import layer_hints
@@ -66,6 +72,7 @@ class LayerJudgement:
     comparisons: dict[str, Comparison]
     spread: float = 0.0  # the largest RMSE between two backends' outputs
     scale: float = 0.0  # the truth's RMS
+    rounding: str = "float32"  # the dtype its error rounds like (:func:`layer_roundings`)
 
     @property
     def failing(self) -> list[str]:
@@ -83,8 +90,12 @@ def judge_layer(
     truth: np.ndarray,
     referee: Referee,
     ceiling: float,
+    rounding: str = "float32",
 ) -> LayerJudgement:
-    """Every backend's output of ``layer`` against the truth, by the module's rule."""
+    """Every backend's output of ``layer`` against the truth, by the module's rule, its
+    floor and ceiling those of a layer rounding like ``rounding``."""
+    floor, ceiling = widened(referee.floor, ceiling, rounding)
+    referee = replace(referee, floor=floor)
     scale = _rmse(truth, np.zeros_like(truth))
     errors = {
         b: _rmse(a, truth) if np.shape(a) == np.shape(truth) else np.inf for b, a in outputs.items()
@@ -104,7 +115,42 @@ def judge_layer(
         judged[backend] = judged_by_referee(c, r, referee)
     shaped = [a for a in outputs.values() if np.shape(a) == np.shape(truth)]
     spread = max((_rmse(a, b) for a, b in combinations(shaped, 2)), default=0.0)
-    return LayerJudgement(layer, judged, spread, scale)
+    return LayerJudgement(layer, judged, spread, scale, rounding)
+
+
+def layer_roundings(
+    layers: Sequence[str], layer_facts: Mapping[str, Mapping[str, Any]]
+) -> dict[str, str]:
+    """Per recorded name (topological order), the dtype its error rounds like: the
+    coarsest compute dtype of its layer's policy and every layer's before it (rounding
+    flows downstream: a float32 head after float16 layers carries their error). The
+    policies are the file's, the same on every backend: the first backend's are read."""
+    facts = next(iter(layer_facts.values()), {})
+    found, upstream = {}, "float32"
+    for name in layers:
+        upstream = coarsest([upstream, compute_dtype(_facts_for(name, facts).get("dtype_policy"))])
+        found[name] = upstream
+    return found
+
+
+def layer_policies(layer_facts: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """How many layers (sublayers too) hold each dtype policy (the first backend's)."""
+    facts = next(iter(layer_facts.values()), {})
+    counted: dict[str, int] = {}
+    for f in facts.values():
+        policy = str(f.get("dtype_policy"))
+        counted[policy] = counted.get(policy, 0) + 1
+    return counted
+
+
+def _facts_for(name: str, facts: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A recorded name's layer facts: ``layer``, ``layer/k`` (its k-th output),
+    ``layer#k`` (its k-th call), or a sublayer tap's path."""
+    called = name.split("#", 1)[0]
+    for key in (called, called.rsplit("/", 1)[0], called.split("/", 1)[0]):
+        if key in facts:
+            return facts[key]
+    return {}
 
 
 def check_backends(
@@ -115,6 +161,7 @@ def check_backends(
     backend (the one furthest from the truth) and whether it parts from the others or
     every backend parts from the referee together."""
     layers = list(outputs.truth)
+    roundings = layer_roundings(layers, outputs.layer_facts)
     judgements = [
         judge_layer(
             layer,
@@ -122,6 +169,7 @@ def check_backends(
             outputs.truth[layer],
             referee,
             ceiling,
+            roundings[layer],
         )
         for layer in layers
     ]
@@ -132,8 +180,9 @@ def check_backends(
         "backends": list(outputs.float32),
         "referee": {"backend": outputs.referee_backend, "dtype": "float64"},
         "judge": f"{referee.describe()}, the other backends as the float32 reference; "
-        f"ceiling {ceiling:g} x RMS",
+        f"ceiling {ceiling:g} x RMS" + half_text(set(roundings.values()), referee, ceiling),
         "ceiling": ceiling,
+        "dtype_policies": layer_policies(outputs.layer_facts),
         "layers": [layer_row(j, outputs.parents.get(j.layer)) for j in judgements],
         "precision": dict(outputs.precision),
         "first_divergence": None,
@@ -174,7 +223,18 @@ def layer_row(j: LayerJudgement, parent: str | None = None) -> dict[str, Any]:
             "problem": c.problem,
         }
     row = {"layer": j.layer, "backends": cells, "spread_rmse": j.spread, "rms": j.scale}
+    row["rounding"] = j.rounding
     return row | ({"parent": parent} if parent else {})
+
+
+def half_text(roundings: set[str], referee: Referee, ceiling: float) -> str:
+    """What the judge line adds for layers rounding in half precision: their floor and
+    ceiling (empty where every layer rounds like float32)."""
+    parts = []
+    for dtype in sorted(roundings & {"float16", "bfloat16"}):
+        floor, top = widened(referee.floor, ceiling, dtype)
+        parts.append(f"{dtype} layers and those after them floor {floor:.2g}, ceiling {top:.2g}")
+    return f"; in units of their rounding, {'; '.join(parts)}" if parts else ""
 
 
 def _ratio(rmse: float | None, scale: float) -> float | None:

@@ -78,8 +78,9 @@ def layer_hints(
         where = ", ".join(f"{p} on {b}" for b, p in half.items())
         hints.append(
             f"{what} computes in half precision ({where}): float16 keeps 11 significant "
-            "bits and bfloat16 8, against float32's 24, so its error to the float64 "
-            "referee is that much larger; give it a float32 policy to compare the backends"
+            "bits and bfloat16 8, against float32's 24; its floor and ceiling are already "
+            "in units of that rounding, so it parts by more than its dtype explains (a "
+            "kernel that computes another way in half precision, or a fault)"
         )
     if shared:
         return hints

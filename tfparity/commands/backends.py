@@ -85,9 +85,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--quantize",
         choices=("int8", "int4", "float8"),
         help="quantise the model once with Keras's model.quantize (on TensorFlow) and check "
-        "that every backend computes the same quantised model: each backend's output "
-        "against TensorFlow's quantised run and the float model's float64 referee, by the "
-        "mode's budgets (docs/backends.md)",
+        "that every backend computes the same quantised model: the backends against each "
+        "other at every layer, within the --ceiling, and apart from that each backend's "
+        "output against the float model's float64 referee by the mode's budgets "
+        "(docs/backends.md)",
     )
     p.add_argument(
         "--kl-budget",

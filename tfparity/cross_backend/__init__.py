@@ -222,11 +222,14 @@ def backends(
     ``seq_len`` seeded token ids. ``gradients``: also each backend's gradients of a
     scalar seeded by ``seed`` w.r.t. every layer output and weight, judged the same way
     backwards. ``quantize``: Keras-quantise the model once on TensorFlow and check that
-    every backend computes the same quantised model, against TensorFlow's run and the
+    every backend computes the same quantised model: the backends against each other at
+    every layer, within ``ceiling``, and apart from that each backend's output against the
     float model's float64 referee by the mode's budgets (``kl_budget``, e.g.
     ``"kl_mean=0.015"``, replaces its distribution budget); a file already quantised is
-    checked so without it (docs/backends.md). ``jobs``: at most that many backend
-    processes at once (default: every one; 1: one after another).
+    checked so without it, and without a budget (docs/backends.md). A mixed-precision
+    model's half-precision layers are held to bounds in units of their rounding.
+    ``jobs``: at most that many backend processes at once (default: every one; 1: one
+    after another).
     ``workers``: a :class:`tfparity.BackendWorkers` whose warm processes are reused
     across calls (each import paid once for many models); None: started and ended
     here."""

@@ -5,11 +5,11 @@ TensorFlow (:func:`.prepare.quantised_copy`), and every backend loads that one q
 file, so the question is "do the backends compute the same quantised model?". A file
 saved after ``model.quantize`` is read as it is, its mode named from its config.
 
-Keras cannot run a quantised model at float64, so the judge is not the float64
-referee of the quantised graph: the referee's backend runs the *float* model at
-float64 (a second, short launch), and :mod:`tfparity.checks.backends_quantised` judges
-every backend's quantised output against the anchor backend's and against that
-referee by the mode's budgets.
+Keras cannot run a quantised model at float64, so there is no float64 referee of the
+quantised graph: :mod:`tfparity.checks.backends_quantised` judges the backends'
+quantised runs against each other layer by layer, at the float cross-backend ceiling,
+and, apart, the quantisation's own error at the output against the *float* model's
+float64 run on the referee's backend (a second, short launch), by the mode's budgets.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def run_quantised(
     (:class:`.processes.Processes`, whose TensorFlow process quantises)."""
     from ..adapters.keras_backends import run_backends
     from ..adapters.keras_backends.inputs import quantised_mode, read_config, vocabulary
+    from ..checks.backends import DEFAULT_CEILING
     from ..checks.backends_quantised import QuantisedOutputs, check_quantised_backends
     from .prepare import quantised_copy
 
@@ -67,18 +68,19 @@ def run_quantised(
     for note in (n for run in runs.values() for n in run.notes):
         notes += [note] if note not in notes else []
     anchor = ANCHOR if ANCHOR in chosen else chosen[0]
-    layer = list(runs[anchor].outputs["float32"])[-1]  # topological: the model's output
     outputs = QuantisedOutputs(
         model=str(request.model),
         mode=mode,
-        layer=layer,
-        runs={b: runs[b].outputs["float32"][layer] for b in chosen},
+        runs={b: runs[b].outputs["float32"] for b in chosen},
         anchor=anchor,
-        float_truth=None if truth is None else truth[layer],
+        float_truth=truth,
         referee_backend=referee,
         vocabulary=vocabulary(config),
         quantised_here=float_path is not None,
         precision={b: runs[b].precision for b in chosen},
         notes=notes,
+        layer_facts={b: runs[b].layer_facts for b in chosen},
+        parents={n: p for run in runs.values() for n, p in run.parents.items()},
     )
-    return check_quantised_backends(outputs, request.kl_budget)
+    ceiling = DEFAULT_CEILING if request.ceiling is None else request.ceiling
+    return check_quantised_backends(outputs, request.kl_budget, ceiling)

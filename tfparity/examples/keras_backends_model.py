@@ -8,6 +8,10 @@ the kind of backend-specific fault the check localises; ``fault="float32"`` with
 :class:`Float32Skewed`, wrong on every backend at float32 and right at float64;
 ``fault="torch_gradient"`` with :class:`TorchGradientStopped`, whose forward pass is
 right everywhere and whose gradient is wrong on torch only (``backends --gradients``).
+:func:`build_classifier` makes a small classifier under a dtype policy
+(``mixed_float16``, ``mixed_bfloat16``), its custom layer optionally
+:class:`BackendSkewed` (any backend, any size). :mod:`.keras_hub_logits_fault` makes a
+keras-hub ``CausalLM``'s logits 0.1% too large on torch only.
 """
 
 from __future__ import annotations
@@ -74,6 +78,24 @@ class TorchSkewed(ScaledResidual):
         return y * 1.5 if keras.backend.backend() == "torch" else y
 
 
+@keras.saving.register_keras_serializable(package="tfparity_examples")
+class BackendSkewed(ScaledResidual):
+    """:class:`ScaledResidual`, its output times ``scale`` on ``backend`` only (as
+    :class:`JaxSkewed`, for any backend and size: a skew far above a half-precision
+    policy's rounding, 1% under ``mixed_float16``, 10% under ``mixed_bfloat16``)."""
+
+    def __init__(self, backend: str = "jax", scale: float = 1.001, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.backend, self.scale = backend, scale
+
+    def call(self, x: Any) -> Any:
+        y = super().call(x)
+        return y * self.scale if keras.backend.backend() == self.backend else y
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "backend": self.backend, "scale": self.scale}
+
+
 # The residual layer per fault: None (clean), "jax" (JAX only), "float32" (every backend),
 # "torch_gradient" (torch's backward pass only), "torch" (torch's forward pass, by 50%).
 RESIDUALS = {
@@ -138,6 +160,31 @@ def build(vocab: int = 64, width: int = 16, fault: str | None = None, seed: int 
     h = keras.layers.LayerNormalization(name="norm")(h)
     logits = keras.layers.Dense(vocab, name="dense_2")(h)
     return keras.Model(ids, logits, name="backends_example")
+
+
+def build_classifier(
+    policy: str = "float32", skew: tuple[str, float] | None = None, seed: int = 0
+) -> keras.Model:
+    """Embedding -> Dense(gelu) -> custom layer -> LayerNormalization -> mean over
+    positions -> Dense(3), built under the dtype policy ``policy`` as a user builds a
+    mixed-precision model (``keras.config.set_dtype_policy`` first), the head float32 as
+    Keras's mixed-precision guide advises; ``skew`` (backend, scale): the custom layer
+    is :class:`BackendSkewed`."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        keras.utils.set_random_seed(seed)
+        ids = keras.Input((None,), dtype="int32", name="token_ids")
+        h = keras.layers.Embedding(64, 16, name="embedding")(ids)
+        h = keras.layers.Dense(32, activation="gelu", name="dense_1")(h)
+        residual = BackendSkewed(*skew, name="residual") if skew else None
+        h = (residual or ScaledResidual(name="residual"))(h)
+        h = keras.layers.LayerNormalization(name="norm")(h)
+        h = keras.layers.GlobalAveragePooling1D(name="pool")(h)
+        head = keras.layers.Dense(3, dtype="float32", name="head")(h)
+        return keras.Model(ids, head, name=f"classifier_{policy}")
+    finally:
+        keras.config.set_dtype_policy(previous)
 
 
 def save(path: str | Path, **kwargs: Any) -> Path:

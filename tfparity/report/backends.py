@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compare.rounding import compute_dtype
 from ..results import Report
-from .backends_quantised import render_quantised_backends
+from .backends_quantised import quantised_verdict, render_quantised_backends
 from .sections import table
 
 # The rows of the layer table an assertion message shows before and after the first
@@ -27,6 +28,8 @@ def _cell(cell: dict[str, Any] | None) -> str:
 def verdict(report: Report) -> str:
     """``PASS backends: ...`` or ``FAIL backends: ...`` naming backend and layer."""
     d = report.details
+    if "quantisation" in d:
+        return quantised_verdict(report)
     taps = sum(1 for row in d["layers"] if row.get("parent"))  # sublayers inside a layer
     n = len(d["layers"]) - taps
     backends = ", ".join(d["backends"])
@@ -49,7 +52,7 @@ def render_report(report: Report) -> str:
     """The text report of either kind of ``tfparity backends`` run: a quantised one's
     (:mod:`.backends_quantised`) or the layer table's."""
     if "quantisation" in report.details:
-        return render_quantised_backends(report)
+        return render_quantised_backends(report, _cell)
     return render_backends(report)
 
 
@@ -80,6 +83,7 @@ def render_backends(report: Report) -> str:
         f"tfparity backends · {report.model}",
         f"  backends: {', '.join(d['backends'])}",
         f"  referee: float64 on {referee['backend']}",
+        *policy_lines(d.get("dtype_policies", {})),
         f"  judge: {d['judge']}",
         *(f"  precision {b}: {precision_text(facts)}" for b, facts in d["precision"].items()),
         "",
@@ -101,6 +105,16 @@ def render_backends(report: Report) -> str:
         lines += _gradients(d["gradients"], d["backends"])
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join([*lines, "", verdict(report)])
+
+
+def policy_lines(policies: dict[str, int]) -> list[str]:
+    """``  dtype policy: mixed_float16 (12 layers), float32 (1 layer)``: the layers'
+    own policies (the precision lines give the process's global one, float32); none
+    where every layer computes in float32."""
+    if all(compute_dtype(p) == "float32" for p in policies):
+        return []
+    ranked = sorted(policies.items(), key=lambda kv: -kv[1])
+    return ["  dtype policy: " + ", ".join(f"{p} ({n} layer{'s' * (n > 1)})" for p, n in ranked)]
 
 
 def precision_text(facts: dict[str, Any]) -> str:

@@ -1,46 +1,68 @@
-"""Text for ``tfparity backends --quantize`` (or a quantised ``.keras``): each backend's
-quantised output against the anchor's run and the float model's float64 referee, by
-the mode's budgets. Reads Report.details only; no numpy, no frameworks."""
+"""Text for ``tfparity backends --quantize`` (or a quantised ``.keras``): the layer x
+backend table of the backends against each other on the quantised model, then the
+mode's budget line, each backend's quantised output against the float model's float64
+referee. Reads Report.details only; no numpy, no frameworks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..results import Report
 from .quantisation import term_text, too_few_text
 from .sections import table
 
+# The caption of the layer table.
+CAPTION = "each cell: max abs diff to the nearest other backend, RMSE / RMS, verdict"
 
-def render_quantised_backends(report: Report) -> str:
-    """The whole text report (see :mod:`tfparity.checks.backends_quantised`)."""
+
+def render_quantised_backends(report: Report, cell: Callable[[Any], str]) -> str:
+    """The whole text report (see :mod:`tfparity.checks.backends_quantised`); ``cell``
+    writes one backend's cell of the layer table (the float report's)."""
     d = report.details
     q = d["quantisation"]
-    referee = d["referee"]
     lines = [
         f"tfparity backends · {report.model}",
         f"  backends: {', '.join(d['backends'])}",
         f"  quantisation: keras {q['mode']}, quantised {q['quantised']}; every backend "
         "runs the same quantised file",
-        "  referee: "
-        + (
-            f"the float model at float64 on {referee['backend']}"
-            if referee
-            else "none (the file holds no float model): the backends against each other"
-        ),
         f"  judge: {d['judge']}",
-        f"  output: {q['output']}" + (" (logits over the vocabulary)" if q["logits"] else ""),
         "",
+        CAPTION,
     ]
-    rows = [_row(j) for j in q["judged"]]
-    lines += table(
-        ("backend", "against", "max abs diff", "mean abs diff", "cosine", "verdict"), rows
-    )
-    lines += [_distribution(j) for j in q["judged"] if j.get("distribution")]
+    rows = [
+        (row["layer"], *(cell(row["backends"].get(b)) for b in d["backends"]))
+        for row in d["layers"]
+    ]
+    lines += table(("layer", *d["backends"]), rows)
+    lines += ["", _budget_heading(q, d["referee"])]
+    if q["judged"]:
+        lines += table(
+            ("backend", "against", "max abs diff", "mean abs diff", "cosine", "verdict"),
+            [_row(j) for j in q["judged"]],
+        )
+        lines += [_distribution(j) for j in q["judged"] if j.get("distribution")]
     f = d["first_divergence"]
     if f:
-        lines += ["", f"first divergence: {f['text']}"]
+        named = f"backend {f['backend']}, layer {f['layer']} ({f['kind']})" if "layer" in f else ""
+        lines += ["", f"first divergence: {named or f['text']}"]
+        lines += [f"  hint: {h}" for h in f.get("hints", [])]
     lines += [f"note: {n}" for n in report.notes]
-    return "\n".join([*lines, "", _verdict(report)])
+    return "\n".join([*lines, "", quantised_verdict(report)])
+
+
+def _budget_heading(q: dict[str, Any], referee: dict[str, Any] | None) -> str:
+    """The budget line: what judges the quantisation's own error, and against what."""
+    output = q["output"] + (" (logits over the vocabulary)" if q["logits"] else "")
+    if not referee:
+        return (
+            f"{q['mode']} budget: not judged (the file holds no float model to judge the "
+            f"quantisation by); output {output}"
+        )
+    return (
+        f"{q['mode']} budget, quantised vs the float model at float64 on "
+        f"{referee['backend']}, at the output {output}: {q['budget']}"
+    )
 
 
 def _row(j: dict[str, Any]) -> tuple[str, ...]:
@@ -66,17 +88,20 @@ def _distribution(j: dict[str, Any]) -> str:
     )
 
 
-def _verdict(report: Report) -> str:
+def quantised_verdict(report: Report) -> str:
+    """``PASS backends: ...`` or ``FAIL backends: ...`` naming backend and layer."""
     d = report.details
     q = d["quantisation"]
     if report.passed:
-        against = (
-            f"{q['anchor']}'s quantised run and the float64 referee"
+        taps = sum(1 for row in d["layers"] if row.get("parent"))
+        layers = f"{len(d['layers']) - taps} layers" + (f" and {taps} sublayers" if taps else "")
+        budget = (
+            f", and its output is within the {q['mode']} budgets of the float model"
             if d["referee"]
-            else f"{q['anchor']}'s quantised run"
+            else ""
         )
         return (
             f"PASS backends: {', '.join(d['backends'])} compute the same keras {q['mode']} "
-            f"model, within its budgets of {against}"
+            f"model at {layers}{budget}"
         )
     return f"FAIL backends: {(d['first_divergence'] or {}).get('text', 'see above')}"

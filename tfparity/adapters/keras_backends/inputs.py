@@ -90,10 +90,15 @@ def tokenised(batch: Any, names: list[str]) -> list[np.ndarray]:
 
 
 def vocabulary(config: dict[str, Any]) -> int | None:
-    """The smallest ``input_dim`` of the model's Embedding layers: token ids below it are
-    valid for every one of them (None: the model embeds nothing)."""
+    """The smallest ``input_dim`` of the model's Embedding layers, or ``vocabulary_size``
+    of a keras-hub backbone (which builds its token embedding itself, so the file's
+    config holds no Embedding): token ids below it are valid for every one of them, and
+    an output that wide is logits (None: the model embeds nothing)."""
     sizes = [
-        c["config"]["input_dim"] for c in _layers(config) if "input_dim" in c.get("config", {})
+        c["config"][key]
+        for c in _layers(config)
+        for key in ("input_dim", "vocabulary_size")
+        if isinstance(c.get("config", {}).get(key), int)
     ]
     return min(sizes, default=None)
 

@@ -91,18 +91,39 @@ class SublayerTaps:
     taps: list[Tap] = field(default_factory=list)
     _calls: dict[str, int] = field(default_factory=dict)
     _restore: list[tuple[Any, str, Any]] = field(default_factory=list)
+    _active: list[str] = field(default_factory=list)  # the graph layers whose call runs
 
     def __enter__(self) -> SublayerTaps:
         for top in self.layers:
+            self._wrap(top, lambda call, name=top.name: self._within(call, name))
             for path, inner in nested_layers(top):
-                # Keras's __call__ runs quantized_call instead of call on a quantised layer
-                quantised = getattr(inner, "quantization_mode", None) is not None
-                attribute = "quantized_call" if quantised else "call"
-                original = getattr(inner, attribute)
-                own = attribute in vars(inner)  # else the class's method: deleted after
-                self._restore.append((inner, attribute, original if own else None))
-                setattr(inner, attribute, self._wrapped(original, path, top.name))
+                self._wrap(inner, lambda call, p=path, t=top.name: self._wrapped(call, p, t))
         return self
+
+    def _wrap(self, layer: Any, wrapping: Any) -> None:
+        """Replace ``layer``'s call by ``wrapping(call)`` until :meth:`__exit__`."""
+        # Keras's __call__ runs quantized_call instead of call on a quantised layer
+        quantised = getattr(layer, "quantization_mode", None) is not None
+        attribute = "quantized_call" if quantised else "call"
+        original = getattr(layer, attribute)
+        own = attribute in vars(layer)  # else the class's method: deleted after
+        self._restore.append((layer, attribute, original if own else None))
+        setattr(layer, attribute, wrapping(original))
+
+    def _within(self, call: Any, name: str) -> Any:
+        """A graph layer's call, marked as running: a sublayer's call is kept only
+        inside its graph layer's (a keras-hub ``CausalLM`` calls the backbone's
+        ``token_embedding`` again, outside the backbone, for its logits: that call is
+        the graph layer's own output, not a tap of the backbone)."""
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self._active.append(name)
+            try:
+                return call(*args, **kwargs)
+            finally:
+                self._active.pop()
+
+        return wrapper
 
     def __exit__(self, *exc: Any) -> None:
         for inner, attribute, original in reversed(self._restore):
@@ -115,7 +136,8 @@ class SublayerTaps:
     def _wrapped(self, call: Any, path: str, parent: str) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             out = call(*args, **kwargs)
-            self._keep(path, parent, out)
+            if parent in self._active:
+                self._keep(path, parent, out)
             return out
 
         return wrapper
@@ -127,8 +149,17 @@ class SublayerTaps:
         name = path if k == 0 else f"{path}#{k}"
         flat = [t for t in self.keras.tree.flatten(out) if hasattr(t, "shape")]
         for i, tensor in enumerate(flat):
-            value = np.asarray(self.keras.ops.convert_to_numpy(tensor))
+            value = to_numpy(self.keras, tensor)
             self.taps.append(Tap(name if len(flat) == 1 else f"{name}/{i}", parent, value))
+
+
+def to_numpy(keras: Any, tensor: Any) -> np.ndarray:
+    """``tensor`` as a numpy array the parent can read: a ``bfloat16`` one (a
+    ``mixed_bfloat16`` layer's output; numpy has no such dtype, and ``np.savez`` would
+    write it as raw bytes) widened to float32, which holds every bfloat16 value
+    exactly."""
+    value = np.asarray(keras.ops.convert_to_numpy(tensor))
+    return value.astype(np.float32) if value.dtype.name == "bfloat16" else value
 
 
 def merged(

@@ -157,14 +157,14 @@ class Recorded:
 def _run(keras: Any, model: Any, inputs: list[np.ndarray]) -> Recorded:
     """Run ``model`` once on ``inputs``, recording every graph layer's output and,
     inside each, its sublayers' (:mod:`.sublayers`)."""
-    from .sublayers import SublayerTaps, merged
+    from .sublayers import SublayerTaps, merged, to_numpy
 
     recorder, names, notes, layers = _recorder(keras, model)
     fed = inputs[0] if len(inputs) == 1 else inputs
     with warnings.catch_warnings(), SublayerTaps(keras, layers) as tapped:
         warnings.simplefilter("ignore")  # Keras warns of input structure it accepts anyway
         produced = keras.tree.flatten(recorder(fed, training=False))
-    arrays = [np.asarray(keras.ops.convert_to_numpy(t)) for t in produced]
+    arrays = [to_numpy(keras, t) for t in produced]
     if len(names) == 1 and len(arrays) > 1:  # a subclassed model's several outputs
         names = [f"output/{k}" for k in range(len(arrays))]
     owners = _owners(names, layers)

@@ -1,0 +1,93 @@
+"""``tfparity backends`` on mixed-precision models (docs/backends.md): a classifier
+built under ``mixed_float16`` or ``mixed_bfloat16`` (every layer computing in half
+precision, the head float32) runs on every backend, and each layer is held to a floor
+and ceiling in units of its rounding, read from the layer's dtype policy.
+
+Both ways, per policy, on TensorFlow and torch in the session's warm processes: the
+clean classifier passes (its errors to the float64 referee are half precision's, 10^3
+to 10^4 times float32's, and the report names the policy); the same classifier whose
+custom layer is skewed on torch only, far above the policy's rounding (1% under
+float16, whose unit roundoff is 4.9e-4; 10% under bfloat16, 3.9e-3), fails at that
+layer, naming torch. The rule's arithmetic is checked without processes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tfparity.checks.backends import layer_roundings
+from tfparity.compare.rounding import compute_dtype, widened
+
+EXAMPLE = "tfparity.examples.keras_backends_model"
+OPTIONS = {"backends": ["tensorflow", "torch"], "imports": [EXAMPLE]}
+LAYERS = ["embedding", "dense_1", "residual", "norm", "pool", "head"]
+# policy -> (the dtype its layers compute in, a torch-only skew far above its rounding)
+POLICIES = {"mixed_float16": ("float16", 1.01), "mixed_bfloat16": ("bfloat16", 1.1)}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, backends_run):
+    """Per policy, the clean and the torch-skewed classifier's (code, text, JSON)."""
+    from tfparity.examples.keras_backends_model import build_classifier
+
+    root = tmp_path_factory.mktemp("mixed")
+    found = {}
+    for policy, (_, scale) in POLICIES.items():
+        for name, skew in (("clean", None), ("skewed", ("torch", scale))):
+            path = root / f"{policy}-{name}.keras"
+            build_classifier(policy, skew).save(path)
+            found[policy, name] = backends_run(str(path), **OPTIONS)
+    return found
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_clean_mixed_precision_classifier_passes_on_every_backend(runs, policy):
+    code, text, data = runs[policy, "clean"]
+    assert code == 0, text
+    d = data["details"]
+    assert [r["layer"] for r in d["layers"]] == LAYERS
+    dtype = POLICIES[policy][0]
+    assert f"dtype policy: {policy} (5 layers), float32 (1 layer)" in text
+    assert d["dtype_policies"] == {policy: 5, "float32": 1}
+    assert {r["rounding"] for r in d["layers"]} == {dtype}  # the float32 head: after them
+    errors = [c["relative_rmse"] for r in d["layers"][1:] for c in r["backends"].values()]
+    # really computed in half precision (far above float32's 1e-7), and within its ceiling
+    assert min(errors) > 1e-4 and max(errors) < widened(1e-7, 1e-4, dtype)[1]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_one_backend_skew_far_above_the_policy_s_rounding_is_named(runs, policy):
+    code, text, data = runs[policy, "skewed"]
+    assert code == 1
+    f = data["details"]["first_divergence"]
+    assert (f["backend"], f["layer"], f["kind"]) == ("torch", "residual", "one")
+    assert (
+        "FAIL backends: backend torch parts from tensorflow and the float64 referee at layer "
+        in text
+    )
+    rows = {r["layer"]: r["backends"] for r in data["details"]["layers"]}
+    assert rows["residual"]["tensorflow"]["passed"]  # the other backend stays within
+    assert all(c["passed"] for layer in LAYERS[:2] for c in rows[layer].values())
+
+
+def test_each_layer_rounds_like_the_coarsest_dtype_up_to_it():
+    assert [compute_dtype(p) for p in ("mixed_float16", "mixed_bfloat16", "float32")] == [
+        "float16",
+        "bfloat16",
+        "float32",
+    ]
+    assert compute_dtype("int8_from_mixed_bfloat16") == "bfloat16"
+    facts = {
+        "tensorflow": {"a": {"dtype_policy": "float32"}, "b": {"dtype_policy": "mixed_float16"}}
+    }
+    facts["tensorflow"]["c"] = {"dtype_policy": "float32"}
+    # c computes in float32 but carries b's float16 error; a/1 is a's output, b#1 b's call
+    assert layer_roundings(["a/1", "b#1", "c"], facts) == {
+        "a/1": "float32",
+        "b#1": "float16",
+        "c": "float16",
+    }
+    floor, ceiling = widened(1e-7, 1e-4, "float16")
+    assert floor == pytest.approx(1e-7 * 2**13) and ceiling == pytest.approx(64 * 2**-11)
+    assert widened(1e-7, 1e-4, "float32") == (1e-7, 1e-4)
+    assert widened(1e-7, 0.5, "float16")[1] == 0.5  # a wider --ceiling wins
