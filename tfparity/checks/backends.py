@@ -83,9 +83,14 @@ def judge_layer(
     truth: np.ndarray,
     referee: Referee,
     ceiling: float,
+    scale: float | None = None,
 ) -> LayerJudgement:
-    """Every backend's output of ``layer`` against the truth, by the module's rule."""
-    scale = _rmse(truth, np.zeros_like(truth))
+    """Every backend's output of ``layer`` against the truth, by the module's rule;
+    ``scale``, the RMS that the floor and the ceiling are measured in, is the truth's
+    own unless given (a gradient that is zero in exact arithmetic is measured in its
+    layer's other gradients: :mod:`.backends_gradients`)."""
+    if scale is None:
+        scale = _rmse(truth, np.zeros_like(truth))
     errors = {
         b: _rmse(a, truth) if np.shape(a) == np.shape(truth) else np.inf for b, a in outputs.items()
     }

@@ -152,7 +152,8 @@ def _loss(
         given = list(inputs)
         for k, x in zip(floats, values[n:], strict=True):
             given[k] = x
-        fed = given[0] if len(given) == 1 else given
+        # in the model's own input structure: a keras-hub backbone takes a dict
+        fed = keras.tree.pack_sequence_as(model.input, given)
         outputs, _ = model.stateless_call(values[:n], non_trainable, fed, training=False)
         flat = keras.tree.flatten(outputs)
         if not projections:  # drawn once, in output order, from the seed alone

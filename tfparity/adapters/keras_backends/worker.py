@@ -22,7 +22,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,10 +41,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _float64_twin(keras: Any, model: Any) -> Any:
+def _float64_twin(keras: Any, model: Any, inputs: list[np.ndarray]) -> Any:
     """The same model built at float64 with the same weights, cast: every layer's dtype
     policy in the saved config becomes float64 (and the global policy too, for sublayers
-    a custom layer builds without a dtype), then the weights are assigned in order."""
+    a custom layer builds without a dtype), then the weights are assigned in order. A
+    subclassed model's config holds no graph: ``from_config`` leaves it unbuilt, with no
+    weights to assign, so it is built by one call on the run's inputs first."""
     config = model.get_config()
     _policies_to_float64(config)
     keras.config.set_dtype_policy("float64")
@@ -53,6 +55,10 @@ def _float64_twin(keras: Any, model: Any) -> Any:
         np.asarray(w, np.float64) if np.issubdtype(np.asarray(w).dtype, np.floating) else w
         for w in model.get_weights()
     ]
+    if len(twin.weights) != len(weights):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            twin(inputs[0] if len(inputs) == 1 else inputs, training=False)
     twin.set_weights(weights)
     return twin
 
@@ -100,12 +106,27 @@ def _policies_to_float64(config: Any) -> None:
             _policies_to_float64(value)
 
 
+def has_graph(model: Any) -> bool:
+    """Whether ``model`` is a graph of layers (functional or Sequential), not a
+    subclassed ``keras.Model`` whose ``call`` is Python."""
+    return bool(getattr(model, "inputs", None))  # a subclassed model has no attribute
+
+
+SUBCLASSED_NOTE = (
+    "the model has no layer graph (subclassed): its outputs and each sublayer's output "
+    "(by its attribute path) are recorded; what its own call computes between them (an "
+    "add, an activation written as an op) cannot be tapped"
+)
+
+
 def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[Any]]:
     """A model whose outputs are every layer's (topological order, as ``model.layers``),
     their names (``layer`` or ``layer/k`` for a layer with several outputs), notes on
     layers that could not be recorded (one called at several places has no single
     output) and the layers recorded. A model without a graph (subclassed) records its
-    outputs only."""
+    outputs, and the model itself is the one layer whose sublayers are tapped."""
+    if not has_graph(model):
+        return model, ["output"], [SUBCLASSED_NOTE], [model]
     outputs, names, notes, layers = [], [], [], []
     for layer in model.layers:
         if isinstance(layer, keras.layers.InputLayer):
@@ -120,9 +141,6 @@ def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[A
         names.extend(
             [layer.name] if len(flat) == 1 else [f"{layer.name}/{k}" for k in range(len(flat))]
         )
-    if not outputs:
-        notes.append("the model has no layer graph (subclassed): only its outputs are recorded")
-        return model, ["output"], notes, []
     return keras.Model(model.inputs, outputs), names, notes, layers
 
 
@@ -148,10 +166,15 @@ def _run(keras: Any, model: Any, inputs: list[np.ndarray]) -> Recorded:
         warnings.simplefilter("ignore")  # Keras warns of input structure it accepts anyway
         produced = keras.tree.flatten(recorder(fed, training=False))
     arrays = [np.asarray(keras.ops.convert_to_numpy(t)) for t in produced]
-    if len(names) == 1 and len(arrays) > 1:  # a subclassed model's several outputs
-        names = [f"output/{k}" for k in range(len(arrays))]
-    owners = _owners(names, layers)
-    outputs, parents = merged(dict(zip(names, arrays, strict=True)), owners, tapped.taps)
+    taps = tapped.taps
+    if recorder is model and layers:  # subclassed: its sublayers named from the model
+        if len(arrays) > 1:
+            names = [f"output/{k}" for k in range(len(arrays))]
+        owners = {n: model.name for n in names}
+        taps = [replace(t, name=t.name.removeprefix(f"{model.name}/")) for t in taps]
+    else:
+        owners = _owners(names, layers)
+    outputs, parents = merged(dict(zip(names, arrays, strict=True)), owners, taps)
     return Recorded(outputs, list(outputs), notes, parents)
 
 
@@ -201,6 +224,9 @@ def layer_facts(model: Any) -> dict[str, dict[str, Any]]:
     policy)."""
     from .sublayers import nested_layers
 
+    if not has_graph(model):  # named as its taps are: by path from the model
+        prefix = f"{model.name}/"
+        return {p.removeprefix(prefix): _facts_of(inner) for p, inner in nested_layers(model)}
     facts = {}
     for layer in model.layers:
         if type(layer).__name__ == "InputLayer":
@@ -235,9 +261,21 @@ def _bases(cls: type) -> list[str]:
     return names
 
 
+def import_modules(modules: list[str]) -> None:
+    """Import the ``--import`` modules (custom layers register themselves on import); one
+    that fails is an ImportError naming it, so the parent says which ``--import`` and
+    why, not only what went wrong inside it."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as e:
+            raise ImportError(
+                f"--import {module} failed: {type(e).__name__}: {' '.join(str(e).split())}"
+            ) from e
+
+
 def _record(args: argparse.Namespace) -> dict[str, Any]:
-    for module in args.imports:  # custom layers register themselves on import
-        importlib.import_module(module)
+    import_modules(args.imports)
     import keras
 
     backend = keras.backend.backend()
@@ -259,7 +297,7 @@ def _record(args: argparse.Namespace) -> dict[str, Any]:
                 "--referee-backend tensorflow"
             )
     for precision in args.precision or ["float32"]:
-        run_model = model if precision == "float32" else _float64_twin(keras, model)
+        run_model = model if precision == "float32" else _float64_twin(keras, model, inputs)
         run = _run(keras, run_model, inputs)
         dtypes = sorted({str(a.dtype) for a in run.outputs.values() if a.dtype.kind == "f"})
         if precision == "float64" and dtypes != ["float64"]:
@@ -312,8 +350,7 @@ def serve(
 
     failed = None
     try:
-        for module in imports:
-            importlib.import_module(module)
+        import_modules(imports)
         import keras
     except Exception as e:  # reported with every run asked for, as a one-shot run would
         failed = f"{type(e).__name__}: {' '.join(str(e).split())}"
