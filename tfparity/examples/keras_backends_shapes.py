@@ -2,16 +2,16 @@
 ``keras.Model`` and a ``MultiHeadAttention`` classifier.
 
 Importing this module registers :class:`SubclassedClassifier` and
-:class:`TorchGradientSkewed` (``--import tfparity.examples.keras_backends_shapes``).
+:class:`GradientSkewed` (``--import tfparity.examples.keras_backends_shapes``).
 
 - :class:`SubclassedClassifier`: Embedding, Dense (GELU), a custom residual layer,
   LayerNormalization and Dense logits called in Python (no layer graph). ``fault="jax"``
   makes its residual layer 0.1% off on JAX only (the example model's :class:`JaxSkewed`).
 - :func:`build_attention`: Embedding, ``MultiHeadAttention`` (self-attention, whose key
   bias has a gradient of exactly 0: softmax is invariant to it), LayerNormalization,
-  pooling and Dense logits. ``fault="torch_gradient"`` adds :class:`TorchGradientSkewed`
-  after the attention: its forward pass is the identity everywhere, its backward pass
-  0.1% too large on torch only.
+  pooling and Dense logits. ``fault="jax_gradient"`` (or ``torch_gradient``) adds
+  :class:`GradientSkewed` after the attention: its forward pass is the identity
+  everywhere, its backward pass 0.1% too large on that backend only.
 """
 
 from __future__ import annotations
@@ -55,16 +55,23 @@ class SubclassedClassifier(keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="tfparity_examples")
-class TorchGradientSkewed(keras.layers.Layer):
-    """The identity forwards; backwards, the gradient 0.1% too large on torch only:
-    ``s + 1.001 * (x - s)`` with ``s = stop_gradient(x)`` is ``x`` exactly (``x - s`` is
-    0), and its derivative is 1.001."""
+class GradientSkewed(keras.layers.Layer):
+    """The identity forwards; backwards, the gradient 0.1% too large on ``backend``
+    only: ``s + 1.001 * (x - s)`` with ``s = stop_gradient(x)`` is ``x`` exactly
+    (``x - s`` is 0), and its derivative is 1.001."""
+
+    def __init__(self, backend: str = "torch", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.backend = backend
 
     def call(self, x: Any) -> Any:
-        if keras.backend.backend() != "torch":
+        if keras.backend.backend() != self.backend:
             return x
         held = keras.ops.stop_gradient(x)
         return held + 1.001 * (x - held)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "backend": self.backend}
 
 
 def build_subclassed(fault: str | None = None, seed: int = 0) -> keras.Model:
@@ -83,8 +90,8 @@ def build_attention(fault: str | None = None, seed: int = 0) -> keras.Model:
     ids = keras.Input((None,), dtype="int32", name="token_ids")
     h = keras.layers.Embedding(64, 16, name="embedding")(ids)
     a = keras.layers.MultiHeadAttention(2, 8, name="mha")(h, h)
-    if fault == "torch_gradient":
-        a = TorchGradientSkewed(name="skew")(a)
+    if fault is not None:  # "jax_gradient": the gradient 0.1% off on JAX only
+        a = GradientSkewed(fault.removesuffix("_gradient"), name="skew")(a)
     h = keras.layers.LayerNormalization(name="norm")(keras.layers.Add(name="add")([h, a]))
     h = keras.layers.GlobalAveragePooling1D(name="pool")(h)
     return keras.Model(ids, keras.layers.Dense(3, name="logits")(h), name="attention_example")

@@ -106,12 +106,6 @@ def _policies_to_float64(config: Any) -> None:
             _policies_to_float64(value)
 
 
-def has_graph(model: Any) -> bool:
-    """Whether ``model`` is a graph of layers (functional or Sequential), not a
-    subclassed ``keras.Model`` whose ``call`` is Python."""
-    return bool(getattr(model, "inputs", None))  # a subclassed model has no attribute
-
-
 SUBCLASSED_NOTE = (
     "the model has no layer graph (subclassed): its outputs and each sublayer's output "
     "(by its attribute path) are recorded; what its own call computes between them (an "
@@ -125,6 +119,8 @@ def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[A
     layers that could not be recorded (one called at several places has no single
     output) and the layers recorded. A model without a graph (subclassed) records its
     outputs, and the model itself is the one layer whose sublayers are tapped."""
+    from .sublayers import has_graph
+
     if not has_graph(model):
         return model, ["output"], [SUBCLASSED_NOTE], [model]
     outputs, names, notes, layers = [], [], [], []
@@ -222,7 +218,7 @@ def layer_facts(model: Any) -> dict[str, dict[str, Any]]:
     dtype policy, and its config's keys, from which the parent tells which layers may
     compute a backend-specific way (top_k ties, a flash attention path, a float16
     policy)."""
-    from .sublayers import nested_layers
+    from .sublayers import has_graph, nested_layers
 
     if not has_graph(model):  # named as its taps are: by path from the model
         prefix = f"{model.name}/"
