@@ -41,7 +41,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _float64_twin(keras: Any, model: Any, inputs: list[np.ndarray]) -> Any:
+def _float64_twin(keras: Any, model: Any, inputs: list[np.ndarray] | None = None) -> Any:
     """The same model built at float64 with the same weights, cast: every layer's dtype
     policy in the saved config becomes float64 (and the global policy too, for sublayers
     a custom layer builds without a dtype), then the weights are assigned in order. A
@@ -55,7 +55,7 @@ def _float64_twin(keras: Any, model: Any, inputs: list[np.ndarray]) -> Any:
         np.asarray(w, np.float64) if np.issubdtype(np.asarray(w).dtype, np.floating) else w
         for w in model.get_weights()
     ]
-    if len(twin.weights) != len(weights):
+    if inputs is not None and len(twin.weights) != len(weights):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             twin(inputs[0] if len(inputs) == 1 else inputs, training=False)
