@@ -96,6 +96,7 @@ SHARING = {
     "test_backends_quantize.py": "keras backend processes",
     "test_backends_mixed.py": "keras backend processes",
     "test_backends_gradients.py": "keras backend processes",
+    "test_backends_shapes.py": "keras backend processes",
     "test_sweep_ray.py": "ray cluster",
     "test_sweep_generate.py": "ray cluster",
 }

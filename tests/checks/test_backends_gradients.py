@@ -15,7 +15,12 @@ import pytest
 
 from tfparity.adapters.keras_backends.launch import installed
 from tfparity.checks.backends import BackendOutputs, check_backends
-from tfparity.checks.backends_gradients import BackendGradients, add_gradients, culprit
+from tfparity.checks.backends_gradients import (
+    BackendGradients,
+    add_gradients,
+    culprit,
+    zero_gradients,
+)
 from tfparity.report.backends import render_backends
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
@@ -131,3 +136,60 @@ def test_the_gradient_divergence_gets_the_hints_of_the_layer_whose_backward_pass
     assert f"  hint: {f['hints'][0]}" in render_backends(report).splitlines()
     clean = _report({"tensorflow": wrong, "jax": wrong})  # no facts recorded: no hint
     assert clean.details["gradients"]["first_divergence"]["hints"] == []
+
+
+# A gradient zero in exact arithmetic (a key projection's bias): judged in its layer's scale.
+
+LAYER = {"att/kernel": "att", "att/bias": "att", "att:output": "att"}
+
+
+def _zero_report(bias: dict[str, np.ndarray], kernel_fault: float = 1.0):
+    """Truth: a kernel gradient of RMS ~1, an output gradient, a bias gradient that is
+    float64 rounding alone (1e-19); each backend's bias gradient from ``bias``."""
+    truth = {
+        "att:output": RNG.standard_normal(6),
+        "att/kernel": RNG.standard_normal((3, 2)),
+        "att/bias": np.full(2, 1e-19),
+    }
+    grads = {
+        b: {
+            "att:output": truth["att:output"].astype(np.float32),
+            "att/kernel": (truth["att/kernel"] * (kernel_fault if b == "jax" else 1)).astype(
+                np.float32
+            ),
+            "att/bias": value.astype(np.float32),
+        }
+        for b, value in bias.items()
+    }
+    truth_fwd = {"out": np.ones(3)}
+    forward = {b: {"out": np.ones(3, np.float32)} for b in grads}
+    report = check_backends(BackendOutputs("made-up", forward, truth_fwd, "tensorflow"))
+    return add_gradients(report, BackendGradients(grads, truth, LAYER))
+
+
+def test_a_zero_gradient_with_float32_noise_passes_where_a_relative_rule_failed():
+    noise = {"tensorflow": np.array([3e-8, -2e-8]), "jax": np.array([-4e-8, 5e-8])}
+    report = _zero_report(noise)
+    rows = {r["gradient"]: r for r in report.details["gradients"]["rows"]}
+    assert report.passed
+    assert rows["att/bias"]["zero"]["of"] == "layer att"
+    assert "zero" not in rows["att/kernel"]
+
+
+def test_the_zero_gradient_floor_hides_no_fault_there_nor_elsewhere_in_the_layer():
+    noise = np.array([3e-8, -2e-8])
+    wrong = {"tensorflow": noise, "jax": np.array([1e-3, -1e-3])}  # 0.1% of the layer's
+    f = _zero_report(wrong).details["gradients"]["first_divergence"]
+    assert (f["backend"], f["gradient"], f["layer"]) == ("jax", "att/bias", "att")
+    skewed = _zero_report({"tensorflow": noise, "jax": noise}, kernel_fault=1.001)
+    f = skewed.details["gradients"]["first_divergence"]
+    assert (f["backend"], f["gradient"]) == ("jax", "att/kernel")
+
+
+def test_a_small_but_nonzero_gradient_keeps_the_relative_rule():
+    held = BackendGradients(
+        {}, {"a/k": np.ones(4), "a/b": np.full(2, 1e-6)}, {"a/k": "a", "a/b": "a"}
+    )
+    assert zero_gradients(held) == {}  # 1e-6 of its layer: float32 resolves it
+    lone = BackendGradients({}, {"a/b": np.full(2, 1e-20), "z/k": np.ones(3)}, {"a/b": "a"})
+    assert zero_gradients(lone)["a/b"].of == "the model"  # no other gradient in its layer

@@ -43,7 +43,16 @@ def hub_bert(tfparity_backend_workers):
 
     workers = tfparity_backend_workers
     return tfparity.backends(
-        "keras-hub:tiny:bert", backends=["tensorflow", "torch"], workers=workers
+        "keras-hub:tiny:bert", backends=["tensorflow", "torch"], workers=workers, gradients=True
+    )
+
+
+@pytest.fixture(scope="module")
+def hub_gradient_fault(backends_run):
+    """tiny:bert with transformer_layer_1's gradient 0.1% too large on torch only."""
+    fault = "tfparity.examples.keras_hub_gradient_fault"
+    return backends_run(
+        "keras-hub:tiny:bert", backends=["tensorflow", "torch"], imports=[fault], gradients=True
     )
 
 
@@ -93,6 +102,29 @@ def test_a_keras_hub_port_passes_on_every_backend_and_against_hugging_face(hub_b
     assert worst < 1e-5
     worst_hf = max(c["relative_rmse"] for r in hf["layers"] for c in r["backends"].values())
     assert worst_hf < 1e-4
+
+
+def test_a_keras_hub_spec_takes_gradients_its_zero_key_biases_judged_in_their_layers_scale(
+    hub_bert,
+):
+    g = hub_bert.details["gradients"]
+    assert hub_bert.passed and g["first_divergence"] is None
+    zeros = [row["gradient"] for row in g["rows"] if "zero" in row]
+    assert zeros == [
+        f"transformer_layer_{k}/self_attention_layer/key/bias" for k in (1, 0)
+    ]  # softmax is invariant to the key bias: its gradient is 0 in exact arithmetic
+
+
+def test_a_keras_hub_gradient_off_on_one_backend_fails_naming_it_and_the_layer(
+    hub_gradient_fault,
+):
+    code, text, data = hub_gradient_fault
+    f = data["details"]["gradients"]["first_divergence"]
+    assert code == 1 and data["details"]["first_divergence"] is None  # forward agrees
+    assert (f["backend"], f["kind"], f["layer"]) == ("torch", "one", "transformer_layer_1")
+    rows = {row["gradient"]: row["backends"] for row in data["details"]["gradients"]["rows"]}
+    assert rows["pooled_dense/kernel"]["torch"]["passed"]  # above the fault: agrees
+    assert not rows["transformer_layer_0:output"]["torch"]["passed"]
 
 
 def test_a_port_that_differs_from_its_checkpoint_fails_against_hugging_face(changed_port):

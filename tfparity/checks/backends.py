@@ -91,12 +91,17 @@ def judge_layer(
     referee: Referee,
     ceiling: float,
     rounding: str = "float32",
+    scale: float | None = None,
 ) -> LayerJudgement:
     """Every backend's output of ``layer`` against the truth, by the module's rule, its
-    floor and ceiling those of a layer rounding like ``rounding``."""
+    floor and ceiling those of a layer rounding like ``rounding``; ``scale``, the RMS
+    that the floor and the ceiling are measured in, is the truth's own unless given (a
+    gradient that is zero in exact arithmetic is measured in its layer's other
+    gradients: :mod:`.backends_gradients`)."""
     floor, ceiling = widened(referee.floor, ceiling, rounding)
     referee = replace(referee, floor=floor)
-    scale = _rmse(truth, np.zeros_like(truth))
+    if scale is None:
+        scale = _rmse(truth, np.zeros_like(truth))
     errors = {
         b: _rmse(a, truth) if np.shape(a) == np.shape(truth) else np.inf for b, a in outputs.items()
     }

@@ -15,17 +15,24 @@ layer's backward pass.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..compare.judge import Referee
+from ..compare.referee import rmse
 from ..results import Divergence, Report
 from .backends import DEFAULT_CEILING, LayerJudgement, divergence_facts, judge_layer, layer_row
 from .backends_hints import layer_hints
 
 OUTPUT_MARK = ":output"  # a row LAYER:output is the gradient w.r.t. LAYER's output
+# A gradient whose float64 RMS is below this fraction of its layer's other gradients' is
+# zero in exact arithmetic (a key projection's bias: softmax is invariant to it), and
+# what remains is float64 rounding (about 1e-16 of the terms that cancel): float32's
+# rounding of the same terms (1e-7 of them) is then no fraction of it that a relative
+# rule could bound. 1e-10 lies between the two.
+ZERO_FRACTION = 1e-10
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,7 @@ def add_gradients(
     """Judge every gradient row and add them to the forward ``report``: its comparisons
     (named ``BACKEND:grad:ROW``), ``details["gradients"]`` (rows, scalar, the first
     divergence counted backwards) and its verdict (it fails if either pass fails)."""
+    zeros = zero_gradients(grads)
     judgements = [
         judge_layer(
             f"grad:{row}",
@@ -82,6 +90,7 @@ def add_gradients(
             truth,
             referee,
             ceiling,
+            zeros[row].scale if row in zeros else None,
         )
         for row, truth in grads.truth.items()
     ]
@@ -92,6 +101,7 @@ def add_gradients(
     report.passed = report.passed and all(not j.failing for j in judgements)
     rows = [
         {**layer_row(j), "gradient": row, "layer": grads.layer_of.get(row, row)}
+        | ({"zero": asdict(zeros[row])} if row in zeros else {})
         for row, j in zip(grads.truth, judgements, strict=True)
     ]
     section: dict[str, Any] = {
@@ -113,6 +123,36 @@ def add_gradients(
             )
     report.details["gradients"] = section
     return report
+
+
+@dataclass(frozen=True)
+class ZeroGradient:
+    """A gradient zero in exact arithmetic: its float64 RMS (rounding alone), and the
+    scale it is judged in instead, the largest RMS of the other gradients of its layer
+    (``of``: ``layer NAME``), or of the model's when the layer has no other."""
+
+    rms: float
+    scale: float
+    of: str
+
+
+def zero_gradients(grads: BackendGradients) -> dict[str, ZeroGradient]:
+    """The rows whose float64 truth is zero but for rounding (below
+    :data:`ZERO_FRACTION` of the other gradients of their layer, or of the model's),
+    each with the scale its floor and ceiling are then measured in: an absolute floor
+    scaled to the gradients around it, not a relative rule on ~0."""
+    rms = {row: rmse(t, np.zeros_like(t)) for row, t in grads.truth.items()}
+    model = max(rms.values(), default=0.0)
+    found = {}
+    for row, own in rms.items():
+        layer = grads.layer_of.get(row, row)
+        others = [r for o, r in rms.items() if o != row and grads.layer_of.get(o, o) == layer]
+        scale, of = max(others, default=0.0), f"layer {layer}"
+        if not scale:
+            scale, of = model, "the model"
+        if scale and own <= ZERO_FRACTION * scale:
+            found[row] = ZeroGradient(own, scale, of)
+    return found
 
 
 def culprit(row: str, grads: BackendGradients) -> list[str]:

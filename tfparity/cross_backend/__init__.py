@@ -96,6 +96,9 @@ def _refuse_for_kind(request: BackendsRequest, kind: str) -> None:
 
     if kind == "callable" and missing_module(request.model):
         raise TfparityError(missing_module(request.model))
+    for module in request.imports:  # a typo exits 2 before any process starts
+        if missing_module(module):
+            raise TfparityError(f"--import {missing_module(module)}")
     if kind == "keras-hub":
         if request.inputs:
             raise TfparityError(

@@ -132,10 +132,19 @@ def _fact(value: Any) -> str:
 def _gradients(g: dict[str, Any], backends: list[str]) -> list[str]:
     """The gradient rows (backwards: the last layer first) and their first divergence."""
     lines = ["", f"gradients of {g['scalar']}, counted backwards:"]
-    rows = [
-        (row["gradient"], *(_cell(row["backends"].get(b)) for b in backends)) for row in g["rows"]
-    ]
+    rows = [(_marked(row), *(_cell(row["backends"].get(b)) for b in backends)) for row in g["rows"]]
     lines += table(("gradient w.r.t.", *backends), rows)
+    zeros = [(row["gradient"], row["zero"]) for row in g["rows"] if "zero" in row]
+    if zeros:
+        lines.append(
+            "* zero in exact arithmetic (float64 RMS below 1e-10 of the other gradients of "
+            "its layer): its RMSE is relative to, and its floor and ceiling scaled by, those "
+            "gradients' largest RMS: "
+            + ", ".join(
+                f"{name} (RMS {z['rms']:.2g} against {z['scale']:.2g} of {z['of']})"
+                for name, z in zeros
+            )
+        )
     f = g["first_divergence"]
     if f:
         who = f"backend {f['backend']}" if f["backend"] else "every backend"
@@ -146,6 +155,11 @@ def _gradients(g: dict[str, Any], backends: list[str]) -> list[str]:
             *(f"  hint: {h}" for h in f.get("hints", [])),
         ]
     return lines
+
+
+def _marked(row: dict[str, Any]) -> str:
+    """A gradient row's name, with ``*`` where it is zero in exact arithmetic."""
+    return row["gradient"] + (" *" if "zero" in row else "")
 
 
 def _hf_section(hf: dict[str, Any], backends: list[str]) -> list[str]:

@@ -21,6 +21,7 @@ Like the worker, this module imports no framework at module level.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +38,10 @@ def record_gradients(
     ``LAYER:output``, then its weights by ``variable.path``; the float inputs' last,
     ``input:NAME``), ``layer_of`` (row -> layer) and ``consumers`` (layer -> the layers
     that take its output, whose backward pass makes its output's gradient)."""
-    probed, probes, consumers = _probed(keras, model, inputs)
+    from .sublayers import has_graph
+
+    graph = has_graph(model)
+    probed, probes, consumers = _probed(keras, model, inputs) if graph else (model, {}, {})
     dtype = _float_dtype(inputs, model)
     trainable = list(probed.trainable_variables)
     floats = [k for k, a in enumerate(inputs) if np.asarray(a).dtype.kind == "f"]
@@ -49,19 +53,42 @@ def record_gradients(
     by_id = {id(v): g for v, g in zip(trainable, grads, strict=False)}
     arrays: dict[str, np.ndarray] = {}
     layer_of: dict[str, str] = {}
-    for layer in reversed(model.layers):
-        for name, probe in probes.get(layer.name, []):
+    for layer, weights in _weights_backwards(model, graph):
+        for name, probe in probes.get(layer, []):
             arrays[name] = as_numpy(keras, by_id[id(probe.delta)], probe.delta)
-            layer_of[name] = layer.name
-        for v in layer.trainable_weights:
-            arrays[v.path] = as_numpy(keras, by_id.get(id(v)), v)
-            layer_of[v.path] = layer.name
+            layer_of[name] = layer
+        for name, v in weights:
+            arrays[name] = as_numpy(keras, by_id.get(id(v)), v)
+            layer_of[name] = layer
     for k, g in zip(floats, grads[len(trainable) :], strict=True):
-        name = f"input:{model.inputs[k].name}"
+        name = f"input:{model.inputs[k].name if graph else k}"
         arrays[name] = np.asarray(keras.ops.convert_to_numpy(g))
         layer_of[name] = name
     facts = {"rows": list(arrays), "layer_of": layer_of, "consumers": consumers}
     return arrays, facts
+
+
+def _weights_backwards(model: Any, graph: bool) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """Each layer, last first, with its trainable weights by row name: a graph's layers
+    with ``variable.path``; a subclassed model's sublayers (it has no graph to order or
+    probe: its weights only) by their path from the model, as the forward taps name them
+    (``residual/alpha``), for Keras names a sublayer of a subclassed model by a
+    process-wide counter (``dense_3`` in the float64 twin)."""
+    if graph:
+        return [
+            (layer.name, [(v.path, v) for v in layer.trainable_weights])
+            for layer in reversed(model.layers)
+        ]
+    from .sublayers import nested_layers
+
+    prefix = f"{model.name}/"
+    nested = [(path.removeprefix(prefix), inner) for path, inner in nested_layers(model)]
+    owner = {id(v): path for path, inner in nested for v in inner.trainable_weights}  # deepest
+    return [
+        (path, [(f"{owner[id(v)]}/{v.name}", v) for v in inner.trainable_weights])
+        for path, inner in reversed(nested)
+        if "/" not in path
+    ]
 
 
 def _float_dtype(inputs: list[np.ndarray], model: Any) -> str:
@@ -145,15 +172,22 @@ def _loss(
     keras: Any, model: Any, inputs: list, floats: list[int], n: int, seed: int, dtype: str
 ) -> Callable[[list], Any]:
     """The seeded scalar as a function of (trainable values + float inputs)."""
+    from .sublayers import has_graph
+
     non_trainable = [v.value for v in model.non_trainable_variables]
+    # stateless_call hands its keywords to call itself: a subclassed call may take none
+    takes = "training" in inspect.signature(model.call).parameters or has_graph(model)
+    mode = {"training": False} if takes else {}
     projections: list[Any] = []
 
     def loss(values: list) -> Any:
         given = list(inputs)
         for k, x in zip(floats, values[n:], strict=True):
             given[k] = x
-        fed = given[0] if len(given) == 1 else given
-        outputs, _ = model.stateless_call(values[:n], non_trainable, fed, training=False)
+        # in the model's own input structure: a keras-hub backbone takes a dict
+        fed = keras.tree.pack_sequence_as(model.input, given) if has_graph(model) else given
+        fed = fed[0] if isinstance(fed, list) and len(fed) == 1 else fed
+        outputs, _ = model.stateless_call(values[:n], non_trainable, fed, **mode)
         flat = keras.tree.flatten(outputs)
         if not projections:  # drawn once, in output order, from the seed alone
             rng = np.random.default_rng(seed)

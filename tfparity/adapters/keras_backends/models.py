@@ -25,6 +25,10 @@ def save_quantised(path: str, out: str, mode: str, imports: list[str]) -> str | 
     model = keras.saving.load_model(path, compile=False)
     quantize(model, mode)
     model.save(out)
+    try:  # every backend loads this file: one Keras cannot reload fails here, named
+        keras.saving.load_model(out, compile=False)
+    except Exception as e:
+        raise TfparityError(unreloadable(keras.__version__, mode, model, str(e))) from None
     return stored_mode(model)
 
 
@@ -65,6 +69,34 @@ def tokenised_inputs(
     )[0]
     names = [t.name for t in model.inputs]
     return names, tokenised(batch, names)
+
+
+def unreloadable(version: str, mode: str, model: Any, why: str) -> str:
+    """Why a model quantised to ``mode`` cannot be checked across backends: Keras saves
+    it but cannot load its own file back (Keras 3.15: a quantised ``MultiHeadAttention``,
+    whose ``EinsumDense`` projections are rebuilt unquantised and then refuse the int8
+    variables), naming the layers that hold the ones it could not load, and what to check
+    instead."""
+    import re
+
+    failed = set(re.findall(r"<\w+ name=([\w/.-]+)", why))
+    holders = sorted(
+        {
+            f"{type(layer).__name__} {layer.name}"
+            for layer in model._flatten_layers(include_self=False)
+            if any(inner.name in failed for inner in layer._flatten_layers(include_self=False))
+        }
+    )
+    where = f" (in {', '.join(holders)})" if holders else ""
+    return (
+        f"Keras {version} cannot reload the model it quantised to {mode}{where}: "
+        f"{why.split('. ')[0].strip()}. Every backend would load that file, so `tfparity "
+        "backends --quantize` cannot check it. Check the float model across backends "
+        "(the same command without --quantize), --quantize on a model whose layers Keras "
+        "reloads quantised (Dense, EinsumDense and Embedding outside a MultiHeadAttention), "
+        "or, where the model has a Hugging Face reference, the quantisation in one process, "
+        f"with no file to reload: `tfparity crosscheck MODEL --pt PT_MODEL --quantize {mode}`."
+    )
 
 
 def built_model(target: str, imports: list[str]) -> Any:

@@ -32,6 +32,13 @@ class Tap:
     value: np.ndarray
 
 
+def has_graph(model: Any) -> bool:
+    """Whether ``model`` is a graph of layers (functional or Sequential), not a
+    subclassed ``keras.Model`` whose ``call`` is Python (its sublayers are then tapped
+    from the model itself, named by their path from it)."""
+    return bool(getattr(model, "inputs", None))  # a subclassed model has no attribute
+
+
 def nested_layers(layer: Any) -> list[tuple[str, Any]]:
     """Every layer inside ``layer`` (depth first) with its path from ``layer``'s name;
     a sublayer reachable twice is listed once, at its first path."""

@@ -23,7 +23,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,10 +42,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _float64_twin(keras: Any, model: Any) -> Any:
+def _float64_twin(keras: Any, model: Any, inputs: list[np.ndarray] | None = None) -> Any:
     """The same model built at float64 with the same weights, cast: every layer's dtype
     policy in the saved config becomes float64 (and the global policy too, for sublayers
-    a custom layer builds without a dtype), then the weights are assigned in order."""
+    a custom layer builds without a dtype), then the weights are assigned in order. A
+    subclassed model's config holds no graph: ``from_config`` leaves it unbuilt, with no
+    weights to assign, so it is built by one call on the run's inputs first."""
     config = model.get_config()
     _policies_to_float64(config)
     keras.config.set_dtype_policy("float64")
@@ -54,6 +56,10 @@ def _float64_twin(keras: Any, model: Any) -> Any:
         np.asarray(w, np.float64) if np.issubdtype(np.asarray(w).dtype, np.floating) else w
         for w in model.get_weights()
     ]
+    if inputs is not None and len(twin.weights) != len(weights):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            twin(inputs[0] if len(inputs) == 1 else inputs, training=False)
     twin.set_weights(weights)
     return twin
 
@@ -101,13 +107,25 @@ def _policies_to_float64(config: Any) -> None:
             _policies_to_float64(value)
 
 
+SUBCLASSED_NOTE = (
+    "the model has no layer graph (subclassed): its outputs and each sublayer's output "
+    "(by its attribute path) are recorded; what its own call computes between them (an "
+    "add, an activation written as an op) cannot be tapped"
+)
+
+
 def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[Any]]:
     """A model whose outputs are every layer's (topological order, as ``model.layers``),
     their names (``layer`` or ``layer/k`` for a layer with several outputs; a layer
     called at several places in the graph, as ALBERT's shared blocks, per call:
     ``layer``, ``layer#1``, ... as :func:`.models.call_name` names them), notes on
     layers that could not be recorded and the layers recorded. A model without a graph
-    (subclassed) records its outputs only."""
+    (subclassed) records its outputs, and the model itself is the one layer whose
+    sublayers are tapped."""
+    from .sublayers import has_graph
+
+    if not has_graph(model):
+        return model, ["output"], [SUBCLASSED_NOTE], [model]
     outputs, names, notes, layers = [], [], [], []
     in_graph = {id(n) for nodes in getattr(model, "_nodes_by_depth", {}).values() for n in nodes}
     for layer in model.layers:
@@ -165,10 +183,15 @@ def _run(keras: Any, model: Any, inputs: list[np.ndarray]) -> Recorded:
         warnings.simplefilter("ignore")  # Keras warns of input structure it accepts anyway
         produced = keras.tree.flatten(recorder(fed, training=False))
     arrays = [to_numpy(keras, t) for t in produced]
-    if len(names) == 1 and len(arrays) > 1:  # a subclassed model's several outputs
-        names = [f"output/{k}" for k in range(len(arrays))]
-    owners = _owners(names, layers)
-    outputs, parents = merged(dict(zip(names, arrays, strict=True)), owners, tapped.taps)
+    taps = tapped.taps
+    if recorder is model and layers:  # subclassed: its sublayers named from the model
+        if len(arrays) > 1:
+            names = [f"output/{k}" for k in range(len(arrays))]
+        owners = {n: model.name for n in names}
+        taps = [replace(t, name=t.name.removeprefix(f"{model.name}/")) for t in taps]
+    else:
+        owners = _owners(names, layers)
+    outputs, parents = merged(dict(zip(names, arrays, strict=True)), owners, taps)
     return Recorded(outputs, list(outputs), notes, parents)
 
 
@@ -217,8 +240,11 @@ def layer_facts(model: Any) -> dict[str, dict[str, Any]]:
     dtype policy, and its config's keys, from which the parent tells which layers may
     compute a backend-specific way (top_k ties, a flash attention path, a float16
     policy)."""
-    from .sublayers import nested_layers
+    from .sublayers import has_graph, nested_layers
 
+    if not has_graph(model):  # named as its taps are: by path from the model
+        prefix = f"{model.name}/"
+        return {p.removeprefix(prefix): _facts_of(inner) for p, inner in nested_layers(model)}
     facts = {}
     for layer in model.layers:
         if type(layer).__name__ == "InputLayer":
@@ -253,9 +279,21 @@ def _bases(cls: type) -> list[str]:
     return names
 
 
+def import_modules(modules: list[str]) -> None:
+    """Import the ``--import`` modules (custom layers register themselves on import); one
+    that fails is an ImportError naming it, so the parent says which ``--import`` and
+    why, not only what went wrong inside it."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as e:
+            raise ImportError(
+                f"--import {module} failed: {type(e).__name__}: {' '.join(str(e).split())}"
+            ) from e
+
+
 def _record(args: argparse.Namespace) -> dict[str, Any]:
-    for module in args.imports:  # custom layers register themselves on import
-        importlib.import_module(module)
+    import_modules(args.imports)
     import keras
 
     backend = keras.backend.backend()
@@ -310,7 +348,7 @@ def _run_at(
     from .float64 import Float64Scope, narrow_outputs, widen_sublayers
 
     widening = scope.enter_context(Float64Scope(keras))
-    twin = _float64_twin(keras, model)
+    twin = _float64_twin(keras, model, inputs)
     built = widen_sublayers(keras, twin)
     run = _run(keras, twin, inputs)
     narrow = narrow_outputs(run.outputs)
@@ -360,8 +398,7 @@ def serve(
 
     failed = None
     try:
-        for module in imports:
-            importlib.import_module(module)
+        import_modules(imports)
         import keras
     except Exception as e:  # reported with every run asked for, as a one-shot run would
         failed = f"{type(e).__name__}: {' '.join(str(e).split())}"
