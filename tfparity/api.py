@@ -230,6 +230,7 @@ def crosscheck(
     that Keras backend, in a process of its own (converted here on TensorFlow, saved to
     ``.keras``), localised to a layer; ``"tensorflow"`` or None: in this process.
     """
+    from .adapters.keras_hub.quantised_side import quantised_twin
     from .adapters.requantise import fresh_twin
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
@@ -269,7 +270,7 @@ def crosscheck(
     )
     tf_model, pt_model, source_model = paired.tf, paired.reference, paired.source
     pt = paired.reference_spec or pt  # parsed once: the reference's tokenizer reads it
-    quantised, alone = _quantised_twin(tf_model, quantize, attribute)  # exit 2 first
+    quantised, alone = quantised_twin(tf_model, quantize, attribute)  # exit 2 first
     tokenized = batches is None  # by the TF side's tokenizer, when the inputs are texts
     if batches is None:
         batches = make_batches(tf_model, inputs)
@@ -330,16 +331,6 @@ def _tokenizers_judged(
         reference = None  # the very tokenizer that made the ids: nothing to compare
     found = tokenizer_findings(tf_model.tokenizer, reference, texts)
     return [with_findings(r, found) for r in reports]
-
-
-def _quantised_twin(tf_model: Any, mode: str | None, attribute: bool) -> tuple[Any, tuple]:
-    """The Keras-quantised copy of ``tf_model`` (exit 2 where it cannot be), or None; with
-    ``attribute``, its parts and the maker of a copy with one of them quantised."""
-    if mode is None:
-        return None, ((), None)
-    from .adapters.keras_hub.quantised_side import one_at_a_time, quantised_side
-
-    return quantised_side(tf_model, mode), one_at_a_time(tf_model, mode) if attribute else ()
 
 
 def _export_parity(
@@ -527,8 +518,7 @@ def generate(
     prompt an item); ``kl_budget`` judges them by a bootstrap interval over the prompts,
     as :func:`crosscheck`'s does over sequences. ``quantize`` (a keras-hub causal LM):
     a Keras-quantised copy generates, judged by the mode's budget (``kl_budget``
-    overrides it) over the prompts, its tokens reported (docs/generate.md); a ``.keras``
-    file of a keras-hub ``CausalLM`` saved after ``quantize`` is judged so in its own mode.
+    overrides it) over the prompts, its tokens reported (docs/generate.md); a stored one so too.
     ``backend`` (``"jax"``, ``"torch"``; ``--backend``): a ``keras-hub:<SPEC>`` causal
     LM generates on that Keras backend, in a process of its own (docs/backends.md).
     """
@@ -574,10 +564,11 @@ def generate(
     )
     tf_model, pt_model = paired.tf, paired.reference
     if quantize is not None:  # a copy; exit 2 for a side Keras cannot quantise
-        tf_model, embeds = _quantised_twin(tf_model, quantize, False)[0], False
-    elif (tf_model.quantisation or "").startswith("keras "):  # a .keras file stored quantised
-        stored = tf_model.quantisation.removeprefix("keras ")
-        quantised, embeds = QuantisedGeneration.of(stored, limits, stored=True), False
+        from .adapters.keras_hub.quantised_side import quantised_twin
+
+        tf_model, embeds = quantised_twin(tf_model, quantize, False)[0], False
+    elif (stored := QuantisedGeneration.stored_in(tf_model, limits)) is not None:
+        quantised, embeds = stored, False
     if texts is not None:
         inputs = InputOptions(texts=validation.texts(texts))
     elif inputs is None or (inputs.texts is None and inputs.random is None):

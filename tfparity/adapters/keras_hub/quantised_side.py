@@ -81,3 +81,12 @@ def _copy(backbone: Any) -> Any:
     twin = type(backbone).from_config(backbone.get_config())
     twin.set_weights(backbone.get_weights())
     return twin
+
+
+def quantised_twin(side: TFSide, mode: str | None, attribute: bool) -> tuple[Any, tuple]:
+    """The Keras-quantised copy of ``side`` (exit 2 where it cannot be), or None; with
+    ``attribute``, its parts and the maker of a copy with one of them quantised
+    (``--quantize MODE --attribute``)."""
+    if mode is None:
+        return None, ((), None)
+    return quantised_side(side, mode), one_at_a_time(side, mode) if attribute else ()

@@ -40,6 +40,15 @@ class QuantisedGeneration:
         limits, origin = kl_budget_for(mode, given)
         return cls(mode, limits, origin, stored)
 
+    @classmethod
+    def stored_in(cls, side: Any, given: Sequence[Limit] | None) -> QuantisedGeneration | None:
+        """The judgement of ``side`` where it is stored quantised by Keras (a ``.keras``
+        file saved after ``quantize``: kind ``keras int8``), in its own mode; else None."""
+        kind = side.quantisation or ""
+        return (
+            cls.of(kind.removeprefix("keras "), given, True) if kind.startswith("keras ") else None
+        )
+
     def judge_line(self) -> str:
         budget = ", ".join(map(str, self.limits))
         return (
