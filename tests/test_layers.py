@@ -33,6 +33,11 @@ FRAMEWORK_USERS = {
     ("examples.keras_bert", "keras"),  # a user's own Keras 3 model: the docs' example
     ("examples.keras_backends_model", "keras"),  # custom layers, imported per backend
     ("examples.keras_hub_logits_fault", "keras"),  # a torch-only fault, imported per backend
+    ("examples.keras_hub_backends", "keras"),  # a rotary layer skewed on one backend
+    ("examples.keras_hub_backends", "keras_hub"),
+    ("examples.keras_hub_gradient_fault", "keras"),  # a backward fault on one backend
+    ("examples.keras_hub_gradient_fault", "keras_hub"),
+    ("examples.keras_backends_shapes", "keras"),  # subclassed and MHA models, per backend
     ("examples.own_head", "tensorflow"),  # a head model of one's own on both sides: the
     ("examples.own_head", "tf_keras"),  # docs' example (imports inside its functions)
     ("examples.own_head", "torch"),

@@ -90,7 +90,7 @@ def add_gradients(
             truth,
             referee,
             ceiling,
-            zeros[row].scale if row in zeros else None,
+            scale=zeros[row].scale if row in zeros else None,
         )
         for row, truth in grads.truth.items()
     ]

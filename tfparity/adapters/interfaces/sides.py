@@ -16,8 +16,9 @@ import this one without an import cycle.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -133,6 +134,9 @@ class TFSide(Protocol):
     def traces(self) -> int: ...
     @property
     def quantisation(self) -> str | None: ...  # what reduced precision it holds; None: float32
+
+    layer_modes: Mapping[int | str, str]  # each part's quantisation mode, where mixed
+
     @property
     def framework(self) -> str: ...  # what computes it, for the report's ``compares`` line
     @property
@@ -271,6 +275,10 @@ class TFSideBase:
     """The answers of a TF side that lacks a capability, stated once. Subclasses
     override what they have; nothing here is ever a silent pass: a side that cannot be
     localised says ``localisable() is False`` and the report says so."""
+
+    # Each part's quantisation mode (layer index or ``embeddings``) where a file holds
+    # several (``keras int4+int8``); empty where one mode, or none, holds.
+    layer_modes: Mapping[int | str, str] = MappingProxyType({})
 
     # Facts of the Hugging Face config the side runs under (``self.config``).
 

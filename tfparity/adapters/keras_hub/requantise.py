@@ -58,7 +58,7 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
     if unknown:
         why = f"Keras's {unknown[0]} mode is not one tfparity quantises ({', '.join(MODES)})"
         return FreshTwin(getattr(source, "name", "-"), mode, skipped=why, layers=modes)
-    float_side, name = _source(source, reference)
+    float_side, name = _source(source, reference, stored.head)
     if isinstance(float_side, str):
         return FreshTwin(name, mode, skipped=float_side, layers=modes)
     if layer_modes(float_side.model):
@@ -84,9 +84,10 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
     )
 
 
-def _source(source: TFSide | None, reference: Any) -> tuple[Any, str]:
-    """The float keras-hub side to quantise afresh and its name; or why there is none
-    (a sentence) and the name asked for."""
+def _source(source: TFSide | None, reference: Any, head: Head) -> tuple[Any, str]:
+    """The float keras-hub side to quantise afresh, with the stored side's ``head`` (a
+    task's outputs are its logits), and its name; or why there is none (a sentence) and
+    the name asked for."""
     if source is not None:
         if not isinstance(source, KerasHubModel):
             why = f"the source {source.name} is not a keras-hub model Keras can quantise"
@@ -98,7 +99,7 @@ def _source(source: TFSide | None, reference: Any) -> tuple[Any, str]:
     inner = text.removeprefix("keras-hub:")
     name = f"keras-hub:{inner} (converted from the reference)"
     try:
-        return load_keras_hub_side(f"keras-hub:{inner}", Head.BASE), name
+        return load_keras_hub_side(f"keras-hub:{inner}", head), name
     except Exception as exc:  # keras-hub cannot convert it (or refuses it: TfparityError)
         why = f"keras-hub could not convert {text} ({' '.join(str(exc).split())[:120]})"
         return f"no float source: {why}; give --source MODEL", name

@@ -202,7 +202,7 @@ def _budgeted(
     rows = budgeted.growth(runs.tf, runs.pt, masks)
     kind = tf_model.quantisation
     # a mixed-mode file (keras int4+int8): each layer's growth by its own mode
-    modes = getattr(tf_model, "layer_modes", None) if "+" in (kind or "") else None
+    modes = tf_model.layer_modes if "+" in (kind or "") else None
     over, growth_details = budgeted.growth_judged(rows, kind, modes)
     comparisons += budgeted.growth_failures(over, f"{kind} vs {pt_model.framework}")
     labels = _labels(tf_model, pt_model)
