@@ -18,6 +18,7 @@ files' runs share one set of processes (their --import is the same).
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -311,5 +312,6 @@ def test_a_keras_hub_causal_lm_file_takes_tokenised_inputs_and_passes(rotary_run
     assert code == 0 and _all_passed(data), text
     layers = [r["layer"] for r in data["details"]["layers"]]
     # the backbone's call and the logits (the token embedding's reverse call), once each
-    assert layers[-2:] == ["qwen_backbone", "token_embedding#1"]
+    # (Keras numbers the backbone's name by the backbones this test process built before)
+    assert re.fullmatch(r"qwen_backbone(_\d+)?", layers[-2]) and layers[-1] == "token_embedding#1"
     assert layers.count("qwen_backbone/transformer_layer_0") == 1

@@ -15,6 +15,8 @@ starts.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -124,7 +126,9 @@ def test_a_keras_hub_causal_lm_saved_int8_is_judged_at_its_logits(files, backend
     assert q["output"] == "token_embedding#1" and q["logits"]
     assert d["layers"][-1]["layer"] == "token_embedding#1"
     layers = [r["layer"] for r in d["layers"]]
-    assert "gpt2_backbone/transformer_layer_1/feedforward_output_dense" in layers
+    # (Keras numbers the backbone's name by the backbones this test process built before)
+    ffn = re.compile(r"gpt2_backbone(_\d+)?/transformer_layer_1/feedforward_output_dense")
+    assert any(ffn.fullmatch(layer) for layer in layers)
     worst = max(c["relative_rmse"] for r in d["layers"] for c in r["backends"].values())
     assert worst < 1e-5  # float32 rounding on the int8 model, far below the ceiling
 
