@@ -313,5 +313,6 @@ def test_a_keras_hub_causal_lm_file_takes_tokenised_inputs_and_passes(rotary_run
     layers = [r["layer"] for r in data["details"]["layers"]]
     # the backbone's call and the logits (the token embedding's reverse call), once each
     # (Keras numbers the backbone's name by the backbones this test process built before)
-    assert re.fullmatch(r"qwen_backbone(_\d+)?", layers[-2]) and layers[-1] == "token_embedding#1"
-    assert layers.count("qwen_backbone/transformer_layer_0") == 1
+    backbone = layers[-2]
+    assert re.fullmatch(r"qwen_backbone(_\d+)?", backbone) and layers[-1] == "token_embedding#1"
+    assert layers.count(f"{backbone}/transformer_layer_0") == 1
