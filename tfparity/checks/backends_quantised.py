@@ -39,6 +39,7 @@ from ..compare.distribution import position_metrics, summarise
 from ..compare.judge import within
 from ..compare.quantisation import kl_budget_for
 from ..compare.record import failed_comparison
+from ..compare.referee import rmse
 from ..compare.rounding import widened
 from ..compare.stats import compare_batches
 from ..results import Divergence, Report
@@ -139,11 +140,6 @@ def judge_one(
     return Judged(backend, against, c, stats, verdict)
 
 
-def _rmse(a: np.ndarray, b: np.ndarray) -> float:
-    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-    return float(np.sqrt(np.mean(d * d))) if d.size else 0.0
-
-
 def judge_across(
     layer: str,
     outputs: Mapping[str, np.ndarray],
@@ -155,12 +151,12 @@ def judge_across(
     to it at most the ceiling (for a layer rounding like ``rounding``) times the
     anchor's RMS there. One backend alone has none to be compared with: it passes."""
     reference = outputs.get(anchor, next(iter(outputs.values())))
-    scale = _rmse(reference, np.zeros_like(reference))
+    scale = rmse(reference, np.zeros_like(reference))
     allowed = widened(0.0, ceiling, rounding)[1] * scale
     judged, spread = {}, 0.0
     for backend, actual in outputs.items():
         others = {
-            o: _rmse(actual, a) if np.shape(a) == np.shape(actual) else np.inf
+            o: rmse(actual, a) if np.shape(a) == np.shape(actual) else np.inf
             for o, a in outputs.items()
             if o != backend
         }
