@@ -913,7 +913,8 @@ EXAMPLES: tuple[Example, ...] = (
         ("backends", "model.keras", "--import", "tfparity.examples.keras_backends_model"),
         setup=("keras-backends",),
         tested=False,
-        why_untested="tests/checks/test_backends.py runs the same model on every backend "
+        why_untested="tests/cross_backend/"
+        "test_backends.py runs the same model on every backend "
         "and checks it (one process per backend: too slow to run twice)",
     ),
     Example(
@@ -923,7 +924,7 @@ EXAMPLES: tuple[Example, ...] = (
         ("backends", "jax-fault.keras", "--import", "tfparity.examples.keras_backends_model"),
         setup=("keras-backends",),
         tested=False,
-        why_untested="tests/checks/test_backends.py runs the same fault and checks it",
+        why_untested="tests/cross_backend/test_backends.py runs the same fault and checks it",
     ),
     Example(
         "backends-all-part",
@@ -932,7 +933,8 @@ EXAMPLES: tuple[Example, ...] = (
         ("backends", "float32-fault.keras", "--import", "tfparity.examples.keras_backends_model"),
         setup=("keras-backends",),
         tested=False,
-        why_untested="tests/checks/test_backends.py checks the same verdict on made-up outputs",
+        why_untested="tests/cross_backend/"
+        "test_backends.py checks the same verdict on made-up outputs",
     ),
     Example(
         "backends-gradients-clean",
@@ -942,7 +944,8 @@ EXAMPLES: tuple[Example, ...] = (
         + ("--gradients",),
         setup=("keras-backends",),
         tested=False,
-        why_untested="tests/checks/test_backends_gradients.py runs the same model with "
+        why_untested="tests/cross_backend/"
+        "test_backends_gradients.py runs the same model with "
         "--gradients on every backend and checks it",
     ),
     Example(
@@ -953,7 +956,8 @@ EXAMPLES: tuple[Example, ...] = (
         + ("tfparity.examples.keras_backends_model", "--gradients"),
         setup=("keras-backends",),
         tested=False,
-        why_untested="tests/checks/test_backends_gradients.py runs the same fault and checks it",
+        why_untested="tests/cross_backend/"
+        "test_backends_gradients.py runs the same fault and checks it",
     ),
     Example(
         "backends-quantize-jax",
@@ -963,7 +967,8 @@ EXAMPLES: tuple[Example, ...] = (
         + ("--backends", "tensorflow,jax", "--quantize", "int8"),
         setup=("keras-backends",),
         tested=False,
-        why_untested="tests/checks/test_backends_quantize.py runs the same fault and checks it "
+        why_untested="tests/cross_backend/"
+        "test_backends_quantize.py runs the same fault and checks it "
         "(a quantising step and three processes: too slow to run twice)",
     ),
     Example(
@@ -974,7 +979,8 @@ EXAMPLES: tuple[Example, ...] = (
         + ("tfparity.examples.keras_backends_model", "--backends", "tensorflow,torch"),
         setup=("keras-backends-mixed",),
         tested=False,
-        why_untested="tests/checks/test_backends_mixed.py runs the same classifier and checks it",
+        why_untested="tests/cross_backend/"
+        "test_backends_mixed.py runs the same classifier and checks it",
     ),
     Example(
         "crosscheck-backend-jax",
@@ -1014,7 +1020,8 @@ EXAMPLES: tuple[Example, ...] = (
         0,
         ("backends", "keras-hub:tiny:bert", "--random", "2", "--seq-len", "8"),
         tested=False,
-        why_untested="tests/checks/test_backends_hub.py runs the same spec on every backend "
+        why_untested="tests/cross_backend/"
+        "test_backends_hub.py runs the same spec on every backend "
         "and checks it (a conversion and one process per backend: too slow to run twice)",
     ),
     Example(
@@ -1038,7 +1045,8 @@ EXAMPLES: tuple[Example, ...] = (
             "tensorflow,jax",
         ),
         tested=False,
-        why_untested="tests/checks/test_backends_hub.py runs the same callable and checks it",
+        why_untested="tests/cross_backend/"
+        "test_backends_hub.py runs the same callable and checks it",
     ),
     Example(
         "litert-int8",

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from tfparity.adapters.keras_backends import launch
-from tfparity.checks.backends import BackendOutputs, check_backends
-from tfparity.checks.backends_hints import layer_hints
 from tfparity.cli import main
+from tfparity.cross_backend.hints import layer_hints
+from tfparity.cross_backend.judge import BackendOutputs, check_backends
 from tfparity.report.backends import render_backends
 from tfparity.report.html import render_html
 from tfparity.report.plot import backend_series, png_bytes

@@ -105,6 +105,15 @@ class Prepared:
     mask: np.ndarray | None = None
     reference: str = ""
     notes: list[str] = field(default_factory=list)
+    config: dict[str, Any] | None = None  # the file's model config, once read
+
+    def model_config(self) -> dict[str, Any]:
+        """The prepared file's model config, read from the file once per run."""
+        from ..adapters.keras_backends.inputs import read_config
+
+        if self.config is None:
+            self.config = read_config(self.path)
+        return self.config
 
 
 @dataclass(frozen=True)

@@ -1,86 +1,310 @@
-"""``tfparity backends MODEL --quantize MODE``, and a ``.keras`` file already quantised.
+"""``tfparity backends --quantize``: do the backends compute the same quantised model?
 
-The float model is prepared as ever (one ``.keras``); Keras quantises it once, on
-TensorFlow (:func:`.prepare.quantised_copy`), and every backend loads that one quantised
-file, so the question is "do the backends compute the same quantised model?". A file
-saved after ``model.quantize`` is read as it is, its mode named from its config.
+Keras quantises once, on TensorFlow, and every backend loads that one quantised
+``.keras`` (:mod:`tfparity.cross_backend.quantised`). Two questions, judged apart:
 
-Keras cannot run a quantised model at float64, so there is no float64 referee of the
-quantised graph: :mod:`tfparity.checks.backends_quantised` judges the backends'
-quantised runs against each other layer by layer, at the float cross-backend ceiling,
-and, apart, the quantisation's own error at the output against the *float* model's
-float64 run on the referee's backend (a second, short launch), by the mode's budgets.
+- **Across backends**, layer by layer (every layer and sublayer the worker taps, as for
+  a float model): the backends run the *same* quantised model, so they must agree with
+  each other as closely as float runs must agree with their float64 referee. Each
+  backend's RMSE to the nearest other backend's output is held to the float
+  cross-backend ceiling (``--ceiling``, 1e-4 x the layer's RMS; in units of a
+  half-precision layer's rounding, :func:`tfparity.compare.rounding.widened`). Clean
+  runs agree within float32 rounding (about 1e-7 relative on the example model and a
+  keras-hub GPT-2 ``CausalLM``): the int8 kernels are the same integers on every
+  backend, only the float scales round. The first layer where a backend parts is
+  named; with two backends the anchor (TensorFlow, where Keras quantised) is taken
+  as the right one.
+- **The quantisation's own error**: Keras cannot run a quantised model at float64 (its
+  int8 kernels and scales are not a float model's weights), so each backend's final
+  output is judged against the *float* model's float64 referee by the mode's budgets
+  (:mod:`tfparity.compare.budgets` per tensor; on logits over the vocabulary, a
+  keras-hub task's, also the distribution budget of :mod:`tfparity.compare.quantisation`
+  by a bootstrap over rows). Absent for a file already quantised (no float model).
+
+Numpy only.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
-from ..errors import TfparityError
-from ..results import Report
+import numpy as np
 
-ANCHOR = "tensorflow"  # the backend Keras quantised on: the others are held to its run
+from ..compare import Comparison
+from ..compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
+from ..compare.budgets import Budget, budget_for, judged_by_budget
+from ..compare.distribution import position_metrics, summarise
+from ..compare.judge import within
+from ..compare.quantisation import kl_budget_for
+from ..compare.record import failed_comparison
+from ..compare.referee import rmse
+from ..compare.rounding import widened
+from ..compare.stats import compare_batches
+from ..results import Divergence, Report
+from .hints import layer_hints
+from .judge import DEFAULT_CEILING, LayerJudgement, layer_policies, layer_roundings, layer_row
+
+FLOAT = "float64 referee"
 
 
-def run_quantised(
-    request, prepared, tmp: Path, backends: tuple[tuple[str, ...], str], notes: list[str], processes
-) -> Report:
-    """Quantise (unless the file already is), run every backend (``backends``: the
-    chosen ones and the referee's) on the quantised file, the referee's backend on the
-    float file at float64, and judge; the processes come from ``processes``
-    (:class:`.processes.Processes`, whose TensorFlow process quantises)."""
-    from ..adapters.keras_backends import run_backends
-    from ..adapters.keras_backends.inputs import quantised_mode, read_config, vocabulary
-    from ..checks.backends import DEFAULT_CEILING
-    from ..checks.backends_quantised import QuantisedOutputs, check_quantised_backends
-    from .prepare import quantised_copy
+@dataclass(frozen=True)
+class QuantisedOutputs:
+    """Each backend's run of the quantised model (per recorded name, topological: the
+    last is the model's output), the backend Keras quantised on (``anchor``), and the
+    float model's float64 run (None for a file already quantised). ``vocabulary``: the
+    smallest Embedding's input size, which makes an output of that width logits."""
 
-    chosen, referee = backends
-    config = read_config(prepared.path)
-    stored = quantised_mode(config)
-    if stored and request.quantize:
-        raise TfparityError(
-            f"{request.model} is already quantised ({stored}, Keras model.quantize): drop "
-            "--quantize to check it as it is (docs/backends.md)."
-        )
-    if stored:
-        notes.append(f"{request.model} is quantised ({stored}): read as it is; no float model")
-        path, float_path, mode = prepared.path, None, stored
-    else:
-        path = quantised_copy(
-            prepared.path, request.quantize, prepared.imports, tmp, step=processes.step
-        )
-        float_path, mode = prepared.path, request.quantize
-    plans = [processes.plan(path, chosen, referee, float64=False)]
-    if float_path is not None:  # the float model's float64 run, on the referee's backend
-        plans.append(processes.plan(float_path, (), referee))
-    # side by side, as the backends of one launch run: each is a process of its own
-    with ThreadPoolExecutor(len(plans)) as pool:
-        launched = list(
-            pool.map(
-                lambda plan: run_backends(plan, prepared.inputs, request.jobs, processes.workers),
-                plans,
+    model: str
+    mode: str
+    runs: Mapping[str, Mapping[str, np.ndarray]]
+    anchor: str
+    float_truth: Mapping[str, np.ndarray] | None
+    referee_backend: str
+    vocabulary: int | None = None
+    quantised_here: bool = True
+    precision: Mapping[str, Any] = field(default_factory=dict)
+    notes: Sequence[str] = ()
+    layer_facts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    parents: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def output(self) -> str:
+        """The model's output: the last name the anchor recorded."""
+        return list(self.runs[self.anchor])[-1]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One backend against one reference: the per-tensor comparison, and the
+    distribution statistics and verdict where the output is logits."""
+
+    backend: str
+    against: str
+    comparison: Comparison
+    distribution: dict[str, Any] | None = None
+    verdict: BootstrapVerdict | None = None
+
+    @property
+    def failures(self) -> list[Comparison]:
+        found = [] if self.comparison.passed else [self.comparison]
+        terms = self.verdict.terms if self.verdict is not None else []
+        return found + [
+            failed_comparison(
+                f"{self.backend}: distribution {t.limit.metric} vs {self.against}",
+                f"Over budget: {t.limit.metric} {t.value:.3g} outside {t.limit}, its 95% "
+                f"interval [{t.low:.3g}, {t.high:.3g}] wholly outside.",
+                [self.verdict.items],
+                "float64",
             )
+            for t in terms
+            if t.verdict == FAIL
+        ]
+
+    def row(self) -> dict[str, Any]:
+        c = self.comparison
+        found = {"backend": self.backend, "against": self.against, "passed": not self.failures}
+        found |= {"max_abs_diff": c.max_abs_diff, "mean_abs_diff": c.mean_abs_diff}
+        found |= {"cosine": c.cosine, "problem": c.problem}
+        if self.distribution is not None:
+            found["distribution"] = self.distribution
+        return found
+
+
+def is_logits(output: np.ndarray, vocabulary: int | None) -> bool:
+    """Whether a final output is logits over the model's vocabulary (its last axis as
+    wide as the smallest Embedding's input), so distribution metrics apply."""
+    return vocabulary is not None and np.ndim(output) >= 2 and np.shape(output)[-1] == vocabulary
+
+
+def judge_one(
+    backend: str,
+    against: str,
+    actual: np.ndarray,
+    expected: np.ndarray,
+    budget: Budget,
+    limits: Sequence[Limit] | None,
+) -> Judged:
+    """``actual`` against ``expected`` by the per-tensor ``budget`` and, with
+    ``limits`` (logits), by the distribution budget over rows (each row an item)."""
+    c = compare_batches([actual], [expected], name=f"{backend} vs {against}", check_dtype=False)
+    c = judged_by_budget(c, budget)
+    if not limits or np.shape(actual) != np.shape(expected):
+        return Judged(backend, against, c)
+    metrics = position_metrics(expected, actual)
+    verdict = bootstrap_verdict(metrics, limits)
+    stats = asdict(summarise(metrics)) | {"budget_verdict": verdict.verdict}
+    stats["needed"] = verdict.needed  # too few rows for an interval: how many to give
+    stats["budget"] = [asdict(t) for t in verdict.terms]
+    return Judged(backend, against, c, stats, verdict)
+
+
+def judge_across(
+    layer: str,
+    outputs: Mapping[str, np.ndarray],
+    anchor: str,
+    ceiling: float,
+    rounding: str = "float32",
+) -> LayerJudgement:
+    """Every backend's output of ``layer`` against the nearest other backend's: its RMSE
+    to it at most the ceiling (for a layer rounding like ``rounding``) times the
+    anchor's RMS there. One backend alone has none to be compared with: it passes."""
+    reference = outputs.get(anchor, next(iter(outputs.values())))
+    scale = rmse(reference, np.zeros_like(reference))
+    allowed = widened(0.0, ceiling, rounding)[1] * scale
+    judged, spread = {}, 0.0
+    for backend, actual in outputs.items():
+        others = {
+            o: rmse(actual, a) if np.shape(a) == np.shape(actual) else np.inf
+            for o, a in outputs.items()
+            if o != backend
+        }
+        if not others:
+            judged[backend] = replace(
+                compare_batches([actual], [actual], name=f"{backend}:{layer}"), judge="backends"
+            )
+            continue
+        nearest = min(others, key=lambda o: others[o])
+        c = compare_batches(
+            [actual], [outputs[nearest]], name=f"{backend}:{layer}", check_dtype=False
         )
-    runs = launched[0]
-    truth = launched[1][referee].outputs["float64"] if float_path is not None else None
-    for note in (n for run in runs.values() for n in run.notes):
-        notes += [note] if note not in notes else []
-    anchor = ANCHOR if ANCHOR in chosen else chosen[0]
-    outputs = QuantisedOutputs(
-        model=str(request.model),
-        mode=mode,
-        runs={b: runs[b].outputs["float32"] for b in chosen},
-        anchor=anchor,
-        float_truth=truth,
-        referee_backend=referee,
-        vocabulary=vocabulary(config),
-        quantised_here=float_path is not None,
-        precision={b: runs[b].precision for b in chosen},
-        notes=notes,
-        layer_facts={b: runs[b].layer_facts for b in chosen},
-        parents={n: p for run in runs.values() for n, p in run.parents.items()},
+        spread = max([spread, *(e for e in others.values() if np.isfinite(e))])
+        if c.problem:  # a shape or non-finite problem keeps its own verdict
+            judged[backend] = c
+            continue
+        bound = {"actual_rmse": others[nearest], "allowed_rmse": allowed}
+        passed = within(others[nearest], allowed)
+        judged[backend] = replace(c, passed=passed, judge="backends", referee=bound)
+    return LayerJudgement(layer, judged, spread, scale, rounding)
+
+
+def parting(j: LayerJudgement, backends: list[str], anchor: str) -> dict[str, Any]:
+    """Who parts at the first layer where a backend fails: the failing backends where
+    some agree (``one``); with two backends that disagree, the one that is not the
+    anchor (``one``: which is at fault, a third backend would tell); with more, none
+    agreeing, every one (``all``, the furthest named)."""
+    failing = j.failing
+    if len(failing) == len(backends) == 2 and anchor in failing:
+        failing = [b for b in failing if b != anchor]
+    rest = [b for b in backends if b not in failing]
+
+    def distance(b: str) -> float:
+        return float((j.comparisons[b].referee or {}).get("actual_rmse", np.inf))
+
+    if rest:
+        text = (
+            f"backend {', '.join(failing)} parts from {', '.join(rest)} on the same "
+            f"quantised model at layer {j.layer}"
+        )
+        if len(backends) == 2:
+            text += f" ({anchor}, where Keras quantised, taken as right: a third backend tells)"
+        return {
+            "backend": max(failing, key=distance),
+            "backends": failing,
+            "layer": j.layer,
+            "kind": "one",
+            "text": text,
+        }
+    text = (
+        f"no two backends ({', '.join(backends)}) agree on the quantised model at layer {j.layer}"
     )
-    ceiling = DEFAULT_CEILING if request.ceiling is None else request.ceiling
-    return check_quantised_backends(outputs, request.kl_budget, ceiling)
+    worst = max(failing, key=distance)
+    return {"backend": worst, "backends": failing, "layer": j.layer, "kind": "all", "text": text}
+
+
+def check_quantised_backends(
+    q: QuantisedOutputs,
+    kl_budget: Sequence[Limit] | None = None,
+    ceiling: float = DEFAULT_CEILING,
+) -> Report:
+    """The backends against each other layer by layer, then the quantisation's budget
+    at the output against the float referee (see the module); the first divergence
+    names the first layer and backend that part, else says that the quantisation
+    itself is over budget."""
+    backends = list(q.runs)
+    layers = [n for n in q.runs[q.anchor] if all(n in run for run in q.runs.values())]
+    roundings = layer_roundings(layers, q.layer_facts)
+    judgements = [
+        judge_across(n, {b: q.runs[b][n] for b in backends}, q.anchor, ceiling, roundings[n])
+        for n in layers
+    ]
+    output = q.output
+    budget = budget_for(f"keras {q.mode}")
+    logits = is_logits(q.runs[q.anchor][output], q.vocabulary)
+    limits, origin = kl_budget_for(q.mode, kl_budget) if logits else (None, "")
+    truth = None if q.float_truth is None else q.float_truth.get(output)
+    judged = [
+        judge_one(b, FLOAT, run[output], truth, budget, limits)
+        for b, run in q.runs.items()
+        if truth is not None
+    ]
+    across = [c for j in judgements for c in j.comparisons.values()]
+    over = [f for j in judged for f in j.failures]
+    report = Report(check="backends", model=q.model, passed=True, notes=list(q.notes))
+    if q.float_truth is not None and truth is None:
+        report.notes.append(f"the float model records no {output}: the budget is not judged")
+    report.comparisons = across + [j.comparison for j in judged]
+    report.comparisons += [f for j in judged for f in j.failures if f is not j.comparison]
+    report.passed = all(c.passed for c in across) and not over
+    first = next((j for j in judgements if j.failing), None)
+    facts = parting(first, backends, q.anchor) if first is not None else None
+    if facts is not None:
+        facts["hints"] = layer_hints(
+            first.layer, facts["backends"], q.layer_facts, q.precision, facts["kind"] == "all"
+        )
+    elif over:
+        facts = {"text": _budget_text(q, output, judged)}
+    report.details = {
+        "backends": backends,
+        "referee": {"backend": q.referee_backend, "dtype": "float64", "of": "the float model"}
+        if q.float_truth is not None
+        else None,
+        "judge": "the backends against each other on the same quantised model: each "
+        f"backend's RMSE to the nearest other's <= ceiling {ceiling:g} x RMS (the float "
+        "cross-backend ceiling)" + _half(set(roundings.values()), ceiling),
+        "ceiling": ceiling,
+        "layers": [layer_row(j, q.parents.get(j.layer)) for j in judgements],
+        "dtype_policies": layer_policies(q.layer_facts),
+        "quantisation": {
+            "mode": q.mode,
+            "quantised": "here, on TensorFlow (Keras model.quantize)"
+            if q.quantised_here
+            else "in the file (read as it is)",
+            "output": output,
+            "logits": logits,
+            "anchor": q.anchor,
+            "budget": f"keras {q.mode}: {budget.text()}"
+            + (f"; distribution {', '.join(map(str, limits))} ({origin})" if limits else ""),
+            "judged": [j.row() for j in judged],
+        },
+        "precision": dict(q.precision),
+        "first_divergence": facts,
+    }
+    if facts is not None:
+        layer = facts.get("layer", output)
+        report.first_divergence = Divergence(None, layer, None, hint=facts["text"])
+    return report
+
+
+def _half(roundings: set[str], ceiling: float) -> str:
+    """The ceilings of half-precision layers, where there are any."""
+    half = sorted(roundings & {"float16", "bfloat16"})
+    parts = [f"{d} layers {widened(0.0, ceiling, d)[1]:.2g}" for d in half]
+    return f"; in units of their rounding, {', '.join(parts)}" if parts else ""
+
+
+def _budget_text(q: QuantisedOutputs, output: str, judged: Sequence[Judged]) -> str:
+    """The backends agree; some or all are over the mode's budget against the float
+    model: every one is the quantisation's own error, some only a backend's."""
+    over = [j.backend for j in judged if j.failures]
+    if len(over) == len(judged):
+        return (
+            f"every backend agrees on the quantised model, and all of them part from the "
+            f"float model's float64 referee at its output ({output}): the {q.mode} "
+            "quantisation itself is over budget"
+        )
+    return (
+        f"backend {', '.join(over)} is over the {q.mode} budget against the float model's "
+        f"float64 referee at its output ({output}) while the others are within it"
+    )

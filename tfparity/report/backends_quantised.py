@@ -17,7 +17,7 @@ CAPTION = "each cell: max abs diff to the nearest other backend, RMSE / RMS, ver
 
 
 def render_quantised_backends(report: Report, cell: Callable[[Any], str]) -> str:
-    """The whole text report (see :mod:`tfparity.checks.backends_quantised`); ``cell``
+    """The whole text report (see :mod:`tfparity.cross_backend.quantised`); ``cell``
     writes one backend's cell of the layer table (the float report's)."""
     d = report.details
     q = d["quantisation"]

@@ -16,8 +16,8 @@ keras = pytest.importorskip("keras")
 
 from tfparity.adapters.keras_backends import worker  # noqa: E402
 from tfparity.adapters.keras_backends.sublayers import SublayerTaps  # noqa: E402
-from tfparity.checks.backends import BackendOutputs, check_backends  # noqa: E402
-from tfparity.checks.backends_hints import layer_hints  # noqa: E402
+from tfparity.cross_backend.hints import layer_hints  # noqa: E402
+from tfparity.cross_backend.judge import BackendOutputs, check_backends  # noqa: E402
 from tfparity.report.backends import render_backends  # noqa: E402
 
 

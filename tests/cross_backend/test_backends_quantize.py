@@ -22,13 +22,13 @@ import pytest
 
 from tfparity.adapters.keras_backends.inputs import quantised_mode, read_config
 from tfparity.adapters.keras_backends.models import save_quantised
-from tfparity.checks.backends_quantised import (
+from tfparity.cli import main
+from tfparity.cross_backend.quantised import (
     QuantisedOutputs,
     check_quantised_backends,
     judge_across,
     parting,
 )
-from tfparity.cli import main
 from tfparity.examples.keras_backends_model import save
 from tfparity.report.html import render_html
 

@@ -23,8 +23,8 @@ import numpy as np
 from ..compare.judge import Referee
 from ..compare.referee import rmse
 from ..results import Divergence, Report
-from .backends import DEFAULT_CEILING, LayerJudgement, divergence_facts, judge_layer, layer_row
-from .backends_hints import layer_hints
+from .hints import layer_hints
+from .judge import DEFAULT_CEILING, LayerJudgement, divergence_facts, judge_layer, layer_row
 
 OUTPUT_MARK = ":output"  # a row LAYER:output is the gradient w.r.t. LAYER's output
 # A gradient whose float64 RMS is below this fraction of its layer's other gradients' is

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from tfparity.adapters.keras_backends import launch
-from tfparity.checks.backends import BackendOutputs, check_backends
 from tfparity.cli import main
+from tfparity.cross_backend.judge import BackendOutputs, check_backends
 from tfparity.errors import TfparityError
 from tfparity.report.backends import render_backends
 

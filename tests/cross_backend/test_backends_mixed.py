@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from tfparity.checks.backends import layer_roundings
 from tfparity.compare.rounding import compute_dtype, widened
+from tfparity.cross_backend.judge import layer_roundings
 
 EXAMPLE = "tfparity.examples.keras_backends_model"
 OPTIONS = {"backends": ["tensorflow", "torch"], "imports": [EXAMPLE]}

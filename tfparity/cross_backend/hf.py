@@ -3,7 +3,7 @@ PyTorch at float64 (as ``crosscheck`` builds it), on the same inputs (numpy only
 
 Each backend's outputs of the backbone layers that hold Hugging Face's hidden states
 (named by the preparing process) are judged against HF's by the same rule as against the
-Keras float64 referee (:func:`tfparity.checks.backends.check_backends`), the other
+Keras float64 referee (:func:`tfparity.cross_backend.judge.check_backends`), the other
 backends standing in as the float32 reference and the ceiling catching what every
 backend shares: a port that differs from Hugging Face on every backend fails as ``all``,
 naming the hidden state and its layer. Padded positions are zeroed on both sides (HF
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..compare.judge import Referee
 from ..results import Report
-from .backends import BackendOutputs, check_backends
+from .judge import BackendOutputs, check_backends
 
 
 @dataclass(frozen=True)

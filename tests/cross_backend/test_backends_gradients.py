@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from tfparity.adapters.keras_backends.launch import installed
-from tfparity.checks.backends import BackendOutputs, check_backends
-from tfparity.checks.backends_gradients import (
+from tfparity.cross_backend.gradients import (
     BackendGradients,
     add_gradients,
     culprit,
     zero_gradients,
 )
+from tfparity.cross_backend.judge import BackendOutputs, check_backends
 from tfparity.report.backends import render_backends
 
 EXAMPLE = "tfparity.examples.keras_backends_model"

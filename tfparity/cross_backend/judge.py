@@ -37,7 +37,7 @@ from ..compare.judge import Referee, judged_by_referee, within
 from ..compare.rounding import coarsest, compute_dtype, widened
 from ..compare.stats import compare_batches
 from ..results import Divergence, Report
-from .backends_hints import layer_hints
+from .hints import layer_hints
 
 DEFAULT_CEILING = 1e-4  # relative RMSE; float32's epsilon is 1.2e-7
 

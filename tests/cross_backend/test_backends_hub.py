@@ -182,7 +182,7 @@ def test_pt_and_texts_are_refused_for_a_callable(capsys):
 
 
 def test_hidden_states_are_judged_on_real_positions_only():
-    from tfparity.checks.backends_hf import _masked
+    from tfparity.cross_backend.hf import _masked
 
     mask = np.array([[1, 1, 0]])
     masked = _masked(np.ones((1, 3, 2)), mask)
@@ -193,9 +193,9 @@ def test_hidden_states_are_judged_on_real_positions_only():
 def test_a_hidden_state_no_layer_outputs_is_noted_not_passed():
     """Gemma's hidden_states[0] is an op's output (the scaled embedding): no backend
     recorded it, so it is named in a note rather than judged on nothing."""
-    from tfparity.checks.backends import BackendOutputs
-    from tfparity.checks.backends_hf import HFReferee, check_against_hf
     from tfparity.compare.judge import Referee
+    from tfparity.cross_backend.hf import HFReferee, check_against_hf
+    from tfparity.cross_backend.judge import BackendOutputs
 
     truth = np.arange(12.0).reshape(1, 3, 4)
     runs = {b: {"block_0": truth.astype(np.float32)} for b in ("tensorflow", "jax")}
