@@ -126,12 +126,14 @@ class ServingWorker:
         except OSError:  # it ended already: wait() says why
             pass
 
-    def wait(self, timeout_s: float = REQUEST_TIMEOUT_S, doing: str = "run the model") -> str:
+    def wait(self, timeout_s: float | None = None) -> str:
         """The text of the answer to the request submitted: a TfparityError naming the
-        backend where the worker answered an error (``the BACKEND backend could not
-        DOING: its paragraph``), the process ended first (with its last line of
-        stderr) or ran past ``timeout_s`` (then it is killed)."""
+        backend where the worker answered an error (``the BACKEND backend could not run
+        the model: its paragraph``), the process ended first (with its last line of
+        stderr) or ran past ``timeout_s`` (default :data:`REQUEST_TIMEOUT_S`; then it is
+        killed)."""
         backend = self.key.backend
+        timeout_s = REQUEST_TIMEOUT_S if timeout_s is None else timeout_s
         try:
             line = self._lines.next(timeout_s)
         except TimeoutError:
@@ -143,19 +145,13 @@ class ServingWorker:
             raise ended(backend, self._proc, self._stderr)
         kind, text = line
         if kind == "error":
-            raise TfparityError(f"the {backend} backend could not {doing}: {text}")
+            raise TfparityError(f"the {backend} backend could not run the model: {text}")
         return text
 
-    def ask(
-        self,
-        kind: str,
-        request: Any,
-        timeout_s: float = REQUEST_TIMEOUT_S,
-        doing: str = "run the model",
-    ) -> str:
+    def ask(self, kind: str, request: Any, timeout_s: float | None = None) -> str:
         """``submit`` then ``wait``: the answer's text."""
         self.submit(request, kind)
-        return self.wait(timeout_s, doing)
+        return self.wait(timeout_s)
 
     def poll(self) -> int | None:
         return self._proc.poll()

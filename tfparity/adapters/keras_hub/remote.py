@@ -128,7 +128,7 @@ class InWorker:
 
     def ask(self, kind: str, request: Any) -> str:
         """One request to the worker; a failure is one paragraph naming the backend."""
-        return self.worker.ask(kind, request, doing="run the keras-hub model")
+        return self.worker.ask(kind, request)
 
     def call(self, kind: str, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The worker's arrays for a ``kind`` request on ``feed`` (``forward``: the
