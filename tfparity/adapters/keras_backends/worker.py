@@ -381,18 +381,22 @@ def _recorded(args: argparse.Namespace) -> int:
     except Exception as e:  # the parent reports it as bad input, one paragraph
         meta = {"error": paragraph(e)}
         code = EXIT_BAD_INPUT
-    with open(f"{args.out}.json", "w") as f:
-        json.dump(meta, f)
+    _write_meta(args.out, meta)
     return code
+
+
+def _write_meta(out: str, meta: dict[str, Any]) -> None:
+    """A run's meta beside its arrays (``OUT.npz.json``), as :func:`.launch.read_run`
+    reads it."""
+    with open(f"{out}.json", "w") as f:
+        json.dump(meta, f)
 
 
 def _run_request(session: Session, text: str) -> str:
     """``run {JSON}``: the one-shot arguments (model, inputs, out, precision,
     gradients); the record and its meta written to ``out``, an error raised."""
     args = argparse.Namespace(imports=session.imports, **json.loads(text))
-    meta = _record(args)
-    with open(f"{args.out}.json", "w") as f:
-        json.dump(meta, f)
+    _write_meta(args.out, _record(args))
     return ""
 
 
@@ -410,7 +414,7 @@ def _facts_request(session: Session, text: str) -> str:
 # (:mod:`.hub_worker`). A caller's module may add kinds (the preparing step's).
 REQUESTS: dict[str, Handler] = {
     "run": Handler(_run_request),
-    "facts": Handler(_facts_request),
+    "facts": Handler(_facts_request, fresh=False),  # it changes no Keras state
     **HUB_REQUESTS,
 }
 

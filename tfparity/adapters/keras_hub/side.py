@@ -519,17 +519,17 @@ class KerasHubModel(TFSideBase):
             return None
         return f"keras-hub's converter casts {name} to {cast} (a lossy dtype conversion)"
 
-    def reloaded(self) -> KerasHubModel:
+    def reloaded(self) -> KerasHubModel | None:
         """The backbone after keras-hub's own ``save_to_preset`` and ``from_preset``
         (the keras-hub counterpart of save_pretrained + reload)."""
+        if not self.strategy.here:  # the worker's model has no reload pass
+            return None
         import tempfile
 
         keras_hub = import_keras_hub()
         with tempfile.TemporaryDirectory(prefix="tfparity-preset-") as tmp:
             self.backbone.save_to_preset(tmp)
             backbone = keras_hub.models.Backbone.from_preset(tmp)
-        if not self.strategy.here:  # the worker's model is not reloaded
-            return None
         return KerasHubModel(
             name=f"{self.name} (save_to_preset and reloaded)",
             backbone=backbone,
