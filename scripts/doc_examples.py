@@ -989,7 +989,7 @@ EXAMPLES: tuple[Example, ...] = (
         ("crosscheck", "keras-hub:tiny:bert", "--backend", "jax", "--random", "2")
         + ("--pt-config", "hidden_act=gelu_pytorch_tanh"),
         tested=False,
-        why_untested="tests/adapters/keras_backends/test_remote_side.py runs the same port on "
+        why_untested="tests/adapters/keras_hub/test_remote_side.py runs the same port on "
         "JAX and checks it (a conversion and a JAX worker process: too slow to run twice)",
     ),
     Example(
@@ -999,7 +999,7 @@ EXAMPLES: tuple[Example, ...] = (
         ("generate", "keras-hub:tiny:qwen2", "--backend", "jax", "--new-tokens", "6")
         + ("--text", "Hello world."),
         tested=False,
-        why_untested="tests/adapters/keras_backends/test_remote_generation.py generates with "
+        why_untested="tests/adapters/keras_hub/test_remote_generation.py generates with "
         "a keras-hub causal LM on JAX and checks it (a conversion and a JAX worker process: "
         "too slow to run twice)",
     ),
@@ -1010,7 +1010,7 @@ EXAMPLES: tuple[Example, ...] = (
         ("gradients", "keras-hub:tiny:bert", "--backend", "jax", "--random", "2")
         + ("--pt-config", "hidden_act=gelu_pytorch_tanh"),
         tested=False,
-        why_untested="tests/adapters/keras_backends/test_remote_side.py differentiates "
+        why_untested="tests/adapters/keras_hub/test_remote_side.py differentiates "
         "the same port on JAX and checks it (a conversion and a JAX worker process: too slow "
         "to run twice)",
     ),

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from tfparity.adapters.keras_backends.inputs import quantised_mode, read_config
-from tfparity.adapters.keras_backends.models import save_quantised
+from tfparity.adapters.keras_backends.model_files import save_quantised
 from tfparity.cli import main
 from tfparity.cross_backend.quantised import (
     QuantisedOutputs,

@@ -45,7 +45,7 @@ class LoadRequest:
     signature: str | None = None  # the signature an export runs
     decoders: bool = False  # a seq2seq LM loads (heads.unsupported): generate, crosscheck
     # The Keras backend a keras-hub side runs on (None or tensorflow: in this process;
-    # jax, torch: in a process of its own, keras_backends.remote_side)
+    # jax, torch: in a process of its own, keras_hub.remote)
     backend: str | None = None
 
 
@@ -61,7 +61,7 @@ def _keras_hub_side(spec: ModelSpec, request: LoadRequest) -> TFSide:
     from .keras_hub.task import load_keras_hub_side
 
     if request.backend not in (None, "tensorflow"):
-        from .keras_backends.remote_side import check_backend, remote_keras_hub
+        from .keras_hub.remote import check_backend, remote_keras_hub
 
         check_backend(request.backend)  # exit 2 before the conversion
         return remote_keras_hub(load_keras_hub_side(spec, request.head), request.backend)

@@ -37,12 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.keras_backends.models import (
-    built_model,
-    hidden_state_layers,
-    save_quantised,
-    tokenised_inputs,
-)
+from ..adapters.keras_backends.hidden_states import hidden_state_layers
+from ..adapters.keras_backends.model_files import built_model, save_quantised, tokenised_inputs
 from ..errors import TfparityError
 
 # The serving module of a run whose TensorFlow process also prepares (:func:`serve`).

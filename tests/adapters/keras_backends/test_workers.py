@@ -95,3 +95,87 @@ def test_a_served_run_starts_from_keras_defaults_after_a_float64_one(tmp_path):
     assert first["float64"]["dtypes"] == ["float64"]
     assert list(second) == ["float32"] and second["float32"]["dtypes"] == ["float32"]
     assert keras.config.dtype_policy().name == "float32"
+
+
+# One worker stack for both uses: the pooled processes of `tfparity backends` and the
+# keras-hub side's own worker for `--backend jax|torch` (keras_hub/remote.py's InWorker).
+# The worker serves three trivial kinds of request beside its own table; its Keras is a
+# stand-in module, so no backend starts (each process well under a second of CPU).
+TRIVIAL_SERVING = """
+import sys, time, types
+sys.modules["keras"] = types.ModuleType("keras")  # a stand-in: these kinds use no Keras
+from tfparity.adapters.keras_backends import worker
+from tfparity.adapters.keras_backends.protocol import Handler
+
+def fails(session, text):
+    raise ValueError("no such thing as " + text)
+
+def hangs(session, text):
+    time.sleep(60)
+    return ""
+
+kinds = {"fails": fails, "hangs": hangs, "echo": lambda session, text: text}
+worker.serve([], sys.stdin, sys.stdout, {k: Handler(f, fresh=False) for k, f in kinds.items()})
+"""
+
+
+@pytest.fixture
+def both_uses(tmp_path, monkeypatch):
+    """For each use, a function starting one more of its workers, serving the trivial
+    kinds: a pooled one (and how the pool closes it), a keras-hub side's (and its
+    ``close``)."""
+    import tempfile
+
+    from tfparity.adapters.keras_backends.workers import ServingWorker
+    from tfparity.adapters.keras_hub.remote import InWorker
+
+    (tmp_path / "trivial_serving.py").write_text(TRIVIAL_SERVING)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    key = WorkerKey.of("jax", ("float32",), (), entry="trivial_serving")
+    started = []
+
+    def pooled():
+        pool = BackendWorkers()
+        started.append(pool)
+        worker = pool.take(key)
+        return worker, worker, pool.close, []  # a pooled worker holds no files
+
+    def keras_hub():
+        remote = InWorker("jax", ServingWorker(key), tempfile.TemporaryDirectory(), "m")
+        started.append(remote)
+        return remote, remote.worker, remote.close, [remote.root]
+
+    yield {"pooled": pooled, "keras-hub": keras_hub}
+    for held in started:
+        held.close()
+
+
+def test_an_error_a_timeout_and_a_close_are_the_same_for_both_uses(both_uses, monkeypatch):
+    """A request that fails is one paragraph naming the backend, and the worker serves
+    the next; one past its deadline is killed and named; a close ends the process (and
+    the keras-hub side's files)."""
+    from tfparity.adapters.keras_backends import workers
+
+    said = {}
+    for use, start in both_uses.items():
+        asked, worker, close, files = start()
+        with pytest.raises(TfparityError) as failed:
+            asked.ask("fails", "x")
+        assert asked.ask("echo", {"still": "serving"}) == '{"still": "serving"}', use
+        close()
+        assert worker.poll() is not None, use  # ended
+        assert not any(path.exists() for path in files), use  # the side's files too
+
+        asked, worker, _, _ = start()
+        assert asked.ask("echo", "started") == '"started"'
+        monkeypatch.setattr(workers, "REQUEST_TIMEOUT_S", 1)
+        with pytest.raises(TfparityError) as late:
+            asked.ask("hangs", {})
+        monkeypatch.setattr(workers, "REQUEST_TIMEOUT_S", 600)
+        assert worker.poll() is not None, use  # killed
+        said[use] = (str(failed.value), str(late.value))
+    assert said["pooled"] == said["keras-hub"]
+    assert said["pooled"] == (
+        'the jax backend could not run the model: ValueError: no such thing as "x"',
+        "the jax backend's process ran past 1 s.",
+    )

@@ -9,7 +9,7 @@ numpy arrays, made here from the seed, the batch index and the run's output shap
 the TensorFlow side makes them, and :func:`keras_loss` is
 :func:`~tfparity.adapters.tf_common.tape.tf_loss` term for term in ``keras.ops``, so
 every backend differentiates the same function. The hidden states are the outputs of
-the layers :func:`.models.hidden_state_layers` names (the blocks' inputs and outputs,
+the layers :func:`.hidden_states.hidden_state_layers` names (the blocks' inputs and outputs,
 as the TF side's ``backbone_gradients`` records them). A layer output has no variable
 to differentiate, so each of those layers' ``call`` adds a zero *probe* to its output
 (the idea of :mod:`.gradients`, here at run time rather than by cloning the graph: a
@@ -29,7 +29,7 @@ import numpy as np
 
 from ..interfaces.gradients import Objective, Term
 from .gradients import as_numpy, differentiate
-from .models import hidden_state_layers
+from .hidden_states import hidden_state_layers
 
 HEADS = ("last_hidden_state", "logits")  # the outputs the Objective reads
 

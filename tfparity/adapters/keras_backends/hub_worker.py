@@ -1,43 +1,40 @@
-"""What runs inside the process of a keras-hub side on another Keras backend
-(``crosscheck``/``generate``/``gradients keras-hub:<SPEC> --backend jax|torch``): load
-the backbone's (or its CausalLM task's) ``.keras`` file once, then answer requests until
-stdin closes.
+"""The requests a serving worker (:mod:`.worker`) answers for the keras-hub side on
+another Keras backend (``crosscheck``/``generate``/``gradients keras-hub:<SPEC> --backend
+jax|torch``, :mod:`tfparity.adapters.keras_hub.remote`): handlers of its table
+(:data:`HUB_REQUESTS`), answered by the same loop, errors and deadline as a backend's
+run for ``tfparity backends``.
 
-Run as ``python -m tfparity.adapters.keras_backends.hub_worker MODEL.keras`` with
-``KERAS_BACKEND`` set by the parent (:mod:`.remote_side`). The protocol is one line per
-message, so a run costs no process start: the worker says ``ready`` with its facts
-(JSON), then answers each request line ``KIND IN.npz OUT.npz``: ``run`` (IN holds the
-model's inputs by name) writes the hidden states by Hugging Face name
-(:func:`.models.hidden_state_layers`), and a task's ``logits``; ``generate`` (IN holds
-``prompt`` and ``new_tokens``) writes the task's greedy ``tokens`` and the ``logits``
-each step chose from (:func:`greedy`); ``gradients`` (IN holds the inputs and the
-gradients check's objective) writes the hidden states, the loss and the gradients
-(:func:`.hub_gradients.hub_gradients`). It answers ``done``, or ``error`` with one
-paragraph. Every protocol
-line starts with :data:`.protocol.MARK`, so anything a framework prints is skipped by
-the parent.
-Like :mod:`.worker`, it imports no Keras at module level and nothing of tfparity that
-would pull in a framework.
+``load {"model": PATH}`` loads the backbone's (or its CausalLM task's) ``.keras`` file
+once and answers what it holds (JSON: its classes); each later request is ``KIND
+{"given": IN.npz, "out": OUT.npz}``: ``forward`` (IN holds the model's inputs by name)
+writes the hidden states by Hugging Face name (:func:`.hidden_states.hidden_state_layers`),
+and a task's ``logits``; ``generate`` (IN holds ``prompt`` and ``new_tokens``) writes the
+task's greedy ``tokens`` and the ``logits`` each step chose from (:func:`greedy`);
+``gradients`` (IN holds the inputs and the gradients check's objective) writes the
+hidden states, the loss and the gradients (:func:`.hub_gradients.hub_gradients`). The
+loaded model is kept between requests (no ``fresh`` Keras state). Like :mod:`.worker`,
+it imports no Keras at module level and nothing of tfparity that would pull in a
+framework.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .protocol import answer
+from .protocol import Handler, Session
 
 
 def _recorder(keras: Any, backbone: Any, task: Any) -> Any:
     """A model of the backbone's inputs whose outputs are its hidden states by HF name,
     and ``last_hidden_state`` (the backbone's ``sequence_output``); with a CausalLM
     ``task`` (built on the same inputs), its ``logits`` too, from the same pass."""
-    from .models import hidden_state_tensors
+    from .hidden_states import hidden_state_tensors
 
     tensors = dict(hidden_state_tensors(backbone))  # per call: ALBERT's shared blocks too
     out = backbone.output
@@ -45,19 +42,6 @@ def _recorder(keras: Any, backbone: Any, task: Any) -> Any:
     if task is not None:
         tensors["logits"] = task.output
     return keras.Model(backbone.input, tensors)
-
-
-def _facts(keras: Any, backbone: Any, task: Any) -> dict[str, Any]:
-    from .worker import precision_facts
-
-    backend = keras.backend.backend()
-    return {
-        "backend": backend,
-        "keras": keras.__version__,
-        "backbone": type(backbone).__name__,
-        "task": None if task is None else type(task).__name__,
-        "precision": precision_facts(keras, backend),
-    }
 
 
 def recording_sampler(keras: Any, keras_hub: Any) -> Any:
@@ -101,58 +85,79 @@ def greedy(task: Any, sampler: Any, prompt: np.ndarray, new_tokens: int) -> dict
     return {"tokens": tokens, "logits": np.stack([step[0] for step in sampler.steps])}
 
 
-def serve(path: str, requests: Any, reply: Any) -> None:
-    """Load ``path``, say ready, answer each request line of ``requests``."""
-    import keras
-    import keras_hub  # noqa: F401  (registers the backbone classes the file names)
+@dataclass
+class Loaded:
+    """The model a ``load`` request loaded, kept for the requests after it."""
 
-    model = keras.saving.load_model(path, compile=False)
+    model: Any  # the file's model: a backbone, or a CausalLM task
+    backbone: Any
+    task: Any  # None for a backbone
+    recorder: Any  # :func:`_recorder`'s model
+    sampler: Any  # the task's recording sampler (None for a backbone)
+
+
+def _load(session: Session, text: str) -> str:
+    """Load the ``.keras`` file the request names (keras-hub registers its classes on
+    import: the worker imports ``keras_hub``) and keep it; what it holds, as JSON."""
+    import keras
+    import keras_hub
+
+    model = keras.saving.load_model(json.loads(text)["model"], compile=False)
     task = model if isinstance(model, keras_hub.models.CausalLM) else None
     backbone = model if task is None else task.backbone
-    recorder = _recorder(keras, backbone, task)
     sampler = None
     if task is not None:
         sampler = recording_sampler(keras, keras_hub)
         task.compile(sampler=sampler, run_eagerly=True)
-    answer(reply, "ready", json.dumps(_facts(keras, backbone, task)))
-    for line in requests:
-        if not line.strip():
-            continue
-        kind, given, out = line.split()
-        try:
-            with np.load(given) as held:
-                feed = {k: held[k] for k in held.files}
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                if kind == "generate":
-                    if task is None:
-                        raise ValueError("a backbone has no LM head to generate with")
-                    arrays = greedy(task, sampler, feed["prompt"], int(feed["new_tokens"]))
-                elif kind == "gradients":
-                    from .hub_gradients import hub_gradients
-
-                    arrays = hub_gradients(keras, model, backbone, feed)
-                else:
-                    produced = recorder(feed, training=False)
-                    arrays = {k: keras.ops.convert_to_numpy(v) for k, v in produced.items()}
-            np.savez(out, **{k: np.asarray(v) for k, v in arrays.items()})
-            answer(reply, "done")
-        except Exception as e:  # the parent reports it as one paragraph
-            answer(reply, "error", f"{type(e).__name__}: {e}")
+    session.held["keras-hub"] = Loaded(
+        model, backbone, task, _recorder(keras, backbone, task), sampler
+    )
+    kinds = {"backbone": type(backbone).__name__}
+    return json.dumps({**kinds, "task": None if task is None else type(task).__name__})
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    reply = sys.stdout
-    sys.stdout = sys.stderr  # what a framework prints stays off the protocol
-    try:
-        serve(args[0], sys.stdin, reply)
-    except Exception as e:  # loading failed: the parent reports it (exit 2 there)
-        answer(reply, "error", f"{type(e).__name__}: {e}")
-        return 2
-    return 0
+def _forward(keras: Any, loaded: Loaded, feed: dict[str, np.ndarray]) -> dict[str, Any]:
+    produced = loaded.recorder(feed, training=False)
+    return {k: keras.ops.convert_to_numpy(v) for k, v in produced.items()}
 
 
-if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    sys.exit(main())
+def _generate(keras: Any, loaded: Loaded, feed: dict[str, np.ndarray]) -> dict[str, Any]:
+    if loaded.task is None:
+        raise ValueError("a backbone has no LM head to generate with")
+    return greedy(loaded.task, loaded.sampler, feed["prompt"], int(feed["new_tokens"]))
+
+
+def _gradients(keras: Any, loaded: Loaded, feed: dict[str, np.ndarray]) -> dict[str, Any]:
+    from .hub_gradients import hub_gradients
+
+    return hub_gradients(keras, loaded.model, loaded.backbone, feed)
+
+
+def _on_loaded(compute: Callable[[Any, Loaded, dict[str, np.ndarray]], dict[str, Any]]) -> Handler:
+    """A request on the loaded model: its arrays read from ``given``, ``compute``'s
+    written to ``out``."""
+
+    def handled(session: Session, text: str) -> str:
+        import keras
+
+        loaded = session.held.get("keras-hub")
+        if loaded is None:
+            raise ValueError("no keras-hub model is loaded: send a load request first")
+        paths = json.loads(text)
+        with np.load(paths["given"]) as held:
+            feed = {k: held[k] for k in held.files}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            arrays = compute(keras, loaded, feed)
+        np.savez(paths["out"], **{k: np.asarray(v) for k, v in arrays.items()})
+        return ""
+
+    return Handler(handled, fresh=False)
+
+
+HUB_REQUESTS: dict[str, Handler] = {
+    "load": Handler(_load, fresh=False),
+    "forward": _on_loaded(_forward),
+    "generate": _on_loaded(_generate),
+    "gradients": _on_loaded(_gradients),
+}

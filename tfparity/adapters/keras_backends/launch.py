@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import TfparityError
-from .workers import WORKER, BackendWorkers, ServingWorker, WorkerKey
+from .workers import REQUEST_TIMEOUT_S, WORKER, BackendWorkers, ServingWorker, WorkerKey
 
 # Keras 3's backends, in the order a report lists them; each with the module it needs
 # and the pip command that installs it.
@@ -38,7 +38,7 @@ _PIP = {
 # (:func:`.worker.float64_shortfalls`; a worker asked for float64 on another probes it
 # and refuses). JAX gets x64 switched on at start-up when asked.
 DEFAULT_REFEREE = "tensorflow"
-WORKER_TIMEOUT_S = 600
+WORKER_TIMEOUT_S = REQUEST_TIMEOUT_S
 
 
 def installed(backend: str) -> bool:
@@ -132,8 +132,11 @@ def run_backends(
             return worker
 
         def collected(b: str, worker: ServingWorker) -> BackendRun:
-            worker.wait(WORKER_TIMEOUT_S)
-            pool.give_back(worker)
+            try:
+                worker.wait(WORKER_TIMEOUT_S)
+            finally:  # one that answered, even an error, serves the next run
+                if worker.poll() is None:
+                    pool.give_back(worker)
             return read_run(b, tmp / f"{b}.npz")
 
         return scheduled(list(processes), jobs, start, collected)

@@ -1,14 +1,21 @@
 """The line protocol between the parent and a serving worker process: one line per
 message, each starting with :data:`MARK`, so anything a framework prints on the
 worker's stdout is skipped. The parent reads with a deadline (a worker that hangs is
-reported, not waited on for ever). Framework-free on both ends."""
+reported, not waited on for ever). Framework-free on both ends.
+
+A request is one line ``KIND JSON``; the worker answers it with one line, ``done TEXT``
+(what the request asked for, often nothing: its files are written) or ``error TEXT``
+(one paragraph). Each kind is a :class:`Handler` in the worker's table
+(:data:`.worker.REQUESTS`): one loop, one error path, one deadline for every kind."""
 
 from __future__ import annotations
 
 import os
 import select
 import time
-from typing import IO
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
 
 MARK = "tfparity-worker:"
 
@@ -17,6 +24,32 @@ def answer(reply: IO[str], kind: str, text: str = "") -> None:
     """Write one protocol line ``kind text`` (``text`` on one line) and flush it."""
     reply.write(f"{MARK}{kind} {' '.join(text.split())}\n")
     reply.flush()
+
+
+@dataclass
+class Session:
+    """What one serving process holds between its requests: the modules it imported and
+    what a kind of request keeps for the next (a loaded model, by the handler's key)."""
+
+    imports: list[str]
+    held: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One kind of request: ``answer(session, text)`` gives the ``done`` line's text, or
+    raises (the worker answers ``error`` with the exception's one paragraph). ``fresh``:
+    the next request starts from Keras's defaults (float32 policy, a cleared session),
+    as a run that set the float64 policy needs; False for a kind that keeps a loaded
+    model between requests."""
+
+    answer: Callable[[Session, str], str]
+    fresh: bool = True
+
+
+def paragraph(error: BaseException) -> str:
+    """An exception as the one paragraph the parent reports: its type and message."""
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
 
 
 class Lines:

@@ -4,12 +4,14 @@ inputs the parent wrote, record every layer's output by name, write them to an n
 The parent starts ``python -m tfparity.adapters.keras_backends.worker --serve [--import
 M]...`` with ``KERAS_BACKEND`` set: it imports Keras first (most of its cost), then
 answers run requests on stdin (:func:`serve`), so it can be started before the model
-file exists and reused. ``worker MODEL --inputs IN.npz --out OUT.npz [--import M]...
+file exists and reused; every kind of request it answers is a handler of
+:data:`REQUESTS` (``run``, ``facts``, the keras-hub side's ``load``, ``forward``,
+``generate``, ``gradients``). ``worker MODEL --inputs IN.npz --out OUT.npz [--import M]...
 [--precision float32] [--precision float64] [--gradients SEED]`` runs once. The backend
 is fixed at Keras's import, so this module imports nothing of Keras at module level and
 nothing of the rest of tfparity (the parent judges; a worker only computes). A bad file
-or input is written as ``{"error": ...}`` to ``OUT.npz.json`` (exit 2 for a one-shot
-run), for the parent to report as one paragraph.
+or input is one paragraph for the parent to report: answered ``error`` by a serving
+worker, written as ``{"error": ...}`` to ``OUT.npz.json`` by a one-shot run (exit 2).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+
+from .hub_worker import HUB_REQUESTS
+from .protocol import Handler, Session, answer, paragraph
 
 EXIT_BAD_INPUT = 2
 
@@ -118,7 +123,7 @@ def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[A
     """A model whose outputs are every layer's (topological order, as ``model.layers``),
     their names (``layer`` or ``layer/k`` for a layer with several outputs; a layer
     called at several places in the graph, as ALBERT's shared blocks, per call:
-    ``layer``, ``layer#1``, ... as :func:`.models.call_name` names them), notes on
+    ``layer``, ``layer#1``, ... as :func:`.hidden_states.call_name` names them), notes on
     layers that could not be recorded and the layers recorded. A model without a graph
     (subclassed) records its outputs, and the model itself is the one layer whose
     sublayers are tapped."""
@@ -148,7 +153,7 @@ def _recorder(keras: Any, model: Any) -> tuple[Any, list[str], list[str], list[A
 
 def _calls(keras: Any, layer: Any, in_graph: set[int]) -> list[tuple[str, list[Any]]]:
     """Each call of ``layer`` in the model's graph (``in_graph``: its nodes' ids): its
-    name (:func:`.models.call_name`'s) and output tensors, read from the call's node, so
+    name (:func:`.hidden_states.call_name`'s) and output tensors, read from the call's node, so
     a nested model's are its call's (its ``output`` is its inner graph's, which a
     recorder would run a second time)."""
     nodes = getattr(layer, "_inbound_nodes", [])
@@ -368,59 +373,103 @@ def _run_at(
 
 
 def _recorded(args: argparse.Namespace) -> int:
-    """:func:`_record` with its meta, or its one-paragraph error, written beside
-    ``args.out``; the exit code a one-shot process would end with."""
+    """A one-shot run: :func:`_record` with its meta, or its one-paragraph error, written
+    beside ``args.out``; the exit code the process ends with."""
     try:
         meta = _record(args)
         code = 0
     except Exception as e:  # the parent reports it as bad input, one paragraph
-        meta = {"error": f"{type(e).__name__}: {' '.join(str(e).split())}"}
+        meta = {"error": paragraph(e)}
         code = EXIT_BAD_INPUT
-    with open(f"{args.out}.json", "w") as f:
-        json.dump(meta, f)
+    _write_meta(args.out, meta)
     return code
+
+
+def _write_meta(out: str, meta: dict[str, Any]) -> None:
+    """A run's meta beside its arrays (``OUT.npz.json``), as :func:`.launch.read_run`
+    reads it."""
+    with open(f"{out}.json", "w") as f:
+        json.dump(meta, f)
+
+
+def _run_request(session: Session, text: str) -> str:
+    """``run {JSON}``: the one-shot arguments (model, inputs, out, precision,
+    gradients); the record and its meta written to ``out``, an error raised."""
+    args = argparse.Namespace(imports=session.imports, **json.loads(text))
+    _write_meta(args.out, _record(args))
+    return ""
+
+
+def _facts_request(session: Session, text: str) -> str:
+    """``facts``: this process's backend, Keras version and precision facts (JSON)."""
+    import keras
+
+    backend = keras.backend.backend()
+    facts = {"backend": backend, "keras": keras.__version__}
+    return json.dumps({**facts, "precision": precision_facts(keras, backend)})
+
+
+# The kinds of request every serving worker answers: a backend's run for `tfparity
+# backends`, its facts, and the keras-hub side's requests for `--backend jax|torch`
+# (:mod:`.hub_worker`). A caller's module may add kinds (the preparing step's).
+REQUESTS: dict[str, Handler] = {
+    "run": Handler(_run_request),
+    "facts": Handler(_facts_request, fresh=False),  # it changes no Keras state
+    **HUB_REQUESTS,
+}
+
+
+def _plain(answer: Callable[[str], Any]) -> Handler:
+    """A caller's handler given as a function of the request's text (it writes its own
+    files): answered ``done`` with no text."""
+
+    def handled(session: Session, text: str) -> str:
+        answer(text)
+        return ""
+
+    return Handler(handled)
 
 
 def serve(
     imports: list[str],
     requests: Any,
     reply: Any,
-    handlers: Mapping[str, Callable[[str], Any]] | None = None,
+    handlers: Mapping[str, Handler | Callable[[str], Any]] | None = None,
 ) -> None:
     """Import ``imports`` and Keras (the start-up that costs seconds), then answer each
-    request line until stdin closes, with ``done`` once its files are written: ``run
-    {JSON}`` (the one-shot arguments: model, inputs, out, precision, gradients), or a
-    kind of ``handlers`` (``KIND TEXT``: the caller's, e.g. the preparing step's, which
-    writes its own files). Each request starts from Keras's defaults (float32 policy, a
-    cleared session): a float64 twin sets the global policy. The modules stay imported,
-    so a worker is only reused for runs with the same ``imports`` (:mod:`.workers`)."""
-    from .protocol import answer
-
+    request line ``KIND TEXT`` until stdin closes: a kind of :data:`REQUESTS` or of
+    ``handlers`` (the caller's, e.g. the preparing step's), answered ``done`` with its
+    text or ``error`` with one paragraph (an import that failed at start-up: every
+    request's error); a line of no known kind is skipped. A ``fresh`` kind leaves the
+    next request Keras's defaults (float32 policy, a cleared session): a float64 twin
+    sets the global policy. The modules stay imported, so a worker is only reused for
+    runs with the same ``imports`` (:mod:`.workers`)."""
     failed = None
     try:
         import_modules(imports)
         import keras
-    except Exception as e:  # reported with every run asked for, as a one-shot run would
-        failed = f"{type(e).__name__}: {' '.join(str(e).split())}"
-
-    def run(text: str) -> None:
-        args = argparse.Namespace(imports=imports, **json.loads(text))
-        if failed:
-            with open(f"{args.out}.json", "w") as f:
-                json.dump({"error": failed}, f)
-        else:
-            _recorded(args)
-
-    answers = {"run": run, **(handlers or {})}  # each writes its own files, errors too
+    except Exception as e:  # reported with every request, as a one-shot run would
+        failed = paragraph(e)
+    given = {k: h if isinstance(h, Handler) else _plain(h) for k, h in (handlers or {}).items()}
+    table = {**REQUESTS, **given}
+    session = Session(list(imports))
     for line in requests:
         kind, _, text = line.strip().partition(" ")
-        if kind not in answers:
+        handler = table.get(kind)
+        if handler is None:
             continue
-        answers[kind](text)
-        if not failed:  # the next request starts from Keras's defaults
+        if failed:
+            answer(reply, "error", failed)
+            continue
+        try:
+            said = handler.answer(session, text)
+        except Exception as e:  # the parent reports it, naming the backend
+            answer(reply, "error", paragraph(e))
+        else:
+            answer(reply, "done", said)
+        if handler.fresh:  # the next request starts from Keras's defaults
             keras.config.set_dtype_policy("float32")
             keras.utils.clear_session()
-        answer(reply, "done")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,11 @@ A process is only reused for what it was started as (:class:`WorkerKey`): its ba
 JAX's x64 switch (read at start-up) and the modules it imported (a custom layer
 registered by one model's import must not make another model's missing import pass).
 Each run starts from Keras's defaults (:func:`.worker.serve`).
+
+One :class:`ServingWorker` serves every use: the pooled runs of ``tfparity backends``
+and the keras-hub side on another backend (``--backend jax|torch``,
+:mod:`tfparity.adapters.keras_hub.remote`), so a request fails, runs past its deadline
+and ends the same way for both.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +56,9 @@ def _package_root() -> str:
 # :mod:`tfparity.cross_backend.prepare`, which converts a model in the TensorFlow
 # backend's own process).
 WORKER = "tfparity.adapters.keras_backends.worker"
+# How long a request may take before its process is killed: a conversion, a first run
+# (XLA compiling on JAX) or a generation on a slow CPU take minutes, a hang for ever.
+REQUEST_TIMEOUT_S = 600
 
 
 @dataclass(frozen=True)
@@ -86,7 +95,11 @@ def ended(backend: str, proc: subprocess.Popen, stderr: Any) -> TfparityError:
 
 
 class ServingWorker:
-    """One serving process: ``submit`` a run, then ``wait`` for it to be written."""
+    """One serving process: ``submit`` a request, then ``wait`` for its answer (or
+    ``ask``, both). A request that fails in the worker, one that runs past its deadline
+    (the process is killed) and a process that ended are each one TfparityError naming
+    the backend; ``close`` (or the worker being collected, or the interpreter exiting)
+    ends the process."""
 
     def __init__(self, key: WorkerKey) -> None:
         self.key = key
@@ -101,20 +114,26 @@ class ServingWorker:
             stderr=self._stderr,
         )
         self._lines = Lines(self._proc.stdout)  # type: ignore[arg-type]
+        self._end = weakref.finalize(self, _ended_now, self._proc, self._stderr)
 
     def submit(self, request: Any, kind: str = "run") -> None:
-        """Ask for one run, or another ``kind`` of request its entry serves
-        (:func:`.worker.serve` reads it once its imports are done)."""
+        """Ask for one request of ``kind`` (a kind of :data:`.worker.REQUESTS`, or of
+        the handlers its entry adds), ``request`` its JSON; read once its imports are
+        done."""
         try:
             self._proc.stdin.write(f"{kind} {json.dumps(request)}\n".encode())  # type: ignore[union-attr]
             self._proc.stdin.flush()  # type: ignore[union-attr]
         except OSError:  # it ended already: wait() says why
             pass
 
-    def wait(self, timeout_s: float) -> None:
-        """Until the run asked for is written; a TfparityError naming the backend if the
-        process ended first (with its last line of stderr) or ran past ``timeout_s``."""
+    def wait(self, timeout_s: float | None = None) -> str:
+        """The text of the answer to the request submitted: a TfparityError naming the
+        backend where the worker answered an error (``the BACKEND backend could not run
+        the model: its paragraph``), the process ended first (with its last line of
+        stderr) or ran past ``timeout_s`` (default :data:`REQUEST_TIMEOUT_S`; then it is
+        killed)."""
         backend = self.key.backend
+        timeout_s = REQUEST_TIMEOUT_S if timeout_s is None else timeout_s
         try:
             line = self._lines.next(timeout_s)
         except TimeoutError:
@@ -124,23 +143,37 @@ class ServingWorker:
             ) from None
         if line is None:
             raise ended(backend, self._proc, self._stderr)
+        kind, text = line
+        if kind == "error":
+            raise TfparityError(f"the {backend} backend could not run the model: {text}")
+        return text
+
+    def ask(self, kind: str, request: Any, timeout_s: float | None = None) -> str:
+        """``submit`` then ``wait``: the answer's text."""
+        self.submit(request, kind)
+        return self.wait(timeout_s)
 
     def poll(self) -> int | None:
         return self._proc.poll()
 
     def kill(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.kill()
-        self._proc.wait()
-        for pipe in (self._proc.stdin, self._proc.stdout, self._stderr):
-            if pipe is not None:
-                pipe.close()
+        self._end()
 
     def close(self) -> None:
-        """End it. A serving worker between runs holds nothing the parent still needs
-        (each run's files are written before it answers), and a framework's teardown at
-        exit takes seconds, so it is killed rather than asked to exit."""
+        """End it. A serving worker between requests holds nothing the parent still
+        needs (each request's files are written before it answers), and a framework's
+        teardown at exit takes seconds, so it is killed rather than asked to exit."""
         self.kill()
+
+
+def _ended_now(proc: subprocess.Popen, stderr: Any) -> None:
+    """Kill ``proc`` (if it still runs), reap it, close its pipes (once: a finalizer)."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout, stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 class BackendWorkers:

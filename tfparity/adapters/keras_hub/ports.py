@@ -108,3 +108,55 @@ def pt_gradients(
         if path == word_path:
             word = name
     return named, word
+
+
+def rebound(ports: list[Ported], variables: list[Any], same_shape: bool = False) -> list[Ported]:
+    """``ports`` re-bound to the variables of the same path among ``variables`` (another
+    backbone of the same structure: a reload, or the one a throwaway conversion was
+    recorded on); a port with no such variable (or, ``same_shape``, one of another
+    shape) is left out."""
+    by_path = {v.path: v for v in variables}
+    return [
+        Ported(by_path[p.variable.path], p.hf_key, p.hook)
+        for p in ports
+        if p.variable.path in by_path
+        and (not same_shape or tuple(p.variable.shape) == tuple(by_path[p.variable.path].shape))
+    ]
+
+
+def pt_values(
+    ports: list[Ported], pt_weights: dict[str, np.ndarray], casts: dict[str, str]
+) -> dict[str, np.ndarray]:
+    """The ported Keras values in PyTorch's layout by PyTorch name, through the
+    converter's own mapping (the recorded ``port_weight`` calls); ``casts`` is refilled
+    with the dtype each weight the converter cast was cast to."""
+    found: dict[str, np.ndarray] = {}
+    casts.clear()
+    for port in ports:
+        name = pt_name(port.hf_key, pt_weights)
+        if name is None:
+            continue
+        value, cast = port.pt_layout(pt_weights[name])
+        found[name] = value
+        if cast is not None:
+            casts[name] = cast
+    return found
+
+
+def unported_names(
+    ports: list[Ported], pt_weights: dict[str, np.ndarray], prefix: str, contains: str
+) -> list[str]:
+    """PyTorch weights under ``prefix`` (holding ``contains``) that the converter never
+    ported: the backbone runs without them (none where nothing was recorded)."""
+    if not ports:
+        return []
+    ported = {pt_name(p.hf_key, pt_weights) for p in ports}
+    return [
+        name
+        for name in pt_weights
+        if name.startswith(prefix)
+        and contains in name
+        and name not in ported
+        and np.any(pt_weights[name])
+        and not name.endswith("position_ids")
+    ]

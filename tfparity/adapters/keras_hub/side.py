@@ -53,7 +53,8 @@ from .checkpoints import (
     preset_fields,
     preset_loaded,
 )
-from .ports import Ported, pt_gradients, pt_name, recording_ports
+from .forward import ForwardStrategy, InProcess
+from .ports import Ported, pt_values, rebound, recording_ports, unported_names
 from .taps import BlockRecording
 
 
@@ -211,6 +212,9 @@ class KerasHubModel(TFSideBase):
     casts: dict[str, str] = field(default_factory=dict)
     # A mixed-mode quantised file: each quantised part's Keras mode ({0: "int4", ...})
     layer_modes: dict[int | str, str] = field(default_factory=dict)
+    # Where its forward pass, gradients and generation are computed: here, or in a
+    # backend's worker (:mod:`.forward`); the rest of the side is the same either way.
+    strategy: ForwardStrategy = field(default_factory=InProcess)
     _embeds_fn: Any = None
 
     # ------------------------------------------------------------------ facts
@@ -256,6 +260,31 @@ class KerasHubModel(TFSideBase):
 
         mode = stored_mode(self.model)
         return None if mode is None else f"keras {mode}"
+
+    @property
+    def framework(self) -> str:
+        return self.strategy.framework
+
+    @property
+    def command_name(self) -> str:
+        return self.strategy.command_name(self)
+
+    @property
+    def side_kind(self) -> str:
+        return self.strategy.side_kind(self)
+
+    @property
+    def inputs_embeds_reason(self) -> str | None:
+        return self.strategy.ids_only_reason(self)
+
+    def _ids_only(self) -> None:
+        """Refused by name (exit 2) where the side is given token ids only."""
+        if self.inputs_embeds_reason:
+            raise TfparityError(f"{self.inputs_embeds_reason}.")
+
+    def close(self) -> None:
+        """End what computes it elsewhere now (a backend's worker), else at exit."""
+        self.strategy.close()
 
     @property
     def padding_aware_positions(self) -> bool:
@@ -304,6 +333,7 @@ class KerasHubModel(TFSideBase):
 
     def gather(self, input_ids: np.ndarray) -> Any:
         """Word embeddings for the ids, gathered from the backbone's token embedding."""
+        self._ids_only()
         tf = import_tf()
         ids = np.asarray(input_ids)
         vocab = int(self.word_embeddings().shape[0])
@@ -344,16 +374,18 @@ class KerasHubModel(TFSideBase):
         return {k: v for k, v in feed.items() if k in names}
 
     def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+        if inputs_embeds is not None:
+            self._ids_only()
         check_limits(batch, self.limits)
-        trace, _ = self._run(batch, inputs_embeds, taps=False)
-        return trace
+        return self.strategy.run(self, batch, inputs_embeds)
 
     def run_gathered(self, batch: Batch) -> Trace:
         """The inputs_embeds path fed the word embeddings gathered by the batch's ids
         (the sweep's embeds path; eager, so there is no compiled gather to fuse)."""
+        self._ids_only()
         return self.run(batch, self.gather(batch.input_ids))
 
-    def _run(
+    def traced(
         self,
         batch: Batch,
         inputs_embeds: Any = None,
@@ -420,26 +452,20 @@ class KerasHubModel(TFSideBase):
         embeds_fn: Any = None,
         reference: dict[str, np.ndarray] | None = None,
     ) -> Any:
-        """The gradients check's scalar differentiated (see :meth:`TFModel.gradients`).
-        Weights are named by PyTorch name in PyTorch's layout through the converter's
-        record where ``reference`` (PyTorch's weights by name) is given, else by their
-        Keras paths."""
-        from .gradients import backbone_gradients
-
+        """The gradients check's scalar differentiated where the side computes
+        (:meth:`.forward.InProcess.gradients`), weights by PyTorch name where
+        ``reference`` (PyTorch's weights by name) is given."""
+        if embeds or embeds_fn is not None:
+            self._ids_only()
         check_limits(batch, self.limits)
-        feed = self.inputs(batch)
+        return self.strategy.gradients(self, batch, objective, embeds, embeds_fn, reference)
 
-        def call(fed: Any) -> dict[str, Any]:
-            return self.forward(feed, fed)
+    def generator(self) -> Any:
+        return self.strategy.generator(self)
 
-        run, variables, grads = backbone_gradients(self, batch, objective, call, embeds, embeds_fn)
-        by_path = dict(zip((v.path for v in variables), grads, strict=True))
-        run.weights, run.word_embeddings = dict(by_path), self.word_embeddings().path
-        if reference is not None:
-            run.weights, run.word_embeddings = pt_gradients(
-                self.ports, by_path, reference, run.word_embeddings
-            )
-        return run
+    def in_process_generator(self) -> Any:
+        """Refused, as for any side without an LM head (a causal LM's task generates)."""
+        return super().generator()
 
     def output_names(self, reference: Any) -> set[str]:
         """The reference's tensors this backbone has a counterpart of (a keras-hub
@@ -454,11 +480,12 @@ class KerasHubModel(TFSideBase):
     # ------------------------------------------------------------------ localisation
 
     def localisable(self) -> bool:
-        return self.layout is not None and self.layout.block_taps is not None
+        taps = self.layout is not None and self.layout.block_taps is not None
+        return self.strategy.here and taps
 
     def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
         check_limits(batch, self.limits)
-        return self._run(batch, taps=True)
+        return self.traced(batch, taps=True)
 
     def isolated(
         self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
@@ -468,7 +495,7 @@ class KerasHubModel(TFSideBase):
         the next component gets PyTorch's input too (nobuco's approach, in one run).
         Llama-style blocks add the attention residual from their own sum, so there the
         output component carries the attention's own (small) error."""
-        _, recorded = self._run(batch, taps=True, substitute=pt_taps, block_inputs=pt_hidden)
+        _, recorded = self.traced(batch, taps=True, substitute=pt_taps, block_inputs=pt_hidden)
         return recorded
 
     def feed_forward(self, layer: int) -> FeedForwardWeights | None:
@@ -477,36 +504,14 @@ class KerasHubModel(TFSideBase):
         return feed_forward_weights(self.layout.feed_forward(nth_block(self.backbone, layer)))
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Keras values in PyTorch's layout by PyTorch name, through the converter's
-        own mapping (the recorded port_weight calls)."""
-        found: dict[str, np.ndarray] = {}
-        self.casts.clear()
-        for port in self.ports:
-            name = pt_name(port.hf_key, pt_weights)
-            if name is None:
-                continue
-            value, cast = port.pt_layout(pt_weights[name])
-            found[name] = value
-            if cast is not None:
-                self.casts[name] = cast
-        return found
+        """Keras values in PyTorch's layout by PyTorch name (:func:`.ports.pt_values`)."""
+        return pt_values(self.ports, pt_weights, self.casts)
 
     def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
-        """PyTorch weights under ``prefix`` that the converter never ported (read with
-        port_weight), named: the backbone runs without them."""
-        if not self.ports:
-            return []
-        ported = {pt_name(p.hf_key, pt_weights) for p in self.ports}
+        """PyTorch weights under ``prefix`` that the converter never ported, named."""
         text = "weight {} is not ported by keras-hub's converter (the backbone runs without it)"
-        return [
-            Hint("unported", text.format(name), weight=name)
-            for name in pt_weights
-            if name.startswith(prefix)
-            and contains in name
-            and name not in ported
-            and np.any(pt_weights[name])
-            and not name.endswith("position_ids")
-        ]
+        names = unported_names(self.ports, pt_weights, prefix, contains)
+        return [Hint("unported", text.format(name), weight=name) for name in names]
 
     def weight_note(self, name: str) -> str | None:
         cast = self.casts.get(name)
@@ -514,28 +519,24 @@ class KerasHubModel(TFSideBase):
             return None
         return f"keras-hub's converter casts {name} to {cast} (a lossy dtype conversion)"
 
-    def reloaded(self) -> KerasHubModel:
+    def reloaded(self) -> KerasHubModel | None:
         """The backbone after keras-hub's own ``save_to_preset`` and ``from_preset``
         (the keras-hub counterpart of save_pretrained + reload)."""
+        if not self.strategy.here:  # the worker's model has no reload pass
+            return None
         import tempfile
 
         keras_hub = import_keras_hub()
         with tempfile.TemporaryDirectory(prefix="tfparity-preset-") as tmp:
             self.backbone.save_to_preset(tmp)
             backbone = keras_hub.models.Backbone.from_preset(tmp)
-        by_path = {v.path: v for v in backbone.weights}
-        ports = [
-            Ported(by_path[p.variable.path], p.hf_key, p.hook)
-            for p in self.ports
-            if p.variable.path in by_path
-        ]
         return KerasHubModel(
             name=f"{self.name} (save_to_preset and reloaded)",
             backbone=backbone,
             tokenizer=self.tokenizer,
             hf_config=self.hf_config,
             layout=self.layout,
-            ports=ports,
+            ports=rebound(self.ports, backbone.weights),
             source=f"{self.source}, saved with save_to_preset and reloaded",
             notes=list(self.notes),
             stated=self.stated,
@@ -561,23 +562,17 @@ class KerasHubModel(TFSideBase):
                 import_keras_hub().models.Backbone.from_preset(str(directory))
         except Exception:  # keras-hub cannot convert it: no weight hints
             ports = []
-        by_path = {v.path: v for v in self.backbone.weights}
-        rebound = [
-            Ported(by_path[p.variable.path], p.hf_key, p.hook)
-            for p in ports
-            if p.variable.path in by_path
-            and tuple(p.variable.shape) == tuple(by_path[p.variable.path].shape)
-        ]
+        bound = rebound(ports, self.backbone.weights, same_shape=True)
         notes = list(self.notes)
-        if rebound and PRESET_NOTE not in notes:  # a backbone from a .keras file
+        if bound and PRESET_NOTE not in notes:  # a backbone from a .keras file
             notes.append(
-                f"Weight hints follow keras-hub's converter run on {given.text} ({len(rebound)} "
+                f"Weight hints follow keras-hub's converter run on {given.text} ({len(bound)} "
                 f"of {len(ports)} ported variables matched this backbone's by path)."
             )
-        elif rebound:
+        elif bound:
             notes[notes.index(PRESET_NOTE)] = (
                 f"A keras-hub preset directory: weight hints follow keras-hub's converter "
-                f"run on {given.text} ({len(rebound)} of {len(ports)} ported variables matched "
+                f"run on {given.text} ({len(bound)} of {len(ports)} ported variables matched "
                 "this backbone's by path); the tokenizer, and the config fields the preset "
                 "does not state, are that checkpoint's."
             )
@@ -589,12 +584,12 @@ class KerasHubModel(TFSideBase):
             self,
             tokenizer=self.tokenizer or spec_tokenizer(spec, directory),
             hf_config=hf_config,
-            ports=rebound,
+            ports=bound,
             notes=notes,
         )
 
     def executed(self, options: ExecutionOptions) -> KerasHubModel:
         """This model under an ExecutionOptions: eager float32 on TensorFlow's default
         placement only; anything else asked for explicitly is exit 2, never ignored."""
-        runs = eager_only(options, "keras-hub models")
+        runs = eager_only(options, self.strategy.models)
         return self if runs == self.execution else replace(self, execution=runs)

@@ -256,12 +256,13 @@ class KerasHubCausalLM(KerasHubModel):
     def output_names(self, reference: Any) -> set[str]:
         return {k for k in reference if k.startswith("hidden_states[")} | {"logits"}
 
-    def reloaded(self) -> KerasHubCausalLM:
+    def reloaded(self) -> KerasHubCausalLM | None:
         """The backbone after ``save_to_preset`` and ``from_preset`` (the LM head's
         weights live in it), in a fresh task."""
-        return causal_lm_side(super().reloaded())
+        base = super().reloaded()
+        return None if base is None else causal_lm_side(base)
 
-    def generator(self) -> Any:
+    def in_process_generator(self) -> Any:
         """Greedy generation through the task's own ``generate``
         (:class:`~.generation.KerasHubGenerator`)."""
         from .generation import KerasHubGenerator

@@ -84,9 +84,9 @@ def test_backend_without_a_keras_hub_spec_exits_2(capsys):
 
 
 def test_a_backend_not_installed_exits_2_with_its_pip_command(monkeypatch, capsys):
-    from tfparity.adapters.keras_backends import remote_side
+    from tfparity.adapters.keras_hub import remote
 
-    monkeypatch.setattr(remote_side, "installed", lambda backend: False)
+    monkeypatch.setattr(remote, "installed", lambda backend: False)
     assert cli.main(["crosscheck", "keras-hub:tiny:bert", "--backend", "jax"]) == 2
     assert "pip install 'tfparity[jax]'" in capsys.readouterr().err
 
@@ -96,7 +96,7 @@ def test_commands_not_built_for_backend_refuse_it(capsys):
     assert "built for `tfparity crosscheck`" in capsys.readouterr().err
 
 
-# gradients --backend: the same worker answers a gradients request (remote_gradients.py)
+# gradients --backend: the same worker answers a gradients request (remote.py)
 
 
 def test_gradients_of_a_clean_port_on_jax_pass_against_hf_pytorch(on_jax):

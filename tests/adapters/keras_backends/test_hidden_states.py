@@ -17,7 +17,7 @@ keras = pytest.importorskip("keras")
 pytest.importorskip("keras_hub")
 
 from tfparity.adapters.keras_backends import hub_worker, worker  # noqa: E402
-from tfparity.adapters.keras_backends.models import hidden_state_layers  # noqa: E402
+from tfparity.adapters.keras_backends.hidden_states import hidden_state_layers  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
-"""What the preparing step (:mod:`tfparity.cross_backend.prepare`) asks of Keras: a
-callable's model built and checked, a float file saved quantised, and which backbone
-layer holds each of Hugging Face's hidden states (Keras internals: the layer graph's
-nodes)."""
+"""The model files the preparing step (:mod:`tfparity.cross_backend.prepare`) asks of
+Keras, in the TensorFlow backend's worker: a callable's model built and checked, a float
+file saved quantised (or why Keras cannot reload it), and the tokenised inputs of a
+keras-hub model saved to ``.keras``."""
 
 from __future__ import annotations
 
@@ -122,56 +122,3 @@ def built_model(target: str, imports: list[str]) -> Any:
             f"{target} returned a {type(built).__name__}, not a Keras 3 model (keras.Model)."
         )
     return built
-
-
-def hidden_state_layers(backbone: Any) -> dict[str, str]:
-    """Which backbone layer's output is each of Hugging Face's hidden states, as the
-    keras-hub side maps them: ``hidden_states[0]`` is the input of the first
-    transformer layer call, ``hidden_states[k]`` the output of call ``k-1``, the last
-    one the backbone's ``sequence_output`` (after the final norm, as HF's), and HF's
-    ``pooler_output`` the backbone's ``pooled_output``. A layer called more than once
-    (ALBERT's grouped layers: one block run ``num_layers`` times) is named per call,
-    ``name`` then ``name#1``, ``name#2``..., as the worker records it
-    (:func:`call_name`)."""
-    return {alias: call_name(t) for alias, t in hidden_state_tensors(backbone).items()}
-
-
-def hidden_state_tensors(backbone: Any) -> dict[str, Any]:
-    """The symbolic tensors of :func:`hidden_state_layers` (Keras tensors of the
-    backbone's graph), for a recorder model built on it."""
-    calls = _block_calls(backbone)
-    outputs = backbone.output if isinstance(backbone.output, dict) else {}
-    sequence = outputs.get("sequence_output", backbone.output)
-    tensors = {"hidden_states[0]": calls[0].arguments.keras_tensors[0]}
-    for k, node in enumerate(calls[:-1]):
-        tensors[f"hidden_states[{k + 1}]"] = node.output_tensors[0]
-    tensors[f"hidden_states[{len(calls)}]"] = sequence
-    if "pooled_output" in outputs:
-        tensors["pooler_output"] = outputs["pooled_output"]
-    return tensors
-
-
-def _block_calls(backbone: Any) -> list[Any]:
-    """Every call of the backbone's transformer layers (graph nodes), first to last: one
-    per layer, or for a grouped backbone (a list of groups, each group's layers called
-    several times) one per call."""
-    blocks = {
-        id(b)
-        for group in backbone.transformer_layers
-        for b in (group if isinstance(group, (list, tuple)) else [group])
-    }
-    by_depth = backbone._nodes_by_depth  # Keras's functional graph: depth 0 = outputs
-    return [
-        node
-        for depth in sorted(by_depth, reverse=True)
-        for node in by_depth[depth]
-        if id(node.operation) in blocks
-    ]
-
-
-def call_name(tensor: Any) -> str:
-    """The recorded name of the layer call whose output ``tensor`` is: the layer's name
-    for its first call, ``name#k`` for its call ``k`` (from 0)."""
-    history = tensor._keras_history
-    name = history.operation.name
-    return name if history.node_index == 0 else f"{name}#{history.node_index}"
