@@ -21,6 +21,16 @@ ceiling judges.
 or bfloat16 (a ``mixed_float16`` / ``mixed_bfloat16`` policy), or comes after one, has
 them in units of that dtype's rounding (:func:`tfparity.compare.rounding.widened`): its
 dtype policy is read from what each backend's process recorded of the layer.
+
+A half-precision layer's RMSE bound is a few units of its rounding, so a one-backend
+fault of 0.1% (two float16 units) passes it. Such a layer is also held to its scale:
+a backend whose output, fitted to the truth by least squares
+(:func:`tfparity.compare.scale.scale_fit`), is ``s`` times it with ``|s - 1|`` above
+both :data:`SCALE_STANDARD_ERRORS` standard errors and :data:`SCALE_FLOOR_UNITS` units of
+the dtype's rounding fails, ``scaled``. Rounding to nearest varies from element to
+element and is nearly unbiased; a fault that scales an output is neither. Float32
+layers are not held so: there a unit is 6e-8, and kernels' own biases (JAX's ``tanh``,
+a LayerNorm's reductions) reach 1 to 2 units at many standard errors, harmless.
 """
 
 from __future__ import annotations
@@ -34,12 +44,24 @@ import numpy as np
 
 from ..compare import Comparison
 from ..compare.judge import Referee, judged_by_referee, within
-from ..compare.rounding import coarsest, compute_dtype, widened
+from ..compare.rounding import HALF, UNIT_ROUNDOFF, coarsest, compute_dtype, widened
+from ..compare.scale import ScaleFit, scale_fit
 from ..compare.stats import compare_batches
 from ..results import Divergence, Report
 from .hints import layer_hints
 
 DEFAULT_CEILING = 1e-4  # relative RMSE; float32's epsilon is 1.2e-7
+# A half-precision layer's scale against the truth, |s - 1|, must pass both to fail.
+# Standard errors: the errors of neighbouring elements are not independent (they share
+# inputs and rounded weights), so the formula's error is optimistic; clean layers of
+# 8192 elements stand up to 6.6 of them from 1 (a real bias of 0.1 unit, which the
+# floor keeps), small ones (6 to 64 elements) up to 3; 6 keeps twice that margin while
+# a 0.1% float16 fault stands at 28 or more over 512 elements.
+SCALE_STANDARD_ERRORS = 6.0
+# Units of the dtype's unit roundoff: clean layers' |s - 1| reach 0.2 units over 64 or
+# more elements and 0.7 over a 6-element head (measured on the example classifier,
+# docs/backends.md); a 0.1% float16 fault is 2 units, bfloat16's smallest skew (1/128) 2.
+SCALE_FLOOR_UNITS = 1.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +95,10 @@ class LayerJudgement:
     spread: float = 0.0  # the largest RMSE between two backends' outputs
     scale: float = 0.0  # the truth's RMS
     rounding: str = "float32"  # the dtype its error rounds like (:func:`layer_roundings`)
+    # Half-precision layers: each backend's scale against the truth, and the backends
+    # that fail by their scale alone (their RMSE within its bound).
+    fits: dict[str, ScaleFit] = field(default_factory=dict)
+    scaled: tuple[str, ...] = ()
 
     @property
     def failing(self) -> list[str]:
@@ -120,7 +146,25 @@ def judge_layer(
         judged[backend] = judged_by_referee(c, r, referee)
     shaped = [a for a in outputs.values() if np.shape(a) == np.shape(truth)]
     spread = max((_rmse(a, b) for a, b in combinations(shaped, 2)), default=0.0)
-    return LayerJudgement(layer, judged, spread, scale, rounding)
+    fits = _fits(outputs, truth) if rounding in HALF else {}
+    floor = scale_floor(rounding)
+    scaled = tuple(
+        b for b, f in fits.items() if judged[b].passed and f.departs(floor, SCALE_STANDARD_ERRORS)
+    )
+    judged |= {b: replace(judged[b], passed=False) for b in scaled}
+    return LayerJudgement(layer, judged, spread, scale, rounding, fits, scaled)
+
+
+def _fits(outputs: Mapping[str, np.ndarray], truth: np.ndarray) -> dict[str, ScaleFit]:
+    """Each backend's scale against the truth, where one means something."""
+    found = {b: scale_fit(a, truth) for b, a in outputs.items()}
+    return {b: f for b, f in found.items() if f is not None}
+
+
+def scale_floor(rounding: str) -> float:
+    """How far from 1 a layer's scale may stand for rounding like ``rounding`` alone
+    (:data:`SCALE_FLOOR_UNITS` units of its unit roundoff)."""
+    return SCALE_FLOOR_UNITS * UNIT_ROUNDOFF.get(rounding, UNIT_ROUNDOFF["float32"])
 
 
 def layer_roundings(
@@ -227,6 +271,10 @@ def layer_row(j: LayerJudgement, parent: str | None = None) -> dict[str, Any]:
             "passed": c.passed,
             "problem": c.problem,
         }
+        if backend in j.fits:
+            fit = j.fits[backend]
+            cells[backend] |= {"scale": fit.scale, "scale_error": fit.error}
+            cells[backend]["scaled"] = backend in j.scaled
     row = {"layer": j.layer, "backends": cells, "spread_rmse": j.spread, "rms": j.scale}
     row["rounding"] = j.rounding
     return row | ({"parent": parent} if parent else {})
@@ -239,7 +287,13 @@ def half_text(roundings: set[str], referee: Referee, ceiling: float) -> str:
     for dtype in sorted(roundings & {"float16", "bfloat16"}):
         floor, top = widened(referee.floor, ceiling, dtype)
         parts.append(f"{dtype} layers and those after them floor {floor:.2g}, ceiling {top:.2g}")
-    return f"; in units of their rounding, {'; '.join(parts)}" if parts else ""
+    if not parts:
+        return ""
+    return (
+        f"; in units of their rounding, {'; '.join(parts)}; and their scale against the "
+        f"referee within {SCALE_STANDARD_ERRORS:g} standard errors or {SCALE_FLOOR_UNITS:g} "
+        "unit of rounding of 1"
+    )
 
 
 def _ratio(rmse: float | None, scale: float) -> float | None:
@@ -251,9 +305,10 @@ def divergence_facts(
     j: LayerJudgement, backends: list[str], referee: str, label: str = ""
 ) -> dict[str, Any]:
     """Who parts at the first divergent layer: ``kind`` ``one`` (some backends part
-    from the rest, which agree with the truth) or ``all`` (every backend parts from
-    the float64 referee, while they agree with each other as closely as they do; no
-    one ``backend`` is named then)."""
+    from the rest, which agree with the truth), ``scaled`` (as ``one``, but found by
+    their scale alone: a half-precision layer, :func:`judge_layer`) or ``all`` (every
+    backend parts from the float64 referee, while they agree with each other as closely
+    as they do; no one ``backend`` is named then)."""
     failing = j.failing
 
     def excess(b: str) -> float:
@@ -281,6 +336,9 @@ def divergence_facts(
                 "float64"
             )
         )
+    elif set(failing) <= set(j.scaled):
+        worst = max(failing, key=lambda b: abs(j.fits[b].scale - 1.0))
+        kind, text = "scaled", scaled_text(j, backends, referee, label)
     else:
         kind = "one"
         rest = [b for b in backends if b not in failing]
@@ -290,3 +348,27 @@ def divergence_facts(
         )
         text += f" at layer {j.layer}"
     return {"backend": worst, "backends": failing, "layer": j.layer, "kind": kind, "text": text}
+
+
+def scaled_text(j: LayerJudgement, backends: list[str], referee: str, label: str = "") -> str:
+    """``backend torch's output at layer residual is 1.0010 x the float64 referee's (32
+    standard errors; float16 rounding allows 1 +- 0.00049; tensorflow 1.0001, jax
+    1.0001)``: every backend failed by its scale, and the others' scales. Where the one
+    backend left is the referee's, it is said: its own fault, at float32 and float64
+    alike, reads so too."""
+    failing = [b for b in backends if b in j.scaled]
+    scales = ", ".join(f"{j.fits[b].scale:.4f}" for b in failing)
+    errors = ", ".join(f"{j.fits[b].standard_errors:.0f}" for b in failing)
+    rest = [b for b in backends if b not in failing]
+    others = ", ".join(f"{b} {j.fits[b].scale:.4f}" for b in rest if b in j.fits)
+    outputs = "'s output at layer" if len(failing) == 1 else "'s outputs at layer"
+    text = (
+        f"backend {', '.join(failing)}{outputs} {j.layer} {'is' if len(failing) == 1 else 'are'} "
+        f"{scales} x {label or 'the float64 referee'}'s ({errors} standard errors; "
+        f"{j.rounding} rounding allows 1 +- {scale_floor(j.rounding):.2g}"
+        + (f"; {others}" if others else "")
+        + "): a fault that scales the output, too small for the RMSE bound"
+    )
+    if rest == [referee] and not label:
+        text += f"; or a fault of {referee}'s, which computed the referee too"
+    return text
