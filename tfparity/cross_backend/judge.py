@@ -353,22 +353,26 @@ def divergence_facts(
 def scaled_text(j: LayerJudgement, backends: list[str], referee: str, label: str = "") -> str:
     """``backend torch's output at layer residual is 1.0010 x the float64 referee's (32
     standard errors; float16 rounding allows 1 +- 0.00049; tensorflow 1.0001, jax
-    1.0001)``: every backend failed by its scale, and the others' scales. Where the one
-    backend left is the referee's, it is said: its own fault, at float32 and float64
-    alike, reads so too."""
+    1.0001)``: every backend failed by its scale, and the others' scales. Where several
+    fail alike and the one backend left is the referee's, it is said: its own fault, at
+    float32 and float64 alike, reads so too."""
     failing = [b for b in backends if b in j.scaled]
     scales = ", ".join(f"{j.fits[b].scale:.4f}" for b in failing)
     errors = ", ".join(f"{j.fits[b].standard_errors:.0f}" for b in failing)
     rest = [b for b in backends if b not in failing]
     others = ", ".join(f"{b} {j.fits[b].scale:.4f}" for b in rest if b in j.fits)
-    outputs = "'s output at layer" if len(failing) == 1 else "'s outputs at layer"
+    who = (
+        f"backend {failing[0]}'s output at layer {j.layer} is"
+        if len(failing) == 1
+        else f"backends {', '.join(failing)}: their outputs at layer {j.layer} are"
+    )
     text = (
-        f"backend {', '.join(failing)}{outputs} {j.layer} {'is' if len(failing) == 1 else 'are'} "
+        f"{who} "
         f"{scales} x {label or 'the float64 referee'}'s ({errors} standard errors; "
         f"{j.rounding} rounding allows 1 +- {scale_floor(j.rounding):.2g}"
         + (f"; {others}" if others else "")
         + "): a fault that scales the output, too small for the RMSE bound"
     )
-    if rest == [referee] and not label:
+    if len(failing) > 1 and rest == [referee] and not label:
         text += f"; or a fault of {referee}'s, which computed the referee too"
     return text
