@@ -160,5 +160,10 @@ def test_the_scale_rule_sees_a_systematic_skew_not_rounding_and_not_in_float32()
     outputs = {"tensorflow": noisy, "torch": noisy * 1.001}
     half = judge_layer("residual", outputs, truth, Referee(), 1e-4, "float16")
     assert half.scaled == ("torch",) and half.failing == ["torch"]
+    # a scale every backend shares (rounding of the same weights, on a few elements) is
+    # not one backend's fault: neither parts from the other
+    noisier = truth * (1 + rng.normal(scale=UNIT_ROUNDOFF["float16"], size=truth.shape))
+    shared = {"tensorflow": noisy * 1.002, "torch": noisier * 1.002}
+    assert judge_layer("residual", shared, truth, Referee(), 1e-4, "float16").scaled == ()
     # the same outputs as a float32 layer's: no fits, no scale verdict
     assert judge_layer("residual", outputs, truth, Referee(), 1.0, "float32").fits == {}

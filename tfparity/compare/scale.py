@@ -39,6 +39,15 @@ class ScaleFit:
         off = abs(self.scale - 1.0)
         return off > floor and off > k * self.error
 
+    def parts_from(self, other: ScaleFit, floor: float, k: float) -> bool:
+        """Whether ``scale`` stands from ``other``'s (another output's, fitted to the
+        same truth) by more than ``floor`` and ``k`` standard errors of the difference
+        (taken as independent: where the two share rounding, a wider bound). Two
+        outputs that share a departure from the truth (the same rounded weights and
+        inputs, on a few elements) do not part."""
+        off = abs(self.scale - other.scale)
+        return off > floor and off > k * float(np.hypot(self.error, other.error))
+
 
 def scale_fit(actual: Any, truth: Any) -> ScaleFit | None:
     """The least-squares scale of ``actual`` against ``truth`` and its standard error;
