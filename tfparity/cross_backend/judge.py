@@ -28,10 +28,10 @@ a backend whose output, fitted to the truth by least squares
 (:func:`tfparity.compare.scale.scale_fit`), is ``s`` times it with ``s`` standing from 1,
 and from every other backend's scale, by more than both :data:`SCALE_STANDARD_ERRORS`
 standard errors and :data:`SCALE_FLOOR_UNITS` units of the dtype's rounding fails,
-``scaled``. Rounding to nearest varies from element to
-element and is nearly unbiased; a fault that scales an output is neither. Float32
-layers are not held so: there a unit is 6e-8, and kernels' own biases (JAX's ``tanh``,
-a LayerNorm's reductions) reach 1 to 2 units at many standard errors, harmless.
+``scaled``. Rounding to nearest varies from element to element and is nearly
+unbiased; a fault that scales an output is neither. Float32 layers are not held so:
+there a unit is 6e-8, and kernels' own biases (JAX's ``tanh``, a LayerNorm's
+reductions) reach up to 2 units at many standard errors, harmless.
 """
 
 from __future__ import annotations
