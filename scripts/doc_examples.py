@@ -313,11 +313,13 @@ SETUPS: dict[str, Callable[[Path], None]] = {
 
 
 def _keras_backends_mixed(work: Path) -> None:
-    """The example classifier built under mixed_float16, its custom layer 1% too large
+    """The example classifier built under mixed_float16, its custom layer 0.1% too large
     on torch only (``mixed-float16-torch-skew.keras``)."""
     from tfparity.examples.keras_backends_model import build_classifier
 
-    build_classifier("mixed_float16", ("torch", 1.01)).save(work / "mixed-float16-torch-skew.keras")
+    build_classifier("mixed_float16", ("torch", 1.001)).save(
+        work / "mixed-float16-torch-skew.keras"
+    )
 
 
 def _keras_backends(work: Path) -> None:

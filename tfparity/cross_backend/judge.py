@@ -21,6 +21,17 @@ ceiling judges.
 or bfloat16 (a ``mixed_float16`` / ``mixed_bfloat16`` policy), or comes after one, has
 them in units of that dtype's rounding (:func:`tfparity.compare.rounding.widened`): its
 dtype policy is read from what each backend's process recorded of the layer.
+
+A half-precision layer's RMSE bound is a few units of its rounding, so a one-backend
+fault of 0.1% (two float16 units) passes it. Such a layer is also held to its scale:
+a backend whose output, fitted to the truth by least squares
+(:func:`tfparity.compare.scale.scale_fit`), is ``s`` times it with ``s`` standing from 1,
+and from every other backend's scale, by more than both :data:`SCALE_STANDARD_ERRORS`
+standard errors and :data:`SCALE_FLOOR_UNITS` units of the dtype's rounding fails,
+``scaled``. Rounding to nearest varies from element to element and is nearly
+unbiased; a fault that scales an output is neither. Float32 layers are not held so:
+there a unit is 6e-8, and kernels' own biases (JAX's ``tanh``, a LayerNorm's
+reductions) reach up to 2 units at many standard errors, harmless.
 """
 
 from __future__ import annotations
@@ -34,12 +45,28 @@ import numpy as np
 
 from ..compare import Comparison
 from ..compare.judge import Referee, judged_by_referee, within
-from ..compare.rounding import coarsest, compute_dtype, widened
+from ..compare.rounding import HALF, UNIT_ROUNDOFF, coarsest, compute_dtype, widened
+from ..compare.scale import ScaleFit, scale_fit
 from ..compare.stats import compare_batches
 from ..results import Divergence, Report
 from .hints import layer_hints
 
 DEFAULT_CEILING = 1e-4  # relative RMSE; float32's epsilon is 1.2e-7
+# A half-precision layer's scale s against the truth must stand from 1, and from every
+# other backend's, by more than both to fail. Standard errors: the errors of
+# neighbouring elements are not independent (they share inputs and rounded weights), so
+# the formula's error is optimistic. Clean layers of 512 to 2048 elements stand up to
+# 4.3 of them from 1, larger ones up to 11 (a real bias of 0.1 to 0.2 units, which the
+# floor keeps), 6-element heads up to 6.2 (1.6 units, every backend alike: the
+# "apart" test keeps it); 6 stands above noise while a 0.1% float16 fault stands at
+# 28 or more over 512 elements.
+SCALE_STANDARD_ERRORS = 6.0
+# Units of the dtype's unit roundoff. Clean layers' scales reach 0.9 units from 1 under
+# float16 and 1.8 under bfloat16 (a small head, every backend alike: rounding they
+# share), and 0.6 from each other (measured on the example classifier and a two-block
+# MultiHeadAttention encoder, docs/backends.md); a 0.1% float16 fault is 2 units,
+# bfloat16's smallest skew (1/128) 2.
+SCALE_FLOOR_UNITS = 1.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +100,10 @@ class LayerJudgement:
     spread: float = 0.0  # the largest RMSE between two backends' outputs
     scale: float = 0.0  # the truth's RMS
     rounding: str = "float32"  # the dtype its error rounds like (:func:`layer_roundings`)
+    # Half-precision layers: each backend's scale against the truth, and the backends
+    # that fail by their scale alone (their RMSE within its bound).
+    fits: dict[str, ScaleFit] = field(default_factory=dict)
+    scaled: tuple[str, ...] = ()
 
     @property
     def failing(self) -> list[str]:
@@ -120,7 +151,33 @@ def judge_layer(
         judged[backend] = judged_by_referee(c, r, referee)
     shaped = [a for a in outputs.values() if np.shape(a) == np.shape(truth)]
     spread = max((_rmse(a, b) for a, b in combinations(shaped, 2)), default=0.0)
-    return LayerJudgement(layer, judged, spread, scale, rounding)
+    fits = _fits(outputs, truth) if rounding in HALF else {}
+    floor = scale_floor(rounding)
+    scaled = tuple(b for b in fits if judged[b].passed and _parts_in_scale(b, fits, floor))
+    judged |= {b: replace(judged[b], passed=False) for b in scaled}
+    return LayerJudgement(layer, judged, spread, scale, rounding, fits, scaled)
+
+
+def _fits(outputs: Mapping[str, np.ndarray], truth: np.ndarray) -> dict[str, ScaleFit]:
+    """Each backend's scale against the truth, where one means something."""
+    found = {b: scale_fit(a, truth) for b, a in outputs.items()}
+    return {b: f for b, f in found.items() if f is not None}
+
+
+def _parts_in_scale(backend: str, fits: Mapping[str, ScaleFit], floor: float) -> bool:
+    """Whether ``backend``'s scale stands from 1 and from every other backend's (by
+    more than ``floor`` and :data:`SCALE_STANDARD_ERRORS`): rounding that every backend
+    shares (the same float16 weights and inputs) can move a small layer's scale from
+    the truth's by a unit or two, but moves every backend's alike."""
+    fit, k = fits[backend], SCALE_STANDARD_ERRORS
+    others = [f for b, f in fits.items() if b != backend]
+    return fit.departs(floor, k) and all(fit.parts_from(o, floor, k) for o in others)
+
+
+def scale_floor(rounding: str) -> float:
+    """How far from 1 a layer's scale may stand for rounding like ``rounding`` alone
+    (:data:`SCALE_FLOOR_UNITS` units of its unit roundoff)."""
+    return SCALE_FLOOR_UNITS * UNIT_ROUNDOFF.get(rounding, UNIT_ROUNDOFF["float32"])
 
 
 def layer_roundings(
@@ -227,6 +284,10 @@ def layer_row(j: LayerJudgement, parent: str | None = None) -> dict[str, Any]:
             "passed": c.passed,
             "problem": c.problem,
         }
+        if backend in j.fits:
+            fit = j.fits[backend]
+            cells[backend] |= {"scale": fit.scale, "scale_error": fit.error}
+            cells[backend]["scaled"] = backend in j.scaled
     row = {"layer": j.layer, "backends": cells, "spread_rmse": j.spread, "rms": j.scale}
     row["rounding"] = j.rounding
     return row | ({"parent": parent} if parent else {})
@@ -239,7 +300,13 @@ def half_text(roundings: set[str], referee: Referee, ceiling: float) -> str:
     for dtype in sorted(roundings & {"float16", "bfloat16"}):
         floor, top = widened(referee.floor, ceiling, dtype)
         parts.append(f"{dtype} layers and those after them floor {floor:.2g}, ceiling {top:.2g}")
-    return f"; in units of their rounding, {'; '.join(parts)}" if parts else ""
+    if not parts:
+        return ""
+    return (
+        f"; in units of their rounding, {'; '.join(parts)}; and their scale against the "
+        f"referee within {SCALE_STANDARD_ERRORS:g} standard errors or {SCALE_FLOOR_UNITS:g} "
+        "unit of rounding of 1 or of another backend's"
+    )
 
 
 def _ratio(rmse: float | None, scale: float) -> float | None:
@@ -251,9 +318,10 @@ def divergence_facts(
     j: LayerJudgement, backends: list[str], referee: str, label: str = ""
 ) -> dict[str, Any]:
     """Who parts at the first divergent layer: ``kind`` ``one`` (some backends part
-    from the rest, which agree with the truth) or ``all`` (every backend parts from
-    the float64 referee, while they agree with each other as closely as they do; no
-    one ``backend`` is named then)."""
+    from the rest, which agree with the truth), ``scaled`` (as ``one``, but found by
+    their scale alone: a half-precision layer, :func:`judge_layer`) or ``all`` (every
+    backend parts from the float64 referee, while they agree with each other as closely
+    as they do; no one ``backend`` is named then)."""
     failing = j.failing
 
     def excess(b: str) -> float:
@@ -281,6 +349,9 @@ def divergence_facts(
                 "float64"
             )
         )
+    elif set(failing) <= set(j.scaled):
+        worst = max(failing, key=lambda b: abs(j.fits[b].scale - 1.0))
+        kind, text = "scaled", scaled_text(j, backends, label)
     else:
         kind = "one"
         rest = [b for b in backends if b not in failing]
@@ -290,3 +361,27 @@ def divergence_facts(
         )
         text += f" at layer {j.layer}"
     return {"backend": worst, "backends": failing, "layer": j.layer, "kind": kind, "text": text}
+
+
+def scaled_text(j: LayerJudgement, backends: list[str], label: str = "") -> str:
+    """``backend torch's output at layer residual is 1.0010 x the float64 referee's (32
+    standard errors; float16 rounding allows 1 +- 0.00049; tensorflow 1.0001, jax
+    1.0001)``: every backend failed by its scale, and the others' scales."""
+    failing = [b for b in backends if b in j.scaled]
+    scales = ", ".join(f"{j.fits[b].scale:.4f}" for b in failing)
+    errors = ", ".join(f"{j.fits[b].standard_errors:.0f}" for b in failing)
+    rest = [b for b in backends if b not in failing]
+    others = ", ".join(f"{b} {j.fits[b].scale:.4f}" for b in rest if b in j.fits)
+    who = (
+        f"backend {failing[0]}'s output at layer {j.layer} is"
+        if len(failing) == 1
+        else f"backends {', '.join(failing)}: their outputs at layer {j.layer} are"
+    )
+    text = (
+        f"{who} "
+        f"{scales} x {label or 'the float64 referee'}'s ({errors} standard errors; "
+        f"{j.rounding} rounding allows 1 +- {scale_floor(j.rounding):.2g}"
+        + (f"; {others}" if others else "")
+        + "): a fault that scales the output, too small for the RMSE bound"
+    )
+    return text

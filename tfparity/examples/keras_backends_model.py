@@ -82,7 +82,8 @@ class TorchSkewed(ScaledResidual):
 class BackendSkewed(ScaledResidual):
     """:class:`ScaledResidual`, its output times ``scale`` on ``backend`` only (as
     :class:`JaxSkewed`, for any backend and size: a skew far above a half-precision
-    policy's rounding, 1% under ``mixed_float16``, 10% under ``mixed_bfloat16``)."""
+    policy's rounding, 1% under ``mixed_float16``, 10% under ``mixed_bfloat16``, or one
+    within its RMSE bound that only the layer's scale shows, 0.1% and 1 + 1/128)."""
 
     def __init__(self, backend: str = "jax", scale: float = 1.001, **kwargs: Any) -> None:
         super().__init__(**kwargs)
