@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -46,15 +47,25 @@ def check_request(mode: str | None, attribute: bool = False) -> None:
         )
 
 
-def quantize(model: Any, mode: str, layers: Sequence[str] | None = None) -> None:
+def quantize(
+    model: Any, mode: str, layers: Sequence[str] | None = None, config: Any = None
+) -> None:
     """Quantise the Keras model ``model`` in place to ``mode``; with ``layers``, only the
-    sub-layers whose path starts with one of them (``"transformer_layer_0"``)."""
-    check_mode(mode)
+    sub-layers whose path starts with one of them (``"transformer_layer_0"``). ``config``
+    (a Keras ``GPTQConfig``/``AWQConfig``: :mod:`.calibration`) for a mode that takes
+    calibration data: the exact check's fresh twin of a GPTQ or AWQ file."""
+    if config is None:
+        check_mode(mode)
     chosen = None if layers is None else _under(tuple(layers))
-    with warnings.catch_warnings(), _collected_once():
+    quiet = contextlib.redirect_stdout(io.StringIO()) if config is not None else _nothing()
+    with warnings.catch_warnings(), _collected_once(), quiet:  # GPTQ prints a progress bar
         # "Layer Dropout does not have a `quantize` method"
         warnings.filterwarnings("ignore", message=".*does not have a `quantize` method")
-        model.quantize(mode, filters=chosen)
+        warnings.filterwarnings("ignore", message="Invalid quantization mode")
+        model.quantize(mode, config=config, filters=chosen)
+
+
+_nothing = contextlib.nullcontext
 
 
 @contextlib.contextmanager
