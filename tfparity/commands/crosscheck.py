@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..adapters.keras_hub.quantize import MODES
 from ..checks import DEFAULT_LOCALISE, LOCALISE_MODES
 from ..errors import TfparityError
 from .common import (
@@ -73,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--quantize",
-        choices=("int8", "int4", "float8"),
+        choices=MODES,
         help="also quantise the keras-hub model (a keras-hub spec or a .keras file) with "
         "Keras's model.quantize and judge the quantised copy against its own float model "
         "by the mode's distribution budget (--kl-budget overrides it) and against PyTorch "

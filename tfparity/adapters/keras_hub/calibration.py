@@ -30,11 +30,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import TfparityError
-from .quantize import layer_modes
+from .quantize import CALIBRATED_MODES, layer_modes
 
-# Keras 3.15's quantisation modes that take calibration data (model.quantize(mode,
-# config=...)), and the settings of each that a .keras file does not record
-CALIBRATED_MODES = ("gptq", "awq")
+# the settings of each mode that takes calibration data that a .keras file does not record
 SETTINGS = {
     "gptq": {"symmetric": bool, "activation_order": bool, "hessian_damping": float},
     "awq": {"num_grid_points": int},

@@ -22,7 +22,10 @@ from typing import Any
 
 from ...errors import TfparityError
 
+# the one list of Keras's modes: those --quantize takes (every command's choices), and
+# those that take calibration data, which a stored file may hold (--calibration)
 MODES = ("int8", "int4", "float8")
+CALIBRATED_MODES = ("gptq", "awq")
 
 
 def check_mode(mode: str) -> str:

@@ -26,14 +26,13 @@ from ...compare.requantisation import QuantisedVariable, compare_requantised
 from ..interfaces.requantisation import FreshTwin
 from ..interfaces.sides import TFSide
 from .calibration import (
-    CALIBRATED_MODES,
     Calibration,
     keras_config,
     keras_uses_calibration,
     policy_settings,
 )
 from .quantised_side import quantisable_parts, quantised_side
-from .quantize import MODES, layer_modes, quantize
+from .quantize import CALIBRATED_MODES, MODES, layer_modes, quantize
 from .side import KerasHubModel
 from .task import load_keras_hub_side
 
