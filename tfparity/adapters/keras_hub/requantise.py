@@ -202,7 +202,8 @@ def blind_calibration(
         f"not reproducible here: Keras {keras.__version__} ignores {mode} calibration data "
         "(its hooks miss quantised layers, keras-team/keras#23512), so its fresh "
         f"quantisation is round-to-nearest, and {len(differing)} of {len(layers)} {mode} "
-        "layers differ from it, as a file calibrated with its data would; the budgets judge it"
+        "layers differ from it, as a file calibrated with its data would (or quantised with "
+        "other settings than the .npz gives); the budgets judge it"
     )
 
 
