@@ -93,10 +93,15 @@ def test_a_file_calibrated_elsewhere_is_not_judged_by_a_keras_blind_to_calibrati
     }
     one = dict(fresh)
     one["layer_0/kernel"] = QuantisedVariable("layer_0/kernel", fresh["layer_0/kernel"].values + 9)
-    assert blind_calibration(one, fresh, "gptq") is None  # one layer: a damage
+    assert blind_calibration(one, fresh, "gptq", 2) is None  # one layer: a damage
     most = {p: QuantisedVariable(p, v.values + 9) for p, v in fresh.items()}
-    why = blind_calibration(most, fresh, "gptq")
+    why = blind_calibration(most, fresh, "gptq", 2, uses_data=False)
     assert why.startswith("not reproducible here") and "4 of 4 gptq layers differ" in why
+    assert "ignores gptq calibration data" in why
+    # a Keras that uses its data: two rows are cut at a per-process offset, one is not
+    why = blind_calibration(most, fresh, "gptq", 2, uses_data=True)
+    assert "offset from Python's string hash" in why and "PYTHONHASHSEED" in why
+    assert blind_calibration(most, fresh, "gptq", 1, uses_data=True) is None
 
 
 @pytest.mark.parametrize(

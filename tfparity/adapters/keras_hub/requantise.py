@@ -77,8 +77,9 @@ def fresh_twin(
     stored_vars = quantised_variables(model, modes)
     fresh_vars = quantised_variables(twin.model, modes)
     other = another_quantisation(stored_vars, fresh_vars, mode)
-    if other is None and calibrated and not keras_uses_calibration():
-        other = blind_calibration(stored_vars, fresh_vars, calibrated[0])
+    if other is None and calibrated:
+        rows = len(calibration.token_ids) if calibration is not None else 0
+        other = blind_calibration(stored_vars, fresh_vars, calibrated[0], rows)
     if other is not None:
         return FreshTwin(name, mode, skipped=other, layers=modes)
     by_path = {v.path: v for v in model.weights}
@@ -185,12 +186,23 @@ def another_quantisation(
 
 
 def blind_calibration(
-    stored: dict[str, QuantisedVariable], fresh: dict[str, QuantisedVariable], mode: str
+    stored: dict[str, QuantisedVariable],
+    fresh: dict[str, QuantisedVariable],
+    mode: str,
+    rows: int,
+    uses_data: bool | None = None,
 ) -> str | None:
-    """Why ``stored``, a GPTQ or AWQ model, cannot be judged against a fresh quantisation
-    by a Keras that ignores calibration data (:func:`.calibration.keras_uses_calibration`),
-    where most of its layers differ from it, as a file calibrated by a Keras that uses its
-    data does everywhere; None where few differ (a damage, judged as one)."""
+    """Why ``stored``, a GPTQ or AWQ model, cannot be judged against this Keras's fresh
+    quantisation from ``rows`` calibration samples, where most of its layers differ from
+    it, as they do when the two could not be made alike; None where few differ (a
+    damage, judged as one), or where nothing stands in the way. Two things do: a Keras
+    that ignores calibration data (``uses_data``, default
+    :func:`.calibration.keras_uses_calibration`) cannot reproduce a file calibrated with
+    it; and a Keras that uses it cuts its windows from more than one row at an offset
+    taken from Python's per-process string hash (docs/quantised.md)."""
+    uses_data = keras_uses_calibration() if uses_data is None else uses_data
+    if uses_data and rows <= 1:
+        return None
     judged = compare_requantised(stored, fresh)
     layers = {v.layer for v in stored.values()}
     differing = {d.path.rsplit("/", 1)[0] for d in judged.differences}
@@ -198,12 +210,19 @@ def blind_calibration(
         return None
     import keras
 
+    count = f"{len(differing)} of {len(layers)} {mode} layers differ from it"
+    if uses_data:
+        return (
+            f"not reproducible here: Keras {keras.__version__} cuts its {mode} calibration "
+            f"windows from the {rows} rows at an offset from Python's string hash, which "
+            f"differs between processes unless PYTHONHASHSEED is the same, and {count} "
+            "(give one row, or quantise under this run's PYTHONHASHSEED); the budgets judge it"
+        )
     return (
         f"not reproducible here: Keras {keras.__version__} ignores {mode} calibration data "
         "(its hooks miss quantised layers, keras-team/keras#23512), so its fresh "
-        f"quantisation is round-to-nearest, and {len(differing)} of {len(layers)} {mode} "
-        "layers differ from it, as a file calibrated with its data would (or quantised with "
-        "other settings than the .npz gives); the budgets judge it"
+        f"quantisation is round-to-nearest, and {count}, as a file calibrated with its data "
+        "would (or quantised with other settings than the .npz gives); the budgets judge it"
     )
 
 
