@@ -52,6 +52,7 @@ def test_a_gptq_model_reproduces_with_its_calibration_and_a_damage_is_named(gptq
     side, stored, path = gptq
     twin = fresh_twin(stored, side, calibration=read_calibration(path, stored))
     assert twin.skipped is None and twin.mode == "gptq"
+    assert twin.calibration["samples"] == 2 and twin.calibration["sequence_length"] == 8
     clean = compare_requantised(twin.stored, twin.fresh)
     assert clean.reproduces and clean.identical == clean.compared == 8  # 2 layers x 4
     # x1.05 on one scale, and +2 steps on the high nibble of 40 packed kernel bytes

@@ -57,8 +57,16 @@ def read_calibration(path: str | os.PathLike[str] | None, side: Any) -> Calibrat
     nothing). Called before the side runs."""
     if path is None:
         return None
+    from .side import KerasHubModel
+
     calibration = read_calibration_file(path)
     modes = set(layer_modes(getattr(side, "model", None)).values())
+    if modes & set(CALIBRATED_MODES) and not isinstance(side, KerasHubModel):
+        raise TfparityError(
+            f"--calibration {calibration.path}: {side.name} is checked as a model of your "
+            "own, and the exact check against a fresh quantisation covers keras-hub models "
+            "(a .keras file, a preset) only: drop --calibration (docs/quantised.md)."
+        )
     if not modes & set(CALIBRATED_MODES):
         held = f"its layers are {'+'.join(sorted(modes))}" if modes else "it is not quantised"
         raise TfparityError(

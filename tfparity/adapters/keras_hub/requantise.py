@@ -80,10 +80,12 @@ def fresh_twin(
     if other is None and calibrated:
         rows = len(calibration.token_ids) if calibration is not None else 0
         other = blind_calibration(stored_vars, fresh_vars, calibrated[0], rows)
+    used = _used(calibration) if calibrated else None
     if other is not None:
-        return FreshTwin(name, mode, skipped=other, layers=modes)
+        return FreshTwin(name, mode, skipped=other, layers=modes, calibration=used)
     by_path = {v.path: v for v in model.weights}
     return FreshTwin(
+        calibration=used,
         source=name,
         mode=mode,
         stored=stored_vars,
@@ -94,6 +96,20 @@ def fresh_twin(
         put_back=lambda path: _swapped(by_path[path], fresh_vars[path].values),
         layers=modes,
     )
+
+
+def _used(calibration: Calibration | None) -> dict[str, Any] | None:
+    """What the fresh GPTQ/AWQ quantisation was given, for the report's JSON."""
+    if calibration is None:
+        return None
+    samples, length = calibration.token_ids.shape
+    return {
+        "file": calibration.path,
+        "samples": int(samples),
+        "sequence_length": int(length),
+        "settings": calibration.settings,
+        "keras_uses_it": keras_uses_calibration(),
+    }
 
 
 def _source(source: TFSide | None, reference: Any, head: Head) -> tuple[Any, str]:
