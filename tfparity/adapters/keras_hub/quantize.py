@@ -33,7 +33,8 @@ def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise TfparityError(
             f"Unknown quantisation mode {mode!r}: --quantize takes one of {', '.join(MODES)} "
-            "(Keras 3's model.quantize modes; gptq needs calibration data and is not offered)."
+            "(Keras 3's model.quantize modes; gptq and awq take calibration data and are not "
+            "offered here: a stored GPTQ/AWQ .keras is checked with --calibration FILE)."
         )
     return mode
 
