@@ -145,6 +145,7 @@ def crosscheck(
     quantize: str | None = None,
     attribute: bool = False,
     backend: str | None = None,
+    calibration: str | None = None,
 ) -> list[Report]:
     """TF vs PyTorch on the same weights; one Report per TF model checked.
 
@@ -224,12 +225,14 @@ def crosscheck(
     ``details["quantisation"]``: the quantised model against its float model, judged by
     the mode's distribution budget (``kl_budget`` overrides it), and against PyTorch.
     ``attribute`` (with ``quantize``) also quantises each layer alone, one forward pass
-    each, and ranks them (``details["quantisation"]["attribution"]``).
+    each, and ranks them (``details["quantisation"]["attribution"]``). ``calibration``
+    (``--calibration``): a GPTQ/AWQ file's calibration data, for its exact check.
 
     ``backend`` (``"jax"``, ``"torch"``; ``--backend``): a ``keras-hub:<SPEC>`` runs on
     that Keras backend, in a process of its own (converted here on TensorFlow, saved to
     ``.keras``), localised to a layer; ``"tensorflow"`` or None: in this process.
     """
+    from .adapters.keras_hub.calibration import read_calibration
     from .adapters.keras_hub.quantised_side import quantised_twin
     from .adapters.requantise import fresh_twin
     from .checks.crosscheck.check import CrosscheckOptions
@@ -271,6 +274,7 @@ def crosscheck(
     tf_model, pt_model, source_model = paired.tf, paired.reference, paired.source
     pt = paired.reference_spec or pt  # parsed once: the reference's tokenizer reads it
     quantised, alone = quantised_twin(tf_model, quantize, attribute)  # exit 2 first
+    data = read_calibration(calibration, tf_model)  # exit 2 for a bad file, or a useless one
     tokenized = batches is None  # by the TF side's tokenizer, when the inputs are texts
     if batches is None:
         batches = make_batches(tf_model, inputs)
@@ -294,10 +298,11 @@ def crosscheck(
             reports[1] = with_quantisation(
                 reports[1], runner, quantised, pt_model, batches, quantize, limits, *alone
             )
-        reports[1] = with_requantisation(reports[1], fresh_twin(runner, source_model, pt), batches)
+        twin = fresh_twin(runner, source_model, pt, data)
+        reports[1] = with_requantisation(reports[1], twin, batches)
         return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
-    reports[0] = with_requantisation(reports[0], fresh_twin(runner, None, pt), batches)
+    reports[0] = with_requantisation(reports[0], fresh_twin(runner, None, pt, data), batches)
     if quantised is not None:
         reports[0] = with_quantisation(
             reports[0], runner, quantised, pt_model, batches, quantize, limits, *alone

@@ -181,15 +181,3 @@ def test_a_mixed_mode_model_is_reproduced_layer_by_layer(llama_side):
     damaged = quantised_variables(stored.model, layer_modes(stored.model))
     (d,) = compare_requantised(damaged, twin.fresh).differences
     assert (d.path, d.detail) == (path, "scaled by 1.5")
-
-
-def test_gptq_and_awq_are_not_reproduced_and_say_why(llama_side, monkeypatch):
-    from tfparity.adapters.keras_hub import requantise
-    from tfparity.adapters.keras_hub.quantised_side import quantised_side
-
-    stored = quantised_side(llama_side, "int8", ["transformer_layer_0"])
-    monkeypatch.setattr(
-        requantise, "layer_modes", lambda m: {"transformer_layer_0/x": "gptq"} if m else {}
-    )
-    twin = requantise.fresh_twin(stored, llama_side)
-    assert twin.mode == "gptq" and twin.skipped.startswith("gptq quantisation depends on its")

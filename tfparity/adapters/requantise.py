@@ -11,10 +11,14 @@ from .interfaces.requantisation import FreshTwin
 from .interfaces.sides import TFSide
 
 
-def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> FreshTwin | None:
+def fresh_twin(
+    stored: TFSide, source: TFSide | None, reference: Any = None, calibration: Any = None
+) -> FreshTwin | None:
     """``stored`` against a fresh quantisation of ``source`` (``--source``), else of the
     reference checkpoint ``reference`` (a spec); None for a side that holds no stored
-    quantisation tfparity can reproduce (a float model, a copy quantised here)."""
+    quantisation tfparity can reproduce (a float model, a copy quantised here).
+    ``calibration`` (``--calibration``, read by :mod:`.keras_hub.calibration`): the data
+    a Keras GPTQ/AWQ file was quantised with."""
     from .exported.litert import LiteRTModel
 
     if isinstance(stored, LiteRTModel):
@@ -23,4 +27,4 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
         return litert_twin(stored, source, reference)
     from .keras_hub.requantise import fresh_twin as keras_twin
 
-    return keras_twin(stored, source, reference)
+    return keras_twin(stored, source, reference, calibration)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..adapters.keras_hub.quantize import MODES
 from ..checks import DEFAULT_LOCALISE, LOCALISE_MODES
 from ..errors import TfparityError
 from .common import (
@@ -73,10 +74,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--quantize",
-        choices=("int8", "int4", "float8"),
+        choices=MODES,
         help="also quantise the keras-hub model (a keras-hub spec or a .keras file) with "
         "Keras's model.quantize and judge the quantised copy against its own float model "
         "by the mode's distribution budget (--kl-budget overrides it) and against PyTorch "
+        "(docs/quantised.md)",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="the calibration data a Keras GPTQ or AWQ .keras file (--tf) was quantised "
+        "with: an .npz holding token_ids, an int array (num_samples, sequence_length); the "
+        "file is then checked exactly against a fresh GPTQ/AWQ quantisation of its source "
         "(docs/quantised.md)",
     )
     p.add_argument(
@@ -120,11 +129,16 @@ def run(args: argparse.Namespace) -> int:
     labels = read_labels(args.labels) if args.labels else None  # exit 2 before any load
     if golden and labels is not None:
         raise TfparityError("--labels is not read on --save-outputs/--load-outputs runs yet.")
-    if golden and args.quantize is not None:
-        raise TfparityError(
-            "--quantize is not checked on --save-outputs/--load-outputs runs: run it "
-            "without them (docs/quantised.md)."
-        )
+    for given, option in ((args.quantize, "--quantize"), (args.calibration, "--calibration")):
+        if golden and given is not None:
+            raise TfparityError(
+                f"{option} is not checked on --save-outputs/--load-outputs runs: run it "
+                "without them (docs/quantised.md)."
+            )
+    if args.calibration is not None:
+        from ..adapters.keras_hub.calibration import read_calibration_file
+
+        read_calibration_file(args.calibration)  # exit 2 on a bad file, before any load
     _refuse_backend_with(args, golden)
     frameworks_frozen(torch=not args.load_outputs)
     start = time.perf_counter()
@@ -154,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
             quantize=args.quantize,
             attribute=args.attribute,
             backend=args.backend,
+            calibration=args.calibration,
         )
     for report in reports:
         print(render(report, verbose=args.verbose))

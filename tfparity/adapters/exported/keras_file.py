@@ -15,6 +15,7 @@ from its layers to Hugging Face's), on its outputs.
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import replace
 from typing import Any
 
@@ -114,9 +115,29 @@ def _load(spec: ModelSpec) -> Any:
     except Exception as exc:
         said = " ".join(str(exc).split())
         custom = "could not be deserialized" in said or "Could not locate class" in said
-        raise TfparityError(
-            f"Keras could not load {spec.text}: {said[:300]}" + (CUSTOM_LAYERS if custom else "")
-        ) from exc
+        why = CUSTOM_LAYERS if custom else _calibrated_save(spec.location, said)
+        raise TfparityError(f"Keras could not load {spec.text}: {said[:300]}" + why) from exc
+
+
+def _calibrated_save(path: str, said: str) -> str:
+    """Why a GPTQ or AWQ file does not load, where that is why: Keras 3.15's save drops
+    each layer's zero points (keras-team/keras#23321; docs/quantised.md)."""
+    if "variables, but received" not in said:
+        return ""
+    try:
+        with zipfile.ZipFile(path) as held:
+            config = held.read("config.json").decode("utf-8", "replace")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return ""
+    modes = [m for m in ("GPTQ", "AWQ") if f'"{m}DTypePolicy"' in config]
+    if not modes:
+        return ""
+    return (
+        f" ({modes[0]} layers saved by Keras 3.15 lack their zero points: its save drops "
+        "kernel_zero, so the file does not load back, in Keras or here; fixed upstream in "
+        "keras-team/keras#23321. Quantise and save with a Keras that has the fix; "
+        "docs/quantised.md)"
+    )
 
 
 CUSTOM_LAYERS = (

@@ -28,3 +28,6 @@ class FreshTwin:
     put_back: Callable[[str], Any] | None = None  # a context manager per variable path
     layers: dict[str, str] = field(default_factory=dict)  # layer path -> mode
     tool: str = "Keras"  # who quantised it, and quantises the source afresh
+    # the calibration data a GPTQ/AWQ model is quantised afresh with (--calibration):
+    # file, samples, sequence_length, keras_uses_it; None for another mode
+    calibration: dict[str, Any] | None = None

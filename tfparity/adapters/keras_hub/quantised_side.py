@@ -17,12 +17,16 @@ from .side import KerasHubModel
 from .task import causal_lm_side
 
 
-def quantised_side(side: TFSide, mode: str, layers: Sequence[str] | None = None) -> TFSide:
+def quantised_side(
+    side: TFSide, mode: str, layers: Sequence[str] | None = None, config: Any = None
+) -> TFSide:
     """A copy of the keras-hub side ``side`` with its model quantised to ``mode`` (only
     the ``layers``, by path, where given: ``--attribute``'s one layer at a time);
     ``side`` itself is untouched. Exit 2 for a side Keras cannot quantise here (tf-keras
-    HF classes, exports, a model of your own) or one already quantised."""
-    check_mode(mode)
+    HF classes, exports, a model of your own) or one already quantised. ``config``: a
+    Keras GPTQ/AWQ config, for a mode that takes calibration data (:func:`.quantize.quantize`)."""
+    if config is None:
+        check_mode(mode)
     if not isinstance(side, KerasHubModel):
         raise TfparityError(
             f"--quantize {mode} quantises a Keras 3 keras-hub model (a keras-hub:<SPEC> or a "
@@ -42,7 +46,7 @@ def quantised_side(side: TFSide, mode: str, layers: Sequence[str] | None = None)
     base.ports, base.name = [], f"{side.name} quantised {mode}{only}"
     base.notes = [n for n in side.notes]
     copy = causal_lm_side(base) if side.head is Head.CAUSAL_LM else base
-    quantize(copy.model, mode, layers)
+    quantize(copy.model, mode, layers, config)
     return copy
 
 

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ...errors import TfparityError
 
+# the one list of Keras's modes: those --quantize takes (every command's choices), and
+# those that take calibration data, which a stored file may hold (--calibration)
 MODES = ("int8", "int4", "float8")
+CALIBRATED_MODES = ("gptq", "awq")
 
 
 def check_mode(mode: str) -> str:
@@ -29,7 +33,8 @@ def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise TfparityError(
             f"Unknown quantisation mode {mode!r}: --quantize takes one of {', '.join(MODES)} "
-            "(Keras 3's model.quantize modes; gptq needs calibration data and is not offered)."
+            "(Keras 3's model.quantize modes; gptq and awq take calibration data and are not "
+            "offered here: a stored GPTQ/AWQ .keras is checked with --calibration FILE)."
         )
     return mode
 
@@ -46,15 +51,25 @@ def check_request(mode: str | None, attribute: bool = False) -> None:
         )
 
 
-def quantize(model: Any, mode: str, layers: Sequence[str] | None = None) -> None:
+def quantize(
+    model: Any, mode: str, layers: Sequence[str] | None = None, config: Any = None
+) -> None:
     """Quantise the Keras model ``model`` in place to ``mode``; with ``layers``, only the
-    sub-layers whose path starts with one of them (``"transformer_layer_0"``)."""
-    check_mode(mode)
+    sub-layers whose path starts with one of them (``"transformer_layer_0"``). ``config``
+    (a Keras ``GPTQConfig``/``AWQConfig``: :mod:`.calibration`) for a mode that takes
+    calibration data: the exact check's fresh twin of a GPTQ or AWQ file."""
+    if config is None:
+        check_mode(mode)
     chosen = None if layers is None else _under(tuple(layers))
-    with warnings.catch_warnings(), _collected_once():
+    quiet = contextlib.redirect_stdout(io.StringIO()) if config is not None else _nothing()
+    with warnings.catch_warnings(), _collected_once(), quiet:  # GPTQ prints a progress bar
         # "Layer Dropout does not have a `quantize` method"
         warnings.filterwarnings("ignore", message=".*does not have a `quantize` method")
-        model.quantize(mode, filters=chosen)
+        warnings.filterwarnings("ignore", message="Invalid quantization mode")
+        model.quantize(mode, config=config, filters=chosen)
+
+
+_nothing = contextlib.nullcontext
 
 
 @contextlib.contextmanager

@@ -22,39 +22,48 @@ from typing import Any
 import numpy as np
 
 from ...architectures.heads import Head
-from ...compare.requantisation import QuantisedVariable
+from ...compare.requantisation import QuantisedVariable, compare_requantised
 from ..interfaces.requantisation import FreshTwin
 from ..interfaces.sides import TFSide
+from .calibration import (
+    Calibration,
+    keras_config,
+    keras_uses_calibration,
+    policy_settings,
+)
 from .quantised_side import quantisable_parts, quantised_side
-from .quantize import MODES, layer_modes, quantize
+from .quantize import CALIBRATED_MODES, MODES, layer_modes, quantize
 from .side import KerasHubModel
 from .task import load_keras_hub_side
 
-# Keras 3.15's modes that a fresh quantisation cannot reproduce from the file and its
-# source alone, and why (docs/quantised.md)
-CALIBRATED = {
-    mode: f"{mode} quantisation depends on its calibration data (the dataset, tokenizer "
-    "and sample count of its config), which the file does not hold, so a fresh one cannot "
-    "be made to match; the budgets judge it"
-    for mode in ("gptq", "awq")
-}
+# a GPTQ or AWQ file without --calibration: why it is not checked exactly
+NEEDS_DATA = (
+    "{mode} quantisation takes calibration data, which the file does not hold: give "
+    "--calibration FILE (the token ids it was quantised with) for the exact check; "
+    "the budgets judge it"
+)
 
 
-def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> FreshTwin | None:
+def fresh_twin(
+    stored: TFSide,
+    source: TFSide | None,
+    reference: Any = None,
+    calibration: Calibration | None = None,
+) -> FreshTwin | None:
     """The exact check's material for ``stored``, a Keras-quantised side, against a fresh
     quantisation of ``source`` (``--source``), else of the reference checkpoint
-    ``reference`` (a spec) converted by keras-hub; None for a side Keras did not quantise."""
+    ``reference`` (a spec) converted by keras-hub; None for a side Keras did not quantise.
+    GPTQ and AWQ layers are quantised afresh with ``calibration`` (``--calibration``)."""
     model = getattr(stored, "model", None)
     modes = layer_modes(model) if isinstance(stored, KerasHubModel) else {}
     if not modes:
         return None
     mode = "+".join(sorted(set(modes.values())))
-    calibrated = sorted(set(modes.values()) & set(CALIBRATED))
-    if calibrated:
-        return FreshTwin(
-            source.name if source else "-", mode, CALIBRATED[calibrated[0]], layers=modes
-        )
-    unknown = sorted(set(modes.values()) - set(MODES))
+    calibrated = sorted(set(modes.values()) & set(CALIBRATED_MODES))
+    if calibrated and calibration is None:
+        why = NEEDS_DATA.format(mode=calibrated[0])
+        return FreshTwin(getattr(source, "name", "-"), mode, skipped=why, layers=modes)
+    unknown = sorted(set(modes.values()) - set(MODES) - set(CALIBRATED_MODES))
     if unknown:
         why = f"Keras's {unknown[0]} mode is not one tfparity quantises ({', '.join(MODES)})"
         return FreshTwin(getattr(source, "name", "-"), mode, skipped=why, layers=modes)
@@ -64,14 +73,19 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
     if layer_modes(float_side.model):
         why = f"the source {name} is itself quantised: there is no float model to quantise"
         return FreshTwin(name, mode, skipped=why, layers=modes)
-    twin = _quantised(float_side, modes)
+    twin = _quantised(float_side, modes, _calibrated_configs(model, calibration))
     stored_vars = quantised_variables(model, modes)
     fresh_vars = quantised_variables(twin.model, modes)
     other = another_quantisation(stored_vars, fresh_vars, mode)
+    if other is None and calibrated:
+        rows = len(calibration.token_ids) if calibration is not None else 0
+        other = blind_calibration(stored_vars, fresh_vars, calibrated[0], rows)
+    used = _used(calibration) if calibrated else None
     if other is not None:
-        return FreshTwin(name, mode, skipped=other, layers=modes)
+        return FreshTwin(name, mode, skipped=other, layers=modes, calibration=used)
     by_path = {v.path: v for v in model.weights}
     return FreshTwin(
+        calibration=used,
         source=name,
         mode=mode,
         stored=stored_vars,
@@ -82,6 +96,20 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
         put_back=lambda path: _swapped(by_path[path], fresh_vars[path].values),
         layers=modes,
     )
+
+
+def _used(calibration: Calibration | None) -> dict[str, Any] | None:
+    """What the fresh GPTQ/AWQ quantisation was given, for the report's JSON."""
+    if calibration is None:
+        return None
+    samples, length = calibration.token_ids.shape
+    return {
+        "file": calibration.path,
+        "samples": int(samples),
+        "sequence_length": int(length),
+        "settings": calibration.settings,
+        "keras_uses_it": keras_uses_calibration(),
+    }
 
 
 def _source(source: TFSide | None, reference: Any, head: Head) -> tuple[Any, str]:
@@ -105,18 +133,39 @@ def _source(source: TFSide | None, reference: Any, head: Head) -> tuple[Any, str
         return f"no float source: {why}; give --source MODEL", name
 
 
-def _quantised(side: KerasHubModel, modes: dict[str, str]) -> TFSide:
+def _quantised(
+    side: KerasHubModel, modes: dict[str, str], configs: dict[str, tuple[str, Any]]
+) -> TFSide:
     """One copy of ``side`` with each layer quantised in its stored mode: one
-    quantisation per mode, the layers named by path."""
-    by_mode: dict[str, list[str]] = {}
+    quantisation per mode (per GPTQ/AWQ setting, ``configs``: layer path -> its key and
+    Keras config), the layers named by path; Keras's plain modes first."""
+    by_key: dict[str, list[str]] = {}
+    config_of: dict[str, Any] = {}
     for path, mode in modes.items():
-        by_mode.setdefault(mode, []).append(path)
-    order = sorted(by_mode, key=MODES.index)
+        key, config = configs.get(path, (mode, None))
+        by_key.setdefault(key, []).append(path)
+        config_of[key] = (mode, config)
+    order = sorted(by_key, key=lambda k: (k not in MODES, MODES.index(k) if k in MODES else k))
     first, *rest = order
-    twin = quantised_side(side, first, by_mode[first])
-    for mode in rest:
-        quantize(twin.model, mode, by_mode[mode])
+    twin = quantised_side(side, config_of[first][0], by_key[first], config_of[first][1])
+    for key in rest:
+        quantize(twin.model, config_of[key][0], by_key[key], config_of[key][1])
     return twin
+
+
+def _calibrated_configs(model: Any, calibration: Calibration | None) -> dict[str, tuple[str, Any]]:
+    """For each GPTQ/AWQ layer of ``model``, by path: its setting (``gptq/4/128``, from
+    its dtype policy) and the Keras config quantising a fresh one with ``calibration``."""
+    found: dict[str, tuple[str, Any]] = {}
+    made: dict[tuple[str, int, int], Any] = {}
+    for layer in model._flatten_layers():
+        settings = policy_settings(layer)
+        if settings is None or calibration is None:
+            continue
+        if settings not in made:
+            made[settings] = keras_config(*settings, calibration)
+        found[str(layer.path)] = ("/".join(map(str, settings)), made[settings])
+    return found
 
 
 def quantised_variables(model: Any, modes: dict[str, str]) -> dict[str, QuantisedVariable]:
@@ -149,6 +198,47 @@ def another_quantisation(
     return (
         f"not Keras's own {mode} quantisation of this source: its quantised variables differ "
         f"from a fresh one's ({len(only)} by name or shape, e.g. {only[0]})"
+    )
+
+
+def blind_calibration(
+    stored: dict[str, QuantisedVariable],
+    fresh: dict[str, QuantisedVariable],
+    mode: str,
+    rows: int,
+    uses_data: bool | None = None,
+) -> str | None:
+    """Why ``stored``, a GPTQ or AWQ model, cannot be judged against this Keras's fresh
+    quantisation from ``rows`` calibration samples, where most of its layers differ from
+    it, as they do when the two could not be made alike; None where few differ (a
+    damage, judged as one), or where nothing stands in the way. Two things do: a Keras
+    that ignores calibration data (``uses_data``, default
+    :func:`.calibration.keras_uses_calibration`) cannot reproduce a file calibrated with
+    it; and a Keras that uses it cuts its windows from more than one row at an offset
+    taken from Python's per-process string hash (docs/quantised.md)."""
+    uses_data = keras_uses_calibration() if uses_data is None else uses_data
+    if uses_data and rows <= 1:
+        return None
+    judged = compare_requantised(stored, fresh)
+    layers = {v.layer for v in stored.values()}
+    differing = {d.path.rsplit("/", 1)[0] for d in judged.differences}
+    if 2 * len(differing) <= len(layers):
+        return None
+    import keras
+
+    count = f"{len(differing)} of {len(layers)} {mode} layers differ from it"
+    if uses_data:
+        return (
+            f"not reproducible here: Keras {keras.__version__} cuts its {mode} calibration "
+            f"windows from the {rows} rows at an offset from Python's string hash, which "
+            f"differs between processes unless PYTHONHASHSEED is the same, and {count} "
+            "(give one row, or quantise under this run's PYTHONHASHSEED); the budgets judge it"
+        )
+    return (
+        f"not reproducible here: Keras {keras.__version__} ignores {mode} calibration data "
+        "(its hooks miss quantised layers, keras-team/keras#23512), so its fresh "
+        f"quantisation is round-to-nearest, and {count}, as a file calibrated with its data "
+        "would (or quantised with other settings than the .npz gives); the budgets judge it"
     )
 
 

@@ -39,6 +39,7 @@ def with_requantisation(report: Report, twin: Any, batches: Sequence[Batch]) -> 
         "mode": twin.mode,
         "layers": _mode_counts(twin.layers),
         "skipped": twin.skipped,
+        "calibration": twin.calibration,
     }
     if twin.skipped:
         return replace(report, details={**report.details, "requantisation": found})
