@@ -37,7 +37,6 @@ FRAMEWORK_USERS = {
     ("examples.keras_hub_backends", "keras_hub"),
     ("examples.keras_hub_gradient_fault", "keras"),  # a backward fault on one backend
     ("examples.keras_hub_gradient_fault", "keras_hub"),
-    ("examples.keras_backends_shapes", "keras"),  # subclassed and MHA models, per backend
     ("examples.own_head", "tensorflow"),  # a head model of one's own on both sides: the
     ("examples.own_head", "tf_keras"),  # docs' example (imports inside its functions)
     ("examples.own_head", "torch"),

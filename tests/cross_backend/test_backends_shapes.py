@@ -14,7 +14,7 @@ import pytest
 
 from tfparity.adapters.keras_backends.launch import installed
 
-SHAPES = "tfparity.examples.keras_backends_shapes"
+SHAPES = "tfparity.examples.keras_backends_model"  # the shaped models live beside the others
 TWO = ["tensorflow", "jax"]
 
 
@@ -25,7 +25,7 @@ def runs(tmp_path_factory, backends_run):
     off on JAX (--gradients)."""
     if not installed("jax"):
         pytest.skip("jax is not installed")
-    from tfparity.examples.keras_backends_shapes import save
+    from tfparity.examples.keras_backends_model import save_shaped as save
 
     root = tmp_path_factory.mktemp("shapes")
     ids = root / "ids.npz"
@@ -93,7 +93,7 @@ def test_a_quantised_attention_keras_cannot_reload_exits_2_saying_so_and_what_to
 ):
     import tfparity
     from tfparity.errors import TfparityError
-    from tfparity.examples.keras_backends_shapes import save
+    from tfparity.examples.keras_backends_model import save_shaped as save
 
     path = save(tmp_path / "attention.keras")
     with pytest.raises(TfparityError) as raised:
