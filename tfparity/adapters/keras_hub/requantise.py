@@ -76,7 +76,7 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
     if isinstance(twin, str):
         return FreshTwin(name, mode, skipped=twin, layers=modes)
     stored_vars = quantised_variables(model, modes)
-    fresh_vars = quantised_variables(twin.model, modes, model)
+    fresh_vars = quantised_variables(twin.model, modes, None if hub else model)
     other = another_quantisation(stored_vars, fresh_vars, mode)
     if other is not None:
         return FreshTwin(name, mode, skipped=other, layers=modes)
