@@ -52,6 +52,9 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
     quantisation of ``source`` (``--source``), else of the reference checkpoint
     ``reference`` (a spec) converted by keras-hub; None for a side Keras did not quantise."""
     model = getattr(stored, "model", None)
+    hub = isinstance(stored, KerasHubModel)
+    if not (hub or holds_model(stored)):
+        return None  # another side (an export, a backend worker's): not reproduced here
     modes = layer_modes(model)  # any Keras 3 model; {} for a float one, or not Keras 3
     if not modes:
         return None
@@ -65,7 +68,6 @@ def fresh_twin(stored: TFSide, source: TFSide | None, reference: Any = None) -> 
     if unknown:
         why = f"Keras's {unknown[0]} mode is not one tfparity quantises ({', '.join(MODES)})"
         return FreshTwin(getattr(source, "name", "-"), mode, skipped=why, layers=modes)
-    hub = isinstance(stored, KerasHubModel)
     float_side, name = _source(source, reference, stored.head) if hub else _own_source(source)
     if isinstance(float_side, str):
         return FreshTwin(name, mode, skipped=float_side, layers=modes)
@@ -152,6 +154,12 @@ def quantised_variables(
 # ----------------------------------------------------------------------------- your own
 
 
+def holds_model(side: Any) -> bool:
+    """Whether ``side`` holds its model itself (a model of one's own: a ``model``
+    field), so a fresh twin can be the same side around another model."""
+    return is_dataclass(side) and "model" in {f.name for f in fields(side)}
+
+
 def _own_source(source: TFSide | None) -> tuple[Any, str]:
     """The float Keras model of one's own to quantise afresh (``--source``, ``source=``),
     and its name; or why there is none."""
@@ -161,8 +169,7 @@ def _own_source(source: TFSide | None) -> tuple[Any, str]:
             "Python), the model of your own it was quantised from"
         )
         return why, "-"
-    held = "model" in {f.name for f in fields(source)} if is_dataclass(source) else False
-    if not held or getattr(source.model, "_flatten_layers", None) is None:
+    if not holds_model(source) or getattr(source.model, "_flatten_layers", None) is None:
         return f"the source {source.name} is not a Keras 3 model of your own", source.name
     return source, source.name
 
