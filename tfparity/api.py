@@ -348,7 +348,7 @@ def _export_parity(
 
     traces = [export.run(b) for b in batches]
     return [
-        check_export_vs_source(export, source, batches, options.tolerance, traces),
+        check_export_vs_source(export, source, batches, options.tolerance, traces, options.budget),
         _check(export, pt_model, batches, options, tf_traces=traces),
         _check(source, pt_model, batches, replace(options, label=SOURCE_LABEL)),
     ]

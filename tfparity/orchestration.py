@@ -149,9 +149,18 @@ def export_spec(model: Any) -> Any:
     return spec if is_export(spec) else None
 
 
-def source_side(source: str | None, tf_model: TFSide, *, allow_pickle: bool = False) -> Any:
+def source_side(
+    source: Any, tf_model: TFSide, *, allow_pickle: bool = False, pt: Any = None
+) -> Any:
     """The TF side of ``source``, the model the export ``tf_model`` came from (None
-    without one; see :func:`check_source`)."""
+    without one; see :func:`check_source`); for a Keras-quantised model of one's own,
+    the float model it was quantised from (a ``.keras`` file or the object, bound to
+    ``pt``: :func:`~tfparity.adapters.user.source.keras_source`)."""
+    from .adapters.user.source import keras_source
+
+    own = keras_source(source, tf_model, pt)
+    if own is not None:
+        return own
     parsed = check_source(source, tf_model)
     if parsed is None:
         return None
@@ -375,11 +384,14 @@ def pair(
     pt_spec = as_spec(pt) if is_spec(pt) else None
     source = as_spec(source) if isinstance(source, str) else source  # a bad one: exit 2 first
     decoders = decoders or generating
+    # an export takes its config from its source; a float .keras (or object) that a
+    # quantised model of one's own came from is no companion: its config is pt's
+    companion = source if is_spec(source) and not is_export(source) else pt_spec
     side = load_model(
         model,
         allow_pickle=allow_pickle,
         head=head,
-        companion=source if source is not None else pt_spec,
+        companion=companion,
         pt=pt_spec.text if pt_spec is not None else pt,  # a side of one's own binds to it
         layers=layers,
         weights=weights,
@@ -392,7 +404,13 @@ def pair(
     # A flatbuffer reference takes its config from --source, which is then no third
     # side (there is no PyTorch run to compare the source with).
     flat_reference = pt_spec is not None and is_export(pt_spec)
-    source_model = None if flat_reference else source_side(source, side, allow_pickle=allow_pickle)
+    source_model = (
+        None
+        if flat_reference
+        else source_side(
+            source, side, allow_pickle=allow_pickle, pt=pt_spec.text if pt_spec else pt
+        )
+    )
     reference = None
     if with_reference:
         reference = reference_for(

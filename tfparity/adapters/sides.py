@@ -207,12 +207,16 @@ def held_task(task: Any, pt: Any, head: Head | None) -> TFSide:
     by keras-hub's converters) refused (exit 2) unless ``head`` is BASE; then its
     backbone, as :func:`held_backbone`, with a note that the head is not checked.
     ``head`` naming another kind than the task is exit 2."""
+    from .keras_hub.heads import head_task_side, mapped_head
     from .keras_hub.task import causal_lm_side, ported_causal_lm, stored_task_head, task_backbone
 
     what = "The model held in memory is"
     stored_task_head(task, what, head)
     if ported_causal_lm(task, head):
         return causal_lm_side(held_backbone(task.backbone, pt), type(task))
+    mapped = mapped_head(task, head)
+    if mapped is not None:  # a head of its own, mapped onto the checkpoint's
+        return head_task_side(held_backbone(task.backbone, pt), task, mapped)
     backbone, note = task_backbone(task, what, head)
     side = held_backbone(backbone, pt)
     side.notes.append(note)

@@ -13,6 +13,8 @@ from .base import Architecture, KnownDifference, LMHead, Positions
 from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .keras_hub_layouts import (
     ENCODER_FAULTS,
+    HeadWeight,
+    KerasHubHead,
     KerasHubLayout,
     encoder_config,
     encoder_feed_forward,
@@ -154,6 +156,42 @@ GELU_FINDING = KnownDifference(
     # transformers' tanh GELU (torch's gelu(approximate="tanh")) is keras' approximate one
     reference_config={"hidden_act": "gelu_pytorch_tanh"},
 )
+# keras-hub's BERT tasks' heads as transformers' (keras-hub's converters port neither).
+MLM_PREFIX = "cls.predictions."
+KERAS_HUB_HEADS = (
+    KerasHubHead(
+        task="BertMaskedLM",
+        kind="masked-lm",
+        weights=(
+            HeadWeight(
+                "mlm_head/intermediate_dense/kernel", MLM_PREFIX + "transform.dense.weight", True
+            ),
+            HeadWeight("mlm_head/intermediate_dense/bias", MLM_PREFIX + "transform.dense.bias"),
+            HeadWeight(
+                "mlm_head/intermediate_layer_norm/gamma", MLM_PREFIX + "transform.LayerNorm.weight"
+            ),
+            HeadWeight(
+                "mlm_head/intermediate_layer_norm/beta", MLM_PREFIX + "transform.LayerNorm.bias"
+            ),
+            HeadWeight("mlm_head/output_bias", MLM_PREFIX + "bias"),
+            # the decoder: tied to the token embedding (reversed), its bias the head's
+            HeadWeight("token_embedding/embeddings", MLM_PREFIX + "decoder.weight"),
+            HeadWeight("mlm_head/output_bias", MLM_PREFIX + "decoder.bias"),
+        ),
+        differs="keras-hub's BertMaskedLM head (MaskedLMHead) normalises with LayerNorm "
+        "epsilon 1e-5 and the exact GELU whatever the config says, where transformers' "
+        "BertForMaskedLM uses layer_norm_eps (1e-12) and hidden_act: its logits differ by "
+        "that (about 1e-4 relative on tiny:bert), at the head",
+    ),
+    KerasHubHead(
+        task="BertTextClassifier",
+        kind="sequence-classification",
+        weights=(
+            HeadWeight("logits/kernel", "classifier.weight", True),
+            HeadWeight("logits/bias", "classifier.bias"),
+        ),
+    ),
+)
 KERAS_HUB = KerasHubLayout(
     backbone="BertBackbone",
     block_taps=post_norm_encoder_taps,
@@ -163,6 +201,7 @@ KERAS_HUB = KerasHubLayout(
     effective_config=encoder_config,
     faults=ENCODER_FAULTS,
     known_difference=GELU_FINDING,
+    heads=KERAS_HUB_HEADS,
 )
 
 ARCHITECTURES = (

@@ -69,6 +69,34 @@ def preset_fields(
 
 
 @dataclass(frozen=True)
+class HeadWeight:
+    """One weight of a keras-hub task's own head and the Hugging Face weight it holds:
+    the variable's path in the task (``mlm_head/intermediate_dense/kernel``), the HF key
+    as converters name it (no model prefix), and whether Keras holds it transposed (a
+    Dense kernel is ``[in, out]``, PyTorch's Linear weight ``[out, in]``)."""
+
+    path: str
+    hf_key: str
+    transposed: bool = False
+
+
+@dataclass(frozen=True)
+class KerasHubHead:
+    """A keras-hub task's head as the Hugging Face head it stands for: keras-hub's
+    converters port no text head, so this map is tfparity's (HF head modules <-> the
+    task's head layers). ``task``: the keras-hub task class; ``kind``: the HF head kind
+    (a :class:`~.heads.Head` value); ``weights``: every variable of the head that is not
+    the backbone's (a tied decoder is the backbone's token embedding, reversed).
+    ``differs``: where keras-hub's head computes otherwise than transformers' (None:
+    it does not), said in the report's notes."""
+
+    task: str
+    kind: str
+    weights: tuple[HeadWeight, ...]
+    differs: str | None = None
+
+
+@dataclass(frozen=True)
 class KerasHubLayout:
     """How keras-hub's backbone for a model type maps onto the Hugging Face model.
 
@@ -86,6 +114,8 @@ class KerasHubLayout:
     ``preset_config(saved)``: the Hugging Face config fields of the structure a keras-hub
     preset's saved backbone config describes (:func:`preset_fields`); the fields
     ``effective_config`` reads from the loaded backbone are not repeated there.
+    ``heads``: the family's task heads tfparity maps onto Hugging Face's
+    (:class:`KerasHubHead`); a task not here keeps its head unchecked.
     """
 
     backbone: str
@@ -98,6 +128,7 @@ class KerasHubLayout:
     faults: tuple[Fault, ...] = ()
     known_difference: KnownDifference | None = None
     preset_config: Callable[[Mapping[str, Any]], dict[str, Any]] = preset_fields()
+    heads: tuple[KerasHubHead, ...] = ()
 
 
 # ----------------------------------------------------------------------------- taps

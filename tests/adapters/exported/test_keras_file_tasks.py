@@ -3,9 +3,9 @@ and a task's preset directory are checked as the task they are, as a
 ``keras-hub:<SPEC>/causal-lm`` spec is: logits and every hidden state against the
 checkpoint's causal LM, the distribution metrics and their bootstrap interval, and
 ``generate`` through the task's own ``generate``. A task whose head keras-hub never
-ports (``MaskedLM``, ``TextClassifier``) keeps its refusal, and ``--head`` naming
-another kind than the file's task exits 2 naming both. Two families: Llama (untied head,
-ported into ``reverse_embeddings``) and GPT-2 (tied)."""
+ports and tfparity maps onto none (DistilBERT's ``MaskedLM``) keeps its refusal, and
+``--head`` naming another kind than the file's task exits 2 naming both. Two families:
+Llama (untied head, ported into ``reverse_embeddings``) and GPT-2 (tied)."""
 
 from __future__ import annotations
 
@@ -161,19 +161,22 @@ def test_a_head_the_file_is_not_exits_2_naming_both(files, capsys):
 
 def test_a_masked_lm_file_keeps_the_refusal_of_an_unported_head(tmp_path, capsys):
     """keras-hub's converters never port a MaskedLM's head (its own dense, norm and
-    bias): the file is refused, naming the head's variables, unless --head base."""
+    bias), and tfparity maps DistilBERT's onto none (BERT's it does:
+    tests/adapters/keras_hub/test_keras_hub_heads.py): the file is refused, naming the
+    head's variables, unless --head base."""
     keras_hub = import_keras_hub()
-    ckpt = str(checkpoint_dir("bert"))
-    task = keras_hub.models.BertMaskedLM(
+    ckpt = str(checkpoint_dir("distilbert"))
+    task = keras_hub.models.DistilBertMaskedLM(
         backbone=keras_hub.models.Backbone.from_preset(ckpt), preprocessor=None
     )
     task.save(tmp_path / "mlm.keras")
     argv = ["crosscheck", str(tmp_path / "mlm.keras"), "--pt", ckpt, "--random", "2"]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
-    assert "BertMaskedLM" in err and "mlm_head" in err and "--head base" in err
+    assert "DistilBertMaskedLM" in err and "mlm_head" in err and "--head base" in err
+    assert "no map of DistilBertMaskedLM's head" in err
     assert cli.main([*argv, "--head", "causal-lm"]) == 2
-    assert "BertMaskedLM, a masked-lm task" in capsys.readouterr().err
+    assert "DistilBertMaskedLM, a masked-lm task" in capsys.readouterr().err
 
 
 def test_a_causal_lm_held_in_memory_is_checked_whole_too(files):

@@ -115,3 +115,24 @@ def test_crosscheck_reproduces_a_clean_file_and_names_a_negated_channel(files, t
     (d,) = found["details"]["requantisation"]["differences"]
     assert (d["path"], d["kind"], d["block"]) == (FFN, "flipped", 1)
     assert d["effect"]["with_fresh"] < d["effect"]["error"]
+
+
+def test_a_quantised_export_is_judged_against_its_source_by_its_budgets(files, source):
+    """The export vs its source (``--source``): an int8 flatbuffer differs from its float
+    source by design, so it is held to the int8 budgets, not to float32's bar (under
+    which the clean file fails); a budget it cannot meet still fails it, named."""
+    from tfparity.api import crosscheck
+    from tfparity.checks.crosscheck.export_source import check_export_vs_source
+
+    inputs = InputOptions(random=2, seq_len=10, seed=1)
+    export = side(files["int8"])
+    batches = make_batches(export, inputs)
+    float_bar = check_export_vs_source(export, source, batches, tolerance=None, budget=None)
+    assert float_bar.passed, "judged by the int8 budget"
+    assert float_bar.details["judge"].startswith("quantised (dynamic-range int8): judged by")
+    assert all(c.judge == "budget" for c in float_bar.comparisons)
+    tight = check_export_vs_source(export, source, batches, budget="max=1e-4")
+    assert not tight.passed and tight.first_divergence.hidden_state == 0
+    first, *_ = crosscheck(str(files["int8"]), source="tiny:bert", inputs=inputs)
+    assert first.check == "export-vs-source" and first.passed
+    assert "int8" in first.details["judge"]

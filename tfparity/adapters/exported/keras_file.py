@@ -4,7 +4,10 @@ It is loaded with keras-hub imported, so keras-hub's registered classes deserial
 A keras-hub backbone (or a task's, see :func:`~..keras_hub.task.task_backbone`) becomes a
 :class:`~tfparity.adapters.keras_hub.side.KerasHubModel`; a keras-hub ``CausalLM``
 (float or quantised) its :class:`~tfparity.adapters.keras_hub.task.KerasHubCausalLM`, as
-a ``keras-hub:<SPEC>/causal-lm`` spec is: logits, distribution metrics and generation.
+a ``keras-hub:<SPEC>/causal-lm`` spec is: logits, distribution metrics and generation; a
+``MaskedLM`` or ``TextClassifier`` whose family maps its head
+(:mod:`~tfparity.adapters.keras_hub.heads`) its
+:class:`~tfparity.adapters.keras_hub.heads.KerasHubHeadTask`, logits and all.
 Each is checked exactly as a keras-hub model: its Hugging Face config fields read from
 the backbone's own structure (as for a preset), the companion's tokenizer and remaining
 config, and weight hints from keras-hub's converter run on the companion checkpoint,
@@ -22,6 +25,7 @@ from typing import Any
 from ...architectures.heads import Head
 from ...errors import TfparityError
 from ..interfaces.sides import TFSide
+from ..keras_hub.heads import head_task_side, mapped_head
 from ..keras_hub.quantised_side import part_modes
 from ..keras_hub.quantize import modes_text, stored_mode
 from ..keras_hub.side import backbone_side, import_keras_hub
@@ -40,11 +44,12 @@ def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = N
     keras_hub = import_keras_hub()
     held = _load(spec)
     notes: list[str] = []
-    task = None
+    task = mapped = None
     if isinstance(held, keras_hub.models.Task):
         what = f"{spec.text} holds"
         stored_task_head(held, what, head)
-        if ported_causal_lm(held, head):
+        mapped = mapped_head(held, head)
+        if ported_causal_lm(held, head) or mapped is not None:
             task, held = held, held.backbone
         else:
             held, note = task_backbone(held, what, head)
@@ -78,6 +83,19 @@ def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = N
     bound = replace(side.with_reference(companion.text), holdings=Holdings.export())
     if task is None:
         return bound
+    if mapped is not None:  # a head of its own, mapped onto the checkpoint's
+        whole = head_task_side(bound, task, mapped)
+        whole.source = (
+            f"Keras 3 file {spec.location} ({type(task).__name__} around its "
+            f"{type(held).__name__}, preprocessor=None); tokenizer and config from {companion.text}"
+        )
+        whole.notes.insert(
+            0,
+            f"{spec.text} holds a keras-hub task ({type(task).__name__}): checked whole, its "
+            f"logits against the checkpoint's {mapped.kind} head (tfparity's map of the head: "
+            "keras-hub's converters port none).",
+        )
+        return whole
     lm = causal_lm_side(bound, type(task))
     lm.source = (
         f"Keras 3 file {spec.location} ({type(task).__name__} around its "

@@ -12,6 +12,7 @@ from ...architectures.heads import Head
 from ...architectures.keras_hub_layouts import block
 from ...errors import TfparityError
 from ..interfaces.sides import TFSide
+from .heads import KerasHubHeadTask, head_task_side
 from .quantize import check_mode, modes_of_parts, quantize, stored_mode
 from .side import KerasHubModel
 from .task import causal_lm_side
@@ -41,11 +42,16 @@ def quantised_side(
             f"--quantize (quantising it again to {mode} would judge a model nobody ships)."
         )
     base = KerasHubModel(**{f.name: getattr(side, f.name) for f in fields(KerasHubModel) if f.init})
-    base.backbone = _copy(side.backbone)
+    task = _copy(side.task) if isinstance(side, KerasHubHeadTask) else None
+    base.backbone = _copy(side.backbone) if task is None else task.backbone
     only = "" if layers is None else f" ({', '.join(layers)} only)"
     base.ports, base.name = [], f"{side.name} quantised {mode}{only}"
     base.notes = [n for n in side.notes]
-    copy = causal_lm_side(base) if side.head is Head.CAUSAL_LM else base
+    if task is not None:  # a task with a head of its own: the head is quantised too
+        copy = head_task_side(base, task, side.mapped)
+        copy.ports = []
+    else:
+        copy = causal_lm_side(base) if side.head is Head.CAUSAL_LM else base
     quantize(copy.model, mode, layers, config)
     return copy
 
@@ -81,7 +87,7 @@ def part_modes(side: TFSide) -> dict[int | str, str]:
 
 
 def _copy(backbone: Any) -> Any:
-    """A new backbone of the same config holding copies of ``backbone``'s weights."""
+    """A new backbone (or task) of the same config holding copies of its weights."""
     twin = type(backbone).from_config(backbone.get_config())
     twin.set_weights(backbone.get_weights())
     return twin

@@ -9,14 +9,21 @@ gives the variables the file must hold. :func:`fresh_twin` builds that quantisat
 two sets of variables as numpy (:class:`~tfparity.compare.requantisation.QuantisedVariable`),
 a way to run each model, and a way to put one fresh variable back into the stored model
 for one forward pass (restored after). Where the stored file cannot be reproduced this
-way (another tool's variables, a source already quantised, not a keras-hub model) it
-says why in one line and the check is skipped.
+way (another tool's variables, a source already quantised, no source) it says why in
+one line and the check is skipped.
+
+Any Keras 3 model: a keras-hub model's source is ``--source`` or the reference's
+checkpoint converted by keras-hub; a model of one's own (docs/your-own-model.md) has
+only ``--source`` (a float ``.keras``, or ``source=`` the float model in Python), cloned
+(``keras.models.clone_model``) and quantised the same way, its variables paired with
+the stored ones in order.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -55,7 +62,10 @@ def fresh_twin(
     ``reference`` (a spec) converted by keras-hub; None for a side Keras did not quantise.
     GPTQ and AWQ layers are quantised afresh with ``calibration`` (``--calibration``)."""
     model = getattr(stored, "model", None)
-    modes = layer_modes(model) if isinstance(stored, KerasHubModel) else {}
+    hub = isinstance(stored, KerasHubModel)
+    if not (hub or holds_model(stored)):
+        return None  # another side (an export, a backend worker's): not reproduced here
+    modes = layer_modes(model)  # any Keras 3 model; {} for a float one, or not Keras 3
     if not modes:
         return None
     mode = "+".join(sorted(set(modes.values())))
@@ -63,19 +73,29 @@ def fresh_twin(
     if calibrated and calibration is None:
         why = NEEDS_DATA.format(mode=calibrated[0])
         return FreshTwin(getattr(source, "name", "-"), mode, skipped=why, layers=modes)
+    if calibrated and not hub:  # the calibrated twin is built through keras-hub's side
+        why = f"{calibrated[0]} on a model of your own is not quantised afresh here"
+        return FreshTwin(
+            getattr(source, "name", "-"), mode, skipped=why + "; the budgets judge it", layers=modes
+        )
     unknown = sorted(set(modes.values()) - set(MODES) - set(CALIBRATED_MODES))
     if unknown:
         why = f"Keras's {unknown[0]} mode is not one tfparity quantises ({', '.join(MODES)})"
         return FreshTwin(getattr(source, "name", "-"), mode, skipped=why, layers=modes)
-    float_side, name = _source(source, reference, stored.head)
+    float_side, name = _source(source, reference, stored.head) if hub else _own_source(source)
     if isinstance(float_side, str):
         return FreshTwin(name, mode, skipped=float_side, layers=modes)
     if layer_modes(float_side.model):
         why = f"the source {name} is itself quantised: there is no float model to quantise"
         return FreshTwin(name, mode, skipped=why, layers=modes)
-    twin = _quantised(float_side, modes, _calibrated_configs(model, calibration))
+    configs = _calibrated_configs(model, calibration)
+    twin = (
+        _quantised(float_side, modes, configs) if hub else _own_quantised(float_side, model, modes)
+    )
+    if isinstance(twin, str):
+        return FreshTwin(name, mode, skipped=twin, layers=modes)
     stored_vars = quantised_variables(model, modes)
-    fresh_vars = quantised_variables(twin.model, modes)
+    fresh_vars = quantised_variables(twin.model, modes, None if hub else model)
     other = another_quantisation(stored_vars, fresh_vars, mode)
     if other is None and calibrated:
         rows = len(calibration.token_ids) if calibration is not None else 0
@@ -84,13 +104,14 @@ def fresh_twin(
     if other is not None:
         return FreshTwin(name, mode, skipped=other, layers=modes, calibration=used)
     by_path = {v.path: v for v in model.weights}
+    parts = quantisable_parts(stored) if hub else own_parts(stored)
     return FreshTwin(
         calibration=used,
         source=name,
         mode=mode,
         stored=stored_vars,
         fresh=fresh_vars,
-        parts={path: part for part, path in quantisable_parts(stored)},
+        parts={path: part for part, path in parts},
         run_stored=stored.run,
         run_fresh=twin.run,
         put_back=lambda path: _swapped(by_path[path], fresh_vars[path].values),
@@ -168,15 +189,84 @@ def _calibrated_configs(model: Any, calibration: Calibration | None) -> dict[str
     return found
 
 
-def quantised_variables(model: Any, modes: dict[str, str]) -> dict[str, QuantisedVariable]:
+def quantised_variables(
+    model: Any, modes: dict[str, str], named_as: Any = None
+) -> dict[str, QuantisedVariable]:
     """The variables of ``model``'s quantised layers (``modes``: layer path -> mode),
-    by path, as numpy, each with its layer's mode."""
+    by path, as numpy, each with its layer's mode. ``named_as``: the model whose paths
+    they take, variable for variable (a clone of the same architecture, whose layers
+    Keras may have numbered otherwise: ``dense_7`` for ``dense_3``)."""
+    named = list((named_as or model).weights)
+    if len(named) != len(model.weights):
+        named = list(model.weights)  # another architecture: its own paths tell
     found = {}
-    for v in model.weights:
-        layer = str(v.path).rsplit("/", 1)[0]
+    for v, n in zip(model.weights, named, strict=True):
+        path = str(n.path)
+        layer = path.rsplit("/", 1)[0]
         if layer in modes:
-            found[str(v.path)] = QuantisedVariable(str(v.path), np.asarray(v), modes[layer])
+            found[path] = QuantisedVariable(path, np.asarray(v), modes[layer])
     return found
+
+
+# ----------------------------------------------------------------------------- your own
+
+
+def holds_model(side: Any) -> bool:
+    """Whether ``side`` holds its model itself (a model of one's own: a ``model``
+    field), so a fresh twin can be the same side around another model."""
+    return is_dataclass(side) and "model" in {f.name for f in fields(side)}
+
+
+def _own_source(source: TFSide | None) -> tuple[Any, str]:
+    """The float Keras model of one's own to quantise afresh (``--source``, ``source=``),
+    and its name; or why there is none."""
+    if source is None:
+        why = (
+            "no float source: give --source FLOAT.keras (source= the float model in "
+            "Python), the model of your own it was quantised from"
+        )
+        return why, "-"
+    if not holds_model(source) or getattr(source.model, "_flatten_layers", None) is None:
+        return f"the source {source.name} is not a Keras 3 model of your own", source.name
+    return source, source.name
+
+
+def _own_quantised(side: TFSide, stored: Any, modes: dict[str, str]) -> TFSide | str:
+    """A clone of the float model of one's own ``side`` with each layer quantised in its
+    stored mode (the layers named by the clone's paths, paired with the stored model's
+    in order), as a side of its own; or why Keras cannot clone it."""
+    import keras
+
+    try:
+        clone = keras.models.clone_model(side.model)
+        clone.set_weights(side.model.get_weights())
+    except Exception as exc:  # a subclassed model without get_config, ...
+        return f"Keras cannot clone {side.name} ({' '.join(str(exc).split())[:120]})"
+    own = list(stored._flatten_layers())
+    theirs = list(clone._flatten_layers())
+    if len(own) != len(theirs):
+        return f"the source {side.name} has other layers than the stored model"
+    path_of = {str(a.path): str(b.path) for a, b in zip(own, theirs, strict=True)}
+    by_mode: dict[str, list[str]] = {}
+    for path, mode in modes.items():
+        by_mode.setdefault(mode, []).append(path_of.get(path, path))
+    for mode in sorted(by_mode, key=MODES.index):
+        quantize(clone, mode, by_mode[mode])
+    fresh = replace(side, model=clone, name=f"{side.name} quantised afresh")
+    fresh.produced = set()  # its own runs' outputs
+    return fresh
+
+
+def own_parts(side: TFSide) -> list[tuple[int | str, str]]:
+    """A model of one's own's parts by its ``layers=`` map: the layer named for
+    ``hidden_states[k]`` is block ``k - 1`` (``embeddings`` for 0); none without a map."""
+    parts: list[tuple[int | str, str]] = []
+    for entry in getattr(side, "layers", ()):
+        layer = entry.key if isinstance(entry.key, str) else getattr(entry.key, "path", None)
+        if layer is not None:
+            k = entry.hidden_state
+            parts.append(("embeddings" if k == 0 else k - 1, str(layer)))
+    return parts
 
 
 def another_quantisation(

@@ -192,10 +192,10 @@ def task_backbone(task: Any, what: str, head: Head | None) -> tuple[Any, str]:
         raise TfparityError(
             f"{what} a keras-hub task ({cls}) whose head ({', '.join(own)}) is not "
             "ported from the checkpoint: keras-hub's converters port a checkpoint's backbone "
-            f"only, and {cls}.from_preset makes the head up at random. tfparity does not "
-            f"check keras-hub's task heads, so it will not pass one: --head base (head='base' "
-            f"in Python) checks its backbone ({body}) against the checkpoint's base model, "
-            "the head left out and the report saying so."
+            f"only, and {cls}.from_preset makes the head up at random. tfparity has no map "
+            f"of {cls}'s head onto transformers', so it will not pass one: --head base "
+            f"(head='base' in Python) checks its backbone ({body}) against the checkpoint's "
+            "base model, the head left out and the report saying so."
         )
     if own:
         return task.backbone, (
@@ -242,7 +242,7 @@ class KerasHubCausalLM(KerasHubModel):
         hands the head (recorded as the task runs it)."""
         if inputs_embeds is not None:
             feed = {**feed, "token_ids": np.zeros_like(feed["token_ids"])}  # read by nothing
-        with _task_run(self.backbone, inputs_embeds) as seen:
+        with task_run(self.backbone, inputs_embeds) as seen:
             logits = self.task(feed, training=False)
         return {"sequence_output": seen["sequence_output"], "logits": logits}
 
@@ -271,7 +271,7 @@ class KerasHubCausalLM(KerasHubModel):
 
 
 @contextlib.contextmanager
-def _task_run(backbone: Any, inputs_embeds: Any) -> Iterator[dict[str, Any]]:
+def task_run(backbone: Any, inputs_embeds: Any) -> Iterator[dict[str, Any]]:
     """While the task runs: the backbone's output recorded (``sequence_output``), and,
     with ``inputs_embeds``, the token lookup (the token embedding called forward)
     answering with them; the head's reversed call of the same layer is its own."""

@@ -11,20 +11,28 @@ localised to the first layer that differs; otherwise it is placed at the outputs
 
 With the export against PyTorch and the source against PyTorch (the cross-check), this
 is the third side of the export's parity (:func:`export_verdict` reads the three).
+
+A quantised export (a dynamic-range int8 flatbuffer, a Keras-quantised ``.keras``)
+differs from its float source by design: it is held to the budgets of its quantisation
+(:func:`~.budgeted.budget_of`, ``--budget`` too), as a quantised side is against
+PyTorch, never to float32's bar.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...adapters.interfaces.sides import TFSide
 from ...compare import Comparison, Tolerance, compare_output_batches
+from ...compare.budgets import judged_by_budget
 from ...inputs import Batch, note_inputs
 from ...results import Divergence, Report
 from ...trace import Trace, hidden_state_index, layer_of, layer_text
 from ...validation import NothingComparedError
 from ..embeds import ensure_finite
 from ..modes import mode_tolerance, reference_magnitudes
+from .budgeted import budget_of, judge_line
 
 LABEL = "export-vs-source"
 SOURCE_LABEL = "crosscheck-source"
@@ -41,9 +49,12 @@ def check_export_vs_source(
     batches: Sequence[Batch],
     tolerance: Tolerance | None = None,
     export_traces: Sequence[Trace] | None = None,
+    budget: Any = None,
 ) -> Report:
     """Compare ``export``'s outputs with ``source``'s on ``batches`` (``export_traces``:
-    the export's runs when the caller already has them)."""
+    the export's runs when the caller already has them). A quantised export (one its
+    source is not) is judged by its quantisation's budgets, ``budget`` (``--budget``)
+    put in."""
     actual = list(export_traces) if export_traces is not None else [export.run(b) for b in batches]
     expected = []
     for trace, batch in zip(actual, batches, strict=True):
@@ -64,6 +75,10 @@ def check_export_vs_source(
     comparisons = compare_output_batches(
         actual, expected, masks=masks, tolerance=bar, check_dtype=False
     )
+    kind = export.quantisation if export.quantisation != source.quantisation else None
+    budgeted = budget_of(kind, budget) if kind is not None and tolerance is None else None
+    if budgeted is not None:
+        comparisons = [judged_by_budget(c, budgeted) for c in comparisons]
     passed = all(c.passed for c in comparisons)
     report = Report(
         check=LABEL,
@@ -75,7 +90,9 @@ def check_export_vs_source(
         details={
             "compares": f"the export (actual) vs its source {source.name} (expected), same inputs",
             "source": source.name,
-            "judge": "tolerance"
+            "judge": judge_line(kind, budgeted)
+            if budgeted is not None
+            else "tolerance"
             if tolerance
             else "float32 rtol, atol 4 x rtol x max|source| (as graph vs eager)",
             "batches": len(batches),
