@@ -10,8 +10,12 @@ import pytest
 pytest.importorskip("keras_hub")
 
 from tfparity.api import crosscheck, load_model  # noqa: E402
-from tfparity.compare.budgets import LayerError  # noqa: E402
-from tfparity.compare.layer_growth import DEFAULT_GROWTH, growth_limit, over_limit  # noqa: E402
+from tfparity.compare.growth import (  # noqa: E402
+    DEFAULT_GROWTH,
+    LayerError,
+    growth_limit,
+    over_limit,
+)
 from tfparity.errors import TfparityError  # noqa: E402
 from tfparity.report.text import render  # noqa: E402
 from tfparity.testing import damage_quantised_copies  # noqa: E402

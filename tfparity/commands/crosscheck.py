@@ -106,13 +106,15 @@ def run(args: argparse.Namespace) -> int:
     check_output_arguments(args)
     changes = pt_config(args)  # exit 2 on a malformed item, before any load
     if args.budget is not None:
-        from ..compare.budgets import budget_for
+        from ..compare.budgets import budgets_for
 
-        budget_for(None, args.budget)  # exit 2 on a malformed budget, before any load
+        budgets_for(None).tensor_budget(
+            args.budget
+        )  # exit 2 on a malformed budget, before any load
     if args.kl_budget is not None:
-        from ..compare.bootstrap import parse_budget
+        from ..compare.bootstrap import parse_limits
 
-        parse_budget(args.kl_budget)  # exit 2 on a malformed budget, before any load
+        parse_limits(args.kl_budget)  # exit 2 on a malformed budget, before any load
     executions = execution_options(args)
     golden = bool(args.save_outputs or args.load_outputs)
     if golden and len(executions) > 1:
