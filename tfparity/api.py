@@ -241,7 +241,7 @@ def crosscheck(
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
     limits = parse_limits(kl_budget) if kl_budget is not None else None  # exit 2 first
     if quantize is not None or attribute:
-        from .adapters.keras_hub.quantize import check_request
+        from .adapters.tf_common.quantize import check_request
 
         check_request(quantize, attribute)
     if isinstance(budget, str):
@@ -540,7 +540,7 @@ def generate(
     _check_common(texts=texts, inputs=inputs)
     limits = parse_limits(kl_budget) if kl_budget is not None else None  # exit 2 first
     if quantize is not None:
-        from .adapters.keras_hub.quantize import check_request
+        from .adapters.tf_common.quantize import check_request
 
         check_request(quantize)  # an unknown mode exits 2 before any load
         if backend not in (None, "tensorflow"):

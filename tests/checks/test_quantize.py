@@ -86,7 +86,7 @@ def test_a_damaged_scale_fails_naming_its_layer(causal_lm, monkeypatch):
 
 
 def test_a_quantised_keras_file_is_read_as_it_is_and_named(causal_lm, tmp_path, capsys):
-    from tfparity.adapters.keras_hub.quantize import quantize
+    from tfparity.adapters.tf_common.quantize import quantize
 
     path = tmp_path / "int8.keras"
     backbone = causal_lm.backbone.__class__.from_config(causal_lm.backbone.get_config())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..compare.quantisation import MODES
 from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
@@ -83,7 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--quantize",
-        choices=("int8", "int4", "float8"),
+        choices=MODES,
         help="quantise the model once with Keras's model.quantize (on TensorFlow) and check "
         "that every backend computes the same quantised model: the backends against each "
         "other at every layer, within the --ceiling, and apart from that each backend's "

@@ -6,6 +6,7 @@ import argparse
 import time
 
 from ..checks import DEFAULT_LOCALISE, LOCALISE_MODES
+from ..compare.quantisation import MODES
 from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
@@ -73,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--quantize",
-        choices=("int8", "int4", "float8"),
+        choices=MODES,
         help="also quantise the keras-hub model (a keras-hub spec or a .keras file) with "
         "Keras's model.quantize and judge the quantised copy against its own float model "
         "by the mode's distribution budget (--kl-budget overrides it) and against PyTorch "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..compare.quantisation import MODES
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -48,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_kl_budget_argument(p, "the teacher-forced steps'", "prompts")
     p.add_argument(
         "--quantize",
-        choices=("int8", "int4", "float8"),
+        choices=MODES,
         help="generate with a Keras-quantised copy of the keras-hub causal LM "
         "(model.quantize), judged by the mode's distribution budget over the prompts "
         "(--kl-budget overrides it), its tokens reported (docs/generate.md)",

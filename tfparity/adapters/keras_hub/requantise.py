@@ -3,12 +3,13 @@ variable by variable, for the exact check (docs/quantised.md, "Reproducing the
 quantisation").
 
 Keras's int8 and int4 quantisation is deterministic: quantising the float source afresh,
-each layer in the mode the stored file's dtype policies name (:func:`.quantize.layer_modes`),
-gives the variables the file must hold. :func:`fresh_twin` builds that quantisation (one
-:func:`.quantize.quantize` per mode, on one copy of the source) and hands the check the
-two sets of variables as numpy (:class:`~tfparity.compare.requantisation.QuantisedVariable`),
-a way to run each model, and a way to put one fresh variable back into the stored model
-for one forward pass (restored after). Where the stored file cannot be reproduced this
+each layer in the mode the stored file's dtype policies name
+(:func:`..tf_common.quantize.layer_modes`), gives the variables the file must hold.
+:func:`fresh_twin` builds that quantisation (one :func:`..tf_common.quantize.quantize`
+per mode, on one copy of the source) and hands the check the two sets of variables as
+numpy (:class:`~tfparity.compare.requantisation.QuantisedVariable`), a way to run each
+model, and a way to put one fresh variable back into the stored model for one forward
+pass (restored after). Where the stored file cannot be reproduced this
 way (another tool's variables, a source already quantised, not a keras-hub model) it
 says why in one line and the check is skipped.
 """
@@ -25,8 +26,8 @@ from ...architectures.heads import Head
 from ...compare.requantisation import QuantisedVariable
 from ..interfaces.requantisation import FreshTwin
 from ..interfaces.sides import TFSide
+from ..tf_common.quantize import MODES, layer_modes, quantize
 from .quantised_side import quantisable_parts, quantised_side
-from .quantize import MODES, layer_modes, quantize
 from .side import KerasHubModel
 from .task import load_keras_hub_side
 
