@@ -33,7 +33,7 @@ def gpt2_small(directory: Path) -> str:
 def distribution_overhead(sequences: int, seq_len: int, rounds: int = 3) -> None:
     from tfparity.api import load_model, make_batches
     from tfparity.checks.crosscheck.distribution import lm_distribution
-    from tfparity.compare.bootstrap import bootstrap_verdict, parse_budget
+    from tfparity.compare.bootstrap import bootstrap_verdict, parse_limits
     from tfparity.inputs import InputOptions
     from tfparity.orchestration import reference_for
 
@@ -42,7 +42,7 @@ def distribution_overhead(sequences: int, seq_len: int, rounds: int = 3) -> None
         tf_model = load_model(spec)
         pt_model = reference_for(spec, head=tf_model.head)
         batches = make_batches(tf_model, InputOptions(random=sequences, seq_len=seq_len))
-        limits = parse_budget("kl_mean=0.01,same_top1=0.99")
+        limits = parse_limits("kl_mean=0.01,same_top1=0.99")
         outputs: dict[str, list] = {}
 
         def passes() -> None:

@@ -46,8 +46,8 @@ def _files(directory: Path) -> dict[str, str]:
 def requantisation_overhead(rounds: int = 3) -> None:
     import tfparity.adapters.keras_hub.requantise as requantise
     from tfparity.adapters.keras_hub.quantised_side import quantised_side
-    from tfparity.adapters.keras_hub.quantize import layer_modes
     from tfparity.adapters.keras_hub.task import load_keras_hub_side
+    from tfparity.adapters.tf_common.quantize import layer_modes
     from tfparity.api import crosscheck, load_model, make_batches
     from tfparity.architectures.heads import Head
     from tfparity.inputs import InputOptions

@@ -239,18 +239,20 @@ def crosscheck(
     from .checks.crosscheck.check import crosscheck as _check
     from .checks.crosscheck.quantised import with_quantisation
     from .checks.crosscheck.requantised import with_requantisation
-    from .compare.bootstrap import parse_budget
+    from .compare.bootstrap import parse_limits
 
     _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
-    limits = parse_budget(kl_budget) if kl_budget is not None else None  # exit 2 first
+    limits = parse_limits(kl_budget) if kl_budget is not None else None  # exit 2 first
     if quantize is not None or attribute:
-        from .adapters.keras_hub.quantize import check_request
+        from .adapters.tf_common.quantize import check_request
 
         check_request(quantize, attribute)
     if isinstance(budget, str):
-        from .compare.budgets import budget_for
+        from .compare.budgets import budgets_for
 
-        budget_for(None, budget)  # a malformed budget is refused before any model loads
+        budgets_for(None).tensor_budget(
+            budget
+        )  # a malformed budget is refused before any model loads
     if localise not in LOCALISE_MODES:
         modes = " or ".join(repr(m) for m in LOCALISE_MODES)
         raise ValueError(f"localise must be {modes}, not {localise!r}.")
@@ -538,12 +540,12 @@ def generate(
         prompts_of,
     )
     from .checks.generation.quantised import QuantisedGeneration
-    from .compare.bootstrap import parse_budget
+    from .compare.bootstrap import parse_limits
 
     _check_common(texts=texts, inputs=inputs)
-    limits = parse_budget(kl_budget) if kl_budget is not None else None  # exit 2 first
+    limits = parse_limits(kl_budget) if kl_budget is not None else None  # exit 2 first
     if quantize is not None:
-        from .adapters.keras_hub.quantize import check_request
+        from .adapters.tf_common.quantize import check_request
 
         check_request(quantize)  # an unknown mode exits 2 before any load
         if backend not in (None, "tensorflow"):

@@ -12,11 +12,8 @@ pytest.importorskip("keras_hub")
 
 from tfparity import cli  # noqa: E402
 from tfparity.api import crosscheck  # noqa: E402
-from tfparity.compare.budgets import (
-    LayerError,  # noqa: E402
-    ranked_layers,  # noqa: E402
-)
-from tfparity.compare.quantisation import kind_kl_budget, kl_budget_for  # noqa: E402
+from tfparity.compare.budgets import budgets_for  # noqa: E402
+from tfparity.compare.growth import LayerError, ranked_layers  # noqa: E402
 from tfparity.errors import TfparityError  # noqa: E402
 from tfparity.report.text import render  # noqa: E402
 
@@ -89,7 +86,7 @@ def test_a_damaged_scale_fails_naming_its_layer(causal_lm, monkeypatch):
 
 
 def test_a_quantised_keras_file_is_read_as_it_is_and_named(causal_lm, tmp_path, capsys):
-    from tfparity.adapters.keras_hub.quantize import quantize
+    from tfparity.adapters.tf_common.quantize import quantize
 
     path = tmp_path / "int8.keras"
     backbone = causal_lm.backbone.__class__.from_config(causal_lm.backbone.get_config())
@@ -116,10 +113,11 @@ def test_what_cannot_be_quantised_exits_2(capsys):
 
 
 def test_budgets_per_mode_and_the_ranking():
-    assert [str(x) for x in kl_budget_for("int4")[0]] == ["kl_mean<=0.05", "same_top1>=0.9"]
-    given = kl_budget_for("int8", kl_budget_for("int4")[0])
+    int4 = budgets_for("keras int4").kl_limits()[0]
+    assert [str(x) for x in int4] == ["kl_mean<=0.05", "same_top1>=0.9"]
+    given = budgets_for("keras int8").kl_limits(int4)
     assert given[1] == "set by --kl-budget"
-    assert kind_kl_budget("keras float8") is not None and kind_kl_budget("float16") is None
+    assert budgets_for("keras float8").kl and not budgets_for("float16").kl
     rows = [
         LayerError(0, "embeddings", 0.1, 0.1),
         LayerError(1, 0, 0.2, 0.1),

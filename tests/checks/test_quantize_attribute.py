@@ -102,7 +102,7 @@ def test_a_damaged_layer_is_ranked_first_and_named_in_the_hint(causal_lm, deep_l
 
 def test_the_parts_are_the_embeddings_and_each_block_by_exact_path(causal_lm):
     from tfparity.adapters.keras_hub.quantised_side import quantisable_parts
-    from tfparity.adapters.keras_hub.quantize import _under
+    from tfparity.adapters.tf_common.quantize import _under
 
     parts = quantisable_parts(causal_lm)
     assert parts[0] == ("embeddings", "token_embedding")

@@ -10,8 +10,12 @@ import pytest
 pytest.importorskip("keras_hub")
 
 from tfparity.api import crosscheck, load_model  # noqa: E402
-from tfparity.compare.budgets import LayerError  # noqa: E402
-from tfparity.compare.layer_growth import DEFAULT_GROWTH, growth_limit, over_limit  # noqa: E402
+from tfparity.compare.growth import (  # noqa: E402
+    DEFAULT_GROWTH,
+    LayerError,
+    growth_limit,
+    over_limit,
+)
 from tfparity.errors import TfparityError  # noqa: E402
 from tfparity.report.text import render  # noqa: E402
 from tfparity.testing import damage_quantised_copies  # noqa: E402
@@ -126,7 +130,7 @@ LLAMA = {"pt": "tiny:llama", "pt_config": {"rms_norm_eps": 1e-6}, "reload": Fals
 def test_a_stored_int8_file_is_held_to_the_per_layer_limit(llama_backbone, tmp_path, factor):
     """A .keras file saved after quantize("int8"), clean, and with block 1's feed-forward
     scale x1.5: judged against PyTorch, each layer's growth by int8's limit."""
-    from tfparity.adapters.keras_hub.quantize import quantize
+    from tfparity.adapters.tf_common.quantize import quantize
     from tfparity.testing import quantised_ffn_scale, scale_variable
 
     backbone = llama_backbone()
@@ -148,7 +152,7 @@ def test_a_stored_int8_file_is_held_to_the_per_layer_limit(llama_backbone, tmp_p
 def mixed_file(llama_backbone, tmp_path_factory):
     """A tiny Llama backbone saved with block 0 in int4 and the rest in int8, as
     ``quantize("int4", filters=...)`` then ``quantize("int8", ...)`` make one."""
-    from tfparity.adapters.keras_hub.quantize import quantize
+    from tfparity.adapters.tf_common.quantize import quantize
 
     backbone = llama_backbone()
     quantize(backbone, "int4", ["transformer_layer_0"])

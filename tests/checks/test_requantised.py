@@ -121,8 +121,8 @@ def test_an_int4_file_is_said_to_be_int4_and_judged_as_int4(llama_files, llama_s
     import keras
 
     from tfparity.adapters.keras_hub.quantised_side import quantised_side
-    from tfparity.adapters.keras_hub.quantize import layer_modes
     from tfparity.adapters.keras_hub.requantise import another_quantisation, quantised_variables
+    from tfparity.adapters.tf_common.quantize import layer_modes
 
     report = _llama(llama_files["int4"])
     r = report.details["requantisation"]
@@ -164,8 +164,8 @@ def test_a_bert_backbone_file_both_ways(bert_files):
 
 def test_a_mixed_mode_model_is_reproduced_layer_by_layer(llama_side):
     from tfparity.adapters.keras_hub.quantised_side import quantised_side
-    from tfparity.adapters.keras_hub.quantize import layer_modes, quantize
     from tfparity.adapters.keras_hub.requantise import fresh_twin, quantised_variables
+    from tfparity.adapters.tf_common.quantize import layer_modes, quantize
     from tfparity.compare.requantisation import compare_requantised
 
     stored = quantised_side(llama_side, "int8", ["transformer_layer_1", "token_embedding"])

@@ -494,3 +494,21 @@ def test_the_docs_table_of_model_naming_is_the_code_table():
         for command in re.findall(r"`([a-z]+)`", commands):
             documented[command] = set(OPTIONS) if takes.strip() == "all" else named
     assert documented == {c: set(n.takes) for c, n in NAMING.items()}
+
+
+def test_every_command_that_quantises_offers_the_one_list_of_modes():
+    """``--quantize`` takes :data:`tfparity.compare.quantisation.MODES` on every command,
+    the list the adapter that quantises checks against (one tuple to extend)."""
+    from tfparity.adapters.tf_common.quantize import check_mode
+    from tfparity.compare.quantisation import MODES
+
+    offering = {}
+    for name, parser in subparsers().items():
+        for action in parser._actions:
+            if "--quantize" in action.option_strings:
+                offering[name] = tuple(action.choices)
+    assert set(offering) >= {"crosscheck", "generate", "backends"}
+    assert all(choices == MODES for choices in offering.values()), offering
+    assert [check_mode(m) for m in MODES] == list(MODES)
+    with pytest.raises(tfparity.TfparityError, match="Unknown quantisation mode 'int3'"):
+        check_mode("int3")

@@ -9,26 +9,21 @@ import pytest
 from tfparity.checks.crosscheck.agreement import Agreement
 from tfparity.checks.crosscheck.budgeted import budget_of, judged
 from tfparity.compare import compare_arrays
-from tfparity.compare.budgets import (
-    DEFAULT_BUDGETS,
-    Budget,
-    budget_for,
-    error_growth,
-    parse_budget,
-    worst_layer,
-)
+from tfparity.compare.bootstrap import parse_limits
+from tfparity.compare.budgets import BUDGETS, Budget, budgets_for, parse_tensor_budget
+from tfparity.compare.growth import error_growth, worst_layer
 from tfparity.errors import TfparityError
 
 
 def test_defaults_per_kind_and_user_parts_over_them():
-    drq = budget_for("dynamic-range int8")
-    assert (drq.max, drq.mean) == (DEFAULT_BUDGETS["dynamic-range int8"].max, 5e-2)
+    drq = budgets_for("dynamic-range int8").tensor_budget()
+    assert (drq.max, drq.mean) == (BUDGETS["dynamic-range int8"].tensor.max, 5e-2)
     assert drq.origin == "default for dynamic-range int8"
-    mine = budget_for("dynamic-range int8", "max=1e-2, mean=1e-3")
+    mine = budgets_for("dynamic-range int8").tensor_budget("max=1e-2, mean=1e-3")
     assert (mine.max, mine.mean, mine.cosine) == (1e-2, 1e-3, drq.cosine)
     assert mine.origin == "set by the user"
     # float16 is held tighter than int8
-    assert budget_for("float16").max < drq.max
+    assert budgets_for("float16").tensor_budget().max < drq.max
 
 
 @pytest.mark.parametrize(
@@ -45,7 +40,7 @@ def test_defaults_per_kind_and_user_parts_over_them():
 )
 def test_malformed_budgets_are_usage_errors(text, names):
     with pytest.raises(TfparityError, match=names):
-        parse_budget(text, budget_for(None))
+        parse_tensor_budget(text, budgets_for(None).tensor_budget())
 
 
 def test_a_float32_side_without_a_budget_keeps_the_referee():
@@ -89,3 +84,21 @@ def test_error_growth_names_the_layer_that_adds_most_error():
     mask[1, 4] = 0
     act[3][1, 4] += 100.0
     assert worst_layer(error_growth([act], [ref], [mask])).layer == 1
+
+
+def test_one_table_keyed_by_kind_per_tensor_and_kl():
+    """``budgets_for(kind)`` is the one lookup: per-tensor and distribution defaults of a
+    kind; a mixed Keras kind takes its coarsest mode's and says so; the user's parts win."""
+    int8 = budgets_for("keras int8")
+    assert int8.tensor == BUDGETS["keras int8"].tensor and int8.kind == "keras int8"
+    assert [str(x) for x in int8.kl] == ["kl_mean<=0.015", "same_top1>=0.95"]
+    assert int8.kl_limits() == (list(int8.kl), "default for int8, docs/quantised.md")
+    mixed = budgets_for("keras int4+int8")
+    assert mixed.kind == "keras int4" and mixed.kl == BUDGETS["keras int4"].kl
+    assert mixed.tensor_budget().origin == "default for keras int4, the coarsest of keras int4+int8"
+    given = parse_limits("kl_mean=0.5")
+    assert mixed.kl_limits(given) == (given, "set by --kl-budget")
+    assert budgets_for("float16").kl == () and budgets_for(None).kind == "float32"
+    assert budgets_for(None).tensor_budget().max < budgets_for("float16").tensor_budget().max
+    with pytest.raises(TfparityError, match="No default distribution budget for quantisation 'q3'"):
+        budgets_for("keras q3").kl_limits()

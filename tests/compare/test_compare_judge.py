@@ -21,7 +21,7 @@ from tfparity.compare import (
     known_difference_note,
     within,
 )
-from tfparity.compare.budgets import DEFAULT_BUDGETS
+from tfparity.compare.budgets import BUDGETS
 from tfparity.sweep.itemcheck import referee_verdicts
 from tfparity.trace import EMBEDDINGS, Trace, hidden_state_of, layer_of, layer_text
 
@@ -41,7 +41,7 @@ def broken(value: float) -> np.ndarray:
 JUDGES = {
     "tolerance": ToleranceJudge(Tolerance(atol=1e-5, rtol=1.3e-6)),
     "referee": Referee(),
-    "budget": BudgetJudge(DEFAULT_BUDGETS["float16"], "float16"),
+    "budget": BudgetJudge(BUDGETS["float16"].tensor, "float16"),
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfparity.compare.budgets import LayerError, ranked_layers, worst_layer
+from tfparity.compare.growth import LayerError, ranked_layers, worst_layer
 from tfparity.compare.tensor_metrics import tensor_error, tensor_errors
 
 

@@ -20,8 +20,9 @@ import re
 import numpy as np
 import pytest
 
-from tfparity.adapters.keras_backends.inputs import quantised_mode, read_config
+from tfparity.adapters.keras_backends.inputs import read_config
 from tfparity.adapters.keras_backends.model_files import save_quantised
+from tfparity.adapters.tf_common.quantize import quantised_mode
 from tfparity.cli import main
 from tfparity.cross_backend.quantised import (
     QuantisedOutputs,
@@ -45,7 +46,7 @@ def _causal_lm(work):
     import keras_hub
 
     from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir
-    from tfparity.adapters.keras_hub.quantize import quantize
+    from tfparity.adapters.tf_common.quantize import quantize
 
     backbone = keras_hub.models.Backbone.from_preset(str(checkpoint_dir("gpt2")))
     lm = keras_hub.models.GPT2CausalLM(backbone=backbone, preprocessor=None)

@@ -331,3 +331,29 @@ def test_a_headline_keeps_the_capitals_of_a_name_that_starts_the_problem():
     assert named.headline() == "grad:w: PyTorch differentiates it, TF has no gradient for it"
     plain = Comparison.failed("The checkpoint holds no such weight. More.", **base)
     assert plain.headline() == "grad:w: the checkpoint holds no such weight"
+
+
+def test_html_shows_the_distribution_and_budget_lines_the_text_report_shows():
+    """The one renderer (report/quantisation.py) serves the HTML page too: a
+    ``--kl-budget`` verdict's lines appear in it as in the text report; none without."""
+    import html
+
+    from tfparity.checks.crosscheck.distribution import details, failures
+    from tfparity.compare.bootstrap import bootstrap_verdict, parse_limits
+    from tfparity.compare.distribution import position_metrics
+    from tfparity.report.html import render_html
+    from tfparity.report.quantisation import distribution_lines
+
+    rng = np.random.default_rng(0)
+    ref = rng.normal(size=(6, 5, 20)) * 3
+    metrics = position_metrics(ref, ref + rng.normal(size=ref.shape))
+    verdict = bootstrap_verdict(metrics, parse_limits("kl_mean=1e-4"), resamples=100)
+    rows = failures(verdict)
+    report = Report("crosscheck", "m", False, rows, None, details(metrics, verdict))
+    lines = distribution_lines(report.details["distribution"])
+    assert lines[1].startswith("distribution budget FAIL over 6 sequences")
+    page = render_html([report])
+    assert all(html.escape(line) in page for line in lines)
+    assert rows[0].name == "distribution kl_mean (logits)"
+    plain = Report("crosscheck", "m", True, [], None, {})
+    assert "distribution budget" not in render_html([plain])

@@ -18,7 +18,7 @@ import pytest
 
 from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.cli import main
-from tfparity.compare.bootstrap import bootstrap_verdict, parse_budget
+from tfparity.compare.bootstrap import bootstrap_verdict, parse_limits
 from tfparity.compare.distribution import PositionMetrics, summarise
 from tfparity.report.sweep import render_summary
 from tfparity.sweep import Shard, SweepOptions, run_sweep
@@ -46,7 +46,7 @@ def records(out: Path) -> dict[int, dict]:
 
 def options(**kw) -> SweepOptions:
     return SweepOptions(
-        ("crosscheck",), progress="none", kl_budget=tuple(parse_budget(BUDGET)), **kw
+        ("crosscheck",), progress="none", kl_budget=tuple(parse_limits(BUDGET)), **kw
     )
 
 
@@ -171,7 +171,7 @@ def test_per_item_sums_give_the_positions_statistics_and_bootstrap():
     for key in ("kl_mean", "kl_max", "same_top1", "rms_dp", "ln_ppl_ratio"):
         assert ours[key] == pytest.approx(getattr(exact, key), rel=1e-12)
     assert (ours["positions"], ours["items"]) == (exact.positions, exact.items)
-    limits = parse_budget("kl_mean=0.02,kl_max=0.5,same_top1=0.5,rms_dp=0.1,ln_ppl_ratio=1")
+    limits = parse_limits("kl_mean=0.02,kl_max=0.5,same_top1=0.5,rms_dp=0.1,ln_ppl_ratio=1")
     mine, theirs = budget_verdict(tally, limits), bootstrap_verdict(m, limits)
     for a, b in zip(mine["terms"], theirs.terms, strict=True):
         assert (a["low"], a["high"]) == pytest.approx((b.low, b.high), rel=1e-12)
@@ -185,19 +185,19 @@ def test_a_straddling_interval_is_inconclusive_and_fails_nothing():
     for i, values in enumerate(item_values(m, 12)):
         tally.add(i, {"distribution": values})
     point = statistics(tally)["kl_mean"]
-    verdict = budget_verdict(tally, parse_budget(f"kl_mean={point}"))
+    verdict = budget_verdict(tally, parse_limits(f"kl_mean={point}"))
     assert verdict["verdict"] == "INCONCLUSIVE"
     summary = {"failed": 0, "complete": True, "distribution": {"crosscheck": {"budget": verdict}}}
     assert sweep_passed(summary)
     summary["distribution"]["crosscheck"]["budget"] = budget_verdict(
-        tally, parse_budget(f"kl_mean={point / 100}")
+        tally, parse_limits(f"kl_mean={point / 100}")
     )
     assert not sweep_passed(summary)
 
 
 def test_generate_items_carry_their_teacher_forced_statistics(corpus, tmp_path):
     out = tmp_path / "gen"
-    opts = SweepOptions(generate=3, progress="none", kl_budget=tuple(parse_budget(BUDGET)))
+    opts = SweepOptions(generate=3, progress="none", kl_budget=tuple(parse_limits(BUDGET)))
     result = run_sweep(GPT2, corpus, out, opts)
     assert result.passed
     for r in records(out).values():
@@ -217,7 +217,7 @@ def test_too_few_items_give_no_interval_and_say_how_many():
     tally = DistributionTally()
     for i, values in enumerate(item_values(m, MIN_ITEMS - 1)):
         tally.add(i, {"distribution": values})
-    verdict = budget_verdict(tally, parse_budget("kl_mean=1e-9,same_top1=0.99"))
+    verdict = budget_verdict(tally, parse_limits("kl_mean=1e-9,same_top1=0.99"))
     assert verdict["verdict"] == "INCONCLUSIVE" and verdict["needed"] == MIN_ITEMS
     assert all(t["low"] is None is t["high"] for t in verdict["terms"])
     assert verdict["terms"][0]["value"] > 1e-9  # far over, and still no FAIL
@@ -227,5 +227,5 @@ def test_too_few_items_give_no_interval_and_say_how_many():
     tally = DistributionTally()
     for i, values in enumerate(item_values(more, MIN_ITEMS)):
         tally.add(i, {"distribution": values})
-    enough = budget_verdict(tally, parse_budget("kl_mean=1e-9"))
+    enough = budget_verdict(tally, parse_limits("kl_mean=1e-9"))
     assert enough["needed"] is None and enough["verdict"] == "FAIL"

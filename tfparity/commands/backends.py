@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..adapters.keras_hub.quantize import MODES
+from ..compare.quantisation import MODES
 from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..adapters.keras_hub.quantize import MODES
 from ..checks import DEFAULT_LOCALISE, LOCALISE_MODES
+from ..compare.quantisation import MODES
 from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
@@ -115,13 +115,15 @@ def run(args: argparse.Namespace) -> int:
     check_output_arguments(args)
     changes = pt_config(args)  # exit 2 on a malformed item, before any load
     if args.budget is not None:
-        from ..compare.budgets import budget_for
+        from ..compare.budgets import budgets_for
 
-        budget_for(None, args.budget)  # exit 2 on a malformed budget, before any load
+        budgets_for(None).tensor_budget(
+            args.budget
+        )  # exit 2 on a malformed budget, before any load
     if args.kl_budget is not None:
-        from ..compare.bootstrap import parse_budget
+        from ..compare.bootstrap import parse_limits
 
-        parse_budget(args.kl_budget)  # exit 2 on a malformed budget, before any load
+        parse_limits(args.kl_budget)  # exit 2 on a malformed budget, before any load
     executions = execution_options(args)
     golden = bool(args.save_outputs or args.load_outputs)
     if golden and len(executions) > 1:

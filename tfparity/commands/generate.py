@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..adapters.keras_hub.quantize import MODES
+from ..compare.quantisation import MODES
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -75,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
     inputs = input_options(args)
     changes = pt_config(args)
     if args.kl_budget is not None:
-        from ..compare.bootstrap import parse_budget
+        from ..compare.bootstrap import parse_limits
 
-        parse_budget(args.kl_budget)  # exit 2 on a malformed budget, before any load
+        parse_limits(args.kl_budget)  # exit 2 on a malformed budget, before any load
     frameworks_frozen(torch=True)
     start = time.perf_counter()
     report = generate(

@@ -137,7 +137,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..compare.bootstrap import parse_budget
+    from ..compare.bootstrap import parse_limits
     from ..errors import TfparityError
     from ..orchestration import compiles
     from ..report.sweep import render_summary
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         generate=args.generate,
         pt_config=pt_config(args),
         signature=args.signature,
-        kl_budget=tuple(parse_budget(args.kl_budget)) if args.kl_budget is not None else None,
+        kl_budget=tuple(parse_limits(args.kl_budget)) if args.kl_budget is not None else None,
     )
     if args.resume and args.overwrite:
         raise TfparityError(

@@ -13,13 +13,14 @@ outside, INCONCLUSIVE where it straddles it: more items would decide. Numpy only
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import TfparityError
-from .budgets import check_share
 from .distribution import PositionMetrics, metric_value, select
+from .record import Comparison, failed_comparison
 
 # metric -> the side of the limit it must stay on: "<=" an upper bound, ">=" a lower one
 BOUNDS = {
@@ -90,8 +91,50 @@ class BootstrapVerdict:
         found = {t.verdict for t in self.terms}
         return FAIL if FAIL in found else INCONCLUSIVE if INCONCLUSIVE in found else PASS
 
+    def details(self) -> dict[str, Any]:
+        """The one JSON shape of a bootstrap verdict, wherever a report holds one (a
+        cross-check's ``distribution.budget``, ``--quantize``'s, a backend's, a sweep's
+        summary): ``terms`` (each ``limit``, ``value``, ``low``, ``high``, ``verdict``),
+        ``items``, ``resamples``, ``confidence``, ``seed``, ``needed`` and ``verdict``."""
+        return asdict(self) | {"verdict": self.verdict}
 
-def parse_budget(text: str) -> list[Limit]:
+    def failures(
+        self,
+        name: str,
+        *,
+        items: str = "sequences",
+        budget: str = "budget",
+        blame: str = "",
+    ) -> list[Comparison]:
+        """A failing row per term whose whole interval lies outside its limit, so the
+        verdict line leads with it; an INCONCLUSIVE term fails nothing (more items would
+        decide). ``name`` is the row's name with ``{metric}`` in it (``distribution
+        {metric} (logits)``); ``items`` what was resampled; ``budget`` whose budget it is
+        over (``the int8 budget``); ``blame`` ends the message (the layer to blame)."""
+        return [
+            failed_comparison(
+                name.format(metric=t.limit.metric),
+                f"Over {budget}: {t.limit.metric} {t.value:.3g} outside {t.limit}, its "
+                f"{100 * self.confidence:g}% interval [{t.low:.3g}, {t.high:.3g}] over "
+                f"{self.items} {items} wholly outside{blame}.",
+                [self.items],
+                "float64",
+            )
+            for t in self.terms
+            if t.verdict == FAIL
+        ]
+
+
+def check_share(what: str, number: float) -> None:
+    """Exit 2 where ``number``, a share (cosine, agreement, ``same_top1``), is over 1:
+    ``95`` was meant as a percentage, so its share is suggested (``95 -> 0.95``). One
+    message for ``--budget`` and ``--kl-budget``."""
+    if number > 1:
+        hint = f" (a percentage? {number:g} -> {number / 100:g})" if number <= 100 else ""
+        raise TfparityError(f"{what}: a share, at most 1{hint}.")
+
+
+def parse_limits(text: str) -> list[Limit]:
     """``"kl_mean=0.01,same_top1>=0.99"``: ``=`` takes the metric's own side (an upper
     bound for KL, Δp and the perplexity ratio; a lower one for same_top1)."""
     limits = []

@@ -6,12 +6,27 @@ would fail every one of them and say nothing useful. It is judged instead by a
 budget, in the spirit of keras-hub's LiteRT test (``{"max": 1e-2, "mean": 1e-3}`` per
 output) and tf2onnx's ``ptol``: per compared tensor a largest and a mean absolute
 error and a smallest cosine, and over the batch a smallest label or top-1 agreement.
-Each kind has a documented default (:data:`DEFAULT_BUDGETS`); a user sets any part
-(``--budget max=1e-2,mean=1e-3``). Numpy only.
+A model Keras quantised is held besides to a distribution budget on an LM head's logits
+(KL divergence and same-top-1 share, judged by :mod:`.bootstrap`), never to the float64
+referee: it differs from float32 by design.
 
-The per-layer error growth says where the error comes from: each hidden state's error
-relative to the reference's size, and what each layer adds to it; the layer that adds
-most is the one that quantises worst.
+One table (:data:`BUDGETS`) holds each kind's defaults, keyed by the kind a side says
+it is (``float16``, ``dynamic-range int8``, ``keras int8``); :func:`budgets_for` is the
+one lookup (a mixed ``keras int4+int8`` takes its coarsest mode's). A user sets any part
+(``--budget max=1e-2,mean=1e-3``, ``--kl-budget kl_mean=0.01``). The distribution
+defaults, each number cited in docs/quantised.md ("Default budgets"):
+
+- ``kl_mean``: MaxText's ``forward_pass_logit_checker`` accepts a bf16 checkpoint at
+  ``--max_kl_div=0.015``; an 8-bit weight format is no coarser than bf16's 8-bit
+  mantissa, so int8 and float8 get 0.015 (about 10x llama.cpp's q8_0 on LLaMA 3 8B,
+  mean KLD 0.0014). int4 gets 0.05: llama.cpp's 4-bit quants range 0.011 (PR#5081's
+  example) to 0.029 (q4_K_M) and 0.043 (IQ4_XS, PR#12557).
+- ``same_top1``: Dutta et al. (arXiv 2407.09141) show accuracy can hold while answers
+  flip, so flips are budgeted apart from KL. MLPerf inference asks 99% of the fp32
+  accuracy; a top-1 share is stricter than accuracy (a flip between two wrong tokens
+  counts), so 0.95 for 8-bit, 0.90 for 4-bit (llama.cpp's 4-bit quants: 0.95 and 0.90).
+
+Where the error comes from (the per-layer growth) is :mod:`.growth`'s. Numpy only.
 """
 
 from __future__ import annotations
@@ -22,8 +37,8 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from ..errors import TfparityError
-from ..trace import layer_of
-from .masks import leaf_mask
+from .bootstrap import Limit, check_share, parse_limits
+from .quantisation import KERAS, keras_kind
 from .record import Comparison
 
 
@@ -57,60 +72,89 @@ class Budget:
         return over
 
 
-# Defaults per kind, from tiny BERT and all-MiniLM-L6-v2 (docs/litert.md): about 2-3x
+@dataclass(frozen=True)
+class KindBudgets:
+    """What a model of one kind is held to: per compared tensor (``tensor``), and on an
+    LM head's logits by their distribution (``kl``: empty where the kind has no
+    default, a LiteRT kind's). ``kind`` is the kind whose defaults these are (a mixed
+    kind's coarsest) and ``origin`` says so in the report's words."""
+
+    tensor: Budget
+    kl: tuple[Limit, ...] = ()
+    kind: str = "float32"
+    origin: str = "float32"
+
+    def tensor_budget(self, given: str | Budget | None = None) -> Budget:
+        """The per-tensor budget: this kind's default, with what the user ``given`` (a
+        :class:`Budget`, or ``"max=1e-2,mean=1e-3"``) put in."""
+        base = replace(self.tensor, origin=f"default for {self.origin}")
+        if given is None:
+            return base
+        if isinstance(given, Budget):
+            return replace(given, origin="set by the user")
+        return parse_tensor_budget(given, base)
+
+    def kl_limits(self, given: Sequence[Limit] | None = None) -> tuple[list[Limit], str]:
+        """The distribution limits and where they come from: ``given`` (``--kl-budget``)
+        when set, else this kind's default; exit 2 where it has none."""
+        if given:
+            return list(given), "set by --kl-budget"
+        if not self.kl:
+            raise TfparityError(
+                f"No default distribution budget for quantisation "
+                f"{self.origin.removeprefix(KERAS)!r}; give one "
+                "with --kl-budget (e.g. kl_mean=0.015,same_top1=0.95)."
+            )
+        return list(self.kl), f"default for {self.origin.removeprefix(KERAS)}, docs/quantised.md"
+
+
+# Per-tensor defaults, from tiny BERT and all-MiniLM-L6-v2 (docs/litert.md): about 2-3x
 # the error a sound conversion of that kind shows there (float16: keras-hub's own
 # {"max": 1e-2, "mean": 1e-3}), so a sound model passes. A budget bounds the damage, it
 # does not find every defect: a fault smaller than the quantisation noise (MiniLM's FFN
 # weight scaled by 1.1 moves it by 0.2, int8 by 0.28) fits in it. Check the float32
 # conversion against the referee for those; the error growth shows where int8 costs most.
-DEFAULT_BUDGETS: dict[str, Budget] = {
-    "float16": Budget(max=1e-2, mean=1e-3, cosine=0.9999, agreement=0.99),
-    "dynamic-range int8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
-    "full int8": Budget(max=1.0, mean=0.1, cosine=0.98, agreement=0.9),
-    "full int16x8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
-    # A .keras file Keras quantised (model.quantize): int8 and float8 quantise weights per
+_8BIT = Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95)
+_4BIT = Budget(max=1.0, mean=0.1, cosine=0.98, agreement=0.9)
+BUDGETS: dict[str, KindBudgets] = {
+    "float16": KindBudgets(Budget(max=1e-2, mean=1e-3, cosine=0.9999, agreement=0.99)),
+    "dynamic-range int8": KindBudgets(_8BIT),
+    "full int8": KindBudgets(_4BIT),
+    "full int16x8": KindBudgets(_8BIT),
+    # A model Keras quantised (model.quantize): int8 and float8 quantise weights per
     # channel and activations on the fly, as LiteRT's dynamic range does, so its budget;
-    # int4 is coarser, so full int8's. An LM head's distribution budget decides as well
-    # (tfparity/compare/quantisation.py).
-    "keras int8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
-    "keras float8": Budget(max=0.5, mean=5e-2, cosine=0.99, agreement=0.95),
-    "keras int4": Budget(max=1.0, mean=0.1, cosine=0.98, agreement=0.9),
+    # int4 is coarser, so full int8's. An LM head's distribution budget decides as well.
+    keras_kind("int8"): KindBudgets(_8BIT, tuple(parse_limits("kl_mean=0.015,same_top1=0.95"))),
+    keras_kind("float8"): KindBudgets(_8BIT, tuple(parse_limits("kl_mean=0.015,same_top1=0.95"))),
+    keras_kind("int4"): KindBudgets(_4BIT, tuple(parse_limits("kl_mean=0.05,same_top1=0.9"))),
 }
 # A float32 model judged by budgets on request (--budget with a float32 artefact).
 FLOAT32_BUDGET = Budget(max=1e-4, mean=1e-5, cosine=0.99999, agreement=1.0)
 _KEYS = {f.name for f in fields(Budget)} - {"origin"}
 
 
-def budget_for(kind: str | None, given: str | Budget | None = None) -> Budget:
-    """The budget a model of ``kind`` (None: float32) is judged by: its default, with
-    what the user ``given`` (a :class:`Budget`, or ``"max=1e-2,mean=1e-3"``) put in."""
+def budgets_for(kind: str | None) -> KindBudgets:
+    """The one lookup: what a model of ``kind`` (None: float32) is held to by default. A
+    model Keras quantised in several modes (``keras int4+int8``: one block in int4, the
+    rest int8) takes its coarsest mode's (``keras int4``), and says so; a kind the table
+    lacks, float32's per-tensor budget and no distribution default."""
     coarsest = coarsest_kind(kind or "")
-    base = DEFAULT_BUDGETS.get(coarsest, FLOAT32_BUDGET)
+    found = BUDGETS.get(coarsest, KindBudgets(FLOAT32_BUDGET))
     mixed = f", the coarsest of {kind}" if coarsest != (kind or "") else ""
-    base = replace(base, origin=f"default for {coarsest or 'float32'}{mixed}")
-    if given is None:
-        return base
-    if isinstance(given, Budget):
-        return replace(given, origin="set by the user")
-    return parse_budget(given, base)
+    return replace(found, kind=coarsest or "float32", origin=f"{coarsest or 'float32'}{mixed}")
 
 
 def coarsest_kind(kind: str) -> str:
-    """A model Keras quantised in several modes (``keras int4+int8``: one block in int4,
-    the rest int8) by its coarsest mode, the one with the largest budget (``keras
-    int4``); any other kind as it is."""
-    modes = kind.removeprefix("keras ").split("+")
-    kinds = [f"keras {m}" for m in modes]
-    if (
-        not kind.startswith("keras ")
-        or len(modes) < 2
-        or any(k not in DEFAULT_BUDGETS for k in kinds)
-    ):
+    """A kind Keras quantised in several modes (``keras int4+int8``) by its coarsest
+    mode, the one with the largest budget (``keras int4``); any other kind as it is."""
+    modes = kind.removeprefix(KERAS).split("+")
+    kinds = [keras_kind(m) for m in modes]
+    if not kind.startswith(KERAS) or len(modes) < 2 or any(k not in BUDGETS for k in kinds):
         return kind
-    return max(kinds, key=lambda k: (DEFAULT_BUDGETS[k].max, DEFAULT_BUDGETS[k].mean))
+    return max(kinds, key=lambda k: (BUDGETS[k].tensor.max, BUDGETS[k].tensor.mean))
 
 
-def parse_budget(text: str, base: Budget) -> Budget:
+def parse_tensor_budget(text: str, base: Budget) -> Budget:
     """``"max=1e-2,mean=1e-3,cosine=0.999,agreement=0.99"`` over ``base``; any subset.
     A malformed one is a usage error (exit 2) that names the part that is wrong."""
     changes: dict[str, float] = {}
@@ -134,15 +178,6 @@ def parse_budget(text: str, base: Budget) -> Budget:
     return replace(base, **changes, origin="set by the user")
 
 
-def check_share(what: str, number: float) -> None:
-    """Exit 2 where ``number``, a share (cosine, agreement, ``same_top1``), is over 1:
-    ``95`` was meant as a percentage, so its share is suggested (``95 -> 0.95``). One
-    message for ``--budget`` and ``--kl-budget``."""
-    if number > 1:
-        hint = f" (a percentage? {number:g} -> {number / 100:g})" if number <= 100 else ""
-        raise TfparityError(f"{what}: a share, at most 1{hint}.")
-
-
 def judged_by_budget(c: Comparison, budget: Budget) -> Comparison:
     """``c`` judged by ``budget``: passed when within it; the judge says by what."""
     if c.problem:
@@ -153,61 +188,3 @@ def judged_by_budget(c: Comparison, budget: Budget) -> Comparison:
     if over:
         c.problem = "Over budget: " + "; ".join(over) + "."
     return c
-
-
-# ----------------------------------------------------------------------------- growth
-
-
-@dataclass(frozen=True)
-class LayerError:
-    """One hidden state's error relative to the reference's size (RMS of the
-    difference over RMS of the reference, valid tokens only), and what the layer that
-    made it added to the error of its input."""
-
-    hidden_state: int
-    layer: int | str  # "embeddings" for hidden state 0
-    relative_error: float
-    added: float  # relative_error minus the previous hidden state's
-
-    @property
-    def growth(self) -> float | None:
-        """How many times the error of its input this layer's output has (None: from 0)."""
-        before = self.relative_error - self.added
-        return self.relative_error / before if before > 0 else None
-
-
-def error_growth(
-    actual: Sequence[Sequence[np.ndarray]],
-    expected: Sequence[Sequence[np.ndarray]],
-    masks: Sequence[np.ndarray | None],
-) -> list[LayerError]:
-    """Per hidden state ``k`` (``actual[b][k]``: batch ``b``'s hidden state ``k``), its
-    relative error and what its layer added."""
-    rows: list[LayerError] = []
-    before = 0.0
-    for k in range(len(expected[0]) if expected else 0):
-        diff = ref = 0.0
-        for a, e, mask in zip(actual, expected, masks, strict=True):
-            keep = leaf_mask(mask, np.shape(e[k]), f"hidden_states[{k}]")
-            d = np.asarray(a[k], np.float64) - np.asarray(e[k], np.float64)
-            r = np.asarray(e[k], np.float64)
-            if keep is not None:
-                d, r = d[keep], r[keep]
-            diff += float(np.sum(d * d))
-            ref += float(np.sum(r * r))
-        relative = float(np.sqrt(diff / ref)) if ref > 0 else 0.0
-        rows.append(LayerError(k, layer_of(k), relative, relative - before))
-        before = relative
-    return rows
-
-
-def worst_layer(rows: Sequence[LayerError]) -> LayerError | None:
-    """The layer that adds the most error (the one that quantises worst)."""
-    return max(rows, key=lambda r: r.added, default=None)
-
-
-def ranked_layers(rows: Sequence[LayerError]) -> list[LayerError]:
-    """The layers, the one that adds the most error first (``llm-compressor#1990``'s
-    question, "which layer hurts quant accuracy?"): its first is :func:`worst_layer`'s
-    (a tie keeps the earlier layer first, as ``max`` does)."""
-    return sorted(rows, key=lambda r: -r.added)

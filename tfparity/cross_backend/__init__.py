@@ -61,9 +61,9 @@ def backends(
     ``workers``: a :class:`tfparity.BackendWorkers` whose warm processes are reused
     across calls (each import paid once for many models); None: started and ended
     here."""
-    from ..compare.bootstrap import parse_budget
+    from ..compare.bootstrap import parse_limits
 
-    limits = parse_budget(kl_budget) if kl_budget else None  # exit 2 before any process
+    limits = parse_limits(kl_budget) if kl_budget else None  # exit 2 before any process
     return run_request(
         BackendsRequest(
             model,

@@ -162,7 +162,7 @@ def quantised_copy(
     path: Path, mode: str, imports: tuple[str, ...], workdir: Path, *, step: Step
 ) -> Path:
     """``path`` (a float ``.keras``) quantised by Keras to ``mode`` on TensorFlow, once,
-    through :mod:`tfparity.adapters.keras_hub.quantize` (the one place tfparity
+    through :mod:`tfparity.adapters.tf_common.quantize` (the one place tfparity
     quantises), and saved beside it: every backend then loads the same quantised file.
     A failure is a TfparityError with its one paragraph."""
     out = workdir / "quantised"

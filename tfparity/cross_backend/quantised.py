@@ -17,9 +17,9 @@ Keras quantises once, on TensorFlow, and every backend loads that one quantised
 - **The quantisation's own error**: Keras cannot run a quantised model at float64 (its
   int8 kernels and scales are not a float model's weights), so each backend's final
   output is judged against the *float* model's float64 referee by the mode's budgets
-  (:mod:`tfparity.compare.budgets` per tensor; on logits over the vocabulary, a
-  keras-hub task's, also the distribution budget of :mod:`tfparity.compare.quantisation`
-  by a bootstrap over rows). Absent for a file already quantised (no float model).
+  (:mod:`tfparity.compare.budgets`: per tensor; on logits over the vocabulary, a
+  keras-hub task's, also the distribution budget, by a bootstrap over rows). Absent
+  for a file already quantised (no float model).
 
 Numpy only.
 """
@@ -33,12 +33,11 @@ from typing import Any
 import numpy as np
 
 from ..compare import Comparison
-from ..compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
-from ..compare.budgets import Budget, budget_for, judged_by_budget
+from ..compare.bootstrap import BootstrapVerdict, Limit, bootstrap_verdict
+from ..compare.budgets import Budget, budgets_for, judged_by_budget
 from ..compare.distribution import position_metrics, summarise
 from ..compare.judge import within
-from ..compare.quantisation import kl_budget_for
-from ..compare.record import failed_comparison
+from ..compare.quantisation import keras_kind
 from ..compare.referee import rmse
 from ..compare.rounding import widened
 from ..compare.stats import compare_batches
@@ -89,18 +88,10 @@ class Judged:
     @property
     def failures(self) -> list[Comparison]:
         found = [] if self.comparison.passed else [self.comparison]
-        terms = self.verdict.terms if self.verdict is not None else []
-        return found + [
-            failed_comparison(
-                f"{self.backend}: distribution {t.limit.metric} vs {self.against}",
-                f"Over budget: {t.limit.metric} {t.value:.3g} outside {t.limit}, its 95% "
-                f"interval [{t.low:.3g}, {t.high:.3g}] wholly outside.",
-                [self.verdict.items],
-                "float64",
-            )
-            for t in terms
-            if t.verdict == FAIL
-        ]
+        if self.verdict is None:
+            return found
+        name = f"{self.backend}: distribution {{metric}} vs {self.against}"
+        return found + self.verdict.failures(name, items="rows")
 
     def row(self) -> dict[str, Any]:
         c = self.comparison
@@ -134,9 +125,7 @@ def judge_one(
         return Judged(backend, against, c)
     metrics = position_metrics(expected, actual)
     verdict = bootstrap_verdict(metrics, limits)
-    stats = asdict(summarise(metrics)) | {"budget_verdict": verdict.verdict}
-    stats["needed"] = verdict.needed  # too few rows for an interval: how many to give
-    stats["budget"] = [asdict(t) for t in verdict.terms]
+    stats = asdict(summarise(metrics)) | {"budget": verdict.details()}
     return Judged(backend, against, c, stats, verdict)
 
 
@@ -230,9 +219,10 @@ def check_quantised_backends(
         for n in layers
     ]
     output = q.output
-    budget = budget_for(f"keras {q.mode}")
+    budgets = budgets_for(keras_kind(q.mode))
+    budget = budgets.tensor_budget()
     logits = is_logits(q.runs[q.anchor][output], q.vocabulary)
-    limits, origin = kl_budget_for(q.mode, kl_budget) if logits else (None, "")
+    limits, origin = budgets.kl_limits(kl_budget) if logits else (None, "")
     truth = None if q.float_truth is None else q.float_truth.get(output)
     judged = [
         judge_one(b, FLOAT, run[output], truth, budget, limits)
@@ -274,7 +264,7 @@ def check_quantised_backends(
             "output": output,
             "logits": logits,
             "anchor": q.anchor,
-            "budget": f"keras {q.mode}: {budget.text()}"
+            "budget": f"{keras_kind(q.mode)}: {budget.text()}"
             + (f"; distribution {', '.join(map(str, limits))} ({origin})" if limits else ""),
             "judged": [j.row() for j in judged],
         },

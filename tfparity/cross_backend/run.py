@@ -87,9 +87,9 @@ def run_request(request: BackendsRequest, workers: BackendWorkers | None = None)
     backends' processes come from ``workers`` (None: started here and ended at the
     end); the first ones start before preparing, so their imports overlap with it."""
     from ..adapters.keras_backends import choose_backends, choose_referee
-    from ..adapters.keras_backends.inputs import quantised_mode
     from ..adapters.keras_backends.launch import warm_first
     from ..adapters.keras_backends.workers import BackendWorkers
+    from ..adapters.tf_common.quantize import quantised_mode
     from .prepare import model_kind, temporary_workdir, worker_imports
 
     kind = model_kind(request.model)
@@ -118,7 +118,7 @@ def run_request(request: BackendsRequest, workers: BackendWorkers | None = None)
 def _refuse_for_quantize(request: BackendsRequest) -> None:
     """What ``--quantize`` cannot be asked with (exit 2 before any process starts)."""
     if request.quantize is not None:
-        from ..adapters.keras_hub.quantize import check_mode
+        from ..adapters.tf_common.quantize import check_mode
 
         check_mode(request.quantize)
         if request.gradients:
@@ -127,9 +127,11 @@ def _refuse_for_quantize(request: BackendsRequest) -> None:
                 "have no float64 twin to referee the gradients (drop one of them)."
             )
     elif request.kl_budget:
+        from ..compare.quantisation import MODES
+
         raise TfparityError(
             "--kl-budget judges a quantised model's logits on `tfparity backends`: give "
-            "--quantize int8|int4|float8 with it, or a .keras file already quantised."
+            f"--quantize {'|'.join(MODES)} with it, or a .keras file already quantised."
         )
 
 
@@ -252,7 +254,8 @@ def run_quantised(
     float file at float64, and judge; the processes come from ``processes``
     (:class:`Processes`, whose TensorFlow process quantises)."""
     from ..adapters.keras_backends import run_backends
-    from ..adapters.keras_backends.inputs import quantised_mode, vocabulary
+    from ..adapters.keras_backends.inputs import vocabulary
+    from ..adapters.tf_common.quantize import quantised_mode
     from .judge import DEFAULT_CEILING
     from .prepare import quantised_copy
     from .quantised import QuantisedOutputs, check_quantised_backends

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..results import Report
-from .quantisation import term_text, too_few_text
+from .quantisation import backend_distribution_line
 from .sections import table
 
 # The caption of the layer table.
@@ -41,7 +41,7 @@ def render_quantised_backends(report: Report, cell: Callable[[Any], str]) -> str
             ("backend", "against", "max abs diff", "mean abs diff", "cosine", "verdict"),
             [_row(j) for j in q["judged"]],
         )
-        lines += [_distribution(j) for j in q["judged"] if j.get("distribution")]
+        lines += [backend_distribution_line(j) for j in q["judged"] if j.get("distribution")]
     f = d["first_divergence"]
     if f:
         named = f"backend {f['backend']}, layer {f['layer']} ({f['kind']})" if "layer" in f else ""
@@ -74,17 +74,6 @@ def _row(j: dict[str, Any]) -> tuple[str, ...]:
         f"{j['mean_abs_diff']:.3g}",
         cosine,
         "ok" if j["passed"] else "FAIL",
-    )
-
-
-def _distribution(j: dict[str, Any]) -> str:
-    s = j["distribution"]
-    terms = "; ".join(term_text(t, 0.95, limit=False) for t in s["budget"])
-    return (
-        f"distribution {j['backend']} vs {j['against']} ({s['positions']} positions over "
-        f"{s['items']} rows): KL mean {s['kl_mean']:.3g}, max {s['kl_max']:.3g}; same top-1 "
-        f"{100 * s['same_top1']:.1f}%; budget {s['budget_verdict']}"
-        f"{too_few_text(s, 'rows')}: {terms}"
     )
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..results import Report
+from .quantisation import distribution_lines
 from .sections import table
-from .text import distribution_lines, divergence_text
+from .text import divergence_text
 
 _FACTS = (
     "compares",

@@ -1,7 +1,8 @@
 """A self-contained HTML report: one file to attach to a CI run or a pull request.
 
 The same tables as the text report (details, the cross-check's per-layer table, the
-tensor table, the first divergence and the failure block), with the per-layer plot
+tensor table, the distribution and budget lines of :mod:`.quantisation`, the first
+divergence and the failure block), with the per-layer plot
 embedded as a base64 PNG, so nothing else has to travel with the file. The plot is
 drawn by the caller (``images``), which keeps this module free of matplotlib; when it
 could not be drawn, ``image_note`` says why in the page.
@@ -18,6 +19,12 @@ from ..errors import TfparityError
 from ..results import Report
 from .backends import precision_text
 from .backends import verdict as backends_verdict
+from .quantisation import (
+    backend_distribution_line,
+    distribution_lines,
+    quantisation_lines,
+    requantisation_lines,
+)
 from .text import failing_summary, verdict_line
 
 _STYLE = """
@@ -110,6 +117,9 @@ def _section(report: Report, image: bytes | None, image_note: str | None) -> lis
     ]
     if shown:
         out.extend(_tensor_table(shown))
+    budget = _budget_lines(report.details, across)
+    if budget:
+        out.append(f"<pre>{_e(chr(10).join(budget))}</pre>")
     if not layers and image is not None:
         out.append(
             '<p><img alt="divergence plot" src="data:image/png;base64,'
@@ -130,6 +140,18 @@ def _section(report: Report, image: bytes | None, image_note: str | None) -> lis
         out.append(f"<pre>{_e(failing_summary(report))}</pre>")
     out.append(f"<p>{_e(backends_verdict(report) if across else verdict_line(report))}</p>")
     return out
+
+
+def _budget_lines(details: dict, across: bool) -> list[str]:
+    """The text report's distribution and budget lines (:mod:`.quantisation`, the one
+    renderer of them): a backends report's per backend, a cross-check's otherwise."""
+    if across:
+        judged = (details.get("quantisation") or {}).get("judged") or []
+        return [backend_distribution_line(j) for j in judged if j.get("distribution")]
+    lines = distribution_lines(details.get("distribution"))
+    lines += quantisation_lines(details.get("quantisation"))
+    lines += requantisation_lines(details.get("requantisation"))
+    return [line for line in lines if line]  # the text report's blank separators dropped
 
 
 def _layer_table(rows: list[dict]) -> list[str]:

@@ -1,7 +1,15 @@
-"""The text section of ``crosscheck --quantize`` (``details["quantisation"]``): the
-quantisation's error apart from the port's. Reads Report.details only; no numpy."""
+"""The one renderer of distribution statistics and budget verdicts, for every report
+that holds them: a cross-check's or ``generate``'s ``details["distribution"]``
+(:func:`distribution_lines`), ``crosscheck --quantize``'s ``details["quantisation"]``
+(:func:`quantisation_lines`: the quantisation's error apart from the port's), a
+backend's distribution against the float model (:func:`backend_distribution_line`),
+a sweep's summary (:func:`sweep_distribution_lines`), and the HTML page (which shows
+these lines). Each verdict is :meth:`tfparity.compare.bootstrap.BootstrapVerdict.details`'s
+one shape. Reads Report.details only; no numpy."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from .growth import growth_table
 
@@ -53,15 +61,120 @@ def _distribution(d: dict, what: str) -> list[str]:
     if not d:
         return []
     lines = [
-        f"  {what}: KL mean {d['kl_mean']:.3g}, median {d['kl_median']:.3g}, p99 "
-        f"{d['kl_p99']:.3g}, max {d['kl_max']:.3g}; same top-1 {100 * d['same_top1']:.1f}%; "
-        f"RMS Δp {d['rms_dp']:.3g} ({d['positions']} positions over {d['items']} sequences)"
+        f"  {what}: {kl_text(d)}; RMS Δp {d['rms_dp']:.3g} ({d['positions']} positions over "
+        f"{d['items']} sequences)"
     ]
     v = d.get("budget")
     if v:
-        terms = "; ".join(term_text(t, v["confidence"]) for t in v["terms"])
-        lines.append(f"    {v['verdict']}{too_few_text(v, 'sequences')}: {terms}")
+        lines.append(f"    {v['verdict']}{too_few_text(v, 'sequences')}: {terms_text(v)}")
     return lines
+
+
+def distribution_lines(d: dict | None) -> list[str]:
+    """llama.cpp's KL statistics of the LM head's logits (docs/quantised.md), and the
+    bootstrap verdict on them where a ``--kl-budget`` was set."""
+    if not d:
+        return []
+    ratio = d.get("ln_ppl_ratio")
+    ppl = "" if ratio is None else f"; ln(PPL(TF)/PPL(PyTorch)) {ratio:.3g}"
+    items_are = d.get("items_are", "sequences")
+    lines = [
+        f"distribution ({_over(d)}{_count(d['positions'], d.get('positions_are', 'positions'))} "
+        f"over {_count(d['items'], items_are)}): {kl_text(d)}; "
+        f"RMS Δp {d['rms_dp']:.3g} (at the {d['dp_at']} {_unit(d)}){ppl}"
+    ]
+    v = d.get("budget")
+    if v:
+        more = " (run more items)" if v["verdict"] == "INCONCLUSIVE" else ""
+        more = too_few_text(v, items_are) or more
+        lines.append(
+            f"distribution budget {v['verdict']}{more} over {_count(v['items'], items_are)}, "
+            f"{v['resamples']} bootstrap resamples: {terms_text(v)}"
+        )
+    return lines
+
+
+def backend_distribution_line(j: dict[str, Any]) -> str:
+    """One backend's distribution against the float model (``tfparity backends
+    --quantize`` on logits), each row of the output an item."""
+    s = j["distribution"]
+    v = s["budget"]
+    return (
+        f"distribution {j['backend']} vs {j['against']} ({s['positions']} positions over "
+        f"{s['items']} rows): {kl_text(s, quantiles=False)}; budget {v['verdict']}"
+        f"{too_few_text(v, 'rows')}: {terms_text(v, limit=False)}"
+    )
+
+
+def sweep_distribution_lines(spread: dict) -> list[str]:
+    """A sweep's statistics per check that scored logits (exact over every position; the
+    quantiles over the items' mean KL), and its budget's verdict."""
+    lines = ["distribution (llama.cpp's KL statistics, PyTorch the reference):"]
+    for name, d in spread.items():
+        ppl = "" if d["ln_ppl_ratio"] is None else f", ln(PPL ratio) {d['ln_ppl_ratio']:.3g}"
+        lines.append(
+            f"  {name}: {d['positions']} positions over {d['items']} items: "
+            f"{kl_text(d, quantiles=False, digits=2)}; RMS Δp {d['rms_dp']:.3g} (at the "
+            f"{d['dp_at']}){ppl}; item-mean KL median {d['item_kl_median']:.3g}, p99 "
+            f"{d['item_kl_p99']:.3g}"
+        )
+        budget = d.get("budget")
+        if budget:
+            lines += _sweep_budget(budget)
+    return lines
+
+
+def _sweep_budget(b: dict) -> list[str]:
+    if not b["terms"]:
+        return [f"    budget: {b['verdict']} ({b.get('note', 'nothing judged')})"]
+    lines = [
+        f"    budget: {b['verdict']}, {100 * b['confidence']:g}% bootstrap interval over "
+        f"{b['items']} items ({b['resamples']} resamples)"
+        + (
+            f": too few for an interval; give at least {b['needed']}"
+            if b.get("needed")
+            else ": run more items to decide"
+            if b["verdict"] == "INCONCLUSIVE"
+            else ""
+        )
+    ]
+    for t in b["terms"]:
+        limit = t["limit"]
+        interval = "no interval" if t["low"] is None else f"[{t['low']:.3g}, {t['high']:.3g}]"
+        lines.append(
+            f"      {limit['metric']} {t['value']:.3g} {interval} "
+            f"vs {limit['bound']} {limit['value']:g}: {t['verdict']}"
+        )
+    return lines
+
+
+def kl_text(d: dict, quantiles: bool = True, digits: int = 1) -> str:
+    """``KL mean 7.41e-06, median ..., p99 ..., max ...; same top-1 100.0%`` (without
+    the quantiles where they are not kept: a backend's, a sweep's)."""
+    middle = f", median {d['kl_median']:.3g}, p99 {d['kl_p99']:.3g}" if quantiles else ""
+    return (
+        f"KL mean {d['kl_mean']:.3g}{middle}, max {d['kl_max']:.3g}; same top-1 "
+        f"{100 * d['same_top1']:.{digits}f}%"
+    )
+
+
+def terms_text(v: dict, limit: bool = True) -> str:
+    """Every term of the verdict ``v``, ``; ``-separated (:func:`term_text`)."""
+    return "; ".join(term_text(t, v["confidence"], limit) for t in v["terms"])
+
+
+def _count(n: int, plural: str) -> str:
+    """``3 prompts``, ``1 prompt``."""
+    return f"{n} {plural[:-1] if n == 1 and plural.endswith('s') else plural}"
+
+
+def _over(d: dict) -> str:
+    """``logits, `` or, for a classifier's, ``logits over labels, ``."""
+    return "logits over labels, " if d.get("over") == "labels" else "logits, "
+
+
+def _unit(d: dict) -> str:
+    return "label" if d.get("over") == "labels" else "token"
 
 
 def requantisation_lines(r: dict | None) -> list[str]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from .quantisation import sweep_distribution_lines
+
 
 def render_summary(summary: dict, out: str) -> str:
     """A few lines for the terminal; the full figures are in summary.json."""
@@ -65,7 +67,7 @@ def render_summary(summary: dict, out: str) -> str:
     if "generation" in summary:
         lines += [""] + _generation(summary["generation"], run.get("decoding"))
     if summary.get("distribution"):
-        lines += [""] + _distribution(summary["distribution"])
+        lines += [""] + sweep_distribution_lines(summary["distribution"])
     # passed is None for a skipped item (too long): it is counted as skipped, not failed
     bad = [w for w in summary["worst_items"] if w["passed"] is False][:5]
     if bad:
@@ -86,48 +88,6 @@ def render_summary(summary: dict, out: str) -> str:
         f"{verdict} sweep: {summary['passed']}/{summary['items']} items passed{over}; see {out}/"
     )
     return "\n".join(lines)
-
-
-def _distribution(spread: dict) -> list[str]:
-    """llama.cpp's statistics per check that scored logits, and its budget's verdict."""
-    lines = ["distribution (llama.cpp's KL statistics, PyTorch the reference):"]
-    for name, d in spread.items():
-        ppl = "" if d["ln_ppl_ratio"] is None else f", ln(PPL ratio) {d['ln_ppl_ratio']:.3g}"
-        lines.append(
-            f"  {name}: {d['positions']} positions over {d['items']} items: KL mean "
-            f"{d['kl_mean']:.3g}, max {d['kl_max']:.3g}; same top-1 "
-            f"{100 * d['same_top1']:.2f}%; RMS Δp {d['rms_dp']:.3g} (at the {d['dp_at']})"
-            f"{ppl}; item-mean KL median {d['item_kl_median']:.3g}, p99 "
-            f"{d['item_kl_p99']:.3g}"
-        )
-        budget = d.get("budget")
-        if budget:
-            lines += _budget(budget)
-    return lines
-
-
-def _budget(b: dict) -> list[str]:
-    if not b["terms"]:
-        return [f"    budget: {b['verdict']} ({b.get('note', 'nothing judged')})"]
-    lines = [
-        f"    budget: {b['verdict']}, {100 * b['confidence']:g}% bootstrap interval over "
-        f"{b['items']} items ({b['resamples']} resamples)"
-        + (
-            f": too few for an interval; give at least {b['needed']}"
-            if b.get("needed")
-            else ": run more items to decide"
-            if b["verdict"] == "INCONCLUSIVE"
-            else ""
-        )
-    ]
-    for t in b["terms"]:
-        limit = t["limit"]
-        interval = "no interval" if t["low"] is None else f"[{t['low']:.3g}, {t['high']:.3g}]"
-        lines.append(
-            f"      {limit['metric']} {t['value']:.3g} {interval} "
-            f"vs {limit['bound']} {limit['value']:g}: {t['verdict']}"
-        )
-    return lines
 
 
 def _over_budget(summary: dict) -> str:

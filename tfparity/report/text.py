@@ -8,7 +8,7 @@ from ..compare import Comparison
 from ..results import Divergence, Report, is_artefact
 from ..trace import decoder_state_index, layer_of, layer_text
 from .growth import growth_table, tensor_error_table
-from .quantisation import quantisation_lines, requantisation_lines, term_text, too_few_text
+from .quantisation import distribution_lines, quantisation_lines, requantisation_lines
 
 _HEADER = ("tensor", "max abs diff", "mean abs diff", "mismatched", "cosine", "verdict")
 
@@ -261,47 +261,6 @@ def agreement_lines(agreement: list[dict]) -> list[str]:
         if a["flip_count"] > len(a["flips"]):
             lines.append(f"  ... {a['flip_count']} flips in all, {a['near_ties']} at near-ties")
     return lines
-
-
-def distribution_lines(d: dict | None) -> list[str]:
-    """llama.cpp's KL statistics of the LM head's logits (docs/quantised.md), and the
-    bootstrap verdict on them where a ``--kl-budget`` was set."""
-    if not d:
-        return []
-    ratio = d.get("ln_ppl_ratio")
-    ppl = "" if ratio is None else f"; ln(PPL(TF)/PPL(PyTorch)) {ratio:.3g}"
-    lines = [
-        f"distribution ({_over(d)}{_count(d['positions'], d.get('positions_are', 'positions'))} "
-        f"over {_count(d['items'], d.get('items_are', 'sequences'))}): "
-        f"KL mean {d['kl_mean']:.3g}, median {d['kl_median']:.3g}, p99 {d['kl_p99']:.3g}, "
-        f"max {d['kl_max']:.3g}; same top-1 {100 * d['same_top1']:.1f}%; "
-        f"RMS Δp {d['rms_dp']:.3g} (at the {d['dp_at']} {_unit(d)}){ppl}"
-    ]
-    v = d.get("budget")
-    if v:
-        more = " (run more items)" if v["verdict"] == "INCONCLUSIVE" else ""
-        more = too_few_text(v, d.get("items_are", "sequences")) or more
-        terms = "; ".join(term_text(t, v["confidence"]) for t in v["terms"])
-        lines.append(
-            f"distribution budget {v['verdict']}{more} over "
-            f"{_count(v['items'], d.get('items_are', 'sequences'))}, "
-            f"{v['resamples']} bootstrap resamples: {terms}"
-        )
-    return lines
-
-
-def _count(n: int, plural: str) -> str:
-    """``3 prompts``, ``1 prompt``."""
-    return f"{n} {plural[:-1] if n == 1 and plural.endswith('s') else plural}"
-
-
-def _over(d: dict) -> str:
-    """``logits, `` or, for a classifier's, ``logits over labels, ``."""
-    return "logits over labels, " if d.get("over") == "labels" else "logits, "
-
-
-def _unit(d: dict) -> str:
-    return "label" if d.get("over") == "labels" else "token"
 
 
 def gold_lines(g: dict | None) -> list[str]:

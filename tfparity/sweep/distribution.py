@@ -26,7 +26,9 @@ from ..compare.bootstrap import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     INCONCLUSIVE,
+    BootstrapVerdict,
     Limit,
+    MetricVerdict,
     interval_verdict,
     too_few,
 )
@@ -141,11 +143,12 @@ def budget_verdict(
 ) -> dict:
     """The paired bootstrap over items (:func:`tfparity.compare.bootstrap.bootstrap_verdict`'s
     draws and percentile interval), each resample's statistic recomputed from the drawn
-    items' sums; as a dict for summary.json. No scored item: INCONCLUSIVE, said."""
+    items' sums; for summary.json, in :meth:`BootstrapVerdict.details`'s one shape. No
+    scored item: INCONCLUSIVE, said."""
     cols = tally.columns()
-    base = {"items": 0, "resamples": resamples, "confidence": confidence, "seed": seed}
     if cols is None:
-        return base | {"terms": [], "verdict": INCONCLUSIVE, "note": "no scored positions"}
+        empty = BootstrapVerdict([], 0, resamples, confidence, seed).details()
+        return empty | {"verdict": INCONCLUSIVE, "note": "no scored positions"}
     count = cols["positions"].size
     needed = too_few(count)
     spreads = _spreads(cols, limits, resamples, seed) if needed is None else [None] * len(limits)
@@ -156,18 +159,9 @@ def budget_verdict(
         low = high = None  # too few items for an interval: INCONCLUSIVE
         if spread is not None:
             low, high = (float(x) for x in np.percentile(spread, [tail, 100 - tail]))
-        terms.append(
-            {
-                "limit": {"metric": limit.metric, "bound": limit.bound, "value": limit.value},
-                "value": float(value),
-                "low": low,
-                "high": high,
-                "verdict": INCONCLUSIVE if low is None else interval_verdict(limit, low, high),
-            }
-        )
-    found = {t["verdict"] for t in terms}
-    verdict = "FAIL" if "FAIL" in found else INCONCLUSIVE if INCONCLUSIVE in found else "PASS"
-    return base | {"items": count, "terms": terms, "verdict": verdict, "needed": needed}
+        verdict = INCONCLUSIVE if low is None else interval_verdict(limit, low, high)
+        terms.append(MetricVerdict(limit, float(value), low, high, verdict))
+    return BootstrapVerdict(terms, int(count), resamples, confidence, seed, needed).details()
 
 
 def _spreads(

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare.bootstrap import FAIL, parse_budget
+from ..compare.bootstrap import FAIL, parse_limits
 from .distribution import DISTRIBUTION, DistributionTally, budget_verdict, statistics
 from .generate import GENERATE
 from .generation_summary import GenerationTally
@@ -103,7 +103,7 @@ def summarise(
 def _distributions(spreads: dict[str, DistributionTally], budget: str | None) -> dict:
     """Per check with logits scored: llama.cpp's statistics and, with ``budget`` (the
     run's ``--kl-budget``), the bootstrap verdict over its items."""
-    limits = parse_budget(budget) if budget else None
+    limits = parse_limits(budget) if budget else None
     out = {}
     for name, tally in spreads.items():
         stats = statistics(tally)

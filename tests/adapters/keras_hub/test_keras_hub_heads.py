@@ -15,8 +15,8 @@ pytest.importorskip("keras_hub")
 from tfparity import InputOptions, render  # noqa: E402
 from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir  # noqa: E402
 from tfparity.adapters.keras_hub.heads import KerasHubHeadTask, port_head  # noqa: E402
-from tfparity.adapters.keras_hub.quantize import quantize  # noqa: E402
 from tfparity.adapters.keras_hub.side import import_keras_hub  # noqa: E402
+from tfparity.adapters.tf_common.quantize import quantize  # noqa: E402
 from tfparity.api import crosscheck, load_model  # noqa: E402
 from tfparity.architectures.faults import scale  # noqa: E402
 from tfparity.architectures.heads import Head  # noqa: E402

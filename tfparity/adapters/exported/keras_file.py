@@ -27,12 +27,12 @@ from ...errors import TfparityError
 from ..interfaces.sides import TFSide
 from ..keras_hub.heads import head_task_side, mapped_head
 from ..keras_hub.quantised_side import part_modes
-from ..keras_hub.quantize import modes_text, stored_mode
 from ..keras_hub.side import backbone_side, import_keras_hub
 from ..keras_hub.task import causal_lm_side, ported_causal_lm, stored_task_head, task_backbone
 from ..sources.checkpoints import Companion
 from ..sources.holdings import Holdings
 from ..sources.specs import ModelSpec
+from ..tf_common.quantize import modes_text, stored_mode
 
 
 def load_keras_file(spec: ModelSpec, companion: Companion, head: Head | None = None) -> TFSide:

@@ -106,27 +106,6 @@ def vocabulary(config: dict[str, Any]) -> int | None:
     return min(sizes, default=None)
 
 
-def quantised_mode(config: Any) -> str | None:
-    """The mode a saved model's layers were quantised to by Keras (``model.quantize``),
-    read from their ``QuantizedDTypePolicy`` in the config (``int8``; modes joined by
-    ``+`` if several); None for a float model. Read without Keras, so the parent can
-    tell before any process starts."""
-    found: set[str] = set()
-
-    def visit(node: Any) -> None:
-        if isinstance(node, dict):
-            if "Quantized" in str(node.get("class_name", "")) and "mode" in node.get("config", {}):
-                found.add(str(node["config"]["mode"]))
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
-
-    visit(config)
-    return "+".join(sorted(found)) or None
-
-
 def _layers(config: Any) -> list[dict[str, Any]]:
     """Every layer config, nested models' included, depth first."""
     found: list[dict[str, Any]] = []

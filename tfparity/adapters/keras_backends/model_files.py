@@ -12,13 +12,13 @@ from ...errors import TfparityError
 
 def save_quantised(path: str, out: str, mode: str, imports: list[str]) -> str | None:
     """Load the float ``.keras`` at ``path``, quantise it with Keras to ``mode`` (through
-    :mod:`..keras_hub.quantize`, the one place tfparity quantises) and save it whole at
+    :mod:`..tf_common.quantize`, the one place tfparity quantises) and save it whole at
     ``out``; the mode its layers now hold."""
     import importlib
 
     import keras
 
-    from ..keras_hub.quantize import quantize, stored_mode
+    from ..tf_common.quantize import quantize, stored_mode
 
     for module in imports:  # custom layers register themselves on import
         importlib.import_module(module)

@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from ...compare.quantisation import CALIBRATED_MODES
 from ...errors import TfparityError
-from .quantize import CALIBRATED_MODES, layer_modes
+from ..tf_common.quantize import layer_modes
 
 # the settings of each mode that takes calibration data that a .keras file does not record
 SETTINGS = {

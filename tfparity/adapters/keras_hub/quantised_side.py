@@ -1,6 +1,6 @@
 """A keras-hub side's quantised copy, for ``crosscheck --quantize``: the float model
-stays what the referee judges, the copy is quantised by :func:`.quantize.quantize`
-(the one place tfparity quantises)."""
+stays what the referee judges, the copy is quantised by
+:func:`..tf_common.quantize.quantize` (the one place tfparity quantises)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from ...architectures.heads import Head
 from ...architectures.keras_hub_layouts import block
 from ...errors import TfparityError
 from ..interfaces.sides import TFSide
+from ..tf_common.quantize import check_mode, modes_of_parts, quantize, stored_mode
 from .heads import KerasHubHeadTask, head_task_side
-from .quantize import check_mode, modes_of_parts, quantize, stored_mode
 from .side import KerasHubModel
 from .task import causal_lm_side
 
@@ -67,7 +67,8 @@ def quantisable_parts(side: TFSide) -> list[tuple[int | str, str]]:
     """What ``--attribute`` quantises one at a time: ``("embeddings", path)`` for the
     token embedding (with a keras-hub causal LM's head: the same layer, reversed) and
     ``(i, path)`` for each transformer block, by the layer paths
-    :func:`.quantize.quantize` takes. Exit 2 where ``side`` cannot be quantised."""
+    :func:`..tf_common.quantize.quantize` takes. Exit 2 where ``side`` cannot be
+    quantised."""
     if not isinstance(side, KerasHubModel):
         quantised_side(side, "int8")  # its refusal, in its words
     backbone = side.backbone

@@ -3,14 +3,15 @@ variable by variable, for the exact check (docs/quantised.md, "Reproducing the
 quantisation").
 
 Keras's int8 and int4 quantisation is deterministic: quantising the float source afresh,
-each layer in the mode the stored file's dtype policies name (:func:`.quantize.layer_modes`),
-gives the variables the file must hold. :func:`fresh_twin` builds that quantisation (one
-:func:`.quantize.quantize` per mode, on one copy of the source) and hands the check the
-two sets of variables as numpy (:class:`~tfparity.compare.requantisation.QuantisedVariable`),
-a way to run each model, and a way to put one fresh variable back into the stored model
-for one forward pass (restored after). Where the stored file cannot be reproduced this
-way (another tool's variables, a source already quantised, no source) it says why in
-one line and the check is skipped.
+each layer in the mode the stored file's dtype policies name
+(:func:`..tf_common.quantize.layer_modes`), gives the variables the file must hold.
+:func:`fresh_twin` builds that quantisation (one :func:`..tf_common.quantize.quantize`
+per mode, on one copy of the source) and hands the check the two sets of variables as
+numpy (:class:`~tfparity.compare.requantisation.QuantisedVariable`), a way to run each
+model, and a way to put one fresh variable back into the stored model for one forward
+pass (restored after). Where the stored file cannot be reproduced this way (another
+tool's variables, a source already quantised, no source) it says why in one line and the
+check is skipped.
 
 Any Keras 3 model: a keras-hub model's source is ``--source`` or the reference's
 checkpoint converted by keras-hub; a model of one's own (docs/your-own-model.md) has
@@ -29,9 +30,11 @@ from typing import Any
 import numpy as np
 
 from ...architectures.heads import Head
+from ...compare.quantisation import CALIBRATED_MODES
 from ...compare.requantisation import QuantisedVariable, compare_requantised
 from ..interfaces.requantisation import FreshTwin
 from ..interfaces.sides import TFSide
+from ..tf_common.quantize import MODES, layer_modes, quantize
 from .calibration import (
     Calibration,
     keras_config,
@@ -39,7 +42,6 @@ from .calibration import (
     policy_settings,
 )
 from .quantised_side import quantisable_parts, quantised_side
-from .quantize import CALIBRATED_MODES, MODES, layer_modes, quantize
 from .side import KerasHubModel
 from .task import load_keras_hub_side
 

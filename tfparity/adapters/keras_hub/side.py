@@ -256,10 +256,9 @@ class KerasHubModel(TFSideBase):
     @property
     def quantisation(self) -> str | None:
         """``keras int8`` (etc.) for a model Keras quantised (a quantised .keras file)."""
-        from .quantize import stored_mode
+        from ..tf_common.quantize import stored_kind
 
-        mode = stored_mode(self.model)
-        return None if mode is None else f"keras {mode}"
+        return stored_kind(self.model)
 
     @property
     def framework(self) -> str:

@@ -22,11 +22,11 @@ from ...inputs import Batch, Limits, available_inputs, check_limits
 from ...results import Hint
 from ...trace import Trace, hidden_state_index
 from ..interfaces.sides import TFSideBase, config_limits
-from ..keras_hub.quantize import stored_mode
 from ..reference.own import reference_config
 from ..runtime.execution_options import ExecutionOptions, eager_only
 from ..sources.checkpoints import resolve
 from ..sources.specs import ModelSpec
+from ..tf_common.quantize import stored_kind
 from .calls import (
     CALLABLE,
     Callee,
@@ -164,8 +164,7 @@ class UserModel(TFSideBase):
         """``keras int8`` (etc.) for a Keras 3 model Keras quantised (``model.quantize``,
         or a ``.keras`` file saved after it): judged by that mode's budgets, as a
         keras-hub model is; None for any other model."""
-        mode = stored_mode(self.model)
-        return None if mode is None else f"keras {mode}"
+        return stored_kind(self.model)
 
     @property
     def headless_reason(self) -> str | None:

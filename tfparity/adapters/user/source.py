@@ -14,8 +14,8 @@ from typing import Any
 
 from ...errors import TfparityError
 from ..interfaces.sides import TFSide
-from ..keras_hub.quantize import stored_mode
 from ..sources.specs import ModelSpec, as_spec
+from ..tf_common.quantize import stored_mode
 from .side import UserModel, user_model
 
 

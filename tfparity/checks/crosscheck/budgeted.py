@@ -18,16 +18,19 @@ from typing import Any
 import numpy as np
 
 from ...compare import BudgetJudge, Comparison, failed_comparison
-from ...compare.budgets import (
-    Budget,
+from ...compare.budgets import Budget, budgets_for, judged_by_budget
+from ...compare.growth import (
     LayerError,
-    budget_for,
+    LayerOver,
     error_growth,
-    judged_by_budget,
+    has_limit,
+    limits_text,
+    over_limit,
     ranked_layers,
+    unjudged,
     worst_layer,
 )
-from ...compare.layer_growth import LayerOver, has_limit, limits_text, over_limit, unjudged
+from ...compare.quantisation import keras_mode
 from ...compare.tensor_metrics import tensor_errors
 from ...results import Divergence
 from ...trace import Trace, hidden_state_index, layer_of, layer_text
@@ -39,7 +42,7 @@ def budget_of(quantisation: str | None, given: str | Budget | None) -> Budget | 
     for a float32 side the user set no budget for (the referee judges it)."""
     if quantisation is None and given is None:
         return None
-    return budget_for(quantisation, given)
+    return budgets_for(quantisation).tensor_budget(given)
 
 
 def judge_line(quantisation: str | None, budget: Budget) -> str:
@@ -80,7 +83,7 @@ def growth(tf: Sequence[Trace], pt: Sequence[Trace], masks: Sequence[Any]) -> li
 
 
 def growth_failures(over: Sequence[LayerOver], what: str, alone: str = "") -> list[Comparison]:
-    """A failing row per layer over its growth limit (:mod:`tfparity.compare.layer_growth`),
+    """A failing row per layer over its growth limit (:mod:`tfparity.compare.growth`),
     named by the layer and its factor; ``what`` says against what (``quantised int8 vs
     float``); ``alone``: ``--attribute``'s hint, where it ran."""
     return [
@@ -102,8 +105,8 @@ def growth_judged(
     per-layer growth limit of its mode; a mixed-mode one's layers each by their own
     (``modes``: layer -> mode). The layers over it, and ``details["growth"]``. Other
     kinds, and Keras modes no limit was measured for, are not held to it (empty)."""
-    mode = (kind or "").removeprefix("keras ")
-    if not (kind or "").startswith("keras ") or not has_limit(mode) or not rows:
+    mode = keras_mode(kind)
+    if mode is None or not has_limit(mode) or not rows:
         return [], {}
     over = over_limit(rows, mode, modes)
     found: dict[str, Any] = {"limit": limits_text(mode, modes), "over": [asdict(o) for o in over]}

@@ -29,7 +29,7 @@ from ...compare import (
     judged_by_referee,
 )
 from ...compare.bootstrap import Limit
-from ...compare.quantisation import kind_kl_budget
+from ...compare.budgets import budgets_for
 from ...inputs import Batch, note_inputs
 from ...results import Divergence, Report
 from ...trace import Trace, hidden_state_index
@@ -196,7 +196,7 @@ def _budgeted(
     comparisons = budgeted.judged(comparisons, agreement, budget)
     lm_metrics = distribution.lm_distribution(runs.tf, runs.pt, batches, head)
     # a Keras-quantised file's LM head is judged by its mode's default too
-    default = kind_kl_budget(tf_model.quantisation) if lm_metrics is not None else None
+    default = list(budgets_for(tf_model.quantisation).kl) if lm_metrics is not None else None
     kl_verdict = distribution.judged(lm_metrics, options.kl_budget or default)
     comparisons += distribution.failures(kl_verdict)
     rows = budgeted.growth(runs.tf, runs.pt, masks)

@@ -22,9 +22,9 @@ from ...architectures.heads import (
     SAME_TOKEN_HEADS,
     Head,
 )
-from ...compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
+from ...compare.bootstrap import BootstrapVerdict, Limit, bootstrap_verdict
 from ...compare.distribution import PositionMetrics, concatenate, position_metrics, summarise
-from ...compare.record import Comparison, failed_comparison
+from ...compare.record import Comparison
 from ...errors import TfparityError
 from ...inputs import Batch
 from ...trace import Trace
@@ -107,7 +107,7 @@ def details(
         "positions_are": positions,
     }
     if verdict is not None:
-        found["distribution"]["budget"] = asdict(verdict) | {"verdict": verdict.verdict}
+        found["distribution"]["budget"] = verdict.details()
     return found
 
 
@@ -142,20 +142,10 @@ def judged(
 
 
 def failures(verdict: BootstrapVerdict | None, items: str = "sequences") -> list[Comparison]:
-    """A failing row per term whose whole interval lies outside its budget, so the
-    verdict line leads with it; an INCONCLUSIVE term fails nothing (more items would
-    decide) and is said on the report's distribution line."""
-    if verdict is None:
-        return []
-    return [
-        failed_comparison(
-            f"distribution {t.limit.metric} ({LOGITS})",
-            f"Over budget: {t.limit.metric} {t.value:.3g} outside {t.limit}, its "
-            f"{100 * verdict.confidence:g}% interval [{t.low:.3g}, {t.high:.3g}] over "
-            f"{verdict.items} {items} wholly outside.",
-            [verdict.items],
-            "float64",
-        )
-        for t in verdict.terms
-        if t.verdict == FAIL
-    ]
+    """The verdict's failing rows (:meth:`BootstrapVerdict.failures`), named for the
+    logits they judge: ``distribution kl_mean (logits)``; none without a budget."""
+    return (
+        []
+        if verdict is None
+        else verdict.failures(f"distribution {{metric}} ({LOGITS})", items=items)
+    )

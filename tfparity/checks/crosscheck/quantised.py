@@ -24,11 +24,11 @@ from typing import Any
 
 from ...adapters.interfaces.sides import Reference, TFSide
 from ...compare import Comparison, failed_comparison
-from ...compare.bootstrap import FAIL, BootstrapVerdict, Limit, bootstrap_verdict
-from ...compare.budgets import LayerError, ranked_layers
+from ...compare.bootstrap import BootstrapVerdict, Limit, bootstrap_verdict
+from ...compare.budgets import budgets_for
 from ...compare.distribution import PositionMetrics, summarise
-from ...compare.layer_growth import LayerOver, limits_text, over_limit
-from ...compare.quantisation import kl_budget_for
+from ...compare.growth import LayerError, LayerOver, limits_text, over_limit, ranked_layers
+from ...compare.quantisation import keras_kind
 from ...inputs import Batch
 from ...results import Divergence, Report
 from ...trace import Trace, layer_of
@@ -51,7 +51,7 @@ def with_quantisation(
     as ``details["quantisation"]``; (b) over its budget fails the report. With ``parts``
     and ``quantised_part`` (``--attribute``), each part quantised alone is ranked too
     (``details["quantisation"]["attribution"]``)."""
-    limits, origin = kl_budget_for(mode, given)
+    limits, origin = budgets_for(keras_kind(mode)).kl_limits(given)
     masks = [b.attention_mask for b in batches]
     floats = [float_side.run(b) for b in batches]
     quants = [quantised.run(b) for b in batches]
@@ -143,7 +143,7 @@ def _section(metrics: PositionMetrics | None, verdict: BootstrapVerdict | None) 
         return {}
     found: dict[str, Any] = asdict(summarise(metrics))
     if verdict is not None:
-        found["budget"] = asdict(verdict) | {"verdict": verdict.verdict}
+        found["budget"] = verdict.details()
     return found
 
 
@@ -156,15 +156,6 @@ def _failures(
     if verdict is None:
         return []
     blame = (f"; the layer that quantises worst is {worst}" if worst else "") + alone
-    return [
-        failed_comparison(
-            f"quantised {mode} vs float: {t.limit.metric} (logits)",
-            f"Over the {mode} budget: {t.limit.metric} {t.value:.3g} outside {t.limit}, its "
-            f"{100 * verdict.confidence:g}% interval [{t.low:.3g}, {t.high:.3g}] over "
-            f"{verdict.items} sequences wholly outside{blame}.",
-            [verdict.items],
-            "float64",
-        )
-        for t in verdict.terms
-        if t.verdict == FAIL
-    ]
+    return verdict.failures(
+        f"quantised {mode} vs float: {{metric}} (logits)", budget=f"the {mode} budget", blame=blame
+    )

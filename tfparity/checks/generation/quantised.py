@@ -7,7 +7,7 @@ A quantised model differs from float32 by design, so the float64 referee's per-s
 verdict would fail it at its first flip, and flips at near ties are what quantisation
 does. Here the tokens are reported (how many agree before the first divergence; the
 teacher-forced same-top-1 share), not judged one by one; the verdict is the mode's
-distribution budget (:mod:`tfparity.compare.quantisation`, ``--kl-budget`` overrides
+distribution budget (:mod:`tfparity.compare.budgets`, ``--kl-budget`` overrides
 it) on the teacher-forced steps, by a bootstrap interval over the prompts. The TF
 cache against its own recomputation is still judged: both run the same quantised
 kernels. Numpy only.
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...compare.bootstrap import Limit
-from ...compare.quantisation import kl_budget_for
+from ...compare.budgets import budgets_for
+from ...compare.quantisation import keras_kind, keras_mode
 from ...results import Divergence
 
 
@@ -37,17 +38,15 @@ class QuantisedGeneration:
     def of(
         cls, mode: str, given: Sequence[Limit] | None, stored: bool = False
     ) -> QuantisedGeneration:
-        limits, origin = kl_budget_for(mode, given)
+        limits, origin = budgets_for(keras_kind(mode)).kl_limits(given)
         return cls(mode, limits, origin, stored)
 
     @classmethod
     def stored_in(cls, side: Any, given: Sequence[Limit] | None) -> QuantisedGeneration | None:
         """The judgement of ``side`` where it is stored quantised by Keras (a ``.keras``
         file saved after ``quantize``: kind ``keras int8``), in its own mode; else None."""
-        kind = side.quantisation or ""
-        return (
-            cls.of(kind.removeprefix("keras "), given, True) if kind.startswith("keras ") else None
-        )
+        mode = keras_mode(side.quantisation)
+        return None if mode is None else cls.of(mode, given, True)
 
     def judge_line(self) -> str:
         budget = ", ".join(map(str, self.limits))

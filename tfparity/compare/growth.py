@@ -1,17 +1,19 @@
-"""The per-layer budget of a Keras-quantised model: no layer may multiply its input's
-error by more than a correct quantisation does.
+"""Error growth: where a budget-judged model's error comes from, and the per-layer
+budget of a Keras-quantised model (no layer may multiply its input's error by more than
+a correct quantisation does).
 
-A quantised model's error grows layer by layer (:func:`.budgets.error_growth`): each
-hidden state's relative error to the float model, and how many times its input's error
-it has (its *growth*). A correct quantisation adds a little at each layer: over the
-tiny keras-hub families and MiniLM's real weights, no block's growth exceeded x1.6 in
-int8, int4 or float8 past the first block (x2.6 there; ``scripts/quantised_growth.py``;
-the table in docs/quantised.md, "Budgets that see one damaged layer"). One damaged
-scale makes its block stand out: x1.5 on one feed-forward ``kernel_scale`` gives x3.0
-on MiniLM in int8, x50 gives x9. So
-a layer whose growth is over its mode's limit FAILs and is named, with its factor. This
-judges a backbone, which has no LM head for the distribution budget, and an LM beside
-its distribution budget. Numpy only.
+Each hidden state's error relative to the reference's size, and what each layer adds
+to it (:func:`error_growth`); the layer that adds most is the one that quantises worst
+(:func:`ranked_layers`). A quantised model's error grows layer by layer: how many times
+its input's error a hidden state has is its *growth*. A correct quantisation adds a
+little at each layer: over the tiny keras-hub families and MiniLM's real weights, no
+block's growth exceeded x1.6 in int8, int4 or float8 past the first block (x2.6 there;
+``scripts/quantised_growth.py``; the table in docs/quantised.md, "Budgets that see one
+damaged layer"). One damaged scale makes its block stand out: x1.5 on one feed-forward
+``kernel_scale`` gives x3.0 on MiniLM in int8, x50 gives x9. So a layer whose growth is
+over its mode's limit FAILs and is named, with its factor. This judges a backbone,
+which has no LM head for the distribution budget, and an LM beside its distribution
+budget. Numpy only.
 
 What it cannot see: a layer fed no error (growth from 0: the first quantised layer,
 the embeddings) and damage smaller than the quantisation's own error: x1.05 on a scale
@@ -25,8 +27,67 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import TfparityError
-from .budgets import LayerError
+from ..trace import layer_of
+from .masks import leaf_mask
+
+
+@dataclass(frozen=True)
+class LayerError:
+    """One hidden state's error relative to the reference's size (RMS of the
+    difference over RMS of the reference, valid tokens only), and what the layer that
+    made it added to the error of its input."""
+
+    hidden_state: int
+    layer: int | str  # "embeddings" for hidden state 0
+    relative_error: float
+    added: float  # relative_error minus the previous hidden state's
+
+    @property
+    def growth(self) -> float | None:
+        """How many times the error of its input this layer's output has (None: from 0)."""
+        before = self.relative_error - self.added
+        return self.relative_error / before if before > 0 else None
+
+
+def error_growth(
+    actual: Sequence[Sequence[np.ndarray]],
+    expected: Sequence[Sequence[np.ndarray]],
+    masks: Sequence[np.ndarray | None],
+) -> list[LayerError]:
+    """Per hidden state ``k`` (``actual[b][k]``: batch ``b``'s hidden state ``k``), its
+    relative error and what its layer added."""
+    rows: list[LayerError] = []
+    before = 0.0
+    for k in range(len(expected[0]) if expected else 0):
+        diff = ref = 0.0
+        for a, e, mask in zip(actual, expected, masks, strict=True):
+            keep = leaf_mask(mask, np.shape(e[k]), f"hidden_states[{k}]")
+            d = np.asarray(a[k], np.float64) - np.asarray(e[k], np.float64)
+            r = np.asarray(e[k], np.float64)
+            if keep is not None:
+                d, r = d[keep], r[keep]
+            diff += float(np.sum(d * d))
+            ref += float(np.sum(r * r))
+        relative = float(np.sqrt(diff / ref)) if ref > 0 else 0.0
+        rows.append(LayerError(k, layer_of(k), relative, relative - before))
+        before = relative
+    return rows
+
+
+def worst_layer(rows: Sequence[LayerError]) -> LayerError | None:
+    """The layer that adds the most error (the one that quantises worst)."""
+    return max(rows, key=lambda r: r.added, default=None)
+
+
+def ranked_layers(rows: Sequence[LayerError]) -> list[LayerError]:
+    """The layers, the one that adds the most error first (``llm-compressor#1990``'s
+    question, "which layer hurts quant accuracy?"): its first is :func:`worst_layer`'s
+    (a tie keeps the earlier layer first, as ``max`` does)."""
+    return sorted(rows, key=lambda r: -r.added)
+
 
 # The most times its input's relative error one block's output may have, per Keras mode
 # (scripts/quantised_growth.py on 4 tiny keras-hub families and MiniLM): clean, at most

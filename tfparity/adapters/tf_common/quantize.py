@@ -1,14 +1,21 @@
-"""Keras-native quantisation (``model.quantize``): the ONE place tfparity quantises.
+"""Keras-native quantisation (``model.quantize``): the ONE place tfparity quantises,
+and the one reader of the mode a file or model was quantised to.
 
-``crosscheck --quantize int8|int4|float8`` checks a keras-hub model (a ``keras-hub:``
-spec or a Keras 3 ``.keras`` file) as it would ship quantised: a copy of its float
-model (made by :mod:`.quantised_side`) is quantised here, so the float model stays
-what the referee judges and the quantised copy is judged against it
-(docs/quantised.md). :func:`quantize` takes the
-layers to quantise too (by variable path prefix, ``transformer_layer_3``), so a
-one-layer-at-a-time attribution can reuse it. A ``.keras`` file saved after
-``quantize`` carries its mode in its layers' dtype policies (``int8_from_float32``):
-:func:`stored_mode` reads it back.
+It serves any Keras 3 model: ``crosscheck --quantize int8|int4|float8`` checks a
+keras-hub model (a ``keras-hub:`` spec or a Keras 3 ``.keras`` file) as it would ship
+quantised: a copy of its float model (made by
+:mod:`tfparity.adapters.keras_hub.quantised_side`) is quantised here, so the float
+model stays what the referee judges and the quantised copy is judged against it
+(docs/quantised.md); ``tfparity backends --quantize`` and the exact check's fresh
+quantisation (:mod:`tfparity.adapters.keras_hub.requantise`) quantise here too.
+:func:`quantize` takes the layers to quantise too (by variable path prefix,
+``transformer_layer_3``), so a one-layer-at-a-time attribution can reuse it. A
+``.keras`` file saved after ``quantize`` carries its mode in its layers' dtype policies
+(``int8_from_float32``): :func:`stored_mode` reads it back from a loaded model,
+:func:`quantised_mode` from the file's config without Keras (a parent process that
+must not load one), and :func:`stored_kind` names the side's kind (``keras int8``).
+The modes are :data:`tfparity.compare.quantisation.MODES`, the one list every
+command's ``--quantize`` offers. No framework is imported at module level.
 """
 
 from __future__ import annotations
@@ -20,12 +27,8 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ...compare.quantisation import MODES, keras_kind
 from ...errors import TfparityError
-
-# the one list of Keras's modes: those --quantize takes (every command's choices), and
-# those that take calibration data, which a stored file may hold (--calibration)
-MODES = ("int8", "int4", "float8")
-CALIBRATED_MODES = ("gptq", "awq")
 
 
 def check_mode(mode: str) -> str:
@@ -47,7 +50,7 @@ def check_request(mode: str | None, attribute: bool = False) -> None:
     elif attribute:
         raise TfparityError(
             "--attribute quantises one layer at a time to the --quantize mode: give "
-            "--quantize int8|int4|float8 with it (docs/quantised.md)."
+            f"--quantize {'|'.join(MODES)} with it (docs/quantised.md)."
         )
 
 
@@ -106,6 +109,35 @@ def stored_mode(model: Any) -> str | None:
     # each quantised layer's own mode (its dtype policy, or its entry in the
     # DTypePolicyMap a reloaded model's layers share)
     found = {str(m) for layer in flatten() if (m := getattr(layer, "quantization_mode", None))}
+    return "+".join(sorted(found)) or None
+
+
+def stored_kind(model: Any) -> str | None:
+    """The kind of a side holding ``model``: ``keras int8`` (``keras int4+int8`` where
+    mixed) for a model Keras quantised, judged by that kind's budgets; None for a float
+    model (a side's ``quantisation``)."""
+    mode = stored_mode(model)
+    return None if mode is None else keras_kind(mode)
+
+
+def quantised_mode(config: Any) -> str | None:
+    """The mode a saved model's layers were quantised to by Keras (``model.quantize``),
+    read from their ``QuantizedDTypePolicy`` in the config (``int8``; modes joined by
+    ``+`` if several); None for a float model. Read without Keras, so the parent can
+    tell before any process starts."""
+    found: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            if "Quantized" in str(node.get("class_name", "")) and "mode" in node.get("config", {}):
+                found.add(str(node["config"]["mode"]))
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(config)
     return "+".join(sorted(found)) or None
 
 
