@@ -237,6 +237,7 @@ def crosscheck(
     from .adapters.requantise import fresh_twin
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
+    from .checks.crosscheck.export_parity import export_parity
     from .checks.crosscheck.quantised import with_quantisation
     from .checks.crosscheck.requantised import with_requantisation
     from .compare.bootstrap import parse_limits
@@ -295,14 +296,14 @@ def crosscheck(
         source_model = executed(
             source_model, (asked or source_model.execution).settle(len(batches))
         )
-        reports = _export_parity(runner, source_model, pt_model, batches, options)
+        reports = export_parity(runner, source_model, pt_model, batches, options)
         if quantised is not None:  # on the export-vs-PyTorch report
             reports[1] = with_quantisation(
                 reports[1], runner, quantised, pt_model, batches, quantize, limits, *alone
             )
         twin = fresh_twin(runner, source_model, pt, data)
         reports[1] = with_requantisation(reports[1], twin, batches)
-        return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
+        return _tokenizers_judged(reports, tf_model, pt, batches, tokenized)
     reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
     reports[0] = with_requantisation(reports[0], fresh_twin(runner, None, pt, data), batches)
     if quantised is not None:
@@ -314,46 +315,21 @@ def crosscheck(
         if reloaded is not None:  # an export has no save-and-reload pass of its own
             options = replace(options, label="crosscheck-reloaded")
             reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
-    return _tokenizers_judged(reports, tf_model, pt, batches) if tokenized else reports
+    return _tokenizers_judged(reports, tf_model, pt, batches, tokenized)
 
 
 def _tokenizers_judged(
-    reports: list[Report], tf_model: Any, pt: Any, batches: Sequence[Batch]
+    reports: list[Report], tf_model: Any, pt: Any, batches: Sequence[Batch], tokenized: bool
 ) -> list[Report]:
-    """``reports`` saying whose tokenizer made the ids of the texts, and judged on
-    whether the reference's own tokenizer (``pt``, a spec with one) makes the same ids:
-    a port checked on ids its reference's users never feed it proves nothing about
-    them (tfparity/checks/artefacts.py)."""
-    from .checks.crosscheck.artefacts import tokenizer_findings, with_findings
-    from .inputs import tokenizer_source
+    """``reports`` judged on the texts' tokenizers (:func:`tokenizers_judged`), the
+    reference's own found from ``pt``; as they are when the ids were not tokenised."""
+    from .checks.crosscheck.artefacts import tokenizers_judged
     from .orchestration import reference_tokenizer
 
-    texts = [t for b in batches for t in (b.texts or ())]
-    if not texts or tf_model.tokenizer is None:
+    texts = any(b.texts for b in batches)
+    if not (tokenized and texts) or tf_model.tokenizer is None:
         return reports
-    reference = reference_tokenizer(pt)
-    if reference is not None and tokenizer_source(reference) == tokenizer_source(
-        tf_model.tokenizer
-    ):
-        reference = None  # the very tokenizer that made the ids: nothing to compare
-    found = tokenizer_findings(tf_model.tokenizer, reference, texts)
-    return [with_findings(r, found) for r in reports]
-
-
-def _export_parity(
-    export: Any, source: Any, pt_model: Any, batches: Sequence[Batch], options: Any
-) -> list[Report]:
-    """The export vs its source, the export vs PyTorch, the source vs PyTorch; the
-    export's runs are made once and serve the first two."""
-    from .checks.crosscheck.check import crosscheck as _check
-    from .checks.crosscheck.export_source import SOURCE_LABEL, check_export_vs_source
-
-    traces = [export.run(b) for b in batches]
-    return [
-        check_export_vs_source(export, source, batches, options.tolerance, traces, options.budget),
-        _check(export, pt_model, batches, options, tf_traces=traces),
-        _check(source, pt_model, batches, replace(options, label=SOURCE_LABEL)),
-    ]
+    return tokenizers_judged(reports, tf_model.tokenizer, reference_tokenizer(pt), batches)
 
 
 def gradients(

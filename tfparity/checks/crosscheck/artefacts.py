@@ -200,3 +200,19 @@ def _short(text: str, limit: int = 40) -> str:
 
 def _failed(name: str, problem: str, count: int) -> Comparison:
     return failed_comparison(name, problem, [count], "n/a")
+
+
+def tokenizers_judged(
+    reports: list[Report], tokenizer: Any, reference: Any, batches: Sequence[Any]
+) -> list[Report]:
+    """``reports`` saying whose tokenizer made the ids of the texts (``tokenizer``), and
+    judged on whether the reference's own (``reference``, None without one) makes the
+    same ids: a port checked on ids its reference's users never feed it proves nothing
+    about them."""
+    texts = [t for b in batches for t in (b.texts or ())]
+    if not texts:
+        return reports
+    if reference is not None and tokenizer_source(reference) == tokenizer_source(tokenizer):
+        reference = None  # the very tokenizer that made the ids: nothing to compare
+    found = tokenizer_findings(tokenizer, reference, texts)
+    return [with_findings(r, found) for r in reports]
