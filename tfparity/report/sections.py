@@ -103,6 +103,16 @@ def render_embeddings(report: Report) -> str:
     return "\n".join(lines + _tail(report, f"cosine round trip {_pct(rt['cosine'])}"))
 
 
+def _alignment(d: dict) -> str:
+    """How the positions check lines its scenarios up."""
+    if d["per_token"]:
+        return "s3, s4 un-permuted to token order"
+    return (
+        f"one per sequence, read at token {d['pooled_token']}, which every permutation "
+        "keeps in place"
+    )
+
+
 def render_positions(report: Report) -> str:
     d = report.details
     lines = _head(
@@ -114,7 +124,7 @@ def render_positions(report: Report) -> str:
                 f"{d['permutations']} ({d['self_inverse_permutations']} self-inverse)",
             ),
             ("sequences", d["sequences"]),
-            ("compared", f"{d['compared']} (s3, s4 un-permuted to token order)"),
+            ("compared", f"{d['compared']} ({_alignment(d)})"),
         ],
     )
     rows = [
