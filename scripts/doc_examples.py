@@ -121,6 +121,22 @@ def _task_heads(work: Path) -> None:
     port.tokenizer.save_pretrained(work / "seqcls-tf-badhead")
 
 
+def _untied_mlm(work: Path) -> None:
+    """A seeded tiny BertForMaskedLM whose config unties its decoder (a decoder matrix
+    of its own), saved by PyTorch (``bert-mlm-untied``)."""
+    import torch
+    import transformers
+
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
+
+    torch.manual_seed(0)
+    config = tiny_config("bert")
+    config.tie_word_embeddings = False
+    config.architectures = ["BertForMaskedLM"]
+    transformers.BertForMaskedLM(config).save_pretrained(work / "bert-mlm-untied")
+    tiny_tokenizer().save_pretrained(work / "bert-mlm-untied")
+
+
 def _labelled_ports(work: Path) -> None:
     """A seeded tiny BertForSequenceClassification labelled NEGATIVE/POSITIVE, saved by
     PyTorch (``sentiment``), and two TF ports of it saved by save_pretrained: one with
@@ -302,6 +318,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
         "make_diagnose_example", "minilm", str(work / "diag-correct"), "--correct"
     ),
     "task-heads": _task_heads,
+    "untied-mlm": _untied_mlm,
     "labelled-ports": _labelled_ports,
     "litert-int8": lambda work: _litert(work / "int8.tflite", "dynamic-range int8"),
     "litert-fault": lambda work: _litert(work / "fault.tflite", "fp32", fault=True),
@@ -770,7 +787,20 @@ EXAMPLES: tuple[Example, ...] = (
     ),  # fmt: skip
     Example("embeddings-minilm", "docs/embeddings.md", 0, ("embeddings", "minilm"), minilm=True),
     Example("embeddings-tiny-bert", "docs/embeddings.md", 0, ("embeddings", "tiny:bert")),
+    Example(
+        "embeddings-untied-decoder",
+        "docs/embeddings.md",
+        1,
+        ("embeddings", "bert-mlm-untied", "--noise-scales", "0"),
+        setup=("untied-mlm",),
+    ),
     Example("positions-minilm", "docs/positions.md", 0, ("positions", "minilm"), minilm=True),
+    Example(
+        "positions-masked-lm",
+        "docs/positions.md",
+        0,
+        ("positions", "tiny:bert/masked-lm", "--permutations", "3"),
+    ),
     Example("gradients-tiny-bert", "docs/gradients.md", 0, ("gradients", "tiny:bert")),
     Example(
         "gradients-minilm",

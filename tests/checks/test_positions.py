@@ -10,10 +10,12 @@ import pytest
 
 from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.api import make_batches
-from tfparity.checks.positions import PositionsOptions, check_positions
+from tfparity.checks.positions import Answer, PositionsOptions, check_positions
 from tfparity.cli import main
+from tfparity.report.sections import render_positions
 
 FEW = PositionsOptions(permutations=3, seed=0)
+ONE = PositionsOptions(permutations=1, seed=0)
 
 
 def test_tiny_bert_four_scenarios(load_tf_model):
@@ -65,6 +67,58 @@ def test_mangled_position_ids_fail_explicit_match(load_tf_model):
     assert report.passed is False
 
 
+@pytest.fixture(scope="module")
+def mlm(load_tf_model):
+    return load_tf_model("tiny:bert/masked-lm")
+
+
+@pytest.fixture(scope="module")
+def classifier(load_tf_model):
+    return load_tf_model("tiny:bert/sequence-classification")
+
+
+def test_a_masked_lm_is_judged_on_its_logits_token_by_token(mlm):
+    """A head model answers with logits, not last_hidden_state (which it does not
+    return): s1 == s4 on the logits, s2 and s3 far off."""
+    report = check_positions(mlm, make_batches(mlm), ONE)
+    d, s = report.details, report.details["scenarios"]
+    assert d["compared"] == "logits" and d["per_token"] is True
+    assert s["s1_s4"]["max_abs_diff"] < 1e-5
+    for pair in ("s1_s2", "s1_s3"):
+        assert s[pair]["mean_abs_diff"] > 1e4 * s["s1_s4"]["mean_abs_diff"], pair
+    assert report.comparisons[0].name == "s4_vs_s1:logits" and report.comparisons[0].passed
+    assert d["equivariant"] is True and d["explicit_positions_match"] is True and report.passed
+
+
+def test_a_masked_lm_ignoring_position_ids_fails_on_its_logits(mlm):
+    report = check_positions(_as(_IgnoresPositions, mlm), make_batches(mlm), ONE)
+    assert report.details["scenarios"]["s1_s2"]["max_abs_diff"] == 0.0
+    failing = [c.name for c in report.comparisons if not c.passed]
+    assert failing == ["s4_vs_s1:logits"]
+    assert report.details["equivariant"] is False and report.passed is False
+
+
+def test_a_classifier_keeps_its_pooled_token_in_place_and_judges_its_logits(classifier):
+    """Sequence logits have no token axis; the head reads token 0, which every
+    permutation keeps, so s4 pools the same token as s1 (moving it would not)."""
+    report = check_positions(classifier, make_batches(classifier), ONE)
+    d, s = report.details, report.details["scenarios"]
+    assert (d["compared"], d["per_token"], d["pooled_token"]) == ("logits", False, 0)
+    assert s["s1_s4"]["max_abs_diff"] < 1e-6
+    assert s["s1_s2"]["mean_abs_diff"] > 1e3 * s["s1_s4"]["mean_abs_diff"]
+    assert d["equivariant"] is True and report.passed
+    assert "one per sequence, read at token 0" in render_positions(report)
+    perms = [Answer.of(classifier.head).permutation(np.random.default_rng(i), 9) for i in range(5)]
+    assert all(p[0] == 0 and sorted(p) == list(range(9)) for p in perms)
+    assert any(not np.array_equal(p, np.arange(9)) for p in perms)
+
+
+def test_a_classifier_ignoring_position_ids_fails(classifier):
+    report = check_positions(_as(_IgnoresPositions, classifier), make_batches(classifier), ONE)
+    assert [c.name for c in report.comparisons if not c.passed] == ["s4_vs_s1:logits"]
+    assert report.passed is False
+
+
 @pytest.mark.parametrize("arch", ["xlnet", "t5"])
 def test_relative_position_models_do_not_fail(load_tf_model, arch):
     model = load_tf_model(f"tiny:{arch}")
@@ -76,9 +130,11 @@ def test_relative_position_models_do_not_fail(load_tf_model, arch):
     assert any("relative" in n for n in report.notes)
 
 
-def test_decoder_is_not_judged_on_equivariance(load_tf_model):
-    model = load_tf_model("tiny:gpt2")
+@pytest.mark.parametrize("spec", ["tiny:gpt2", "tiny:gpt2/causal-lm"])
+def test_decoder_is_not_judged_on_equivariance(load_tf_model, spec):
+    model = load_tf_model(spec)
     report = check_positions(model, make_batches(model), FEW)
+    assert report.details["compared"] == ("logits" if "/" in spec else "last_hidden_state")
     assert report.details["equivariant"] is None and report.details["causal"] is True
     assert report.details["scenarios"]["s1_s4"]["max_abs_diff"] > 1e-3  # causal mask
     assert report.details["explicit_positions_match"] is True and report.passed

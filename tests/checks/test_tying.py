@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -11,6 +13,7 @@ from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.api import make_batches
 from tfparity.checks.tying import TyingOptions, check_tying
 from tfparity.cli import main
+from tfparity.report.sections import render_embeddings
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +38,28 @@ def test_tiny_bert_mlm_is_tied_and_its_transform_blocks_the_round_trip(bert_mlm)
     assert d["roundtrip"]["lm_head"] is not None and d["roundtrip"]["lm_head"] < 0.5
     assert "axis=-1" in d["argmax_axis"]
     assert report.passed
+
+
+def test_verdict_line_of_a_tied_head_passes_on_the_cosine_round_trip(bert_mlm):
+    report = check_tying(bert_mlm, make_batches(bert_mlm), TyingOptions(noise_scales=(0.0,)))
+    assert render_embeddings(report).splitlines()[-1] == (
+        "PASS embeddings: cosine round trip 100.0%"
+    )
+
+
+def test_an_untied_decoder_the_tf_class_ties_is_named_in_the_verdict_line(bert_mlm):
+    """A BERT MLM checkpoint whose config unties its decoder: TF's class ties it all the
+    same, so the check fails, and its verdict line says why (not the 100% cosine round
+    trip, which holds)."""
+    config = copy.deepcopy(bert_mlm.config)
+    config.tie_word_embeddings = False
+    untied = replace(bert_mlm, config=config)
+    report = check_tying(untied, make_batches(untied), TyingOptions(noise_scales=(0.0,)))
+    assert report.passed is False and report.details["roundtrip"]["cosine"] == 1.0
+    verdict = render_embeddings(report).splitlines()[-1]
+    assert verdict.startswith("FAIL embeddings: untied decoder (config.tie_word_embeddings")
+    assert "the TF class ties it to the word embeddings" in verdict
+    assert "round trip through the tied one" in verdict and "cosine" not in verdict
 
 
 def test_noise_table_decreases_and_is_seeded(bert_mlm):
@@ -66,6 +91,9 @@ def test_equal_values_in_a_separate_variable_are_not_tied():
     assert report.details["tied"] is False
     assert report.passed is False  # the config says tied; the model is not
     assert any("tie_word_embeddings is True" in n for n in report.notes)
+    verdict = render_embeddings(report).splitlines()[-1]
+    assert verdict.startswith("FAIL embeddings: untied decoder (an output matrix of its own)")
+    assert "config.tie_word_embeddings is True (round trip through it " in verdict
 
 
 def test_base_model_has_no_head(load_tf_model):

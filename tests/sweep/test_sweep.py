@@ -443,6 +443,35 @@ def test_a_classifier_is_swept_with_label_agreement_and_a_broken_head_fails(corp
     assert failing == {"logits"}
 
 
+def test_positions_sweep_judges_a_masked_lms_logits_and_fails_ignored_position_ids(
+    load_tf_model, tmp_path
+):
+    """`sweep --checks positions` on a head model judges its logits (it has no
+    last_hidden_state); a port that drops explicit position_ids fails every item there."""
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+
+    class IgnoresPositions(TFModel):
+        def call_kwargs(self, batch):
+            return super().call_kwargs(replace(batch, position_ids=None))
+
+    texts = tmp_path / "few.txt"
+    texts.write_text("\n".join(DEFAULT_CORPUS.read_text().splitlines()[:3]) + "\n")
+    model = load_tf_model("tiny:bert/masked-lm")
+    options = SweepOptions(checks=("positions",), progress="none")
+    assert run_sweep(model, texts, tmp_path / "clean", options).passed
+    clean = lines(tmp_path / "clean" / "results.jsonl")
+    assert {r["checks"]["positions"]["worst"] for r in clean} == {"s4_vs_s1:logits"}
+    broken = IgnoresPositions(model.name, model.model, model.tokenizer, model.config)
+    result = run_sweep(broken, texts, tmp_path / "broken", options)
+    assert not result.passed and result.summary["per_check"]["positions"]["failed"] == 3
+    failing = {
+        f
+        for r in lines(tmp_path / "broken" / "results.jsonl")
+        for f in r["checks"]["positions"]["failing"]
+    }
+    assert failing == {"s4_vs_s1:logits"}
+
+
 def test_the_sweep_referee_is_calibrated_and_reads_the_cross_checks_lazy_as_it():
     from tfparity.errors import TfparityError
     from tfparity.sweep.options import SweepOptions, sweep_referee

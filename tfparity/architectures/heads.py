@@ -70,6 +70,27 @@ DISTRIBUTION_HEADS = frozenset({Head.MASKED_LM, Head.CAUSAL_LM, Head.SEQ2SEQ_LM}
 NEXT_TOKEN_HEADS = frozenset({Head.CAUSAL_LM})
 SAME_TOKEN_HEADS = frozenset({Head.SEQ2SEQ_LM})
 
+# What each kind's class answers with: the outputs a check that judges a model by its
+# answer compares (the positions check): a base model's last hidden state, a QA head's
+# two span logits, every other head's logits.
+ANSWER_OUTPUTS: Mapping[Head, tuple[str, ...]] = {
+    Head.BASE: ("last_hidden_state",),
+    Head.QUESTION_ANSWERING: SPAN_OUTPUTS,
+}
+
+
+def answer_outputs(head: Head) -> tuple[str, ...]:
+    """The outputs of :data:`ANSWER_OUTPUTS` a model class of kind ``head`` returns."""
+    return ANSWER_OUTPUTS.get(head, LABEL_OUTPUTS)
+
+
+# The sequence index a per-sequence head reads, for the bidirectional encoders whose
+# permutation equivariance the positions check judges: the first token ([CLS], <s>),
+# which BERT-like poolers and every such encoder's classification head take. Permuting
+# it away would make the head read another token, so the check keeps it in place. (A
+# decoder's classifier reads its last real token; decoders are not judged there.)
+POOLED_TOKEN: Mapping[Head, int] = {Head.SEQUENCE_CLASSIFICATION: 0}
+
 # Kinds whose logits are the config's labels (``id2label``): a port's label maps are
 # judged against the reference's for these only (every config has default maps).
 LABELLED_HEADS = frozenset({Head.SEQUENCE_CLASSIFICATION, Head.TOKEN_CLASSIFICATION})

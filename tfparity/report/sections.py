@@ -100,7 +100,47 @@ def render_embeddings(report: Report) -> str:
         "Embeddings give their tokens back under noise comparable to their own norm: "
         "treat inputs_embeds as sensitive as the text."
     )
-    return "\n".join(lines + _tail(report, f"cosine round trip {_pct(rt['cosine'])}"))
+    return "\n".join(lines + _tail(report, _embeddings_verdict(report)))
+
+
+def _embeddings_verdict(report: Report) -> str:
+    """The embeddings check's verdict line: on a FAIL, the facts that failed it (broken
+    weights, tying against the config, a cosine round trip short of 100%), each with
+    its figure; on a PASS, the cosine round trip that every token came back through."""
+    d = report.details
+    rt, tied, config_tie = d["roundtrip"], d["tied"], d["config_tie_word_embeddings"]
+    facts = [
+        f"non-finite weights in {c.name.removeprefix('weights:')}"
+        for c in report.comparisons
+        if not c.passed
+    ]
+    untied = tied is not None and config_tie is not None and tied != bool(config_tie)
+    if untied and tied:
+        facts.append(
+            "untied decoder (config.tie_word_embeddings False), but the TF class ties it "
+            "to the word embeddings: the checkpoint's own decoder does not run (round trip "
+            f"through the tied one {_pct(rt['dot'])})"
+        )
+    elif untied:
+        facts.append(
+            "untied decoder (an output matrix of its own), though "
+            f"config.tie_word_embeddings is True (round trip through it {_pct(rt['dot'])})"
+        )
+    if rt["cosine"] < 1.0:
+        facts.append(f"cosine round trip {_pct(rt['cosine'])}: not every token comes back")
+    if report.passed or not facts:
+        return f"cosine round trip {_pct(rt['cosine'])}"
+    return "; ".join(facts)
+
+
+def _alignment(d: dict) -> str:
+    """How the positions check lines its scenarios up."""
+    if d["per_token"]:
+        return "s3, s4 un-permuted to token order"
+    return (
+        f"one per sequence, read at token {d['pooled_token']}, which every permutation "
+        "keeps in place"
+    )
 
 
 def render_positions(report: Report) -> str:
@@ -114,7 +154,7 @@ def render_positions(report: Report) -> str:
                 f"{d['permutations']} ({d['self_inverse_permutations']} self-inverse)",
             ),
             ("sequences", d["sequences"]),
-            ("compared", f"{d['compared']} (s3, s4 un-permuted to token order)"),
+            ("compared", f"{d['compared']} ({_alignment(d)})"),
         ],
     )
     rows = [

@@ -18,7 +18,7 @@ import numpy as np
 from ..adapters.interfaces.sides import TFSide
 from ..architectures.heads import NEXT_TOKEN_HEADS, Head
 from ..checks.crosscheck.distribution import next_token_targets
-from ..checks.positions import EQUIVARIANCE_TOLERANCE
+from ..checks.positions import EQUIVARIANCE_TOLERANCE, Answer
 from ..compare import Referee, Tolerance, row_counts, row_rms
 from ..compare.distribution import position_metrics
 from ..errors import TfparityError
@@ -26,7 +26,14 @@ from ..trace import Trace
 from .bucketing import PaddedBatch
 from .distribution import item_values
 from .generate import GenerateCheck
-from .itemcheck import RowResult, compared_rows, judged, referee_verdicts, top1_counts
+from .itemcheck import (
+    RowResult,
+    compared_rows,
+    judged,
+    leaf_rows,
+    referee_verdicts,
+    top1_counts,
+)
 from .lazy_referee import LazyReferee
 
 CHECKS = ("embeds", "crosscheck", "positions")
@@ -225,25 +232,34 @@ class SweepChecks:
             )
             return [RowResult(None, 0.0, None, note=note) for _ in ctx.rows]
         batch = ctx.padded.batch
+        answer = Answer.of(self.tf_model.head)  # what the model answers with: compared
         base = replace(batch, position_ids=self.tf_model.default_position_ids(batch.input_ids))
         s1 = self.runner_model.run(base)
-        perms = self._permutations(ctx)
+        perms = self._permutations(ctx, answer)
         s4 = self.runner_model.run(_permute(base, perms))
         inverse = np.argsort(perms, axis=1)
-        s4_back = Trace({"s4_vs_s1:last_hidden_state": _take(s4["last_hidden_state"], inverse)})
-        s1_named = Trace({"s4_vs_s1:last_hidden_state": s1["last_hidden_state"]})
+        mask = answer.mask(ctx.mask)
         explicit = [
             replace(leaf, name=f"explicit_position_ids:{leaf.name}")
             for leaf in compared_rows(s1, ctx.tf_ids, ctx.mask)
         ]
-        equi = compared_rows(s4_back, s1_named, ctx.mask, tolerance=EQUIVARIANCE_TOLERANCE)
+        equi = [
+            leaf_rows(
+                _take(s4[name], inverse) if answer.per_token else s4[name],
+                s1[name],
+                mask,
+                f"s4_vs_s1:{name}",
+                EQUIVARIANCE_TOLERANCE,
+            )
+            for name in answer.names
+        ]
         return [judged(explicit + equi, r) for r in ctx.rows]
 
-    def _permutations(self, ctx: BatchContext) -> np.ndarray:
+    def _permutations(self, ctx: BatchContext, answer: Answer) -> np.ndarray:
         rows, length = ctx.padded.batch.input_ids.shape
         perms = np.tile(np.arange(length), (rows, 1))
         for r, item in enumerate(ctx.padded.items):
-            perms[r] = np.random.default_rng([self.seed, item.index]).permutation(length)
+            perms[r] = answer.permutation(np.random.default_rng([self.seed, item.index]), length)
         return perms
 
 
