@@ -208,6 +208,9 @@ def test_cli_sweep_jsonl_with_ids_and_progress_lines(tmp_path, capsys):
     assert main(argv + ["--progress", "lines"]) == 0
     captured = capsys.readouterr()
     assert "3/3 items (100%)" in captured.err and "items/s" in captured.err
+    said = captured.err.splitlines()  # what it does is said before the long silent parts
+    assert said[0].startswith("sweep: loading tiny:bert (starting TensorFlow")
+    assert said[1].startswith("sweep: first batch (") and said[2].startswith("sweep: 3/3 items")
     assert "PASS sweep: 3/3 items passed" in captured.out
     assert sorted(r["id"] for r in lines(out / "results.jsonl")) == ["q0", "q1", "q2"]
     assert main(argv) == 2  # results already there, no --resume
@@ -238,12 +241,19 @@ def test_cli_bad_input_exits_2(tmp_path, capsys, extra, message):
 def test_progress_plain_lines():
     stream = io.StringIO()
     p = Progress(total=4, mode="lines", stream=stream, every_s=0.0)
+    p.stage("loading tiny:bert")
     p.update(2)
     p.update(2)
     p.close()
     out = stream.getvalue().splitlines()
-    assert out[0].startswith("sweep: 2/4 items (50%)") and "ETA" in out[0]
+    assert out[0] == "sweep: loading tiny:bert..."
+    assert out[1].startswith("sweep: 2/4 items (50%)") and "ETA" in out[1]
     assert out[-1].startswith("sweep: 4/4 items (100%)")
+    quiet = io.StringIO()
+    p = Progress(total=4, mode="none", stream=quiet)
+    p.stage("loading tiny:bert")
+    p.update(4)
+    assert quiet.getvalue() == ""
 
 
 # ----------------------------------------------------------------------------- execution
