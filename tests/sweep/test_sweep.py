@@ -256,6 +256,34 @@ def test_progress_plain_lines():
     assert quiet.getvalue() == ""
 
 
+def test_skipped_items_are_named_in_the_verdict_and_fail_under_strict(tiny, tmp_path, capsys):
+    from tfparity.report.sweep import render_summary
+    from tfparity.sweep.summary import sweep_passed
+
+    long = "the quick brown fox jumps over the lazy dog " * 12  # > 64 tiny positions
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(f"Hi.\n{long}\nTwo words\n{long}\nA third one.\n")
+    options = SweepOptions(checks=("embeds",), progress="none")
+    result = run_sweep(tiny, corpus, tmp_path / "api", options)
+    verdict = render_summary(result.summary, "out").splitlines()[-1]
+    assert verdict.startswith("PASS sweep: 3/3 items checked passed, 2 of 5 not checked")
+    assert sweep_passed(result.summary) and not sweep_passed(result.summary, strict=True)
+    strict = render_summary(result.summary, "out", strict=True).splitlines()[-1]
+    assert strict.startswith("FAIL sweep: 3/3 items checked passed, 2 of 5 not checked")
+    argv = ["sweep", "tiny:bert", "--texts", str(corpus), "--checks", "embeds", "--strict"]
+    assert main([*argv, "--out", str(tmp_path / "cli"), "--progress", "none"]) == 1
+    assert "FAIL sweep: 3/3 items checked passed" in capsys.readouterr().out
+
+
+def test_a_sweep_that_checked_every_item_passes_under_strict(baseline):
+    from tfparity.report.sweep import render_summary
+    from tfparity.sweep.summary import sweep_passed
+
+    assert sweep_passed(baseline.summary, strict=True)
+    verdict = render_summary(baseline.summary, "out", strict=True).splitlines()[-1]
+    assert verdict.startswith(f"PASS sweep: {N_ITEMS}/{N_ITEMS} items passed;")
+
+
 # ----------------------------------------------------------------------------- execution
 
 
