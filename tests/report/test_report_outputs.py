@@ -122,6 +122,24 @@ def test_without_matplotlib_plot_is_exit_2_and_html_says_why(
     assert "data:image/png" not in page and "<td>DIVERGES</td>" in page
 
 
+def test_plot_writes_the_format_its_extension_names_or_refuses(
+    tmp_path, capsys, failing_crosscheck
+):
+    pytest.importorskip("matplotlib")
+    from tfparity.report.plot import write_plot
+
+    starts = {"p.svg": b"<?xml", "p.PDF": b"%PDF-"}  # PNG: test_check_writes_html_plot...
+    for name, magic in starts.items():
+        write_plot([failing_crosscheck], tmp_path / name)
+        assert (tmp_path / name).read_bytes().startswith(magic), name
+    assert b"<svg" in (tmp_path / "p.svg").read_bytes()[:1000]
+    for name in ("p.jpg", "plot"):  # refused before any model loads, naming the formats
+        assert main(["check", "tiny:bert", "--plot", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert f"--plot {tmp_path / name}" in err and "use .png, .svg, .pdf" in err, err
+        assert not (tmp_path / name).exists()
+
+
 def test_check_writes_html_plot_and_golden_file(tmp_path):
     """The real thing on tiny:bert: check (embeds + cross-check) with every output."""
     pytest.importorskip("matplotlib")

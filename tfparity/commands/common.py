@@ -280,15 +280,18 @@ def add_html_plot_arguments(group: argparse._ActionsContainer) -> None:
     group.add_argument(
         "--plot",
         metavar="PATH",
-        help="write the per-layer divergence plot as PNG (needs matplotlib: tfparity[plot])",
+        help="write the per-layer divergence plot; its extension names the format: .png, "
+        ".svg or .pdf (needs matplotlib: tfparity[plot])",
     )
 
 
 def check_plot_argument(args: argparse.Namespace) -> None:
-    """--plot without matplotlib: exit 2 before any model loads."""
+    """--plot with an extension it cannot write, or without matplotlib: exit 2 before
+    any model loads."""
     if args.plot:
-        from ..report.plot import import_matplotlib
+        from ..report.plot import import_matplotlib, plot_format
 
+        plot_format(args.plot)
         import_matplotlib()
 
 
