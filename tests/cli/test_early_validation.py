@@ -8,6 +8,7 @@ framework start-up before the one-line refusal. The cases run in one fresh proce
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -80,3 +81,24 @@ def test_argument_errors_exit_2_before_any_framework_import(early):
 
 def test_good_arguments_pass_the_early_checks(early):
     assert early["accepted"] == [0] * len(ACCEPTED)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "log"])
+def test_a_command_says_it_is_loading_on_a_terminal_only(terminal, monkeypatch):
+    """The seconds of framework start-up and loading are announced on a terminal; a log
+    (CI, a pipe) keeps stderr for the one-paragraph error."""
+    from tfparity.commands.common import frameworks_frozen
+
+    stream = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    frameworks_frozen(torch=False)
+    said = stream.getvalue()
+    if terminal:
+        assert said == "tfparity: starting TensorFlow, then loading the model...\n"
+    else:
+        assert said == ""

@@ -18,8 +18,15 @@ def frameworks_frozen(torch: bool = False) -> None:
     several). The CLI's alone: a library must
     not freeze its caller's objects. Call it after the cheap argument checks (exit 2 stays
     fast) and before loading a model."""
-    from ..adapters.runtime.imports import import_torch, import_transformers
+    import sys
 
+    from ..adapters.runtime.imports import import_torch, import_transformers
+    from ..sweep.progress import Progress
+
+    # On a terminal, say what the next silent seconds are (the sweep's stage line); a
+    # log (CI, a pipe) keeps stderr for the one-paragraph error alone.
+    say = Progress(total=0, mode="lines" if sys.stderr.isatty() else "none", label="tfparity")
+    say.stage(f"starting TensorFlow{' and PyTorch' if torch else ''}, then loading the model")
     import_transformers()
     if torch:
         import_torch()
