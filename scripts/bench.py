@@ -9,7 +9,8 @@
     already-traced tf.functions (what is left: the fp64 pass, tracing, comparisons);
 (b) sweep throughput: `run_sweep` (embeds check, bucketed compiled batches) against a
     naive per-sentence eager loop (tokenize one sentence, run ids and embeds, compare);
-(c) startup: `tfparity --help` against `python -c "import tensorflow"`;
+(c) startup: `tfparity --help` against `python -c "import tensorflow"`; and an argument
+    error (`tfparity check --text ''`, exit 2 before any framework import) against --help;
 (d) peak memory (max RSS of a child process) of a sweep over a small and a 10x
     larger corpus: it should stay flat;
 (e) scale: the machine's sgemm rate (numpy float32 matmul, measured here); the sweep
