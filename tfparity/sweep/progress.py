@@ -55,6 +55,8 @@ class Progress:
         text = f"{self.label}: {doing}..."
         if self._bar is not None:
             self._bar.write(text, file=self.stream)
+            if self.done == 0:  # tqdm's rate too counts from here
+                self._bar.reset(total=self.total)
         else:
             self.stream.write(text + "\n")
             self.stream.flush()
