@@ -102,7 +102,7 @@ def _file_refusal(text: str, path: Path) -> str:
     """Why the existing file ``text`` is not a MODEL: it is named as a file (it used to
     read "no such directory"), with the file kinds a MODEL can be, and, for a file of a
     Hugging Face checkpoint (config.json, weights, tokenizer files), its directory."""
-    kinds = ", ".join(f"{EXPORT_KINDS[k]}" for k in ("keras-file", "litert"))
+    kinds = " or ".join(EXPORT_KINDS[k] for k in ("keras-file", "litert"))
     why = (
         f"'{text}' is a file, and a MODEL file is {kinds}; other models are directories "
         "(a Hugging Face checkpoint with config.json and weights, a SavedModel) or specs "
