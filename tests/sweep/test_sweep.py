@@ -270,7 +270,16 @@ def test_skipped_items_are_named_in_the_verdict_and_fail_under_strict(tiny, tmp_
     assert sweep_passed(result.summary) and not sweep_passed(result.summary, strict=True)
     strict = render_summary(result.summary, "out", strict=True).splitlines()[-1]
     assert strict.startswith("FAIL sweep: 3/3 items checked passed, 2 of 5 not checked")
-    argv = ["sweep", "tiny:bert", "--texts", str(corpus), "--checks", "embeds", "--strict"]
+    argv = [
+        "sweep",
+        "tiny:bert",
+        "--texts",
+        str(corpus),
+        "--checks",
+        "embeds",
+        "--strict",
+        "--eager",
+    ]
     assert main([*argv, "--out", str(tmp_path / "cli"), "--progress", "none"]) == 1
     assert "FAIL sweep: 3/3 items checked passed" in capsys.readouterr().out
 
