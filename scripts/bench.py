@@ -9,7 +9,8 @@
     already-traced tf.functions (what is left: the fp64 pass, tracing, comparisons);
 (b) sweep throughput: `run_sweep` (embeds check, bucketed compiled batches) against a
     naive per-sentence eager loop (tokenize one sentence, run ids and embeds, compare);
-(c) startup: `tfparity --help` against `python -c "import tensorflow"`;
+(c) startup: `tfparity --help` against `python -c "import tensorflow"`; and an argument
+    error (`tfparity check --text ''`, exit 2 before any framework import) against --help;
 (d) peak memory (max RSS of a child process) of a sweep over a small and a 10x
     larger corpus: it should stay flat;
 (e) scale: the machine's sgemm rate (numpy float32 matmul, measured here); the sweep
@@ -397,9 +398,10 @@ def naive_loop(model, sentences: list[str]) -> float:
 
 
 def startup() -> None:
-    def wall(cmd: list[str]) -> float:
+    def wall(cmd: list[str], code: int = 0) -> float:
         start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
+        result = subprocess.run(cmd, capture_output=True)
+        assert result.returncode == code, (cmd, result.stderr[-500:])
         return time.perf_counter() - start
 
     helps = [wall([PY, "-m", "tfparity", "--help"]) for _ in range(3)]
@@ -409,6 +411,10 @@ def startup() -> None:
         f"\n(c) startup (median of 3): tfparity --help {h:.2f} s; "
         f"python -c 'import tensorflow' {t:.2f} s; ratio {h / t:.2f}"
     )
+    # an argument error (exit 2) is decided before any framework import: about --help's time
+    refusals = [wall([*TFPARITY, "check", "--text", ""], code=2) for _ in range(3)]
+    r = statistics.median(refusals)
+    print(f"    argument error: tfparity check --text '' {r:.2f} s; ratio to --help {r / h:.2f}")
 
 
 # ----------------------------------------------------------------------------- (d)

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from ._version import __version__
-from .commands.common import EXIT_USAGE, check_output_paths
+from .commands.common import EXIT_USAGE, check_inputs_early, check_output_paths
 from .commands.naming import settle_model_naming
 from .errors import TfparityError
 
@@ -84,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settle_model_naming(args)  # MODEL/--tf/--pt and the options a command refuses
         check_output_paths(args)
+        check_inputs_early(args)  # what the arguments alone decide: before any import
         if getattr(args, "json", None) == "-":
             from .report.jsonio import json_on_stdout
 

@@ -108,9 +108,9 @@ def text_batches(
             "This model has no tokenizer, so it cannot take --text; use "
             "--random N --seq-len L for generated ids."
         )
-    for i, text in enumerate(texts):
-        if not text.strip():
-            raise TfparityError(f"Text {i + 1} is empty; give at least one word.")
+    from . import validation
+
+    texts = validation.texts(list(texts))
     limit = _token_limit(tokenizer, max_positions)
     if limit is not None and not (positions_text and limit == max_positions):
         positions_text = f"the model's maximum of {limit} positions"
@@ -473,6 +473,10 @@ class InputOptions:
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}.")
         if self.seed < 0:
             raise TfparityError(f"seed must not be negative (got {self.seed}).")
+        _positive(self.batch_size, "--batch-size")
+        if self.random is not None:  # only random ids have a --seq-len to honour
+            _positive(self.random, "--random")
+            _positive(self.seq_len, "--seq-len")
         if self.padding_side not in (None, "right", "left"):
             raise TfparityError(
                 f"padding_side must be 'right' or 'left', not {self.padding_side!r}."

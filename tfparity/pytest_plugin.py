@@ -132,6 +132,24 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         write_json(context.reports, path)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A failed assertion helper's line in pytest's short summary is its headline alone
+    (``FAILED path::test - layer 1 intermediate diverges ...``), without pytest's
+    ``AssertionError:`` before it: at 80 columns, after a test's node id, those 16
+    characters were the ones that held the layer and component (the line ended
+    ``AssertionError: l...``). The failure's own block still names the error."""
+    outcome = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if not isinstance(error, AssertionError) or not isinstance(
+        getattr(error, "reports", None), list
+    ):
+        return
+    crash = getattr(outcome.get_result().longrepr, "reprcrash", None)
+    if crash is not None:
+        crash.message = str(error).split("\n", 1)[0]
+
+
 def json_name(nodeid: str, taken: Mapping[str, str] | None = None) -> str:
     """A file name for a node id: ``tests/test_x.py::test_y`` -> ``tests_test_x.py__test_y``;
     ``tests/test_x.py::test_y[a/b]`` -> ``tests_test_x.py__test_y_a_b_-<8 hex digits>``.

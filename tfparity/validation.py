@@ -26,7 +26,9 @@ class NothingComparedError(TfparityError, ValueError):
 
 
 def texts(value: Any, name: str = "texts") -> tuple[str, ...] | None:
-    """``value`` as a tuple of non-empty, valid Unicode strings (None stays None)."""
+    """``value`` as a tuple of non-blank, valid Unicode strings (None stays None): the
+    one home of these checks, which :class:`~tfparity.inputs.InputOptions` runs when
+    the arguments are read, before any framework import."""
     if value is None:
         return None
     if isinstance(value, (str, bytes)):
@@ -42,6 +44,8 @@ def texts(value: Any, name: str = "texts") -> tuple[str, ...] | None:
     for i, text in enumerate(items):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{i}] must be a str, not {type(text).__name__}.")
+        if not text.strip():  # nothing to tokenize: known before any model loads
+            raise TfparityError(f"Text {i + 1} is empty; give at least one word.")
         unicode_text(text, f"{name}[{i}]")
     return items
 

@@ -86,13 +86,67 @@ def test_html_holds_the_tables_the_divergence_and_the_embedded_png(failing_cross
     assert page.startswith("<!DOCTYPE html>")
     rows = re.findall(r'<tr class="(ok|fail)">', page)
     assert rows.count("fail") == 2 and rows.count("ok") == 2  # 3 layers + last_hidden_state
-    assert "<td>embeddings</td>" in page and "<td>DIVERGES</td>" in page
-    assert "<td>0.25</td>" in page
+    assert '<td class="num">embeddings</td>' in page and '<td class="num">DIVERGES</td>' in page
+    assert '<td class="num">0.25</td>' in page
     assert "first divergence:</b> hidden_states[2] · layer 1 · component output" in page
     assert "weight x.bias is all zeros in TF" in page
     image = re.search(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert image and base64.b64decode(image.group(1)).startswith(PNG_MAGIC)
     assert "<script" not in page and "http" not in page  # self-contained
+
+
+def test_html_reads_in_an_800px_window(failing_crosscheck):
+    """No page-wide sideways scroll: each table scrolls in its own box; numbers stay on
+    one line; text cells (a problem, a path) may wrap."""
+    from dataclasses import replace
+    from html.parser import HTMLParser
+
+    from tfparity.report.html import render_html
+
+    problem = replace(comparison("pooler_output", 1.0), problem="shape [2, 384] vs [2, 768]")
+    failing_crosscheck.comparisons.append(problem)
+    failing_crosscheck.details.update(seconds=1.25, path="/a/very/long/" + "x" * 200)
+    page = render_html([failing_crosscheck])
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+    style = page.split("<style>", 1)[1].split("</style>", 1)[0]
+    rules = {k.strip(): v for k, v in re.findall(r"([^{}]+?)\s*\{([^}]*)\}", style)}
+    assert "overflow-x: auto" in rules["div.wide"] and "max-width: 100%" in rules["div.wide"]
+    assert "white-space: nowrap" in rules["td.num, th"]
+    assert not re.search(r"(?<!max-)width:\s*\d{3,}px", style)  # nothing wider than a window
+
+    class Cells(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.open: list[str] = []
+            self.cells: list[tuple[str, str]] = []  # (class, text)
+            self.tables_in_a_box = self.tables = 0
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if tag == "table":
+                self.tables += 1
+                self.tables_in_a_box += self.open[-1:] == ["div.wide"]
+            if tag == "td":
+                self.cells.append((attrs.get("class") or "", ""))
+            self.open.append(f"{tag}.{attrs.get('class')}" if tag == "div" else tag)
+
+        def handle_endtag(self, tag):
+            self.open.pop()
+
+        def handle_data(self, data):
+            if self.open and self.open[-1] == "td":
+                cls, text = self.cells[-1]
+                self.cells[-1] = (cls, text + data)
+
+    cells = Cells()
+    cells.feed(page)
+    assert cells.tables >= 3 and cells.tables_in_a_box == cells.tables
+    number = re.compile(r"^-?\d[\d.]*(e[-+]\d+)?(/\d+)?$")
+    numeric = [(cls, text) for cls, text in cells.cells if number.match(text)]
+    assert len(numeric) > 20 and all(cls == "num" for cls, _ in numeric), numeric
+    texts = {text: cls for cls, text in cells.cells}
+    assert texts["FAIL: shape [2, 384] vs [2, 768]"] != "num"  # a sentence may wrap
+    assert texts["/a/very/long/" + "x" * 200] == "name"  # and a path (overflow-wrap)
 
 
 def test_html_escapes_text(failing_crosscheck):
@@ -119,7 +173,25 @@ def test_without_matplotlib_plot_is_exit_2_and_html_says_why(
     write_outputs(argparse.Namespace(plot=None, html=str(html)), [failing_crosscheck])
     page = html.read_text()
     assert "Plot not included: matplotlib is not installed" in page
-    assert "data:image/png" not in page and "<td>DIVERGES</td>" in page
+    assert "data:image/png" not in page and '<td class="num">DIVERGES</td>' in page
+
+
+def test_plot_writes_the_format_its_extension_names_or_refuses(
+    tmp_path, capsys, failing_crosscheck
+):
+    pytest.importorskip("matplotlib")
+    from tfparity.report.plot import write_plot
+
+    starts = {"p.svg": b"<?xml", "p.PDF": b"%PDF-"}  # PNG: test_check_writes_html_plot...
+    for name, magic in starts.items():
+        write_plot([failing_crosscheck], tmp_path / name)
+        assert (tmp_path / name).read_bytes().startswith(magic), name
+    assert b"<svg" in (tmp_path / "p.svg").read_bytes()[:1000]
+    for name in ("p.jpg", "plot"):  # refused before any model loads, naming the formats
+        assert main(["check", "tiny:bert", "--plot", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert f"--plot {tmp_path / name}" in err and "use .png, .svg, .pdf" in err, err
+        assert not (tmp_path / name).exists()
 
 
 def test_check_writes_html_plot_and_golden_file(tmp_path):

@@ -208,6 +208,9 @@ def test_cli_sweep_jsonl_with_ids_and_progress_lines(tmp_path, capsys):
     assert main(argv + ["--progress", "lines"]) == 0
     captured = capsys.readouterr()
     assert "3/3 items (100%)" in captured.err and "items/s" in captured.err
+    said = captured.err.splitlines()  # what it does is said before the long silent parts
+    assert said[0].startswith("sweep: loading tiny:bert (starting TensorFlow")
+    assert said[1].startswith("sweep: first batch (") and said[2].startswith("sweep: 3/3 items")
     assert "PASS sweep: 3/3 items passed" in captured.out
     assert sorted(r["id"] for r in lines(out / "results.jsonl")) == ["q0", "q1", "q2"]
     assert main(argv) == 2  # results already there, no --resume
@@ -238,12 +241,56 @@ def test_cli_bad_input_exits_2(tmp_path, capsys, extra, message):
 def test_progress_plain_lines():
     stream = io.StringIO()
     p = Progress(total=4, mode="lines", stream=stream, every_s=0.0)
+    p.stage("loading tiny:bert")
     p.update(2)
     p.update(2)
     p.close()
     out = stream.getvalue().splitlines()
-    assert out[0].startswith("sweep: 2/4 items (50%)") and "ETA" in out[0]
+    assert out[0] == "sweep: loading tiny:bert..."
+    assert out[1].startswith("sweep: 2/4 items (50%)") and "ETA" in out[1]
     assert out[-1].startswith("sweep: 4/4 items (100%)")
+    quiet = io.StringIO()
+    p = Progress(total=4, mode="none", stream=quiet)
+    p.stage("loading tiny:bert")
+    p.update(4)
+    assert quiet.getvalue() == ""
+
+
+def test_skipped_items_are_named_in_the_verdict_and_fail_under_strict(tiny, tmp_path, capsys):
+    from tfparity.report.sweep import render_summary
+    from tfparity.sweep.summary import sweep_passed
+
+    long = "the quick brown fox jumps over the lazy dog " * 12  # > 64 tiny positions
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(f"Hi.\n{long}\nTwo words\n{long}\nA third one.\n")
+    options = SweepOptions(checks=("embeds",), progress="none")
+    result = run_sweep(tiny, corpus, tmp_path / "api", options)
+    verdict = render_summary(result.summary, "out").splitlines()[-1]
+    assert verdict.startswith("PASS sweep: 3/3 items checked passed, 2 of 5 not checked")
+    assert sweep_passed(result.summary) and not sweep_passed(result.summary, strict=True)
+    strict = render_summary(result.summary, "out", strict=True).splitlines()[-1]
+    assert strict.startswith("FAIL sweep: 3/3 items checked passed, 2 of 5 not checked")
+    argv = [
+        "sweep",
+        "tiny:bert",
+        "--texts",
+        str(corpus),
+        "--checks",
+        "embeds",
+        "--strict",
+        "--eager",
+    ]
+    assert main([*argv, "--out", str(tmp_path / "cli"), "--progress", "none"]) == 1
+    assert "FAIL sweep: 3/3 items checked passed" in capsys.readouterr().out
+
+
+def test_a_sweep_that_checked_every_item_passes_under_strict(baseline):
+    from tfparity.report.sweep import render_summary
+    from tfparity.sweep.summary import sweep_passed
+
+    assert sweep_passed(baseline.summary, strict=True)
+    verdict = render_summary(baseline.summary, "out", strict=True).splitlines()[-1]
+    assert verdict.startswith(f"PASS sweep: {N_ITEMS}/{N_ITEMS} items passed;")
 
 
 # ----------------------------------------------------------------------------- execution

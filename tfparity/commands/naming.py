@@ -280,3 +280,21 @@ def settle_model_naming(args: argparse.Namespace) -> None:
             "MODEL against its own checkpoint."
         )
     args.model = tf or model or DEFAULT_MODEL
+    _parse_specs(args)
+
+
+def _parse_specs(args: argparse.Namespace) -> None:
+    """Parse the MODEL specs the arguments give (MODEL, --pt, --source) now: parsing is
+    pure Python (:func:`~tfparity.adapters.sources.specs.parse_spec`, their one home), so
+    ``tiny:bret`` or a missing directory exits 2 before TensorFlow or torch is imported.
+    ``backends`` also takes a ``.keras`` file or a ``module:function`` as MODEL, which
+    its own loader reads: only a prefixed spec of its MODEL is parsed here."""
+    from ..adapters.sources.specs import KERAS_HUB, parse_spec
+
+    for option in ("MODEL", "--pt", "--source"):
+        value = getattr(args, dest(option), None)
+        if not isinstance(value, str):
+            continue
+        if args.command == "backends" and option == "MODEL" and not value.startswith(KERAS_HUB):
+            continue
+        parse_spec(value)

@@ -26,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run the chosen checks over every item of a corpus in length-bucketed, "
         "compiled batches, and write one verdict per item to OUT/results.jsonl (appended as "
         "it goes) and OUT/summary.json. Exit 0 when every item passed (items too long for "
-        "the model are skipped and counted, or cut with --truncate), 1 when any failed or "
-        "the run stopped early, 2 for bad input.",
+        "the model are skipped and counted, or cut with --truncate; --strict fails them), 1 "
+        "when any failed or the run stopped early, 2 for bad input.",
     )
     add_model_naming(p, "sweep")
     p.add_argument(
@@ -88,6 +88,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--seed", type=non_negative_int, default=0, help="seed for the positions permutations"
     )
     p.add_argument("--worst", type=int, default=10, metavar="N", help="worst items kept (10)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when any item was not checked (skipped as too long for the model); "
+        "by default such items are counted in the verdict line and do not fail the sweep",
+    )
     p.add_argument(
         "--progress",
         choices=("auto", "bar", "lines", "none"),
@@ -199,5 +205,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAIL
-    print(render_summary(result.summary, str(result.out)))
-    return EXIT_PASS if result.passed and result.summary["complete"] else EXIT_FAIL
+    from ..sweep.summary import sweep_passed
+
+    print(render_summary(result.summary, str(result.out), strict=args.strict))
+    return EXIT_PASS if sweep_passed(result.summary, strict=args.strict) else EXIT_FAIL

@@ -27,12 +27,18 @@ from .quantisation import (
 )
 from .text import failing_summary, verdict_line
 
+# Read in an 800 px window: the page never scrolls sideways; a table wider than the window
+# scrolls in its own box (div.wide), a number never breaks across lines (td.num: "1.2e-"
+# over "06" read as two figures), and a long path or hint wraps anywhere.
 _STYLE = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em;
        color: #222; max-width: 1300px; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.2em; margin-top: 2em; }
+h1, h2, p, td.name { overflow-wrap: anywhere; }
+div.wide { max-width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+td.num, th { white-space: nowrap; font-variant-numeric: tabular-nums; }
 th { background: #f2f2f2; } td.name, th.name { text-align: left; }
 tr.fail td { background: #fde8ea; }
 .pass { color: #0a7d2c; font-weight: bold; } .fail { color: #b00020; font-weight: bold; }
@@ -68,6 +74,7 @@ def render_html(
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{_e(title)}: {_verdict(passed)}</h1>",
     ]
@@ -93,12 +100,11 @@ def _section(report: Report, image: bytes | None, image_note: str | None) -> lis
     out = [f"<h2>{_e(report.check)} · {_e(report.model)}: {_verdict(report.passed)}</h2>"]
     scalars = [(k, v) for k, v in report.details.items() if isinstance(v, (str, int, float))]
     if scalars:
-        out.append("<table>")
-        out.extend(
-            f'<tr><th class="name">{_e(k)}</th><td class="name">{_e(v)}</td></tr>'
+        rows = [
+            f'<tr><th class="name">{_e(k)}</th><td class="{_kind(v)}">{_e(v)}</td></tr>'
             for k, v in scalars
-        )
-        out.append("</table>")
+        ]
+        out.extend(_wide("", rows))
     layers = report.details.get("layers")
     across = bool(layers) and "backends" in layers[0]  # tfparity backends: layer x backend
     if layers:
@@ -158,9 +164,11 @@ def _layer_table(rows: list[dict]) -> list[str]:
     head = "".join(f"<th>{_e(label)}</th>" for label, _, _ in _LAYER_COLUMNS)
     body = []
     for r in rows:
-        cells = "".join(f"<td>{_e(_cell(r.get(key), fmt))}</td>" for _, key, fmt in _LAYER_COLUMNS)
+        cells = "".join(
+            f'<td class="num">{_e(_cell(r.get(key), fmt))}</td>' for _, key, fmt in _LAYER_COLUMNS
+        )
         body.append(f'<tr class="{"ok" if r["passed"] else "fail"}">{cells}</tr>')
-    return ['<table class="layers">', f"<tr>{head}</tr>", *body, "</table>"]
+    return _wide("layers", [f"<tr>{head}</tr>", *body])
 
 
 def backend_tables(details: dict) -> list[str]:
@@ -168,12 +176,17 @@ def backend_tables(details: dict) -> list[str]:
     table (per cell: relative RMSE to the float64 referee, the bound it was judged by as
     a relative RMSE, the verdict), and the Hugging Face and gradient tables when run."""
     backends = details["backends"]
-    out = ["<table>", '<tr><th class="name">backend</th><th class="name">precision</th></tr>']
-    out += [
-        f'<tr><td class="name">{_e(b)}</td><td class="name">{_e(precision_text(facts))}</td></tr>'
-        for b, facts in details.get("precision", {}).items()
-    ]
-    out.append("</table>")
+    out = _wide(
+        "",
+        [
+            '<tr><th class="name">backend</th><th class="name">precision</th></tr>',
+            *(
+                f'<tr><td class="name">{_e(b)}</td><td class="name">'
+                f"{_e(precision_text(facts))}</td></tr>"
+                for b, facts in details.get("precision", {}).items()
+            ),
+        ],
+    )
     out += _backend_table("layer", details["layers"], backends)
     hf = details.get("hf_referee")
     if hf:
@@ -199,20 +212,20 @@ def _backend_table(title: str, rows: list[dict], backends: list[str], key="layer
             + "".join(_backend_cell(c, r.get("rms")) for c in cells)
             + "</tr>"
         )
-    return ['<table class="backends">', f"<tr>{head}</tr>", *body, "</table>"]
+    return _wide("backends", [f"<tr>{head}</tr>", *body])
 
 
 def _backend_cell(cell: dict | None, rms: float | None) -> str:
     """Two cells: the relative RMSE with its verdict, and the allowed one."""
     if cell is None:
-        return "<td>missing</td><td>-</td>"
+        return '<td class="num">missing</td><td class="num">-</td>'
     verdict = "ok" if cell["passed"] else "FAIL"
     if cell["problem"]:
-        return f"<td>FAIL: {_e(cell['problem'])}</td><td>-</td>"
+        return f'<td>FAIL: {_e(cell["problem"])}</td><td class="num">-</td>'
     relative = "-" if cell["relative_rmse"] is None else f"{cell['relative_rmse']:.3g}"
     allowed = cell.get("allowed_rmse")
     bound = "-" if allowed is None or not rms else f"{allowed / rms:.3g}"
-    return f"<td>{relative} {verdict}</td><td>{bound}</td>"
+    return f'<td class="num">{relative} {verdict}</td><td class="num">{bound}</td>'
 
 
 def _backend_divergence(details: dict) -> list[str]:
@@ -240,10 +253,23 @@ def _tensor_table(comparisons) -> list[str]:
         verdict = "ok" if c.passed else ("FAIL: " + c.problem if c.problem else "FAIL")
         body.append(
             f'<tr class="{"ok" if c.passed else "fail"}"><td class="name">{_e(c.name)}</td>'
-            f"<td>{c.max_abs_diff:.3g}</td><td>{c.mean_abs_diff:.3g}</td>"
-            f"<td>{c.mismatched}/{c.total}</td><td>{cosine}</td><td>{_e(verdict)}</td></tr>"
+            f'<td class="num">{c.max_abs_diff:.3g}</td><td class="num">{c.mean_abs_diff:.3g}</td>'
+            f'<td class="num">{c.mismatched}/{c.total}</td><td class="num">{cosine}</td>'
+            f"<td>{_e(verdict)}</td></tr>"
         )
-    return ['<table class="tensors">', f"<tr>{head}</tr>", *body, "</table>"]
+    return _wide("tensors", [f"<tr>{head}</tr>", *body])
+
+
+def _wide(cls: str, rows: list[str]) -> list[str]:
+    """A table in its own horizontally scrolling box: a wide table (eleven layer columns,
+    two per backend) scrolls there instead of widening the page past the window."""
+    table = f'<table class="{cls}">' if cls else "<table>"
+    return ['<div class="wide">', table, *rows, "</table>", "</div>"]
+
+
+def _kind(value) -> str:
+    """A details value's cell class: ``num`` for a number (kept on one line)."""
+    return "num" if isinstance(value, (int, float)) else "name"
 
 
 def _cell(value, fmt: str | None) -> str:

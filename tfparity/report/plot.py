@@ -1,4 +1,4 @@
-"""The per-layer divergence plot (PNG), drawn with matplotlib (an optional extra).
+"""The per-layer divergence plot (PNG, SVG or PDF), drawn with matplotlib (an optional extra).
 
 One row per report that compared hidden states. Left: max and mean absolute
 difference per hidden state on a log scale, where a port's error shows up as a jump
@@ -25,6 +25,22 @@ from ..trace import hidden_state_index
 
 RED = "#b00020"
 INSTALL_HINT = "pip install 'tfparity[plot]' (or: pip install matplotlib)"
+# --plot's file extension -> the format matplotlib writes (its Agg backend draws all three).
+PLOT_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+
+
+def plot_format(path: str | Path) -> str:
+    """The format ``--plot PATH`` writes, read off its extension; any other extension
+    is refused (exit 2) naming the ones supported: PNG bytes under ``x.svg`` were written
+    before, which no SVG viewer opens."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in PLOT_FORMATS:
+        raise TfparityError(
+            f"--plot {path}: the extension names the format, and "
+            f"{suffix or 'no extension'} is not one tfparity writes; use "
+            f"{', '.join(PLOT_FORMATS)}."
+        )
+    return PLOT_FORMATS[suffix]
 
 
 def import_matplotlib() -> Any:
@@ -164,8 +180,13 @@ def plottable(reports: Sequence[Report]) -> list[Report]:
 
 
 def png_bytes(reports: Sequence[Report]) -> bytes:
+    """The plot as PNG bytes (the HTML report embeds these)."""
+    return plot_bytes(reports, "png")
+
+
+def plot_bytes(reports: Sequence[Report], fmt: str) -> bytes:
     """The plot of every report that compared hidden states (or layers across
-    backends), as PNG bytes."""
+    backends), as bytes of ``fmt`` (a value of :data:`PLOT_FORMATS`)."""
     series = [s for r in reports if (s := layer_series(r) or backend_series(r)) is not None]
     if not series:
         raise TfparityError("No report compared hidden states, so there is nothing to plot.")
@@ -183,13 +204,14 @@ def png_bytes(reports: Sequence[Report]) -> bytes:
         else:
             _diff_panel(row.subplots(1, 1), s)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
+    fig.savefig(buffer, format=fmt)
     plt.close(fig)
     return buffer.getvalue()
 
 
 def write_plot(reports: Sequence[Report], path: str | Path) -> None:
-    data = png_bytes(reports)
+    """The plot in the format ``path``'s extension names (:func:`plot_format`)."""
+    data = plot_bytes(reports, plot_format(path))
     try:
         Path(path).write_bytes(data)
     except OSError as exc:

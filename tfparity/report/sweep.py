@@ -6,8 +6,9 @@ from __future__ import annotations
 from .quantisation import sweep_distribution_lines
 
 
-def render_summary(summary: dict, out: str) -> str:
-    """A few lines for the terminal; the full figures are in summary.json."""
+def render_summary(summary: dict, out: str, strict: bool = False) -> str:
+    """A few lines for the terminal; the full figures are in summary.json. ``strict``:
+    ``--strict``, under which a skipped item fails the sweep."""
     run = summary.get("run", {})
     lines = [
         f"tfparity sweep · {summary['model']}",
@@ -82,12 +83,26 @@ def render_summary(summary: dict, out: str) -> str:
             "(see 'skipped' in results.jsonl; --truncate cuts them)"
         )
     over = _over_budget(summary)  # as sweep.summary.sweep_passed, which decides the exit
-    verdict = "PASS" if summary["failed"] == 0 and summary["complete"] and not over else "FAIL"
+    unchecked = strict and summary["skipped"] > 0
+    passed = summary["failed"] == 0 and summary["complete"] and not over and not unchecked
     lines.append("")
     lines.append(
-        f"{verdict} sweep: {summary['passed']}/{summary['items']} items passed{over}; see {out}/"
+        f"{'PASS' if passed else 'FAIL'} sweep: {_counts(summary, strict)}{over}; see {out}/"
     )
     return "\n".join(lines)
+
+
+def _counts(summary: dict, strict: bool) -> str:
+    """``9/9 items passed``; where items were skipped, how many of all were not checked,
+    so that a PASS over part of a corpus does not read as a PASS over all of it."""
+    skipped, items = summary["skipped"], summary["items"]
+    if not skipped:
+        return f"{summary['passed']}/{items} items passed"
+    then = "--strict fails on them" if not strict else "--strict: a FAIL"
+    return (
+        f"{summary['passed']}/{items - skipped} items checked passed, {skipped} of {items} "
+        f"not checked (too long for the model; --truncate cuts them, {then})"
+    )
 
 
 def _over_budget(summary: dict) -> str:

@@ -45,6 +45,23 @@ class Progress:
             )
         self._last = self._start
 
+    def stage(self, doing: str) -> None:
+        """Say what the sweep does before its first item is done (``loading tiny:bert``,
+        ``first batch``): the load, a conversion and the first batch's tracing take tens
+        of seconds with nothing else to show. One line per stage (none in ``none`` mode);
+        the rate and ETA count from the first batch on, not from the load."""
+        if self.mode == "none":
+            return
+        text = f"{self.label}: {doing}..."
+        if self._bar is not None:
+            self._bar.write(text, file=self.stream)
+            if self.done == 0:  # tqdm's rate too counts from here
+                self._bar.reset(total=self.total)
+        else:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+        self._start = self._last = time.perf_counter()
+
     def update(self, n: int) -> None:
         self.done += n
         if self._bar is not None:

@@ -119,16 +119,19 @@ def run_sweep(
     manifest = _manifest(name, checks, info, options, pt)
     _prepare_out(out, manifest, options)
 
+    done, already = read_done(out / RESULTS, info.items)
+    progress = Progress(total=options.shard.size(info.items) - already, mode=options.progress)
     loading = time.perf_counter()
+    torch = " and PyTorch" if {"crosscheck", GENERATE} & set(checks) else ""
+    progress.stage(f"loading {name} (starting TensorFlow{torch}, reading the weights)")
     source: SweepEngine = start_engine(model, checks, pt, options, execution)
     try:
         start = time.perf_counter()
         manifest["top1_note"] = {c: _top1_note(c, source.top1_note) for c in checks}
         _check_logits(options.kl_budget, checks, source.top1_note)
         write_json(out / MANIFEST, manifest)
-        done, already = read_done(out / RESULTS, info.items)
-        todo = options.shard.size(info.items) - already
-        progress = Progress(total=todo, mode=options.progress)
+        tracing = "" if execution.runner_kind == "eager" else ", tracing the model"
+        progress.stage(f"first batch ({execution.runner_kind}{tracing})")
         writer = ResultsWriter.open(out / RESULTS)
         written, batches = 0, 0
         try:

@@ -84,11 +84,21 @@ def test_nonexistent_path(text, tmp_path, monkeypatch):
         parse_spec(text)
 
 
-def test_existing_file_is_not_a_model(tmp_path):
+def test_existing_file_is_named_as_a_file_with_the_kinds_a_model_file_can_be(tmp_path):
     path = tmp_path / "config.json"
     path.write_text("{}")
-    with pytest.raises(TfparityError, match="is not a model"):
+    with pytest.raises(TfparityError) as info:
         parse_spec(str(path))
+    message = str(info.value)
+    assert message.startswith(f"'{path}' is a file, and a MODEL file is a Keras 3 .keras file")
+    assert "LiteRT (.tflite)" in message and "no such directory" not in message
+    assert f"part of the checkpoint in {tmp_path}: give that directory" in message
+    (tmp_path / "notes.onnx").write_text("x")  # a file of no checkpoint: no directory named
+    with pytest.raises(TfparityError, match="is a file, and a MODEL file is") as info:
+        parse_spec(str(tmp_path / "notes.onnx"))
+    assert "give that directory" not in str(info.value)
+    (tmp_path / "model.keras").write_text("x")  # the other way: a .keras file is a MODEL
+    assert parse_spec(str(tmp_path / "model.keras")).kind == "keras-file"
 
 
 @pytest.mark.parametrize("text", ["a b", "org/name/extra", "bad:name", "-leading-dash"])

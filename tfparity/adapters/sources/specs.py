@@ -83,6 +83,8 @@ def parse_spec(text: str) -> ModelSpec:
                 "not a SavedModel either."
             )
         return ModelSpec(text, "dir", str(path.resolve()))
+    if path.is_file():
+        raise TfparityError(_file_refusal(text, path))
     if path.exists() or text.startswith((".", "/", "~")) or not _HUB_ID.match(text):
         raise TfparityError(
             f"'{text}' is not a model: no such directory, and not a Hugging "
@@ -90,6 +92,26 @@ def parse_spec(text: str) -> ModelSpec:
             "hub id, 'minilm', or 'tiny:<model_type>' (e.g. tiny:bert)."
         )
     return ModelSpec(text, "hub", text)
+
+
+# A file that belongs to a Hugging Face checkpoint: its directory is the MODEL.
+_CHECKPOINT_FILES = (".json", ".safetensors", ".bin", ".h5", ".msgpack", ".model", ".txt")
+
+
+def _file_refusal(text: str, path: Path) -> str:
+    """Why the existing file ``text`` is not a MODEL: it is named as a file (it used to
+    read "no such directory"), with the file kinds a MODEL can be, and, for a file of a
+    Hugging Face checkpoint (config.json, weights, tokenizer files), its directory."""
+    kinds = " or ".join(EXPORT_KINDS[k] for k in ("keras-file", "litert"))
+    why = (
+        f"'{text}' is a file, and a MODEL file is {kinds}; other models are directories "
+        "(a Hugging Face checkpoint with config.json and weights, a SavedModel) or specs "
+        "('minilm', 'tiny:<model_type>', a cached hub id)."
+    )
+    folder = path.resolve().parent
+    if path.suffix in _CHECKPOINT_FILES and (folder / "config.json").is_file():
+        why += f" {path.name} is part of the checkpoint in {folder}: give that directory."
+    return why
 
 
 def as_spec(spec: str | ModelSpec) -> ModelSpec:
