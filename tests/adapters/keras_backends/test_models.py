@@ -84,12 +84,13 @@ def gpt2_lm():
     batch = make_batches(side, InputOptions(random=2, seq_len=8, batch_size=2))[0]
     feed = side.inputs(batch)
     task = side.model
-    recorded = worker._run(keras, task, [feed[t.name] for t in task.inputs])
-    return side.run(batch), recorded, task
+    inputs = [feed[t.name] for t in task.inputs]
+    recorded = worker._run(keras, task, inputs)
+    return side.run(batch), recorded, task, inputs
 
 
 def test_a_task_s_map_names_its_backbone_s_layers_by_path_and_its_logits(gpt2_lm):
-    in_process, recorded, task = gpt2_lm
+    in_process, recorded, task, _ = gpt2_lm
     aliases = task_hidden_state_layers(task)
     assert aliases["logits"] == "token_embedding#1"  # the reverse call, not the lookup
     assert aliases["hidden_states[1]"] == f"{task.backbone.name}/transformer_layer_0"
@@ -98,3 +99,19 @@ def test_a_task_s_map_names_its_backbone_s_layers_by_path_and_its_logits(gpt2_lm
         np.testing.assert_allclose(recorded.outputs[layer], expected, rtol=1e-5, atol=1e-5)
     # the backbone's own map names nothing the task's recording holds
     assert not set(hidden_state_layers(task.backbone).values()) & set(recorded.outputs)
+
+
+def test_a_task_s_gradients_probe_its_logits_not_its_backbone_s_lookup(gpt2_lm):
+    """``--gradients`` on the task: its ``token_embedding`` is called in the backbone
+    (the lookup, hidden-wide) and again in the task's graph (the logits, vocabulary-wide);
+    the output probed is the task's call, so the run does not fail on the shapes."""
+    from tfparity.adapters.keras_backends.gradients import record_gradients
+
+    _, recorded, task, inputs = gpt2_lm
+    embedding = task.get_layer("token_embedding")
+    logits = recorded.outputs["token_embedding#1"]
+    assert embedding.output.shape[-1] != logits.shape[-1]  # what layer.output would probe
+    arrays, facts = record_gradients(keras, task, inputs, seed=0)
+    assert arrays["token_embedding:output"].shape == logits.shape
+    assert facts["layer_of"]["token_embedding:output"] == "token_embedding"
+    assert np.abs(arrays["token_embedding/embeddings"]).max() > 0  # head and lookup both
