@@ -40,7 +40,8 @@
     (scripts/bench_distribution.py);
 (t) backends: `tfparity backends keras-hub:tiny:bert` (and on the converted .keras file)
     against the bare per-backend processes (KERAS_BACKEND, keras + keras_hub, load the
-    file, one forward pass), alternated over rounds (scripts/bench_backends.py);
+    file, one forward pass), alternated over rounds, wall and CPU time
+    (scripts/bench_backends.py);
 (y) requantisation: `crosscheck` of a stored int8 .keras with and without its exact check
     against a fresh quantisation of its source (scripts/bench_requantisation.py);
 (g) generate: `tfparity.generate` on a tiny GPT-2 causal LM (3 prompts x 32 new tokens,

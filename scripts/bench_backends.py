@@ -18,13 +18,18 @@ per round and alternated:
   the judging).
 
 The ratio is taken per round. The conversion is done once beforehand, for the bare
-processes and the second command.
+processes and the second command. Beside the wall time, each run's CPU time (user +
+system of every process it started and waited for, from ``getrusage``): on a machine
+shared with other work the wall time follows the load (the bare processes took 23 s on
+a quiet 2-core machine and 118 s on one at load 12), the CPU time much less, so its
+ratio says what tfparity adds to the bare processes' work when the wall time cannot.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -69,34 +74,51 @@ def _convert(spec: str, directory: Path) -> tuple[Path, Path, Path]:
     return Path(f"{out}.keras"), directory / "named.npz", directory / "ordered.npz"
 
 
-def _bare(model: Path, named: Path, backends: list[str]) -> float:
-    start = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", BARE, str(model), str(named)],
-            env=_environment(b),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        for b in backends
-    ]
-    for b, proc in zip(backends, procs, strict=True):
-        _, err = proc.communicate()
+class Timed:
+    """One run's wall time and CPU time (its waited-for processes' user + system)."""
+
+    def __enter__(self) -> Timed:
+        self.cpu0, self.wall0 = _children_cpu(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.wall0
+        self.cpu = _children_cpu() - self.cpu0
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _bare(model: Path, named: Path, backends: list[str]) -> Timed:
+    with Timed() as timed:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", BARE, str(model), str(named)],
+                env=_environment(b),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for b in backends
+        ]
+        errors = [(b, *proc.communicate()) for b, proc in zip(backends, procs, strict=True)]
+    for (b, _, err), proc in zip(errors, procs, strict=True):
         if proc.returncode:
             raise RuntimeError(f"bare {b} failed: {err.decode()[-400:]}")
-    return time.perf_counter() - start
+    return timed
 
 
-def _tfparity(arguments: list[str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tfparity", "backends", *arguments],
-        capture_output=True,
-        text=True,
-    )
+def _tfparity(arguments: list[str]) -> Timed:
+    with Timed() as timed:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tfparity", "backends", *arguments],
+            capture_output=True,
+            text=True,
+        )
     if proc.returncode != 0:
         raise RuntimeError(f"tfparity backends failed: {proc.stdout[-400:]}{proc.stderr[-400:]}")
-    return time.perf_counter() - start
+    return timed
 
 
 def backends_overhead(spec: str = "keras-hub:tiny:bert", rounds: int = 3) -> None:
@@ -114,23 +136,30 @@ def backends_overhead(spec: str = "keras-hub:tiny:bert", rounds: int = 3) -> Non
                 [str(model), "--import", "keras_hub", "--inputs", str(ordered), *every]
             ),
         }
-        times: dict[str, list[float]] = {k: [] for k in runs}
+        times: dict[str, list[Timed]] = {k: [] for k in runs}
         for _ in range(rounds):
             for label, fn in runs.items():
                 times[label].append(fn())
     bare = times["bare processes"]
     print(
         f"\n(t) tfparity backends, {spec} --random 2 --seq-len 8, backends "
-        f"{', '.join(backends)}, {rounds} rounds, {os.cpu_count()} CPUs"
+        f"{', '.join(backends)}, {rounds} rounds, {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.1f}"
     )
-    print(f"  bare per-backend processes (started at once) {statistics.median(bare):.1f} s")
+    print(
+        f"  bare per-backend processes (started at once) "
+        f"{statistics.median(t.wall for t in bare):.1f} s, "
+        f"CPU {statistics.median(t.cpu for t in bare):.1f} s"
+    )
     for label in list(times)[1:]:
-        ratios = [t / b for t, b in zip(times[label], bare, strict=True)]
+        walls = [t.wall / b.wall for t, b in zip(times[label], bare, strict=True)]
+        cpus = [t.cpu / b.cpu for t, b in zip(times[label], bare, strict=True)]
         print(
-            f"  {label} {statistics.median(times[label]):.1f} s: "
-            f"{statistics.median(ratios):.2f}x the bare processes (goal <= 1.3x; rounds "
-            + ", ".join(f"{r:.2f}x" for r in ratios)
-            + ")"
+            f"  {label} {statistics.median(t.wall for t in times[label]):.1f} s: "
+            f"{statistics.median(walls):.2f}x the bare processes (goal <= 1.3x; rounds "
+            + ", ".join(f"{r:.2f}x" for r in walls)
+            + f"); CPU {statistics.median(t.cpu for t in times[label]):.1f} s: "
+            f"{statistics.median(cpus):.2f}x (rounds " + ", ".join(f"{r:.2f}x" for r in cpus) + ")"
         )
 
 

@@ -7,8 +7,10 @@ model's float64 referee by the mode's budget.
 Both ways, on models shaped like users': the example functional model (its custom layer
 0.1% off on JAX only: named at that layer; clean and saved quantised: passes), and a
 keras-hub GPT-2 ``CausalLM`` from the tiny HF checkpoint, judged at its logits (clean,
-saved int8: passes; its logits 0.1% off on torch only, under ``--quantize int8``: named
-at ``token_embedding``, the layer that makes them). The judge is also checked on
+saved int8: passes); the spec ``keras-hub:tiny:gpt2/causal-lm`` under ``--quantize
+int8``, prepared as its task, not its backbone (clean: passes at its logits, with the
+distribution budget; its logits 0.1% off on torch only: named at
+``token_embedding#1``, the call that makes them). The judge is also checked on
 made-up outputs (numpy only), and what cannot be asked exits 2 before any process
 starts.
 """
@@ -38,11 +40,12 @@ FAULT = "tfparity.examples.keras_hub_logits_fault"  # torch's logits x1.001
 TWO = ["--backends", "tensorflow,torch", "--import", EXAMPLE]
 OPTIONS = {"backends": ["tensorflow", "torch"], "imports": [EXAMPLE]}  # TWO, as the API takes it
 LAYERS = ["embedding", "dense_1", "residual", "norm", "dense_2"]
+LM_SPEC = "keras-hub:tiny:gpt2/causal-lm"  # names the task: judged at its logits
 
 
 def _causal_lm(work):
     """keras-hub's GPT2CausalLM on the tiny GPT-2 checkpoint (no preprocessor), saved
-    float and int8, and seeded inputs in its inputs' order."""
+    int8, and seeded inputs in its inputs' order."""
     import keras_hub
 
     from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir
@@ -50,27 +53,33 @@ def _causal_lm(work):
 
     backbone = keras_hub.models.Backbone.from_preset(str(checkpoint_dir("gpt2")))
     lm = keras_hub.models.GPT2CausalLM(backbone=backbone, preprocessor=None)
-    lm.save(work / "lm.keras")
     quantize(lm, "int8")
     lm.save(work / "lm-int8.keras")
     ids = np.random.default_rng(0).integers(0, backbone.vocabulary_size, (2, 8))
     feed = {t.name: np.ones((2, 8), "int32") for t in lm.inputs}
     feed["token_ids"] = ids.astype("int32")
     np.savez(work / "lm-inputs.npz", **{n: feed[n] for n in (t.name for t in lm.inputs)})
-    return work / "lm.keras", work / "lm-int8.keras", work / "lm-inputs.npz"
+    return work / "lm-int8.keras", work / "lm-inputs.npz"
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """The JAX-faulty float model, the clean model quantised to int8 and saved, and the
-    keras-hub CausalLM (float, int8) with its inputs."""
+    keras-hub CausalLM saved int8 with its inputs."""
     work = tmp_path_factory.mktemp("quantised")
     faulty = save(work / "jax-fault.keras", fault="jax")
     clean = save(work / "clean.keras")
     quantised = work / "quantised.keras"
     save_quantised(str(clean), str(quantised), "int8", [EXAMPLE])  # here: Keras is on TF
-    lm, lm_int8, lm_inputs = _causal_lm(work)
-    return {"faulty": faulty, "quantised": quantised, "lm": lm, "lm_int8": lm_int8, "in": lm_inputs}
+    lm_int8, lm_inputs = _causal_lm(work)
+    return {"faulty": faulty, "quantised": quantised, "lm_int8": lm_int8, "in": lm_inputs}
+
+
+@pytest.fixture(scope="module")
+def hub_lm(backends_run):
+    """The causal-LM spec quantised to int8 on TensorFlow and torch, clean (its
+    processes those of test_backends_hub.py's BERT runs: the same imports)."""
+    return backends_run(LM_SPEC, backends=["tensorflow", "torch"], quantize="int8")
 
 
 def _cells(data, layer):
@@ -134,13 +143,25 @@ def test_a_keras_hub_causal_lm_saved_int8_is_judged_at_its_logits(files, backend
     assert worst < 1e-5  # float32 rounding on the int8 model, far below the ceiling
 
 
-def test_a_torch_only_logits_fault_in_a_quantised_causal_lm_is_named(files, backends_run):
+def test_a_keras_hub_causal_lm_spec_is_quantised_as_its_task_and_judged_at_its_logits(hub_lm):
+    """The spec names a task: its logits are the output judged, across the backends and
+    by the int8 budget's distribution terms (KL, same top-1), not the backbone's
+    ``sequence_output``."""
+    code, text, data = hub_lm
+    assert code == 0, text
+    d = data["details"]
+    q = d["quantisation"]
+    assert (q["mode"], q["output"], q["logits"]) == ("int8", "token_embedding#1", True)
+    assert d["layers"][-1]["layer"] == "token_embedding#1"
+    assert all(j["distribution"] and j["against"] == "float64 referee" for j in q["judged"])
+    assert "at the output token_embedding#1 (logits over the vocabulary)" in text
+    worst = max(c["relative_rmse"] for r in d["layers"] for c in r["backends"].values())
+    assert worst < 1e-5  # float32 rounding on the int8 model, far below the ceiling
+
+
+def test_a_torch_only_logits_fault_in_a_quantised_causal_lm_is_named(backends_run):
     code, text, data = backends_run(
-        str(files["lm"]),
-        backends=["tensorflow", "torch"],
-        imports=[FAULT],
-        inputs=str(files["in"]),
-        quantize="int8",
+        LM_SPEC, backends=["tensorflow", "torch"], imports=[FAULT], quantize="int8"
     )
     assert code == 1
     f = data["details"]["first_divergence"]

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..adapters.keras_backends.hidden_states import hidden_state_layers
+from ..adapters.keras_backends.hidden_states import hidden_state_layers, task_hidden_state_layers
 from ..adapters.keras_backends.model_files import built_model, save_quantised, tokenised_inputs
 from ..errors import TfparityError
 
@@ -233,7 +233,9 @@ def _hub_inputs(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.
 
 
 def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Convert the spec as crosscheck does, save the backbone, run HF at float64."""
+    """Convert the spec as crosscheck does, save the model it names (the backbone, or
+    the causal-LM task where the spec names or implies one, so its logits are judged:
+    ``keras-hub:tiny:gpt2/causal-lm``), run HF at float64."""
     from ..inputs import InputOptions, make_batches
     from ..orchestration import pair
 
@@ -248,15 +250,16 @@ def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray
         batch_size=max(len(given["texts"] or ()), given["random"] or 1),  # one batch: all rows
     )
     batch = make_batches(side.tokenizer, side.limits, side.pad_token_id, options)[0]
-    backbone = side.backbone
-    backbone.save(f"{args.out}.keras")
+    model = side.model  # the task (KerasHubCausalLM), else the backbone
+    model.save(f"{args.out}.keras")
     feed = side.inputs(batch)
-    meta["inputs"] = [t.name for t in backbone.inputs]
+    meta["inputs"] = [t.name for t in model.inputs]
     meta["imports"] = list(worker_imports("keras-hub", args.model, tuple(args.imports)))
     meta["notes"] = [n for n in side.notes if n != side.how_embeds_run()]  # no embeds here
     arrays = {f"input:{n}": np.asarray(feed[n]) for n in meta["inputs"]}
     if reference is not None:
-        meta["aliases"] = hidden_state_layers(backbone)
+        task = model is not side.backbone
+        meta["aliases"] = (task_hidden_state_layers if task else hidden_state_layers)(model)
         meta["reference"] = f"Hugging Face {reference.name} at float64"
         hf = reference.run(batch, float64=True)
         arrays.update({f"hf:{k}": np.asarray(hf[k]) for k in meta["aliases"] if k in hf})

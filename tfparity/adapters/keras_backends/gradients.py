@@ -131,13 +131,23 @@ def _probed(keras: Any, model: Any, inputs: list[np.ndarray]) -> tuple[Any, dict
 
 
 def _output_shapes(keras: Any, model: Any, inputs: list[np.ndarray]) -> dict:
-    """(layer name, output index) -> that output's shape on these inputs."""
+    """(layer name, output index) -> that output's shape on these inputs, for the
+    layers called once in ``model``'s own graph: its node's outputs, not ``layer.output``
+    (a keras-hub task's ``token_embedding`` is first called inside its backbone, whose
+    lookup output is not the task's logits)."""
+    calls: dict[int, list[Any]] = {}
+    for nodes in getattr(model, "_nodes_by_depth", {}).values():  # Keras's functional graph
+        for node in nodes:
+            calls.setdefault(id(node.operation), []).append(node)
     keys, tensors = [], []
     for layer in model.layers:
         if isinstance(layer, keras.layers.InputLayer):
             continue
         try:
-            flat = keras.tree.flatten(layer.output)
+            here = calls.get(id(layer)) if calls else None  # a Sequential: layer.output
+            if here is not None and len(here) != 1:
+                raise ValueError(layer.name)
+            flat = keras.tree.flatten(layer.output if here is None else here[0].output_tensors)
         except (AttributeError, ValueError, RuntimeError):
             continue  # a layer called at several places: no probe, as the forward notes
         keys += [(layer.name, k) for k in range(len(flat))]

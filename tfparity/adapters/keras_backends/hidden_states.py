@@ -21,6 +21,17 @@ def hidden_state_layers(backbone: Any) -> dict[str, str]:
     return {alias: call_name(t) for alias, t in hidden_state_tensors(backbone).items()}
 
 
+def task_hidden_state_layers(task: Any) -> dict[str, str]:
+    """:func:`hidden_state_layers` for a keras-hub task (a ``CausalLM``) saved whole: the
+    backbone is one layer of the task's graph, so the worker records its layers by their
+    path from it (``gpt2_backbone/transformer_layer_0``: :mod:`.sublayers`), and HF's
+    ``logits`` are the task's output, the call that makes them (a ``CausalLM``'s
+    ``token_embedding#1``, the token embedding's second, reverse, call)."""
+    prefix = f"{task.backbone.name}/"
+    aliases = {a: prefix + n for a, n in hidden_state_layers(task.backbone).items()}
+    return {**aliases, "logits": call_name(task.output)}
+
+
 def hidden_state_tensors(backbone: Any) -> dict[str, Any]:
     """The symbolic tensors of :func:`hidden_state_layers` (Keras tensors of the
     backbone's graph), for a recorder model built on it."""
