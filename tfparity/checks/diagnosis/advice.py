@@ -35,19 +35,19 @@ def fix_advice(found: Diagnosis, parts: EmbeddingParts, model: Any, batch: Any) 
     gather = f"inputs_embeds = {parts.gather_code}"
     note = _rounding_note(found.rounding, parts) if found.verdict != "word_embeddings" else ""
     if found.layout is not None:
-        return {"advice": _stage_text(found.layout.stage, parts) + _layout(found.layout),
-                "code": gather}  # fmt: skip
+        advice = _stage_text(found.layout.stage, parts, found) + _layout(found.layout)
+        return {"advice": advice, "code": gather}
     if found.token_types is not None:
-        return {"advice": _stage_text(found.verdict, parts) + _types(found.token_types, found),
-                "code": gather}  # fmt: skip
+        advice = _stage_text(found.verdict, parts, found) + _types(found.token_types, found)
+        return {"advice": advice, "code": gather}
     if found.verdict == "word_embeddings":
         return _word_advice(found, parts, model, batch, gather)
     if found.verdict == "unknown":
         return {"advice": _unknown(found), "code": gather}
-    return {"advice": _stage_text(found.verdict, parts) + note, "code": gather}
+    return {"advice": _stage_text(found.verdict, parts, found) + note, "code": gather}
 
 
-def _stage_text(stage: str, parts: EmbeddingParts) -> str:
+def _stage_text(stage: str, parts: EmbeddingParts, found: Diagnosis) -> str:
     if stage in _STAGES:
         return _STAGES[stage]
     if stage == "scaled_word_embeddings":
@@ -57,8 +57,12 @@ def _stage_text(stage: str, parts: EmbeddingParts) -> str:
             "Drop the scaling."
         )
     if stage == "last_hidden_state":
+        last = max(
+            (k for n in found.candidates if (k := hidden_state_index(n)) is not None), default=None
+        )
+        index = "" if last is None else f" (= hidden_states[{last}])"
         return (
-            "These are last_hidden_state, the output of the last layer: the model would "
+            f"These are last_hidden_state{index}, the output of the last layer: the model would "
             "run them through the embedding layer and every layer again. Feed the raw "
             "word embeddings."
         )
