@@ -68,7 +68,7 @@ def check_embeds(
         first_divergence=None
         if passed
         else localise(model, comparisons, batches, Fed(fed, expected)),
-        details=_details(batches),
+        details=_details(batches, options.embeds_fn is not None),
         notes=list(model.notes) + _ids_only_notes(model, options),
     )
     return note_inputs(report, batches)
@@ -185,9 +185,10 @@ def _differs(model: TFSide, batch: Batch, embeds: np.ndarray) -> bool:
     return bool((embeds[valid] != gathered[valid]).any())
 
 
-def _details(batches: Sequence[Batch]) -> dict[str, Any]:
+def _details(batches: Sequence[Batch], own: bool) -> dict[str, Any]:
+    fed = "embeds_fn's embeddings" if own else "word embeddings gathered by ids"
     return {
-        "compares": "inputs_embeds (word embeddings gathered by ids) vs input_ids",
+        "compares": f"inputs_embeds ({fed}) vs input_ids",
         "batches": len(batches),
         "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
         "tokens": int(sum(b.attention_mask.sum() for b in batches)),

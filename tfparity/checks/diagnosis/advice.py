@@ -36,7 +36,7 @@ def fix_advice(found: Diagnosis, parts: EmbeddingParts, model: Any, batch: Any) 
     note = _rounding_note(found.rounding, parts) if found.verdict != "word_embeddings" else ""
     if found.layout is not None:
         advice = _stage_text(found.layout.stage, parts, found) + _layout(found.layout)
-        return {"advice": advice, "code": gather}
+        return {"advice": advice.strip(), "code": gather}
     if found.token_types is not None:
         advice = _stage_text(found.verdict, parts, found) + _types(found.token_types, found)
         return {"advice": advice, "code": gather}

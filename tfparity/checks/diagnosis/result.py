@@ -65,6 +65,7 @@ class Diagnosis:
             out["row_layout"].update(shifts=lay.shifts, padding=lay.padding)
         if self.token_types is not None:
             out["token_type_ids"] = self.token_types.types.tolist()
+            out["token_types_distance"] = self.token_types.distance
         if self.rounding is not None:
             r = self.rounding
             out["rounding"] = {"dtype": r.dtype, "max_abs": r.max_abs, "relative": r.relative}
