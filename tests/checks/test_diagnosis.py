@@ -62,9 +62,9 @@ def test_a_pairs_embeddings_without_token_types_name_the_types_that_match(minilm
     enc = minilm.tokenizer([p[0] for p in PAIRS], [p[1] for p in PAIRS], padding=True)
     ids, mask, types = (np.array(enc[k]) for k in ("input_ids", "attention_mask", "token_type_ids"))
     pair = Batch(input_ids=ids, attention_mask=mask, token_type_ids=types)
-    reference = minilm.run(pair)
-    hs0 = reference["hidden_states[0]"]
+    hs0 = minilm.run(pair)["hidden_states[0]"]
     untyped = Batch(input_ids=ids, attention_mask=mask, token_type_ids=None)
+    reference = minilm.run(untyped)  # the run of the ids as given, as diagnose makes it
     found = _diagnose(minilm, untyped, hs0, reference)
     assert found.verdict == "post_layernorm" and found.ids_all_match
     valid = mask.astype(bool)
@@ -75,7 +75,7 @@ def test_a_pairs_embeddings_without_token_types_name_the_types_that_match(minilm
     assert "--token-type-ids" in found.fix["advice"]
     # the other way: with the right types there is nothing to add; word embeddings of
     # the pair need no types; another checkpoint's hidden_states[0] gets none named
-    assert _diagnose(minilm, pair, hs0, reference).token_types is None
+    assert _diagnose(minilm, pair, hs0, minilm.run(pair)).token_types is None
     word = _diagnose(minilm, untyped, minilm.word_matrix()[ids], reference, outputs_match=True)
     assert word.verdict == "word_embeddings" and word.token_types is None
     other = _diagnose(minilm, untyped, _other(hs0), reference)
@@ -150,3 +150,18 @@ def test_check_embeds_and_assert_embeds_parity_give_the_diagnosis(minilm):
         assert "A common cause" not in report.first_divergence.hint
     with pytest.raises(AssertionError, match="rounded through float16"):
         assert_embeds_parity(minilm, texts=texts, embeds_fn=cases["rounded through float16"])
+
+
+def test_hidden_states_0_is_named_where_no_stage_is_rebuilt(load_tf_model):
+    """OPT's embedding layer adds positions at an offset the rebuilt stages do not
+    know: its own hidden_states[0] names the tensor (a random one stays unknown)."""
+    model = load_tf_model("tiny:opt")
+    batch = make_batches(model, InputOptions(random=2, seq_len=8, batch_size=2, seed=1))[0]
+    reference = model.run(batch)
+    found = _diagnose(model, batch, reference["hidden_states[0]"], reference)
+    assert found.verdict == "hidden_states[0]"
+    rebuilt = [found.candidates[s] for s in ("word_embeddings", "word_plus_position")]
+    assert all(d is None or d > MATCH_DISTANCE for d in rebuilt)
+    assert found.fix["advice"].startswith("These are hidden_states[0], the embedding layer's")
+    noise = np.random.default_rng(0).standard_normal(reference["hidden_states[0]"].shape)
+    assert _diagnose(model, batch, noise, reference).verdict == "unknown"

@@ -15,6 +15,7 @@ from ...adapters.interfaces.embeddings import EmbeddingParts
 from ...trace import hidden_state_index
 from .causes import Rounding, RowLayout, TokenTypes, describe_types
 from .result import Diagnosis
+from .stages import MATCH_DISTANCE
 
 # Below this relative distance the embeddings are the stage's own float32 values.
 EXACT = 1e-7
@@ -44,7 +45,11 @@ def fix_advice(found: Diagnosis, parts: EmbeddingParts, model: Any, batch: Any) 
         return _word_advice(found, parts, model, batch, gather)
     if found.verdict == "unknown":
         return {"advice": _unknown(found), "code": gather}
-    return {"advice": _stage_text(found.verdict, parts, found) + note, "code": gather}
+    also = ""
+    hs0 = found.candidates.get("hidden_states[0]")
+    if found.verdict != "post_layernorm" and hs0 is not None and hs0 <= MATCH_DISTANCE:
+        also = " In this model that is hidden_states[0], the embedding layer's output."
+    return {"advice": _stage_text(found.verdict, parts, found) + also + note, "code": gather}
 
 
 def _stage_text(stage: str, parts: EmbeddingParts, found: Diagnosis) -> str:
@@ -67,6 +72,12 @@ def _stage_text(stage: str, parts: EmbeddingParts, found: Diagnosis) -> str:
             "word embeddings."
         )
     k = hidden_state_index(stage)
+    if k == 0:
+        return (
+            "These are hidden_states[0], the embedding layer's output: the model would run "
+            "them through its embedding layer again. Gather the word-embedding matrix by "
+            "the ids instead."
+        )
     if k is not None:
         return (
             f"These are {stage}, the output of encoder layer {k - 1}: the model would run "

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...adapters.interfaces.embeddings import EmbeddingParts
 from ...adapters.interfaces.sides import TFSide
+from ...compare import to_numpy
 from ...inputs import Batch
 from ...trace import hidden_state_index
 
@@ -38,8 +39,12 @@ EMBEDDING_STAGES = (
 def embedding_stages(
     model: TFSide, parts: EmbeddingParts, batch: Batch
 ) -> dict[str, np.ndarray | None]:
-    """Every stage the embedding layer computes from the ids (None: not in this model)."""
+    """Every stage the embedding layer computes from the ids (None: not in this model).
+    The word stage is what the ids path gathers: with a change it makes to ids only
+    (XGLM's embed_scale), the right inputs_embeds include it."""
     word = parts.word.astype(np.float64)[batch.input_ids]
+    if model.ids_only_change is not None:
+        word = np.asarray(to_numpy(model.gather(batch.input_ids)), dtype=np.float64)
     positions = positions_of(model, parts, batch)
     with_pos = None if positions is None else word + positions
     types = types_of(parts, batch)
@@ -56,13 +61,14 @@ def embedding_stages(
 
 
 def hidden_state_stages(reference: Mapping[str, np.ndarray], shape: tuple) -> dict:
-    """The run's hidden states after the embedding layer (``hidden_states[0]`` is the
-    ``post_layernorm`` stage, rebuilt above), and ``last_hidden_state``: the tensors a
-    pipeline most often takes by mistake, each by its name in the model's outputs."""
+    """The run's hidden states and ``last_hidden_state``: the tensors a pipeline most
+    often takes by mistake, each by its name in the model's outputs. ``hidden_states[0]``
+    is one of the stages rebuilt above where the model's embedding layer is only those
+    (see :func:`closest`); it names the embedding output of the others (rotary or
+    sinusoidal positions, offsets, extra tables)."""
     out: dict[str, np.ndarray] = {}
     for name, array in reference.items():
-        index = hidden_state_index(name)
-        wanted = (index is not None and index > 0) or name == "last_hidden_state"
+        wanted = hidden_state_index(name) is not None or name == "last_hidden_state"
         if wanted and tuple(np.shape(array)) == tuple(shape):
             out[name] = np.asarray(array, dtype=np.float64)
     return out
@@ -103,13 +109,17 @@ def distance(embeds: np.ndarray, stage: np.ndarray | None, valid: np.ndarray) ->
 
 
 def closest(candidates: dict[str, float | None]) -> str:
-    """The nearest candidate within MATCH_DISTANCE, else ``unknown``. The last hidden
-    state is ``hidden_states[L]`` too: where both fit, the name a user would have
-    taken (``last_hidden_state``) wins."""
+    """The nearest candidate within MATCH_DISTANCE, else ``unknown``. Where a rebuilt
+    stage fits as well as ``hidden_states[0]``, the stage wins (its name says what the
+    tensor holds); the last hidden state is ``hidden_states[L]`` too: where both fit,
+    the name a user would have taken (``last_hidden_state``) wins."""
     known = {k: v for k, v in candidates.items() if v is not None}
     best = min(known, key=known.get)
     if known[best] > MATCH_DISTANCE:
         return "unknown"
+    if best == "hidden_states[0]":  # a rebuilt stage that fits says what it holds
+        rebuilt = [k for k in EMBEDDING_STAGES if known.get(k, np.inf) <= MATCH_DISTANCE]
+        best = min(rebuilt, key=known.get) if rebuilt else best
     last = known.get("last_hidden_state")
     if hidden_state_index(best) is not None and last is not None and last <= known[best]:
         return "last_hidden_state"
