@@ -256,6 +256,18 @@ def _frozen_norm(frozen: tuple[str, ...]) -> Callable[[Path], tuple[int, str]]:
     return run
 
 
+def _embeds_fn_float16(work: Path) -> tuple[int, str]:
+    """`check_embeds` on minilm, fed its own word embeddings rounded through float16."""
+    import numpy as np
+
+    from tfparity import check_embeds, load_model, render
+
+    model = load_model("minilm")
+    word = model.word_matrix()
+    report = check_embeds(model, embeds_fn=lambda batch: word[batch.input_ids].astype(np.float16))
+    return (0 if report.passed else 1), render(report)
+
+
 def _export(spec: str, directory: Path, *, fault: bool = False, mask: bool = True) -> None:
     """``spec`` as a SavedModel with a serving signature returning hidden states (a
     layer-1 FFN weight scaled by 1.1 first, with ``fault``; over input_ids and token
@@ -301,6 +313,29 @@ def _keras_hub_exports(work: Path) -> None:
     backbone.save(work / "bert-faulty.keras")
 
 
+# The mistakes scripts/make_diagnose_example.py writes besides hidden_states[0].
+DIAGNOSE_CASES = ("last-hidden-state", "pair-without-types", "permuted", "left-padded", "float16")
+
+
+def _diagnose_argv(case: str) -> tuple[str, ...]:
+    """``tfparity diagnose minilm`` on the files of ``case`` (no types for the pair)."""
+    folder = f"diag-{case}"
+    argv = ("diagnose", "minilm", "--ids", f"{folder}/ids.npy", "--embeds", f"{folder}/embeds.npy")
+    argv += ("--attention-mask", f"{folder}/mask.npy")
+    return (
+        argv if case == "pair-without-types" else (*argv, "--token-type-ids", f"{folder}/types.npy")
+    )
+
+
+def _diagnosis_lines(text: str) -> str:
+    """From the verdict to the fix and the verdict line: what the diagnosis found."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("verdict: "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("outputs ("))
+    fix = next(i for i, line in enumerate(lines) if line.startswith("fix: "))
+    return "\n".join([*lines[:3], "...", *lines[start : end + 1], "", *lines[fix:]]) + "\n"
+
+
 SETUPS: dict[str, Callable[[Path], None]] = {
     "keras-hub-exports": _keras_hub_exports,
     "gpt2-ffn": _gpt2_ffn_port,
@@ -317,6 +352,14 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "diag-correct": lambda work: _script(
         "make_diagnose_example", "minilm", str(work / "diag-correct"), "--correct"
     ),
+    **{
+        f"diag-{case}": (
+            lambda work, case=case: _script(
+                "make_diagnose_example", "minilm", str(work / f"diag-{case}"), "--case", case
+            )
+        )
+        for case in DIAGNOSE_CASES
+    },
     "task-heads": _task_heads,
     "untied-mlm": _untied_mlm,
     "labelled-ports": _labelled_ports,
@@ -785,6 +828,29 @@ EXAMPLES: tuple[Example, ...] = (
         setup=("diag-correct",),
         minilm=True,
     ),  # fmt: skip
+    *(
+        Example(
+            f"diagnose-{case}",
+            "docs/diagnose.md",
+            1,
+            _diagnose_argv(case),
+            setup=(f"diag-{case}",),
+            keep=None if case == "pair-without-types" else _diagnosis_lines,
+            minilm=True,
+            tested=False,
+            why_untested="tests/checks/test_diagnosis.py asserts the same findings on minilm",
+        )
+        for case in DIAGNOSE_CASES
+    ),
+    Example(
+        "embeds-fn-float16",
+        "docs/embeddings.md",
+        1,
+        run=_embeds_fn_float16,
+        minilm=True,
+        tested=False,
+        why_untested="tests/checks/test_diagnosis.py asserts the same hint on minilm",
+    ),
     Example("embeddings-minilm", "docs/embeddings.md", 0, ("embeddings", "minilm"), minilm=True),
     Example("embeddings-tiny-bert", "docs/embeddings.md", 0, ("embeddings", "tiny:bert")),
     Example(

@@ -15,12 +15,13 @@ import numpy as np
 
 from .. import validation
 from ..adapters.interfaces.sides import TFSide
-from ..compare import Comparison, Tolerance, all_finite, compare_output_batches
+from ..compare import Comparison, Tolerance, all_finite, compare_output_batches, to_numpy
 from ..errors import TfparityError
 from ..inputs import Batch, note_inputs
 from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index, layer_of, layer_text
 from ..validation import nonfinite_weights
+from .diagnosis import diagnose_embeddings
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def check_embeds(
 ) -> Report:
     if model.inputs_embeds_reason is not None:  # an export without that path
         raise TfparityError(f"The embeds check cannot run: {model.inputs_embeds_reason}")
-    expected, actual = [], []
+    expected, actual, fed = [], [], []
     for i, batch in enumerate(batches):
         reference = options.references[i] if options.references is not None else model.run(batch)
         ensure_finite(reference, "the input_ids path")
@@ -52,6 +53,7 @@ def check_embeds(
             embeds = validation.embeds(options.embeds_fn(batch), batch.shape, width)
         actual.append(model.run(batch, inputs_embeds=embeds))
         expected.append(reference)
+        fed.append(embeds)
     masks = [b.attention_mask for b in batches]
     comparisons = compare_output_batches(actual, expected, masks=masks, tolerance=options.tolerance)
     passed = all(c.passed for c in comparisons)
@@ -63,8 +65,10 @@ def check_embeds(
         model=model.name,
         passed=passed and not broken,
         comparisons=comparisons + broken,
-        first_divergence=None if passed else localise(model, comparisons, batches),
-        details=_details(batches),
+        first_divergence=None
+        if passed
+        else localise(model, comparisons, batches, Fed(fed, expected)),
+        details=_details(batches, options.embeds_fn is not None),
         notes=list(model.notes) + _ids_only_notes(model, options),
     )
     return note_inputs(report, batches)
@@ -93,12 +97,25 @@ def ensure_finite(trace: Trace, where: str) -> None:
             )
 
 
-def localise(model: TFSide, comparisons: list[Comparison], batches: Sequence[Batch]) -> Divergence:
+@dataclass(frozen=True)
+class Fed:
+    """What the embeds path was fed, per batch, and the ids runs it was judged against."""
+
+    embeds: Sequence[Any]
+    references: Sequence[Trace]
+
+
+def localise(
+    model: TFSide,
+    comparisons: list[Comparison],
+    batches: Sequence[Batch],
+    fed: Fed | None = None,
+) -> Divergence:
     """The first failing hidden state, and why the two paths might part there."""
     failing = [c for c in comparisons if not c.passed]
     hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
     if hidden and hidden[0] == 0:
-        return Divergence(0, "embeddings", "embeddings", embeddings_hint(model, batches))
+        return Divergence(0, "embeddings", "embeddings", embeddings_hint(model, batches, fed))
     if hidden:
         k = hidden[0]
         return Divergence(
@@ -117,7 +134,12 @@ def localise(model: TFSide, comparisons: list[Comparison], batches: Sequence[Bat
     )
 
 
-def embeddings_hint(model: TFSide, batches: Sequence[Batch]) -> str:
+def embeddings_hint(model: TFSide, batches: Sequence[Batch], fed: Fed | None = None) -> str:
+    """What the fed embeddings are, by the diagnosis ``tfparity diagnose`` makes, on the
+    first batch whose embeddings are not the gathered ones; a side without embedding
+    tables (an export, keras-hub) gets the causes the batches alone show."""
+    if fed is not None and _has_tables(model):
+        return _diagnosed(model, batches, fed)
     left_padded = any((b.attention_mask[:, 0] == 0).any() for b in batches)
     if model.padding_aware_positions and left_padded:
         return (
@@ -135,9 +157,38 @@ def embeddings_hint(model: TFSide, batches: Sequence[Batch]) -> str:
     )
 
 
-def _details(batches: Sequence[Batch]) -> dict[str, Any]:
+def _diagnosed(model: TFSide, batches: Sequence[Batch], fed: Fed) -> str:
+    arrays = [np.asarray(to_numpy(e)) for e in fed.embeds]
+    pick = next(
+        (i for i, (b, e) in enumerate(zip(batches, arrays, strict=True)) if _differs(model, b, e)),
+        0,
+    )
+    found = diagnose_embeddings(
+        model, batches[pick], arrays[pick], fed.references[pick], outputs_match=False
+    )
+    where = f"batch {pick}: " if len(batches) > 1 else ""
+    return f"{where}{found.hint}"
+
+
+def _has_tables(model: TFSide) -> bool:
+    try:
+        model.embedding_parts()
+    except TfparityError:  # the side's refusal: it does not expose its tables
+        return False
+    return True
+
+
+def _differs(model: TFSide, batch: Batch, embeds: np.ndarray) -> bool:
+    """Whether the fed embeddings differ from the gathered ones at a real token."""
+    gathered = np.asarray(to_numpy(model.gather(batch.input_ids)))
+    valid = batch.attention_mask.astype(bool)
+    return bool((embeds[valid] != gathered[valid]).any())
+
+
+def _details(batches: Sequence[Batch], own: bool) -> dict[str, Any]:
+    fed = "embeds_fn's embeddings" if own else "word embeddings gathered by ids"
     return {
-        "compares": "inputs_embeds (word embeddings gathered by ids) vs input_ids",
+        "compares": f"inputs_embeds ({fed}) vs input_ids",
         "batches": len(batches),
         "sequences": int(sum(b.input_ids.shape[0] for b in batches)),
         "tokens": int(sum(b.attention_mask.sum() for b in batches)),

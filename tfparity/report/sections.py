@@ -52,16 +52,24 @@ def render_diagnose(report: Report) -> str:
     ]
     lines += ["", *table(("stage computed from the ids", "distance", ""), rows)]
     lines += ["", f"verdict: {d['verdict']}"]
-    lines.append(
-        f"recovered ids: {d['tokens'] - d['recovered_ids_mismatched']}/{d['tokens']} match "
-        f"({_pct(d['recovered_ids_match'])})"
-        + (f"; every mismatch is off by {d['id_offset']:+d}" if d["id_offset"] else "")
-    )
+    matched = f"{d['tokens'] - d['recovered_ids_mismatched']}/{d['tokens']}"
+    if d["verdict"].startswith(("hidden_states[", "last_hidden_state")):
+        lines.append(  # the layers are not undone: only the nearest rows are read
+            f"recovered ids: not asked of a hidden state after the embedding layer (its "
+            f"nearest word rows are the ids at {matched})"
+        )
+        d = {**d, "id_mismatches": []}
+    else:
+        lines.append(
+            f"recovered ids: {matched} match ({_pct(d['recovered_ids_match'])})"
+            + (f"; every mismatch is off by {d['id_offset']:+d}" if d["id_offset"] else "")
+        )
     for m in d["id_mismatches"][:5]:
         lines.append(
             f"  sequence {m['sequence']} position {m['position']}: "
             f"expected {m['expected']}, recovered {m['recovered']}"
         )
+    lines += _diagnose_findings(d)
     lines.append(
         f"outputs (inputs_embeds vs input_ids): {'match' if d['outputs_match'] else 'differ'}"
     )
@@ -71,6 +79,33 @@ def render_diagnose(report: Report) -> str:
     if d["fix"]["code"]:
         lines.append(f"    {d['fix']['code']}")
     return "\n".join(lines + _tail(report, d["verdict"]))
+
+
+def _diagnose_findings(d: dict) -> list[str]:
+    """The facts that explain a mismatch: row order or shift, token types, rounding
+    (absent from older reports: read with ``get``)."""
+    lines = []
+    layout = d.get("row_layout")
+    if layout and layout["kind"] == "permuted":
+        lines.append(f"row order: embeddings row b holds ids row rows[b], rows = {layout['rows']}")
+    elif layout:
+        lines.append(
+            f"row shift: {layout['shifts']} positions per row (the ids' padding per row: "
+            f"{layout['padding']})"
+        )
+    if d.get("token_type_ids") is not None:
+        typed = sum(t != 0 for row in d["token_type_ids"] for t in row)
+        lines.append(
+            f"token types: with {typed} token(s) of type > 0 it is {d['verdict']} at distance "
+            f"{_num(d['token_types_distance'])} (JSON: token_type_ids)"
+        )
+    if d.get("rounding"):
+        r = d["rounding"]
+        lines.append(
+            f"rounding: through {r['dtype']}, up to {_num(r['max_abs'])} "
+            f"(relative {_num(r['relative'])})"
+        )
+    return lines
 
 
 def render_embeddings(report: Report) -> str:
