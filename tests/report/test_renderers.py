@@ -59,14 +59,15 @@ def _backends(faulty: bool, gradients: bool = False):
     return report
 
 
-def _quantised_backends(faulty: bool):
+def _quantised_backends(faulty: bool = False, over: float = 1.001):
     """A made-up int8 run: the backends agree with each other (but ``faulty``: jax off
-    from layer_5 on), each 1e-3 off the float model's truth at the output."""
+    from layer_5 on), each ``over`` times the float model's truth (1.001: within the
+    int8 budget; 1.5: over it, where no layer parts)."""
     from tfparity.cross_backend.quantised import QuantisedOutputs, check_quantised_backends
 
     runs = _runs({"jax": 1.01} if faulty else {})
     quantised = {
-        b: {n: (t * 1.001).astype(np.float32) for n, t in run.items()} for b, run in runs.items()
+        b: {n: (t * over).astype(np.float32) for n, t in run.items()} for b, run in runs.items()
     }
     q = QuantisedOutputs("made-up", "int8", quantised, "tensorflow", TRUTH, "tensorflow")
     return check_quantised_backends(q)
@@ -105,6 +106,7 @@ def reports(load_tf_model) -> dict:
         "backends-gradients": _backends(faulty=True, gradients=True),
         "backends-quantised": _quantised_backends(faulty=False),
         "backends-quantised-fail": _quantised_backends(faulty=True),
+        "backends-quantised-over": _quantised_backends(over=1.5),
     }
     one = tfparity.make_batches(bert, ONE)  # gradients cost by the token: the fewest
     made["gradients-embeds"], made["gradients"] = tfparity.gradients(bert, batches=one)
@@ -163,6 +165,7 @@ NAMES = [
     "backends-gradients",
     "backends-quantised",
     "backends-quantised-fail",
+    "backends-quantised-over",
 ]
 
 
@@ -191,6 +194,8 @@ def test_both_verdicts_are_among_the_reports(reports):
     for name in ("check", "diagnose", "backends", "backends-quantised"):
         assert reports[name].passed and not reports[f"{name}-fail"].passed, name
     assert not reports["backends-gradients"].passed
+    over = reports["backends-quantised-over"]
+    assert not over.passed and "layer" not in over.details["first_divergence"]  # no layer parts
     assert "quantisation" in reports["crosscheck-quantize"].details
     assert "quantisation" in reports["backends-quantised"].details
 
@@ -261,3 +266,16 @@ def test_a_check_of_your_own_renders_as_a_tensor_check(reports):
     mine = replace(reports["check-fail"], check="mine")
     assert tfparity.render(mine).splitlines()[-1].startswith("FAIL mine: ")
     assert assertion_message([mine], FULL).splitlines()[-1] == FULL
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_plot_draws_every_report_that_has_layers(reports, name):
+    """--plot and the HTML's image: a backends report by backend, any other by hidden
+    state; a report without either has no plot."""
+    from tfparity.report.plot import backend_series, layer_series, plottable
+
+    report = reports[name]
+    backends = backend_series(report)
+    assert (backends is not None) is (report.check == "backends")
+    assert backends is None or layer_series(report) is None
+    assert bool(plottable([report])) is (backends is not None or layer_series(report) is not None)

@@ -231,6 +231,9 @@ def _backend_divergence(details: dict) -> list[str]:
     f = details.get("first_divergence") or (details.get("gradients") or {}).get("first_divergence")
     if not f:
         return []
+    if "layer" not in f and "gradient" not in f:  # a quantised run over its budget
+        out = [f"<p><b>first divergence:</b> {_e(f['text'])}</p>"]
+        return out + [f"<p><b>hint:</b> {_e(h)}</p>" for h in f.get("hints", [])]
     who = f"backend {f['backend']}" if f.get("backend") else "every backend"
     where = f"layer {f['layer']}" if "gradient" not in f else f"gradient {f['gradient']}"
     out = [f"<p><b>first divergence:</b> {_e(who)}, {_e(where)} ({_e(f['kind'])})</p>"]
