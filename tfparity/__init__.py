@@ -43,7 +43,7 @@ _ELSEWHERE = {
     "PTModel": "adapters.reference.pt_model",
     "TFModel": "adapters.hf_tf.tf_model",
     "load_pt": "adapters.reference.pt_model",
-    "render": "report.text",
+    "render": "report",  # dispatched by Report.check (report/__init__.py)
 }
 
 __all__ = [

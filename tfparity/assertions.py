@@ -1,9 +1,10 @@
 """Assertion helpers for tests: a check that fails raises AssertionError whose first
 line is the verdict and the first divergence, then the hint, the layers around it,
 the failing outputs and the first divergence's "Mismatched elements" block, each
-tensor once, in about 25 lines (:func:`tfparity.report.brief.assertion_message`); the
-last line says where the full report is. The error's ``reports`` attribute holds the
-Reports.
+tensor once, in about 25 lines (:func:`tfparity.report.brief.assertion_message`; a
+generate or backends report reads as its check's renderer writes it, see
+:func:`tfparity.report.assertion_message`); the last line says where the full report
+is. The error's ``reports`` attribute holds the Reports.
 
 They work in any test runner. Under pytest with tfparity's plugin
 (:mod:`tfparity.pytest_plugin`) they also pick up ``--tfparity-device``, load MODEL
@@ -173,14 +174,13 @@ def assert_generation(
     stay fast; the CLI's default is 32)."""
     __tracebackhide__ = True
     from .api import generate
-    from .report.generation import assertion_message
 
     validation.texts(texts)
     validation.instance(inputs, InputOptions, "inputs", "an InputOptions")
     report = generate(
         model, pt=pt_model, new_tokens=new_tokens, texts=texts, inputs=inputs, embeds=embeds
     )
-    _conclude([report], assertion_message)
+    _conclude([report])
     return report
 
 
@@ -231,32 +231,31 @@ def assert_backends(model: str, **options: Any) -> Report:
     session's warm backend processes are reused (each backend's imports paid once)."""
     __tracebackhide__ = True
     from .cross_backend import backends
-    from .report.backends import assertion_message
 
     context = CONTEXT.get()
     if "workers" not in options and context is not None and context.backend_workers:
         options["workers"] = context.backend_workers()
     report = backends(model, **options)
-    _conclude([report], assertion_message)
+    _conclude([report])
     return report
 
 
 # ----------------------------------------------------------------------------- helpers
 
 
-def _conclude(reports: list[Report], message: Callable | None = None) -> None:
-    """Hand the reports to the plugin (for --tfparity-json), then judge them; ``message``
-    builds the failure's text (default: the tensor checks' brief message)."""
+def _conclude(reports: list[Report]) -> None:
+    """Hand the reports to the plugin (for --tfparity-json), then judge them; the
+    failure's text is the message registered for the failed report's check
+    (:func:`tfparity.report.assertion_message`)."""
     __tracebackhide__ = True  # pytest shows the test's line, not this frame's locals
-    from .report.brief import assertion_message
+    from .report import assertion_message
 
-    message = message or assertion_message
     context = CONTEXT.get()
     if context is not None:
         context.reports.extend(reports)
     if all(r.passed for r in reports):
         return
-    error = AssertionError(message(reports, _full_report(context)))
+    error = AssertionError(assertion_message(reports, _full_report(context)))
     error.reports = reports  # type: ignore[attr-defined]
     raise error
 

@@ -7,12 +7,28 @@ from typing import Any
 
 from ..compare.rounding import compute_dtype
 from ..results import Report
-from .backends_quantised import quantised_verdict, render_quantised_backends
+from .backends_quantised import CAPTION as QUANTISED_CAPTION
+from .backends_quantised import (
+    budget_lines,
+    divergence_lines,
+    quantised_verdict,
+    render_quantised_backends,
+)
 from .sections import table
 
 # The rows of the layer table an assertion message shows before and after the first
 # divergence (the whole table of a keras-hub model, with its sublayers, runs to hundreds).
 WINDOW = 3
+# The caption of the float report's layer table.
+CAPTION = "each cell: max abs diff to the referee, RMSE / referee RMS, verdict"
+
+
+def is_quantised(report: Report) -> bool:
+    """Whether ``report`` is a quantised run's (``--quantize``, or a quantised file):
+    both kinds are ``check`` ``backends`` (the JSON contract), and a quantised one has
+    its documented ``details.quantisation`` section. The one place the two are told
+    apart; the text, the verdict, the assertion message and the HTML ask it."""
+    return "quantisation" in report.details
 
 
 def _cell(cell: dict[str, Any] | None) -> str:
@@ -28,7 +44,7 @@ def _cell(cell: dict[str, Any] | None) -> str:
 def verdict(report: Report) -> str:
     """``PASS backends: ...`` or ``FAIL backends: ...`` naming backend and layer."""
     d = report.details
-    if "quantisation" in d:
+    if is_quantised(report):
         return quantised_verdict(report)
     taps = sum(1 for row in d["layers"] if row.get("parent"))  # sublayers inside a layer
     n = len(d["layers"]) - taps
@@ -48,31 +64,38 @@ def verdict(report: Report) -> str:
     return f"FAIL backends: {f.get('text', 'see above')}"
 
 
-def render_report(report: Report) -> str:
+def render_report(report: Report, *, verbose: bool = False) -> str:
     """The text report of either kind of ``tfparity backends`` run: a quantised one's
-    (:mod:`.backends_quantised`) or the layer table's."""
-    if "quantisation" in report.details:
+    (:mod:`.backends_quantised`) or the layer table's; ``verbose`` changes nothing
+    (every row is shown)."""
+    if is_quantised(report):
         return render_quantised_backends(report, _cell)
     return render_backends(report)
 
 
 def assertion_message(reports: list[Report], full_report: str) -> str:
-    """``tfparity.assert_backends``'s failure: the verdict line first, then the first
-    divergence with its hints and the layer table's rows around it (a quantised run:
-    its whole, short report), then where the full report is."""
-    report = reports[0]
-    text = render_report(report).splitlines()
-    if "quantisation" in report.details:
-        return "\n".join([text[-1], *text[:-1], full_report])
+    """``tfparity.assert_backends``'s failure, from the report's rows: the verdict line
+    first, then the layer table's rows around the first divergence, the sections below
+    the table (the quantisation's budget, the Hugging Face referee, the first divergence
+    with its hints, the gradients, the notes), then where the full report is."""
+    report = next((r for r in reports if not r.passed), reports[0])
     d = report.details
+    quantised = is_quantised(report)
+    layers = d["layers"]
+    names = [row["layer"] for row in layers]
     first = d["first_divergence"] or {}
-    names = [row["layer"] for row in d["layers"]]
     at = names.index(first["layer"]) if first.get("layer") in names else 0
-    start = text.index("each cell: max abs diff to the referee, RMSE / referee RMS, verdict")
-    head, rows = text[start : start + 3], text[start + 3 : start + 3 + len(names)]
-    window = rows[max(0, at - WINDOW) : at + WINDOW + 1]
-    rest = [line for line in text[start + 3 + len(names) :] if line][:-1]
-    return "\n".join([text[-1], *head, *window, *rest, full_report])
+    window = layers[max(0, at - WINDOW) : at + WINDOW + 1]
+    rows = [
+        (row["layer"], *(_cell(row["backends"].get(b)) for b in d["backends"])) for row in window
+    ]
+    lines = [QUANTISED_CAPTION if quantised else CAPTION, *table(("layer", *d["backends"]), rows)]
+    if quantised:
+        lines += [*budget_lines(d), *divergence_lines(d)]
+    else:
+        lines += _below_table(d)
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join([verdict(report), *(line for line in lines if line), full_report])
 
 
 def render_backends(report: Report) -> str:
@@ -87,15 +110,22 @@ def render_backends(report: Report) -> str:
         f"  judge: {d['judge']}",
         *(f"  precision {b}: {precision_text(facts)}" for b, facts in d["precision"].items()),
         "",
-        "each cell: max abs diff to the referee, RMSE / referee RMS, verdict",
+        CAPTION,
     ]
     rows = [
         (row["layer"], *(_cell(row["backends"].get(b)) for b in d["backends"]))
         for row in d["layers"]
     ]
     lines += table(("layer", *d["backends"]), rows)
-    if d.get("hf_referee"):
-        lines += _hf_section(d["hf_referee"], d["backends"])
+    lines += _below_table(d)
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join([*lines, "", verdict(report)])
+
+
+def _below_table(d: dict[str, Any]) -> list[str]:
+    """The float report's sections under the layer table: the Hugging Face referee's
+    table, the first divergence with its hints, the gradients."""
+    lines = _hf_section(d["hf_referee"], d["backends"]) if d.get("hf_referee") else []
     f = d["first_divergence"]
     if f:
         who = f"backend {f['backend']}" if f["backend"] else "every backend"
@@ -103,8 +133,7 @@ def render_backends(report: Report) -> str:
         lines += [f"  hint: {h}" for h in f.get("hints", [])]
     if d.get("gradients"):
         lines += _gradients(d["gradients"], d["backends"])
-    lines += [f"note: {n}" for n in report.notes]
-    return "\n".join([*lines, "", verdict(report)])
+    return lines
 
 
 def policy_lines(policies: dict[str, int]) -> list[str]:

@@ -35,20 +35,35 @@ def render_quantised_backends(report: Report, cell: Callable[[Any], str]) -> str
         for row in d["layers"]
     ]
     lines += table(("layer", *d["backends"]), rows)
-    lines += ["", _budget_heading(q, d["referee"])]
+    lines += [*budget_lines(d), *divergence_lines(d)]
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join([*lines, "", quantised_verdict(report)])
+
+
+def budget_lines(d: dict[str, Any]) -> list[str]:
+    """The budget section: each backend's quantised output against the float referee."""
+    q = d["quantisation"]
+    lines = ["", _budget_heading(q, d["referee"])]
     if q["judged"]:
         lines += table(
             ("backend", "against", "max abs diff", "mean abs diff", "cosine", "verdict"),
             [_row(j) for j in q["judged"]],
         )
         lines += [backend_distribution_line(j) for j in q["judged"] if j.get("distribution")]
+    return lines
+
+
+def divergence_lines(d: dict[str, Any]) -> list[str]:
+    """The first divergence (a backend and layer, or the budget) and its hints."""
     f = d["first_divergence"]
-    if f:
-        named = f"backend {f['backend']}, layer {f['layer']} ({f['kind']})" if "layer" in f else ""
-        lines += ["", f"first divergence: {named or f['text']}"]
-        lines += [f"  hint: {h}" for h in f.get("hints", [])]
-    lines += [f"note: {n}" for n in report.notes]
-    return "\n".join([*lines, "", quantised_verdict(report)])
+    if not f:
+        return []
+    named = f"backend {f['backend']}, layer {f['layer']} ({f['kind']})" if "layer" in f else ""
+    return [
+        "",
+        f"first divergence: {named or f['text']}",
+        *(f"  hint: {h}" for h in f.get("hints", [])),
+    ]
 
 
 def _budget_heading(q: dict[str, Any], referee: dict[str, Any] | None) -> str:

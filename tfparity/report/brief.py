@@ -9,6 +9,8 @@ the full report (every row, every block, the notes) is a path away, not in the l
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..results import Divergence, Report
 from .text import (
     comparison_table,
@@ -25,16 +27,22 @@ MAX_TENSOR_ROWS = 2  # failing outputs listed (the JSON has all)
 _FACTS = ("judge", "reference", "device", "execution", "precision")
 
 
-def assertion_message(reports: list[Report], full_report: str) -> str:
+def assertion_message(
+    reports: list[Report],
+    full_report: str,
+    *,
+    verdict: Callable[[Report], str] = verdict_line,
+) -> str:
     """The message for ``reports`` (at least one failed); ``full_report`` is the last
-    line's text: where the full report was written, or how to get it."""
-    failed = [r for r in reports if not r.passed]
+    line's text: where the full report was written, or how to get it. ``verdict``: the
+    check's verdict line (default: the tensor checks')."""
+    failed = [r for r in reports if not r.passed] or reports
     report = failed[0]
-    lines = [headline(report)]
+    lines = [headline(report, verdict)]
     d = report.first_divergence
     if d is not None and d.hint:
         lines.append(f"hint: {d.hint}")
-    lines.append(_facts(report))
+    lines.append(_facts(report, verdict))
     layers = report.details.get("layers") or []
     window, left_out = _layer_window(layers)
     if window:
@@ -46,14 +54,16 @@ def assertion_message(reports: list[Report], full_report: str) -> str:
     more = left_out + _count(len(rows) - MAX_TENSOR_ROWS, "more failing tensor")
     if more:
         lines.append(f"(in the full report: {'; '.join(more)})")
-    lines += ["", *_block(report)]
+    block = _block(report)
+    if block:
+        lines += ["", *block]
     for other in failed[1:]:
-        lines.append(f"also {headline(other)}")
+        lines.append(f"also {headline(other, verdict)}")
     lines.append(full_report)
     return "\n".join(lines)
 
 
-def headline(report: Report) -> str:
+def headline(report: Report, verdict: Callable[[Report], str] = verdict_line) -> str:
     """``layer 1 intermediate diverges (hidden_states[2]): FAIL crosscheck, tiny:bert``;
     without a localised divergence, the verdict line. The divergence comes first, most
     specific first, and the model last: pytest's one-line summary cuts the line at the
@@ -62,7 +72,7 @@ def headline(report: Report) -> str:
     d = report.first_divergence
     if d is not None:
         return f"{divergence_headline(d)}: FAIL {report.check}, {report.model}"
-    return f"{verdict_line(report)} ({report.model})"
+    return f"{verdict(report)} ({report.model})"
 
 
 def divergence_headline(d: Divergence) -> str:
@@ -86,9 +96,9 @@ def divergence_headline(d: Divergence) -> str:
     return f"{place} {verb} ({shown})" if shown else f"{place} {verb}"
 
 
-def _facts(report: Report) -> str:
-    """How many tensors differ, and by whose judgement, on one line."""
-    summary = verdict_line(report).split(": ", 1)[1]
+def _facts(report: Report, verdict: Callable[[Report], str]) -> str:
+    """How many tensors differ (what failed), and by whose judgement, on one line."""
+    summary = verdict(report).split(": ", 1)[1]
     facts = [f"{k}: {report.details[k]}" for k in _FACTS if k in report.details]
     if "reference" not in report.details and "compares" in report.details:
         facts.insert(0, f"compares: {report.details['compares']}")
@@ -128,7 +138,10 @@ def _tensor_rows(report: Report, layers: list) -> list:
 
 def _block(report: Report) -> list[str]:
     """The first divergence's failure block (else the worst tensor's), without the
-    blank line under its head."""
+    blank line under its head; none where no comparison failed (a check that failed
+    by its details: the verdict line says why)."""
+    if not report.failures:
+        return []
     lines = failing_summary(report).splitlines()
     if len(lines) > 1 and not lines[1]:
         del lines[1]

@@ -89,7 +89,7 @@ def assertion_message(reports: list[Report], full_report: str) -> str:
     """What a failing :func:`~tfparity.assertions.assert_generation` says: the verdict
     first (pytest's summary line shows it), the first divergence and its hint, the prompt
     table, then where the full report is."""
-    report = next(r for r in reports if not r.passed)
+    report = next((r for r in reports if not r.passed), reports[0])
     lines = [f"{verdict(report)} · {report.model}"]
     f = report.first_divergence
     if f is not None:

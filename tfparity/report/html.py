@@ -17,15 +17,15 @@ from pathlib import Path
 
 from ..errors import TfparityError
 from ..results import Report
+from . import renderer_for
 from .backends import precision_text
-from .backends import verdict as backends_verdict
 from .quantisation import (
     backend_distribution_line,
     distribution_lines,
     quantisation_lines,
     requantisation_lines,
 )
-from .text import failing_summary, verdict_line
+from .text import divergence_text, failing_summary
 
 # Read in an 800 px window: the page never scrolls sideways; a table wider than the window
 # scrolls in its own box (div.wide), a number never breaks across lines (td.num: "1.2e-"
@@ -106,7 +106,8 @@ def _section(report: Report, image: bytes | None, image_note: str | None) -> lis
         ]
         out.extend(_wide("", rows))
     layers = report.details.get("layers")
-    across = bool(layers) and "backends" in layers[0]  # tfparity backends: layer x backend
+    renderer = renderer_for(report)
+    across = renderer.layer_x_backend  # tfparity backends: layer x backend
     if layers:
         out.extend(backend_tables(report.details) if across else _layer_table(layers))
         if image is not None:
@@ -136,15 +137,12 @@ def _section(report: Report, image: bytes | None, image_note: str | None) -> lis
     if d is not None and across:
         out.extend(_backend_divergence(report.details))
     elif d is not None:
-        out.append(
-            f"<p><b>first divergence:</b> hidden_states[{_e(d.hidden_state)}] · layer "
-            f"{_e(d.layer)}{f' · component {_e(d.component)}' if d.component else ''}</p>"
-        )
+        out.append(f"<p><b>first divergence:</b> {_e(divergence_text(d))}</p>")
         if d.hint:
             out.append(f"<p><b>hint:</b> {_e(d.hint)}</p>")
     if report.failures and not across:
         out.append(f"<pre>{_e(failing_summary(report))}</pre>")
-    out.append(f"<p>{_e(backends_verdict(report) if across else verdict_line(report))}</p>")
+    out.append(f"<p>{_e(renderer.verdict(report))}</p>")
     return out
 
 
@@ -233,6 +231,9 @@ def _backend_divergence(details: dict) -> list[str]:
     f = details.get("first_divergence") or (details.get("gradients") or {}).get("first_divergence")
     if not f:
         return []
+    if "layer" not in f and "gradient" not in f:  # a quantised run over its budget
+        out = [f"<p><b>first divergence:</b> {_e(f['text'])}</p>"]
+        return out + [f"<p><b>hint:</b> {_e(h)}</p>" for h in f.get("hints", [])]
     who = f"backend {f['backend']}" if f.get("backend") else "every backend"
     where = f"layer {f['layer']}" if "gradient" not in f else f"gradient {f['gradient']}"
     out = [f"<p><b>first divergence:</b> {_e(who)}, {_e(where)} ({_e(f['kind'])})</p>"]

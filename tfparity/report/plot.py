@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import TfparityError
 from ..results import Report
 from ..trace import hidden_state_index
+from . import renderer_for
 
 RED = "#b00020"
 INSTALL_HINT = "pip install 'tfparity[plot]' (or: pip install matplotlib)"
@@ -92,7 +93,7 @@ def layer_series(report: Report) -> LayerSeries | None:
     """The plottable figures of ``report``: the cross-check's layer table, or any
     check's ``hidden_states[k]`` comparisons; None when it compared no hidden state."""
     rows = report.details.get("layers")
-    if rows and "backends" in rows[0]:  # tfparity backends: see backend_series
+    if renderer_for(report).layer_x_backend:  # tfparity backends: see backend_series
         return None
     if not rows:
         rows = [
@@ -149,12 +150,12 @@ def backend_series(report: Report) -> BackendSeries | None:
     """The plottable figures of a ``tfparity backends`` report (None for any other)."""
     d = report.details
     rows = d.get("layers")
-    if not rows or "backends" not in rows[0]:
+    if not rows or not renderer_for(report).layer_x_backend:
         return None
     names = [r["layer"] for r in rows]
     f = d.get("first_divergence")
     label = ""
-    if f:
+    if f and "layer" in f:  # else a quantised run over its budget: no layer parted
         label = f"{'backend ' + f['backend'] if f.get('backend') else 'every backend'}, "
         label += f"layer {f['layer']}"
     return BackendSeries(
@@ -170,7 +171,7 @@ def backend_series(report: Report) -> BackendSeries | None:
             for b in d["backends"]
         },
         ceiling=d.get("ceiling"),
-        first_divergence=names.index(f["layer"]) if f and f["layer"] in names else None,
+        first_divergence=names.index(f["layer"]) if f and f.get("layer") in names else None,
         divergence_label=label,
     )
 

@@ -32,9 +32,27 @@ def _head(report: Report, pairs: Sequence[tuple[str, Any]]) -> list[str]:
     return [f"tfparity {report.check} · {report.model}", *(f"  {k}: {v}" for k, v in pairs)]
 
 
-def _tail(report: Report, summary: str) -> list[str]:
-    lines = [f"note: {n}" for n in report.notes]
-    return [*lines, "", f"{'PASS' if report.passed else 'FAIL'} {report.check}: {summary}"]
+def _notes(report: Report) -> list[str]:
+    return [f"note: {n}" for n in report.notes]
+
+
+def _verdict(report: Report, summary: str) -> str:
+    return f"{'PASS' if report.passed else 'FAIL'} {report.check}: {summary}"
+
+
+def diagnose_verdict(report: Report) -> str:
+    """``FAIL diagnose: <the stage the embeddings were computed from>``."""
+    return _verdict(report, report.details["verdict"])
+
+
+def embeddings_verdict(report: Report) -> str:
+    """``PASS embeddings: cosine round trip 100.0%``, or the facts that failed it."""
+    return _verdict(report, _embeddings_verdict(report))
+
+
+def positions_verdict(report: Report) -> str:
+    """``PASS positions: equivariant yes, explicit positions match yes``."""
+    return _verdict(report, _positions_summary(report.details))
 
 
 def render_diagnose(report: Report) -> str:
@@ -78,7 +96,7 @@ def render_diagnose(report: Report) -> str:
     lines += ["", f"fix: {d['fix']['advice']}"]
     if d["fix"]["code"]:
         lines.append(f"    {d['fix']['code']}")
-    return "\n".join(lines + _tail(report, d["verdict"]))
+    return "\n".join([*lines, *_notes(report), "", diagnose_verdict(report)])
 
 
 def _diagnose_findings(d: dict) -> list[str]:
@@ -135,7 +153,7 @@ def render_embeddings(report: Report) -> str:
         "Embeddings give their tokens back under noise comparable to their own norm: "
         "treat inputs_embeds as sensitive as the text."
     )
-    return "\n".join(lines + _tail(report, _embeddings_verdict(report)))
+    return "\n".join([*lines, *_notes(report), "", embeddings_verdict(report)])
 
 
 def _embeddings_verdict(report: Report) -> str:
@@ -212,8 +230,12 @@ def render_positions(report: Report) -> str:
     failing = [c for c in report.comparisons if not c.passed]
     if failing:
         lines += ["", *comparison_table(failing)]
-    summary = (
+    return "\n".join([*lines, *_notes(report), "", positions_verdict(report)])
+
+
+def _positions_summary(d: dict) -> str:
+    verdicts = {True: "yes", False: "NO", None: "n/a"}
+    return (
         f"equivariant {verdicts[d['equivariant']]}, "
         f"explicit positions match {verdicts[d['explicit_positions_match']]}"
     )
-    return "\n".join(lines + _tail(report, summary))
