@@ -120,9 +120,12 @@ def crosscheck(
     if tapped and not passed and not runs.tf_taps:
         runs = run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
     components = components_of(runs, masks, options.referee) if runs.tf_taps else []
-    divergence = None if passed else localise(tf_model, pt_model, comparisons, components, runs)
-    name_lacking(divergence, gaps)
     labels = _labels(tf_model, pt_model)
+    disagrees = ("num_labels",) if labels.num_labels_problem() else ()
+    divergence = (
+        None if passed else localise(tf_model, pt_model, comparisons, components, runs, disagrees)
+    )
+    name_lacking(divergence, gaps)
     _name_num_labels(divergence, labels)
     agreement = task_agreement(
         tf_judged,

@@ -69,18 +69,22 @@ def localise(
     comparisons: list[Comparison],
     components: list[Component],
     runs: Runs,
+    disagrees: tuple[str, ...] = (),
 ) -> Divergence:
+    """The first divergence and its hint; ``disagrees``: config fields the caller found
+    to differ outside the hint fields (``num_labels``), so that no hint past the hidden
+    states says the config agrees."""
     failing = [c for c in comparisons if not c.passed]
     hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
     decoder = None if hidden else failing_decoder_state(comparisons, tf_model, pt_model)
     if decoder is not None:  # a seq2seq LM's decoder parts past its clean encoder
         return decoder
     if not hidden and all(hidden_state_index(c.name) is None for c in comparisons):
-        hint = _hint(tf_model, pt_model, "output", "output", runs)  # every weight, if mapped
+        hint = _hint(tf_model, pt_model, "output", "output", runs, disagrees)  # every weight
         return Divergence(None, "output", None, f"{NO_INTERMEDIATES} {hint}")
     if not hidden:
         where = _past_hidden_states(tf_model, failing, comparisons)
-        hint = _hint(tf_model, pt_model, where, where, runs)
+        hint = _hint(tf_model, pt_model, where, where, runs, disagrees)
         return Divergence(None, where, where if where != "output" else None, hint)
     k = hidden[0]
     if k == 0:
@@ -131,7 +135,12 @@ def _component_of(layer: int, components: list[Component]) -> str | None:
 
 
 def _hint(
-    tf_model: TFSide, pt_model: Reference, layer: Any, component: str | None, runs: Runs
+    tf_model: TFSide,
+    pt_model: Reference,
+    layer: Any,
+    component: str | None,
+    runs: Runs,
+    disagrees: tuple[str, ...] = (),
 ) -> str:
     found = hints.config_differences(tf_model.config, pt_model.config, pt_model.config_changes)
     scope = pt_model.weight_scope(layer, component)
@@ -151,7 +160,9 @@ def _hint(
         found += _numeric_signature(tf_model, pt_model, layer, component, runs)
     stored = not pt_weights and not pt_model.weights()  # outputs only: no weights to compare
     if not found:
-        if stored:
+        if disagrees:  # the caller names the field; say what follows, not "agrees"
+            text = hints.disagreeing_note(disagrees, stored)
+        elif stored:
             text = hints.STORED_NOTE
         elif pt_weights and not tf_weights:  # e.g. an export of a Keras 3 model
             text = (
