@@ -72,10 +72,15 @@ class LMHead:
     """The LM head: what sits between the last hidden state and the vocabulary product
     (``{act}`` stands for the config's activation), and ``apply(head_model, tf)``, which
     gives ``fn(hidden) -> logits`` for the HF TF model with its head (``tf``: the
-    TensorFlow module, for heads that are a bare product)."""
+    TensorFlow module, for heads that are a bare product). ``tied_only``: the PyTorch
+    name of an untied head's own weight (``lm_head.weight``) that the TF head class
+    cannot hold, because it can only tie its output matrix to the word embeddings: a
+    checkpoint with ``tie_word_embeddings=false`` loses that weight in TF (None: the TF
+    class holds an untied head, or the family has no such weight)."""
 
     description: str
     apply: Callable[[Any, Any], Callable[[Any], Any]]
+    tied_only: str | None = None
 
 
 class ArchitectureFacts(Protocol):
