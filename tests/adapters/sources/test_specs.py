@@ -143,4 +143,3 @@ def test_a_symlink_to_a_model_directory_is_that_directory(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     Path("link").symlink_to("real")
     assert parse_spec("link") == ModelSpec("link", "dir", str(model.resolve()))
-
