@@ -83,6 +83,18 @@ class LMHead:
     tied_only: str | None = None
 
 
+@dataclass(frozen=True)
+class Renamed:
+    """A module transformers' TF class names differently from its PyTorch model, so that
+    loading a PyTorch checkpoint into it leaves the checkpoint's weights unread and TF's
+    random: ``pt`` and ``tf``, the two names of the module (one path segment), ``what``
+    it is and when the model has it (a phrase for messages)."""
+
+    pt: str
+    tf: str
+    what: str
+
+
 class ArchitectureFacts(Protocol):
     """What a family provides for one model type (:class:`Architecture` is one)."""
 
@@ -125,7 +137,9 @@ class Architecture:
     generates (``T5ForConditionalGeneration``; TF: ``TF`` + it): the checks run its
     encoder (``tf_class``), ``tfparity generate`` this class; None: not a seq2seq LM.
     ``decoder_layer``: the PyTorch name prefix of that decoder's layer ``{layer}``, whose
-    weights a generation defect's hint compares.
+    weights a generation defect's hint compares. ``tf_renamed``: modules the TF class
+    names otherwise than PyTorch (:class:`Renamed`), which do not load from a PyTorch
+    checkpoint.
     """
 
     model_type: str
@@ -151,6 +165,7 @@ class Architecture:
     known_difference: KnownDifference | None = None
     generic: bool = False
     keras_hub: KerasHubLayout | None = None
+    tf_renamed: tuple[Renamed, ...] = ()
 
     def sublayers_for(self, config: Any) -> SubLayers | None:
         """The sub-layer layout, where this config's layout is the one described."""
