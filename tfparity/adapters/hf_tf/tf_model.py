@@ -379,13 +379,16 @@ class TFModel(TFSideBase):
     def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
         """The reference's untied LM head that this TF class cannot hold (GPT-2's
         ``lm_head.weight``), named as the cause where it is in scope."""
-        from .untied_head import untied_head_hints
+        from .untied_head import tied_only_weight, untied_head_hints
 
-        scoped = {n: w for n, w in pt_weights.items() if n.startswith(prefix) and contains in n}
-        if not scoped:
+        cls = type(self.model).__name__
+        name = tied_only_weight(self.config, cls)
+        if name is None or name not in pt_weights or not name.startswith(prefix):
+            return []
+        if contains not in name:
             return []
         matrix = np.asarray(self.word_embeddings())
-        return untied_head_hints(self.config, type(self.model).__name__, matrix, scoped)
+        return untied_head_hints(self.config, cls, matrix, {name: pt_weights[name]})
 
 
 def _lives_on(keras_model: Any, device: str | None) -> bool:
