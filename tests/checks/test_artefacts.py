@@ -320,3 +320,6 @@ def test_num_labels_that_differ_are_named_against_golden_outputs(dirs, capsys, t
         text
     )
     assert report["first_divergence"]["hint"].startswith("num_labels differ: 3 in TF, 2 in PyTorch")
+    hint = report["first_divergence"]["hint"]
+    assert "config agrees" not in hint, hint  # it does not: it names num_labels
+    assert "The config disagrees here (num_labels): the heads differ in size" in hint, hint

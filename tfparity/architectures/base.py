@@ -72,10 +72,27 @@ class LMHead:
     """The LM head: what sits between the last hidden state and the vocabulary product
     (``{act}`` stands for the config's activation), and ``apply(head_model, tf)``, which
     gives ``fn(hidden) -> logits`` for the HF TF model with its head (``tf``: the
-    TensorFlow module, for heads that are a bare product)."""
+    TensorFlow module, for heads that are a bare product). ``tied_only``: the PyTorch
+    name of an untied head's own weight (``lm_head.weight``) that the TF head class
+    cannot hold, because it can only tie its output matrix to the word embeddings: a
+    checkpoint with ``tie_word_embeddings=false`` loses that weight in TF (None: the TF
+    class holds an untied head, or the family has no such weight)."""
 
     description: str
     apply: Callable[[Any, Any], Callable[[Any], Any]]
+    tied_only: str | None = None
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """A module transformers' TF class names differently from its PyTorch model, so that
+    loading a PyTorch checkpoint into it leaves the checkpoint's weights unread and TF's
+    random: ``pt`` and ``tf``, the two names of the module (one path segment), ``what``
+    it is and when the model has it (a phrase for messages)."""
+
+    pt: str
+    tf: str
+    what: str
 
 
 class ArchitectureFacts(Protocol):
@@ -120,7 +137,9 @@ class Architecture:
     generates (``T5ForConditionalGeneration``; TF: ``TF`` + it): the checks run its
     encoder (``tf_class``), ``tfparity generate`` this class; None: not a seq2seq LM.
     ``decoder_layer``: the PyTorch name prefix of that decoder's layer ``{layer}``, whose
-    weights a generation defect's hint compares.
+    weights a generation defect's hint compares. ``tf_renamed``: modules the TF class
+    names otherwise than PyTorch (:class:`Renamed`), which do not load from a PyTorch
+    checkpoint.
     """
 
     model_type: str
@@ -146,6 +165,7 @@ class Architecture:
     known_difference: KnownDifference | None = None
     generic: bool = False
     keras_hub: KerasHubLayout | None = None
+    tf_renamed: tuple[Renamed, ...] = ()
 
     def sublayers_for(self, config: Any) -> SubLayers | None:
         """The sub-layer layout, where this config's layout is the one described."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, Renamed
 from .bert import EPSILON, FFN_WEIGHT, GELU_NEW, BertLayout
 from .deberta import HINT_FIELDS, TINY_DEBERTA
 from .faults import Expect, Fault, Part, Parts, encoder_faults, in_place, roll_rows
@@ -88,6 +88,18 @@ FAULTS: tuple[Fault, ...] = encoder_faults(
     ),
 )
 
+# With share_att_key=false each attention layer projects the relative embeddings with
+# projections of its own; transformers' TF class names them pos_proj and pos_q_proj
+# (Dense layer names), its PyTorch class pos_key_proj and pos_query_proj, so a PyTorch
+# checkpoint's projections do not load into TF, which keeps random ones.
+UNSHARED = "share_att_key=false"
+RENAMED = (
+    Renamed("pos_key_proj", "pos_proj", f"the relative positions' key projection ({UNSHARED})"),
+    Renamed(
+        "pos_query_proj", "pos_q_proj", f"the relative positions' query projection ({UNSHARED})"
+    ),
+)
+
 ARCHITECTURES = (
     Architecture(
         model_type="deberta-v2",
@@ -108,5 +120,6 @@ ARCHITECTURES = (
         hint_fields=(*HINT_FIELDS, "position_buckets", "norm_rel_ebd", "share_att_key"),
         faults=FAULTS,
         ffn_weight=FFN_WEIGHT,
+        tf_renamed=RENAMED,
     ),
 )

@@ -106,6 +106,7 @@ GPT2 = Architecture(
     lm_head=LMHead(
         "no transform, no bias: x @ wte.T (the final LayerNorm ln_f is in the body)",
         lambda m, tf: lambda h: tf.matmul(h, m.get_input_embeddings().embeddings, transpose_b=True),
+        tied_only="lm_head.weight",  # TFGPT2LMHeadModel has no lm_head of its own
     ),
     sublayers=Gpt2Layout(),
     hint_fields=("activation_function", "layer_norm_epsilon", "n_inner", "scale_attn_weights"),

@@ -128,3 +128,28 @@ def test_parsing_does_not_import_tensorflow():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("target", ["self", "pair"])
+def test_a_symlink_loop_is_named_as_one(target, tmp_path, monkeypatch):
+    """A loop reads as "nothing there" to is_dir/exists; it is named, also where its
+    name could pass for a hub id (``my-model``) and where it is a directory on the way."""
+    monkeypatch.chdir(tmp_path)
+    if target == "self":
+        Path("my-model").symlink_to("my-model")
+    else:
+        Path("my-model").symlink_to("other")
+        Path("other").symlink_to("my-model")
+    for text in ("my-model", str(tmp_path / "my-model"), "my-model/inner"):
+        with pytest.raises(TfparityError, match="is a symbolic link loop") as info:
+            parse_spec(text)
+        assert "hub" not in str(info.value)
+
+
+def test_a_symlink_to_a_model_directory_is_that_directory(tmp_path, monkeypatch):
+    model = tmp_path / "real"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    Path("link").symlink_to("real")
+    assert parse_spec("link") == ModelSpec("link", "dir", str(model.resolve()))

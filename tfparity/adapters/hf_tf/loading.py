@@ -29,6 +29,8 @@ from ..sources.checkpoint_files import checkpoint_tokenizer, local_dir, read_con
 from ..sources.holdings import Holdings, made_up_note, refuse_unused_body
 from ..sources.specs import ModelSpec
 from ..sources.tf_holdings import tf_checkpoint_gaps
+from .renamed import renamed_gaps
+from .untied_head import dropped_head
 
 TF_WEIGHTS = ("tf_model.h5", "tf_model.h5.index.json")
 PT_SAFETENSORS = ("model.safetensors", "model.safetensors.index.json")
@@ -292,7 +294,9 @@ def _load_dir(
     holdings = _holdings(model, facts) if "missing" in facts else None
     notes = list(facts.get("notes", []))
     if holdings is not None:
-        notes += refuse_unused_body(holdings, f"the checkpoint in {directory}")
+        holdings = renamed_gaps(config, cls.__name__, holdings)  # TF's own names
+        dropped, kept = dropped_head(config, cls.__name__, holdings)  # named, not "unused"
+        notes += refuse_unused_body(kept, f"the checkpoint in {directory}") + dropped
     return Loaded(model, tokenizer, config, source, notes, holdings)
 
 

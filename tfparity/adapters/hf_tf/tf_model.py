@@ -22,6 +22,7 @@ from ...architectures import (
 )
 from ...architectures.heads import Head, head_of_class
 from ...inputs import Batch, Limits, check_limits
+from ...results import Hint
 from ...trace import Trace
 from ..interfaces.greedy import teacher_forced_decoder
 from ..interfaces.sides import FeedForwardWeights, TFSideBase, config_limits
@@ -374,6 +375,20 @@ class TFModel(TFSideBase):
         from .weight_names import tf_weights_for
 
         return tf_weights_for(self.model, pt_weights)
+
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
+        """The reference's untied LM head that this TF class cannot hold (GPT-2's
+        ``lm_head.weight``), named as the cause where it is in scope."""
+        from .untied_head import tied_only_weight, untied_head_hints
+
+        cls = type(self.model).__name__
+        name = tied_only_weight(self.config, cls)
+        if name is None or name not in pt_weights or not name.startswith(prefix):
+            return []
+        if contains not in name:
+            return []
+        matrix = np.asarray(self.word_embeddings())
+        return untied_head_hints(self.config, cls, matrix, {name: pt_weights[name]})
 
 
 def _lives_on(keras_model: Any, device: str | None) -> bool:

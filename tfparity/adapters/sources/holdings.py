@@ -28,6 +28,9 @@ class Holdings:
     # been made up before it was saved: an export holds the pooler its model had, which
     # a token-classification checkpoint never filled (see :meth:`export`).
     unsure: frozenset[str] = frozenset()
+    # Why weights are missing, where the loader knows (a TF class's own names for weights
+    # the checkpoint holds): said instead of the generic "port them".
+    causes: tuple[str, ...] = ()
 
     @classmethod
     def export(cls) -> Holdings:

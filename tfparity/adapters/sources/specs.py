@@ -5,6 +5,7 @@ Parsing is pure Python so that a bad spec is rejected before TensorFlow is impor
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import re
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ def parse_spec(text: str) -> ModelSpec:
             )
         return ModelSpec(text, "tiny", arch, head=Head(head) if head else None)
     path = Path(text).expanduser()
+    _refuse_symlink_loop(path, text)
     export = _export_kind(path)
     if export is not None:
         return ModelSpec(text, export, str(path.resolve()))
@@ -112,6 +114,20 @@ def _file_refusal(text: str, path: Path) -> str:
     if path.suffix in _CHECKPOINT_FILES and (folder / "config.json").is_file():
         why += f" {path.name} is part of the checkpoint in {folder}: give that directory."
     return why
+
+
+def _refuse_symlink_loop(path: Path, text: str) -> None:
+    """Exit 2 naming a symbolic-link loop: ``Path.is_dir`` and ``exists`` read one as
+    "nothing there", which sent the user after a hub id they never meant."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TfparityError(
+                f"'{text}' is a symbolic link loop: following its links leads back to "
+                "itself, so it names no directory or file. Point the link (or one of the "
+                "links on its path) at the model's directory or file."
+            ) from None
 
 
 def as_spec(spec: str | ModelSpec) -> ModelSpec:

@@ -49,6 +49,7 @@ from .checkpoints import (
 from .gold import check_labels, gold_agreement
 from .localisation import component_row, components_of, layer_rows, localise
 from .runs import Float64Runs, Runs, run_all
+from .variation import run_to_run
 
 
 @dataclass(frozen=True)
@@ -120,9 +121,17 @@ def crosscheck(
     if tapped and not passed and not runs.tf_taps:
         runs = run_all(tf_model, pt_model, batches, True)  # again, with taps, to localise
     components = components_of(runs, masks, options.referee) if runs.tf_taps else []
-    divergence = None if passed else localise(tf_model, pt_model, comparisons, components, runs)
-    name_lacking(divergence, gaps)
     labels = _labels(tf_model, pt_model)
+    disagrees = ("num_labels",) if labels.num_labels_problem() else ()
+    # one more TF run on the first batch, only on a failure: outputs that change from run
+    # to run (dropout at inference) are the cause, whatever else the hints would fit
+    varies = None if passed or not runs.tf else run_to_run(tf_model, batches[0], runs.tf[0])
+    divergence = (
+        None
+        if passed
+        else localise(tf_model, pt_model, comparisons, components, runs, disagrees, varies)
+    )
+    name_lacking(divergence, gaps)
     _name_num_labels(divergence, labels)
     agreement = task_agreement(
         tf_judged,

@@ -27,12 +27,14 @@ from ...compare import failed_comparison
 from ...errors import TfparityError
 from ...results import Divergence
 from ...trace import Trace, hidden_state_index
+from .hints import COMPUTATION_NOTE
 
 
 @dataclass(frozen=True)
 class Gaps:
     unjudged: tuple[str, ...] = ()  # head weights neither checkpoint holds
     port_lacks: tuple[str, ...] = ()  # weights the reference holds and the port lacks
+    causes: tuple[str, ...] = ()  # why the port lacks them, where its loader knows
 
 
 def checkpoint_gaps(tf_holdings: Holdings | None, pt_holdings: Holdings | None) -> Gaps:
@@ -59,7 +61,8 @@ def checkpoint_gaps(tf_holdings: Holdings | None, pt_holdings: Holdings | None) 
             f"would be computed from random numbers: {listed(body)}. The checkpoints do "
             "not describe this model (another class or config?)."
         )
-    return Gaps(tuple(both), tuple(sorted(tf_missing - pt_missing)))
+    lacks = tuple(sorted(tf_missing - pt_missing))
+    return Gaps(tuple(both), lacks, tf_holdings.causes if lacks else ())
 
 
 def is_past_the_body(name: str) -> bool:
@@ -95,7 +98,13 @@ def name_lacking(divergence: Divergence | None, gaps: Gaps) -> None:
     if divergence is None or not gaps.port_lacks:
         return
     lacking = f"the port lacks {listed(gaps.port_lacks)} (its loader made them up at random)"
-    kept = [p for p in divergence.hint.split("; ") if p and not _names_any(p, gaps.port_lacks)]
+    if gaps.causes:  # the loader knows why (a TF class's own names for them)
+        lacking = "; ".join(gaps.causes)
+    kept = [
+        p
+        for p in divergence.hint.split("; ")
+        if p and not _names_any(p, gaps.port_lacks) and p != COMPUTATION_NOTE
+    ]  # random weights: "config and weights agree" is not so
     divergence.hint = "; ".join([lacking, *kept])
 
 
@@ -111,8 +120,10 @@ def gap_failures(gaps: Gaps) -> list[Any]:
     return [
         failed_comparison(
             "weights:missing from the port",
-            f"The TF port lacks weights the PyTorch reference holds: {listed(gaps.port_lacks)} "
-            "(its loader made them up at random). Port them.",
+            f"The TF port lacks weights the PyTorch reference holds: {'; '.join(gaps.causes)}."
+            if gaps.causes
+            else f"The TF port lacks weights the PyTorch reference holds: "
+            f"{listed(gaps.port_lacks)} (its loader made them up at random). Port them.",
             [len(gaps.port_lacks)],
             "float32",
         )

@@ -47,6 +47,22 @@ COMPUTATION_NOTE = (
 )
 
 
+def disagreeing_note(fields: tuple[str, ...], stored: bool) -> str:
+    """What follows from config fields that differ past the hidden states (``num_labels``:
+    heads of different sizes): the head's outputs have other shapes, so no value of them
+    could be compared; the layers before the head are judged on their own rows."""
+    weights = (
+        " The weights were not compared (the PyTorch reference is stored outputs)."
+        if stored
+        else ""
+    )
+    return (
+        f"The config disagrees here ({', '.join(fields)}): the heads differ in size, so "
+        "their outputs differ in shape and no value of them could be compared; the "
+        f"hidden-state rows above judge the layers before the head.{weights}"
+    )
+
+
 def config_fields(tf_config: Any, pt_config: Any) -> tuple[str, ...]:
     """The fields to compare: the common ones and both architectures' own."""
     own = for_config(tf_config).hint_fields + for_config(pt_config).hint_fields

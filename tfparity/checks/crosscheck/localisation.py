@@ -21,6 +21,7 @@ from . import hints
 from .artefacts import id_to_label, is_default
 from .export_source import NO_INTERMEDIATES
 from .runs import Runs
+from .variation import Variation
 
 
 @dataclass
@@ -69,27 +70,36 @@ def localise(
     comparisons: list[Comparison],
     components: list[Component],
     runs: Runs,
+    disagrees: tuple[str, ...] = (),
+    varies: Variation | None = None,
 ) -> Divergence:
+    """The first divergence and its hint; ``disagrees``: config fields the caller found
+    to differ outside the hint fields (``num_labels``), so that no hint past the hidden
+    states says the config agrees; ``varies``: TF's outputs change from run to run
+    (:mod:`.variation`), which leads the hint and replaces the numeric signatures (fitted
+    to a tensor that changes on every run, they name causes that are not there)."""
+    if varies is not None:  # no numeric signature: the taps' records are not repeatable
+        runs = replace(runs, pt_taps=[])
     failing = [c for c in comparisons if not c.passed]
     hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
     decoder = None if hidden else failing_decoder_state(comparisons, tf_model, pt_model)
     if decoder is not None:  # a seq2seq LM's decoder parts past its clean encoder
         return decoder
     if not hidden and all(hidden_state_index(c.name) is None for c in comparisons):
-        hint = _hint(tf_model, pt_model, "output", "output", runs)  # every weight, if mapped
+        hint = _hint(tf_model, pt_model, "output", "output", runs, disagrees, varies)
         return Divergence(None, "output", None, f"{NO_INTERMEDIATES} {hint}")
     if not hidden:
         where = _past_hidden_states(tf_model, failing, comparisons)
-        hint = _hint(tf_model, pt_model, where, where, runs)
+        hint = _hint(tf_model, pt_model, where, where, runs, disagrees, varies)
         return Divergence(None, where, where if where != "output" else None, hint)
     k = hidden[0]
     if k == 0:
-        hint = _hint(tf_model, pt_model, "embeddings", "embeddings", runs)
+        hint = _hint(tf_model, pt_model, "embeddings", "embeddings", runs, (), varies)
         hint = _known(tf_model, pt_model, 0, "embeddings", "embeddings", hint)
         return Divergence(0, "embeddings", "embeddings", hint)
     layer = layer_of(k)
     component = _component_of(layer, components)
-    hint = _hint(tf_model, pt_model, layer, component, runs)
+    hint = _hint(tf_model, pt_model, layer, component, runs, (), varies)
     return Divergence(k, layer, component, _known(tf_model, pt_model, k, layer, component, hint))
 
 
@@ -131,7 +141,13 @@ def _component_of(layer: int, components: list[Component]) -> str | None:
 
 
 def _hint(
-    tf_model: TFSide, pt_model: Reference, layer: Any, component: str | None, runs: Runs
+    tf_model: TFSide,
+    pt_model: Reference,
+    layer: Any,
+    component: str | None,
+    runs: Runs,
+    disagrees: tuple[str, ...] = (),
+    varies: Variation | None = None,
 ) -> str:
     found = hints.config_differences(tf_model.config, pt_model.config, pt_model.config_changes)
     scope = pt_model.weight_scope(layer, component)
@@ -150,8 +166,12 @@ def _hint(
     if isinstance(layer, int) and runs.pt_taps and tf_model.localisable():
         found += _numeric_signature(tf_model, pt_model, layer, component, runs)
     stored = not pt_weights and not pt_model.weights()  # outputs only: no weights to compare
+    if varies is not None:  # the cause: the config and weights may well agree
+        return "; ".join(h.text for h in [Hint("variation", varies.hint()), *found])
     if not found:
-        if stored:
+        if disagrees:  # the caller names the field; say what follows, not "agrees"
+            text = hints.disagreeing_note(disagrees, stored)
+        elif stored:
             text = hints.STORED_NOTE
         elif pt_weights and not tf_weights:  # e.g. an export of a Keras 3 model
             text = (

@@ -1,0 +1,55 @@
+"""DeBERTa-v2 with ``share_att_key=false`` (tfparity/adapters/hf_tf/renamed.py): TF's
+class names the unshared position projections otherwise than PyTorch, so they do not
+load; the cross-check names which weights and why (exit 1), not config.json (exit 2).
+The same checkpoint with shared keys passes without that finding."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfparity import InputOptions
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    import transformers
+
+    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
+
+    root = tmp_path_factory.mktemp("deberta-v2")
+    found = {}
+    for name, shared in (("unshared", False), ("shared", True)):
+        config = tiny_config("deberta-v2")
+        config.share_att_key = shared
+        torch.manual_seed(0)
+        transformers.DebertaV2Model(config).save_pretrained(root / name, safe_serialization=True)
+        tiny_tokenizer().save_pretrained(root / name)
+        found[name] = str(root / name)
+    return found
+
+
+def _report(directory: str):
+    from tfparity.api import crosscheck
+
+    inputs = InputOptions(random=2, seq_len=8)
+    (report,) = crosscheck(directory, pt=directory, inputs=inputs, reload=False)
+    return report
+
+
+def test_unshared_position_projections_are_named_as_not_loaded(checkpoints):
+    report = _report(checkpoints["unshared"])  # no TfparityError: not a config blame
+    assert not report.passed
+    (failure,) = [c for c in report.comparisons if c.name == "weights:missing from the port"]
+    for text in (failure.problem, report.first_divergence.hint):
+        assert "'pos_proj' in TF, 'pos_key_proj' in PyTorch" in text, text
+        assert "'pos_q_proj' in TF, 'pos_query_proj' in PyTorch" in text, text
+        assert "encoder.layer.0.attention.self.pos_key_proj.weight" in text, text
+        assert "did not load and TF's were left random" in text, text
+    assert "computation itself differs" not in report.first_divergence.hint
+
+
+def test_shared_position_projections_pass_without_that_finding(checkpoints):
+    report = _report(checkpoints["shared"])
+    assert report.passed, report.first_divergence
+    assert not any("pos_proj" in n for n in report.notes), report.notes
