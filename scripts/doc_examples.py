@@ -637,7 +637,7 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         keep=_quantisation_section,
         tested=False,
-        why_untested="tests/checks/test_quantize.py runs the same check and asserts its "
+        why_untested="tests/checks/crosscheck/test_quantize.py runs the same check and asserts its "
         "verdicts (a Keras quantisation costs ~20 s of CPU)",
     ),
     Example(
@@ -656,8 +656,8 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         keep=_quantisation_section,
         tested=False,
-        why_untested="tests/checks/test_quantize_attribute.py runs --attribute on a 6-block "
-        "Llama and asserts its ranking (one Keras quantisation per layer costs CPU)",
+        why_untested="tests/checks/crosscheck/test_quantize_attribute.py runs --attribute on a "
+        "6-block Llama and asserts its ranking (one Keras quantisation per layer costs CPU)",
     ),
     Example(
         "crosscheck-pt-config",
@@ -899,7 +899,8 @@ EXAMPLES: tuple[Example, ...] = (
         1,
         run=_t5_decoder_fault,
         tested=False,
-        why_untested="tests/checks/test_generation_seq2seq.py runs the same fault and checks it",
+        why_untested="tests/checks/generation/test_generation_seq2seq.py runs the same fault and "
+        "checks it",
     ),
     Example(
         "generate-keras-hub-qwen2",
@@ -926,8 +927,8 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         keep=_quantised_generation,
         tested=False,
-        why_untested="tests/checks/test_generation_quantize.py runs the same generation and "
-        "checks its verdict (a Keras quantisation costs CPU)",
+        why_untested="tests/checks/generation/test_generation_quantize.py runs the same generation "
+        "and checks its verdict (a Keras quantisation costs CPU)",
     ),
     Example(
         "crosscheck-keras-hub-causal-lm",
