@@ -56,6 +56,8 @@ UNSEEN = (
 # no TF kernel computes them, so the Eigen pass has nothing to add.
 FRAMEWORK_FREE = (
     "tests/compare/test_compare.py::",
+    "tests/compare/test_compare_outputs.py::",
+    "tests/compare/test_compare_properties.py::",
     "tests/compare/test_referee.py::",
     "tests/compare/test_masks.py::test_property_",
     "tests/sweep/test_sweep.py::test_property_",
