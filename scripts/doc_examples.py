@@ -680,7 +680,7 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         keep=_quantisation_section,
         tested=False,
-        why_untested="tests/checks/test_quantize.py runs the same check and asserts its "
+        why_untested="tests/checks/crosscheck/test_quantize.py runs the same check and asserts its "
         "verdicts (a Keras quantisation costs ~20 s of CPU)",
     ),
     Example(
@@ -699,8 +699,8 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         keep=_quantisation_section,
         tested=False,
-        why_untested="tests/checks/test_quantize_attribute.py runs --attribute on a 6-block "
-        "Llama and asserts its ranking (one Keras quantisation per layer costs CPU)",
+        why_untested="tests/checks/crosscheck/test_quantize_attribute.py runs --attribute on a "
+        "6-block Llama and asserts its ranking (one Keras quantisation per layer costs CPU)",
     ),
     Example(
         "crosscheck-pt-config",
@@ -965,7 +965,8 @@ EXAMPLES: tuple[Example, ...] = (
         1,
         run=_t5_decoder_fault,
         tested=False,
-        why_untested="tests/checks/test_generation_seq2seq.py runs the same fault and checks it",
+        why_untested="tests/checks/generation/test_generation_seq2seq.py runs the same fault and "
+        "checks it",
     ),
     Example(
         "generate-keras-hub-qwen2",
@@ -992,8 +993,8 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         keep=_quantised_generation,
         tested=False,
-        why_untested="tests/checks/test_generation_quantize.py runs the same generation and "
-        "checks its verdict (a Keras quantisation costs CPU)",
+        why_untested="tests/checks/generation/test_generation_quantize.py runs the same generation "
+        "and checks its verdict (a Keras quantisation costs CPU)",
     ),
     Example(
         "crosscheck-keras-hub-causal-lm",

@@ -41,21 +41,23 @@ from pathlib import Path
 NEAR = 2.0
 LIST = Path(__file__).resolve().parents[1] / "tests" / "kernel_tests.txt"
 
-# The sweep's lazy referee decides from calibrated float32 margins (tfparity/sweep/
-# lazy_referee.py), not through RefereeResult: where its verdicts meet full's rests on
+# The sweep's calibrated referee decides from calibrated float32 margins (tfparity/sweep/
+# calibrated_referee.py), not through RefereeResult: where its verdicts meet full's rests on
 # the rounding it calibrated on. Kept: minilm (the kernels move its ratios up to 3x),
 # reduced precision, and MobileBERT (the one tiny family whose ratios moved, 1.44x).
 UNSEEN = (
-    "tests/checks/test_lazy_referee.py::test_lazy_matches_full_on_the_repo_corpus_with_fewer_float64_rows",
-    "tests/checks/test_lazy_referee.py::test_lazy_matches_full_on_every_fault_of_the_catalogue[mobilebert]",
-    "tests/checks/test_lazy_referee.py::test_lazy_matches_full_on_clean_models_in_reduced_precision[fp16]",
-    "tests/checks/test_lazy_referee.py::test_lazy_matches_full_on_clean_models_in_reduced_precision[bf16]",
+    "tests/sweep/test_calibrated_referee.py::test_calibrated_matches_full_on_the_repo_corpus_with_fewer_float64_rows",
+    "tests/sweep/test_calibrated_referee.py::test_calibrated_matches_full_on_every_fault_of_the_catalogue[mobilebert]",
+    "tests/sweep/test_calibrated_referee.py::test_calibrated_matches_full_on_clean_models_in_reduced_precision[fp16]",
+    "tests/sweep/test_calibrated_referee.py::test_calibrated_matches_full_on_clean_models_in_reduced_precision[bf16]",
 )
 
 # Tests whose near verdicts judge arrays the test makes itself (numpy, Hypothesis draws):
 # no TF kernel computes them, so the Eigen pass has nothing to add.
 FRAMEWORK_FREE = (
     "tests/compare/test_compare.py::",
+    "tests/compare/test_compare_outputs.py::",
+    "tests/compare/test_compare_properties.py::",
     "tests/compare/test_referee.py::",
     "tests/compare/test_masks.py::test_property_",
     "tests/sweep/test_sweep.py::test_property_",
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     measured = [t for t in sorted(a) if not t.startswith(FRAMEWORK_FREE)]
     listed = {t: why for t in measured if (why := why_listed(a[t], b.get(t, [])))}
-    listed.update({t: "the sweep's lazy referee (UNSEEN)" for t in UNSEEN})
+    listed.update({t: "the sweep's calibrated referee (UNSEEN)" for t in UNSEEN})
     for test, why in sorted(listed.items()):
         print(f"{test}  # {why}")
     print(f"{len(listed)} of {len(a)} tests listed", file=sys.stderr)

@@ -69,7 +69,7 @@ HEAVY_FIRST = (
     "test_saved_model.py",  # 50 s
     "test_remote_side.py",  # 35 s: one JAX worker (crosscheck and gradients)
     "test_checkpoints.py",  # 35 s: TF ports, SavedModels, a flatbuffer and a .keras built
-    "test_lazy_referee.py",  # 35 s
+    "test_calibrated_referee.py",  # 35 s
     "test_cli.py",  # 30 s: real processes
     "test_litert_quantised.py",  # 30 s
     "test_remote_generation.py",  # 30 s: one torch worker

@@ -179,10 +179,42 @@ def test_no_capability_probe_on_a_side_where_the_interfaces_are_used():
     assert probes == []
 
 
+TESTS = Path(__file__).resolve().parent
+
+
 def test_no_module_is_over_600_lines():
-    """A module that long holds more than one job; split it by concern."""
-    long = {n: len(p.read_text().splitlines()) for n, p in modules().items()}
+    """A module that long holds more than one job; split it by concern. Test files too:
+    split by topic, a module-scoped model kept with the tests that share it."""
+    files = [*modules().values(), *TESTS.rglob("*.py")]
+    long = {str(p.relative_to(TESTS.parent)): len(p.read_text().splitlines()) for p in files}
     assert {n: lines for n, lines in long.items() if lines > 600} == {}
+
+
+# Inside checks/: the sub-packages of the checks that build on another sit above it
+# (generate localises in the cross-check's forward pass), the flat modules and any other
+# sub-package below them all. A module imports its own rank or one below.
+CHECK_RANKS = {"checks.crosscheck": 1, "checks.generation": 2, "checks.gradients": 2}
+
+
+def check_rank(name: str) -> int | None:
+    """A module's rank inside checks/ (None: outside checks/)."""
+    if name != "checks" and not name.startswith("checks."):
+        return None
+    package = ".".join(name.split(".")[:2])
+    return CHECK_RANKS.get(package, 0)
+
+
+def test_no_arrow_runs_back_up_inside_checks():
+    known = modules()
+    assert check_rank("checks.crosscheck.decoder") == 1 and check_rank("checks.embeds") == 0
+    upward = {
+        (name, target)
+        for name, path in known.items()
+        if check_rank(name) is not None
+        for target in imports(name, path, known)[0]
+        if check_rank(target) is not None and check_rank(target) > check_rank(name)
+    }
+    assert upward == set()
 
 
 # The sides' own packages: only adapters/ (and the layers above checks/ that assemble a

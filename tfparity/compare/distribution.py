@@ -62,14 +62,6 @@ class DistributionStats:
     ln_ppl_ratio: float | None = None
 
 
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """float64 log-softmax over the last axis, shifted by the row maximum so no exp
-    overflows (llama.cpp shifts the same way)."""
-    x = np.asarray(logits, np.float64)
-    shifted = x - x.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-
-
 def position_metrics(
     reference: np.ndarray,
     actual: np.ndarray,

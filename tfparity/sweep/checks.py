@@ -24,6 +24,7 @@ from ..compare.distribution import position_metrics
 from ..errors import TfparityError
 from ..trace import Trace
 from .bucketing import PaddedBatch
+from .calibrated_referee import CalibratedReferee
 from .distribution import item_values
 from .generate import GenerateCheck
 from .itemcheck import (
@@ -34,7 +35,6 @@ from .itemcheck import (
     referee_verdicts,
     top1_counts,
 )
-from .lazy_referee import LazyReferee
 
 CHECKS = ("embeds", "crosscheck", "positions")
 
@@ -72,15 +72,15 @@ class SweepChecks:
     referee: Referee = Referee()
     seed: int = 0
     # "calibrated": float64 only for the rows whose verdict calibrated margins cannot
-    # settle (LazyReferee); "full": a float64 pass for every row.
+    # settle (CalibratedReferee); "full": a float64 pass for every row.
     referee_mode: str = "calibrated"
-    lazy: LazyReferee | None = None
+    calibrated_referee: CalibratedReferee | None = None
     # The generate check (``--generate N``), which runs each item's prompt alone.
     generate: GenerateCheck | None = None
 
     def __post_init__(self) -> None:
-        if self.lazy is None:
-            self.lazy = LazyReferee(referee=self.referee)
+        if self.calibrated_referee is None:
+            self.calibrated_referee = CalibratedReferee(referee=self.referee)
 
     def referee_stats(self) -> dict | None:
         """How many items the float64 pass ran for (None: judged by a tolerance)."""
@@ -88,7 +88,7 @@ class SweepChecks:
             return None
         if self.referee_mode == "full":
             return {"referee": "full", "items": self._full_items, "items_fp64": self._full_items}
-        return self.lazy.stats()
+        return self.calibrated_referee.stats()
 
     _full_items: int = 0
 
@@ -126,7 +126,7 @@ class SweepChecks:
             fp64_rows = real
             self._full_items += len(real)
         elif self.tolerance is None:
-            verdicts, fp64_rows = self._lazy_verdicts(batch, tf, pt, names)
+            verdicts, fp64_rows = self._calibrated_verdicts(batch, tf, pt, names)
         leaves = compared_rows(tf, pt, mask, tolerance=self.tolerance, names=names)
         results = []
         for r in real:
@@ -161,13 +161,14 @@ class SweepChecks:
         targets = next_token_targets(batch) if causal else None
         return item_values(position_metrics(expected, actual, mask, targets), rows)
 
-    def _lazy_verdicts(
+    def _calibrated_verdicts(
         self, batch: Any, tf: Trace, pt: Trace, names: list[str]
     ) -> tuple[list[dict[str, bool] | None], list[int]]:
         """Per row: the referee's verdicts per leaf, from float32 where the margin decides
-        (see :class:`tfparity.sweep.lazy_referee.LazyReferee`), else from a float64 pass over just
-        the undecided rows (plus the calibration batch and one sentinel row)."""
-        lazy, mask = self.lazy, batch.attention_mask
+        (see :class:`tfparity.sweep.calibrated_referee.CalibratedReferee`), else from a
+        float64 pass over just the undecided rows (plus the calibration batch and one
+        sentinel row)."""
+        calib, mask = self.calibrated_referee, batch.attention_mask
         rows = range(batch.input_ids.shape[0])
         decided: list[dict[str, bool]] = [{} for _ in rows]
         undecided: set[int] = set()
@@ -179,14 +180,14 @@ class SweepChecks:
             values = row_counts(pt[n].shape, mask, n)
             for r in rows:
                 row = (float(d[r]), float(s_r[n][r]), bool(a_ok[r]), int(values[r]))
-                verdict, margin = lazy.decide(n, *row)
+                verdict, margin = calib.decide(n, *row)
                 if verdict is None:
                     undecided.add(r)
                 else:
                     decided[r][n] = verdict
                     if verdict:
                         room[r] = min(room[r], margin)
-        calibrating = not lazy.calibrated
+        calibrating = not calib.calibrated
         need = set(rows) if calibrating else set(undecided)
         sure_passes = [r for r in rows if r not in undecided and all(decided[r].values())]
         sentinel = min(sure_passes, key=lambda r: room[r]) if sure_passes else None
@@ -205,13 +206,13 @@ class SweepChecks:
                 held = True
                 for n, (e_r, d, e_a) in errors.items():
                     row = (float(e_r[j]), float(s_r[n][r]), float(d[j]), float(e_a[j]))
-                    held = lazy.learn(n, *row) and held
+                    held = calib.learn(n, *row) and held
                 if r == sentinel and not calibrating:
-                    lazy.violations += not held
-                    lazy.disagreements += any(full.get(n) != v for n, v in decided[r].items())
+                    calib.violations += not held
+                    calib.disagreements += any(full.get(n) != v for n, v in decided[r].items())
                 verdicts[r] = full
-        lazy.items += len(rows)
-        lazy.items_fp64 += len(need_rows)
+        calib.items += len(rows)
+        calib.items_fp64 += len(need_rows)
         return verdicts, need_rows
 
     def _generate(self, ctx: BatchContext) -> list[RowResult]:

@@ -34,8 +34,8 @@ class SweepOptions:
     execution: ExecutionOptions | None = None
     # The cross-check's float64 referee: "calibrated" runs float64 only for the items
     # whose verdict margins calibrated on float64 rows cannot settle (see
-    # sweep.lazy_referee.LazyReferee); "full" for every item. The verdicts are the same, so
-    # a resume or a merge may mix them. "lazy", the cross-check's word, is read as
+    # sweep.calibrated_referee.CalibratedReferee); "full" for every item. The verdicts
+    # are the same, so a resume or a merge may mix them. "lazy", the cross-check's word, is read as
     # "calibrated": the cross-check's exact bound needs float64 on part of what it
     # judges, and a sweep judges each item alone (docs/sweep.md).
     referee: str = "calibrated"

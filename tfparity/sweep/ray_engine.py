@@ -127,9 +127,6 @@ class _Worker:
     def facts(self) -> dict:
         return self.setup.run_facts()
 
-    def pid(self) -> int:
-        return os.getpid()
-
 
 @dataclass
 class RayEngine:

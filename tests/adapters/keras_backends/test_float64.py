@@ -4,7 +4,7 @@ unjudged, by name, a layer it cannot widen.
 
 The worker's float64 run runs here, in this process (Keras 3 on TensorFlow), on small
 functional models with custom layers shaped like keras-hub's: no backend process is
-started (tests/checks/test_backends_hub.py runs the rotary families on every backend).
+started (tests/cross_backend/test_backends_hub.py runs the rotary families on every backend).
 """
 
 from __future__ import annotations

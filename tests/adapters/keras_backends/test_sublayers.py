@@ -3,7 +3,7 @@ their path, in the order they ran, in the same forward pass as the graph's layer
 
 The worker's recording runs here, in this process (Keras 3 on TensorFlow), on a model
 with a custom nested layer and on a tiny keras-hub backbone: no backend process is
-started (tests/checks/test_backends*.py run the real backends). The judge is tested on
+started (tests/cross_backend/test_backends*.py run the real backends). The judge is tested on
 made-up outputs where one sublayer is wrong on one backend.
 """
 

@@ -2,7 +2,7 @@
 parent says when one ends early, says nothing past its deadline, or cannot import
 what the model needs. Each worker here stops before Keras is imported (its first
 import is the module under test), so no backend starts: a second or less each.
-Reuse across runs is tested on real runs in tests/checks/test_backends.py."""
+Reuse across runs is tested on real runs in tests/cross_backend/test_backends.py."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 file's own config (its ``config.json``, read from the zip without Keras), so the parent
 process writes them once and no backend is imported to learn the model's inputs. The
 other facts the parent reads off that config without Keras live here too: its
-vocabulary, whether it is a keras-hub model, and the mode Keras quantised it to
-(:func:`quantised_mode`, until tfparity has one reader of a file's mode)."""
+vocabulary and whether it is a keras-hub model (the mode Keras quantised it to has its
+one reader, :func:`tfparity.adapters.tf_common.quantize.quantised_mode`)."""
 
 from __future__ import annotations
 

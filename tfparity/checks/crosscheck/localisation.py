@@ -16,9 +16,9 @@ from ...architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS, Head, reordered_
 from ...compare import Comparison, Referee, RefereeResult, known_difference_note, referee_batches
 from ...results import Divergence, Hint
 from ...trace import EMBEDDINGS, hidden_state_index, layer_of
-from ..generation.decoder_localise import failing_decoder_state
 from . import hints
 from .artefacts import id_to_label, is_default
+from .decoder import failing_decoder_state
 from .export_source import NO_INTERMEDIATES
 from .runs import Runs
 from .variation import Variation

@@ -37,7 +37,7 @@ from ...errors import TfparityError
 from ...inputs import Batch, Limits
 from ...results import Divergence, Report
 from ..crosscheck import distribution
-from .decoder_localise import decoder_divergence
+from ..crosscheck.decoder import decoder_divergence
 from .distribution import forced_distribution
 from .quantised import QuantisedGeneration
 from .steps import (

@@ -15,7 +15,7 @@ from ..compare import Referee
 
 
 @dataclass
-class LazyReferee:
+class CalibratedReferee:
     """Which rows need the float64 pass: the :class:`Referee`'s verdict, decided from the
     float32 runs where a margin makes the float64 run unable to change it.
 

@@ -2,7 +2,9 @@
 layer that fails compared with PyTorch's: for ``tfparity generate``'s localisation past a
 clean encoder (the decoder run on the start token and PyTorch's tokens, each hidden state
 judged by the float64 referee here), and for ``tfparity crosscheck`` on a seq2seq LM (its
-``decoder_hidden_states[k]`` already judged among the cross-check's tensors)."""
+``decoder_hidden_states[k]`` already judged among the cross-check's tensors). It sits
+with the cross-check, which generation builds on: ``checks/generation`` imports
+``checks/crosscheck``, never the reverse."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from ...adapters.interfaces.sides import ForwardPass, Reference, TFSide
 from ...compare import Comparison, Referee, referee_batches
 from ...results import Divergence
 from ...trace import EMBEDDINGS, decoder_state_index, layer_of, layer_text
-from ..crosscheck import hints
+from . import hints
 
 
 def decoder_divergence(
