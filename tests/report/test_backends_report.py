@@ -1,6 +1,6 @@
 """``tfparity backends``'s HTML and plot reports, the first divergence's hints and the
 ``--jobs`` scheduling, on made-up backend outputs (numpy only, no backend process; the
-real runs' HTML and plot are checked in tests/checks/test_backends.py, which shares
+real runs' HTML and plot are checked in tests/cross_backend/test_backends.py, which shares
 its processes)."""
 
 from __future__ import annotations
