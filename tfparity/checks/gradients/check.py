@@ -409,8 +409,9 @@ def _weight_rows(
             rows.append(_not_differentiated(name, e))
             continue
         a, t = actual.get(name), truth.get(name)
-        if name in frozen and a is not None:
+        if name in frozen and a is not None:  # left out on every side: a tied LM head
             a = _without_row(a.reshape(e.shape) if e is not None else a, frozen[name])
+            e, t = (None if x is None else _without_row(x, frozen[name]) for x in (e, t))
         if a is None and e is None:
             unreached.append(name)
             continue
