@@ -203,7 +203,7 @@ def saved_model_dir(root: Path) -> Path:
     from tfparity.adapters.hf_tf.tf_model import TFModel
     from tfparity.testing import export_saved_model
 
-    return export_saved_model(TFModel.load("tiny:bert"), root / "saved", inputs_embeds=True)
+    return export_saved_model(TFModel.load("tiny:bert"), root / "clean", inputs_embeds=True)
 
 
 FILE_KINDS = ("hub-task", "user-functional", "user-subclassed", "savedmodel", "litert", "quantised")

@@ -108,6 +108,12 @@ def check_gradients(
     options: GradientsOptions = GradientsOptions(),
 ) -> list[Report]:
     """The ids-vs-embeds report and, with ``pt_model``, the TF-vs-PyTorch report."""
+    if tf_model.quantisation is not None:  # int8/int4 kernels are constants to a tape
+        raise TfparityError(
+            f"{tf_model.name} is quantised ({tf_model.quantisation}): its quantised weights "
+            "are not trainable, so it has no weight gradients to compare; check the float "
+            "model's gradients, and the quantised one with `tfparity crosscheck`."
+        )
     if pt_model is not None:
         if pt_model.gradients_refusal():  # stored outputs cannot be differentiated
             raise TfparityError(pt_model.gradients_refusal() or "")
