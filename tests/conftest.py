@@ -61,6 +61,7 @@ HEAVY_FIRST = (
     "test_sweep_generate.py",  # 40 s, its Ray sweep on the same cluster
     "test_doc_examples.py",  # 90 s
     "test_crosscheck.py",  # 60 s
+    "test_command_matrix.py",  # 60 s: every command on every kind of model
     "test_backends.py",  # 30 s: the session's warm backend processes start here
     "test_backends_hub.py",  # 40 s: keras-hub conversions, then the warm processes
     "test_backends_quantize.py",  # 20 s

@@ -200,10 +200,13 @@ def executed(tf_model: TFSide, execution: ExecutionOptions | None) -> TFSide:
 def compiles(model: str | TFSide) -> bool:
     """Whether ``model`` (a spec or a loaded model) can run compiled: a keras-hub model
     runs eagerly only (:meth:`KerasHubModel.executed`), so a command whose default is a
-    compiled run (the sweep) runs it eagerly rather than refuse it."""
+    compiled run (the sweep) runs it eagerly rather than refuse it. So does a ``.keras``
+    file: it loads as a keras-hub model or as a model of your own, both eager only."""
     from .adapters.keras_hub.side import is_keras_hub_spec
 
-    return not is_keras_hub_spec(model) if isinstance(model, str) else model.compiles
+    if isinstance(model, str):
+        return not (is_keras_hub_spec(model) or model.strip().endswith(".keras"))
+    return model.compiles
 
 
 def save_and_reload(tf_model: TFSide) -> TFSide | None:

@@ -68,6 +68,11 @@ class SweepSetup:
                 f"The embeds check cannot run: {tf_model.inputs_embeds_reason} "
                 "(--checks crosscheck sweeps the rest)."
             )
+        if checks == ("positions",):  # with no other check, a note per item judges nothing
+            try:
+                tf_model.position_facts()
+            except TfparityError as refused:
+                raise TfparityError(f"--checks positions cannot run: {refused}") from None
         if pt_model is not None:
             same_architecture(tf_model, pt_model)  # as the cross-check refuses it: exit 2
         head, logits_head, note = _load_head(tf_model)

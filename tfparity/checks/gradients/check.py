@@ -108,6 +108,12 @@ def check_gradients(
     options: GradientsOptions = GradientsOptions(),
 ) -> list[Report]:
     """The ids-vs-embeds report and, with ``pt_model``, the TF-vs-PyTorch report."""
+    if tf_model.quantisation is not None:  # int8/int4 kernels are constants to a tape
+        raise TfparityError(
+            f"{tf_model.name} is quantised ({tf_model.quantisation}): its quantised weights "
+            "are not trainable, so it has no weight gradients to compare; check the float "
+            "model's gradients, and the quantised one with `tfparity crosscheck`."
+        )
     if pt_model is not None:
         if pt_model.gradients_refusal():  # stored outputs cannot be differentiated
             raise TfparityError(pt_model.gradients_refusal() or "")
@@ -409,8 +415,9 @@ def _weight_rows(
             rows.append(_not_differentiated(name, e))
             continue
         a, t = actual.get(name), truth.get(name)
-        if name in frozen and a is not None:
+        if name in frozen and a is not None:  # left out on every side: a tied LM head
             a = _without_row(a.reshape(e.shape) if e is not None else a, frozen[name])
+            e, t = (None if x is None else _without_row(x, frozen[name]) for x in (e, t))
         if a is None and e is None:
             unreached.append(name)
             continue
