@@ -26,7 +26,7 @@ import numpy as np
 from ...architectures import Architecture, IdsOnlyTransform, KnownDifference, Positions, for_config
 from ...architectures.heads import Head
 from ...errors import TfparityError
-from ...inputs import Batch, Limits
+from ...inputs import Batch, Limits, check_limits
 from ...results import Hint
 from ...trace import Trace
 from ..runtime.execution_options import ExecutionOptions
@@ -398,6 +398,26 @@ class TFSideBase:
         """``(name, variable)`` of the weights it holds; none when they are not visible."""
         return []
 
+    # Runs. Each public entry validates the batch against the side's limits (exit 2
+    # naming the id, position or token type out of range: past them a model would
+    # gather silently) and then calls its hook, as Polygraphy's ``infer()`` calls
+    # ``infer_impl()``: a side implements the hooks and never validates again.
+
+    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+        """A run with ``input_ids`` (default) or ``inputs_embeds``; all hidden states."""
+        self._admit(batch)
+        return self._run(batch, inputs_embeds)
+
+    def run_gathered(self, batch: Batch) -> Trace:
+        """The ``inputs_embeds`` path fed the word embeddings the batch's ids gather."""
+        self._admit(batch)
+        return self._run_gathered(batch)
+
+    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        """An ``input_ids`` run and its sub-layer outputs (where ``localisable()``)."""
+        self._admit(batch)
+        return self._tapped_run(batch)
+
     def gradients(
         self,
         batch: Batch,
@@ -406,6 +426,29 @@ class TFSideBase:
         embeds: bool = False,
         embeds_fn: Any = None,
         reference: Any = None,
+    ) -> Any:
+        """The gradients check's scalar differentiated (a ``GradientRun``): the
+        ``input_ids`` path or, with ``embeds``, the ``inputs_embeds`` path fed
+        ``embeds_fn(batch)`` (default: the side's own gather); ``reference`` is
+        PyTorch's weights by name, for sides that name theirs by it."""
+        self._admit(batch)
+        return self._gradients(batch, objective, embeds, embeds_fn, reference)
+
+    def _admit(self, batch: Batch) -> None:
+        """The one place a batch is checked against the side's limits."""
+        check_limits(batch, self.limits)  # type: ignore[attr-defined]
+
+    def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
+        raise NotImplementedError(f"{type(self).__name__} does not run")
+
+    def _run_gathered(self, batch: Batch) -> Trace:
+        raise NotImplementedError(f"{type(self).__name__} has no gathered run")
+
+    def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        raise NotImplementedError(f"{type(self).__name__} has no sub-layer taps")
+
+    def _gradients(
+        self, batch: Batch, objective: Any, embeds: bool, embeds_fn: Any, reference: Any
     ) -> Any:
         raise TfparityError(
             f"{type(self).__name__} cannot be differentiated here: the gradients check "
@@ -431,9 +474,6 @@ class TFSideBase:
 
     def localisable(self) -> bool:
         return False
-
-    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
-        raise NotImplementedError(f"{type(self).__name__} has no sub-layer taps")
 
     def isolated(
         self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
