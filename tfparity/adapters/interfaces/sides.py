@@ -398,20 +398,21 @@ class TFSideBase:
         """``(name, variable)`` of the weights it holds; none when they are not visible."""
         return []
 
-    # Runs. Each public entry validates the batch against the side's limits (exit 2
-    # naming the id, position or token type out of range: past them a model would
-    # gather silently) and then calls its hook, as Polygraphy's ``infer()`` calls
-    # ``infer_impl()``: a side implements the hooks and never validates again.
+    # Runs: each entry checks the batch against the side's limits, then calls the side's
+    # hook, as Polygraphy's ``infer()`` calls ``infer_impl()``; sides never check again.
 
     def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
         """A run with ``input_ids`` (default) or ``inputs_embeds``; all hidden states."""
+        if inputs_embeds is not None:
+            self._refuse_embeds()
         self._admit(batch)
         return self._run(batch, inputs_embeds)
 
     def run_gathered(self, batch: Batch) -> Trace:
         """The ``inputs_embeds`` path fed the word embeddings the batch's ids gather."""
+        self._refuse_embeds()
         self._admit(batch)
-        return self._run_gathered(batch)
+        return self._run_gathered(batch)  # type: ignore[attr-defined]
 
     def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
         """An ``input_ids`` run and its sub-layer outputs (where ``localisable()``)."""
@@ -427,12 +428,15 @@ class TFSideBase:
         embeds_fn: Any = None,
         reference: Any = None,
     ) -> Any:
-        """The gradients check's scalar differentiated (a ``GradientRun``): the
-        ``input_ids`` path or, with ``embeds``, the ``inputs_embeds`` path fed
-        ``embeds_fn(batch)`` (default: the side's own gather); ``reference`` is
-        PyTorch's weights by name, for sides that name theirs by it."""
+        """The gradients check's scalar differentiated (a ``GradientRun``), with
+        ``embeds`` on ``inputs_embeds`` fed ``embeds_fn(batch)`` (default: a gather)."""
+        if embeds or embeds_fn is not None:
+            self._refuse_embeds()
         self._admit(batch)
         return self._gradients(batch, objective, embeds, embeds_fn, reference)
+
+    def _refuse_embeds(self) -> None:
+        """Refuse (exit 2) before the batch is read where a side has no inputs_embeds."""
 
     def _admit(self, batch: Batch) -> None:
         """The one place a batch is checked against the side's limits."""
@@ -440,9 +444,6 @@ class TFSideBase:
 
     def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
         raise NotImplementedError(f"{type(self).__name__} does not run")
-
-    def _run_gathered(self, batch: Batch) -> Trace:
-        raise NotImplementedError(f"{type(self).__name__} has no gathered run")
 
     def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
         raise NotImplementedError(f"{type(self).__name__} has no sub-layer taps")

@@ -276,7 +276,7 @@ class KerasHubModel(TFSideBase):
     def inputs_embeds_reason(self) -> str | None:
         return self.strategy.ids_only_reason(self)
 
-    def _ids_only(self) -> None:
+    def _refuse_embeds(self) -> None:
         """Refused by name (exit 2) where the side is given token ids only."""
         if self.inputs_embeds_reason:
             raise TfparityError(f"{self.inputs_embeds_reason}.")
@@ -332,7 +332,7 @@ class KerasHubModel(TFSideBase):
 
     def gather(self, input_ids: np.ndarray) -> Any:
         """Word embeddings for the ids, gathered from the backbone's token embedding."""
-        self._ids_only()
+        self._refuse_embeds()
         tf = import_tf()
         ids = np.asarray(input_ids)
         vocab = int(self.word_embeddings().shape[0])
@@ -373,14 +373,11 @@ class KerasHubModel(TFSideBase):
         return {k: v for k, v in feed.items() if k in names}
 
     def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
-        if inputs_embeds is not None:
-            self._ids_only()
         return self.strategy.run(self, batch, inputs_embeds)
 
     def _run_gathered(self, batch: Batch) -> Trace:
         """The inputs_embeds path fed the word embeddings gathered by the batch's ids
         (the sweep's embeds path; eager, so there is no compiled gather to fuse)."""
-        self._ids_only()
         return self._run(batch, self.gather(batch.input_ids))
 
     def traced(
@@ -447,8 +444,6 @@ class KerasHubModel(TFSideBase):
         """The gradients check's scalar differentiated where the side computes
         (:meth:`.forward.InProcess.gradients`), weights by PyTorch name where
         ``reference`` (PyTorch's weights by name) is given."""
-        if embeds or embeds_fn is not None:
-            self._ids_only()
         return self.strategy.gradients(self, batch, objective, embeds, embeds_fn, reference)
 
     def generator(self) -> Any:
