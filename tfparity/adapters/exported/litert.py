@@ -25,7 +25,7 @@ import numpy as np
 
 from ...architectures.heads import Head, head_of_class
 from ...errors import TfparityError
-from ...inputs import Batch, Limits, check_limits
+from ...inputs import Batch, Limits
 from ...trace import Trace
 from ..interfaces.sides import TFSideBase, config_limits
 from ..runtime.execution_options import ExecutionOptions
@@ -144,13 +144,13 @@ class LiteRTModel(TFSideBase):
 
     # ------------------------------------------------------------------ runs
 
-    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+    def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
         if inputs_embeds is not None:
             raise TfparityError(self._no_embeds())
-        trace, _ = self._run(batch, taps=False)
+        trace, _ = self._invoke(batch, taps=False)
         return trace
 
-    def run_gathered(self, batch: Batch) -> Trace:
+    def _run_gathered(self, batch: Batch) -> Trace:
         raise TfparityError(self._no_embeds())
 
     def gather(self, input_ids: np.ndarray) -> Any:
@@ -169,9 +169,8 @@ class LiteRTModel(TFSideBase):
             "no inputs_embeds path to check (run the embeds check on the model it came from)."
         )
 
-    def _run(self, batch: Batch, taps: bool) -> tuple[Trace, dict[str, np.ndarray]]:
+    def _invoke(self, batch: Batch, taps: bool) -> tuple[Trace, dict[str, np.ndarray]]:
         """Outputs and hidden states; with ``taps`` the sub-layer values too."""
-        check_limits(batch, self.limits)
         located = self.graph.located(int(self.config.hidden_size))
         outputs = set(self.runner.output_names())
         wanted = {
@@ -220,8 +219,8 @@ class LiteRTModel(TFSideBase):
         """Whether the flatbuffer's names give sub-layers (then they are its taps)."""
         return any(k.startswith("layer_") for k in self.graph.located(self.config.hidden_size))
 
-    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
-        return self._run(batch, taps=True)
+    def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        return self._invoke(batch, taps=True)
 
     def isolated(
         self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch

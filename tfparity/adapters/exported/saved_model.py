@@ -27,7 +27,7 @@ import numpy as np
 from ...architectures import for_config
 from ...architectures.heads import Head, head_of_config
 from ...errors import TfparityError
-from ...inputs import Batch, Limits, check_limits
+from ...inputs import Batch, Limits
 from ...trace import Trace
 from ..interfaces.sides import TFSideBase, config_limits
 from ..runtime.execution import placed
@@ -134,8 +134,7 @@ class SavedModelSide(TFSideBase):
 
     # ------------------------------------------------------------------ runs
 
-    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
-        check_limits(batch, self.limits)
+    def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
         if inputs_embeds is None:
             return self._call(self.ids, batch)
         reason = self.inputs_embeds_reason
@@ -158,8 +157,8 @@ class SavedModelSide(TFSideBase):
             out = signature.function(**{k: tf.constant(v) for k, v in feed.items()})
         return Trace.from_output(signature.outputs.arrays({k: v.numpy() for k, v in out.items()}))
 
-    def run_gathered(self, batch: Batch) -> Trace:
-        return self.run(batch, self.gather(batch.input_ids))
+    def _run_gathered(self, batch: Batch) -> Trace:
+        return self._run(batch, self.gather(batch.input_ids))
 
     def gather(self, input_ids: np.ndarray) -> Any:
         """Rows of the export's own word-embedding matrix for ``input_ids``."""

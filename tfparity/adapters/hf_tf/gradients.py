@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ...inputs import Batch, check_limits
+from ...inputs import Batch
 from ..interfaces.gradients import GradientRun, Objective
 from ..runtime.imports import import_tf
 from ..tf_common.tape import (
@@ -28,10 +28,10 @@ def hf_gradients(
 ) -> GradientRun:
     """One tape run of a :class:`~.tf_model.TFModel` (its eager twin): the ``input_ids``
     path, or (``embeds``) the embeddings of ``embeds_fn(batch)`` (default: the model's
-    own Keras-side gather) fed as ``inputs_embeds``."""
+    own Keras-side gather) fed as ``inputs_embeds``; the batch is already checked
+    against the model's limits (:meth:`TFSideBase.gradients`)."""
     tf = import_tf()
     model = model.eager()
-    check_limits(batch, model.limits)
     kwargs = model.call_kwargs(batch)
     variables = list(model.model.trainable_variables)
     with tf.GradientTape() as tape:

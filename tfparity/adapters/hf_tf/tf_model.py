@@ -21,7 +21,7 @@ from ...architectures import (
     for_config,
 )
 from ...architectures.heads import Head, head_of_class
-from ...inputs import Batch, Limits, check_limits
+from ...inputs import Batch, Limits
 from ...results import Hint
 from ...trace import Trace
 from ..interfaces.greedy import teacher_forced_decoder
@@ -173,12 +173,9 @@ class TFModel(TFSideBase):
         kwargs.update(teacher_forced_decoder(self.config, batch.input_ids, batch.attention_mask))
         return {k: v for k, v in kwargs.items() if k in accepted}
 
-    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
-        """Run with ``input_ids`` (default) or with ``inputs_embeds``; all hidden states.
-
-        The ids are checked against the model's limits first, in both cases.
-        """
-        check_limits(batch, self.limits)
+    def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
+        """Run with ``input_ids`` (default) or with ``inputs_embeds``; all hidden states
+        (the ids checked against the model's limits by ``run``, in both cases)."""
         kwargs = self.call_kwargs(batch)
         with placed(self.execution):
             if inputs_embeds is None:
@@ -187,10 +184,9 @@ class TFModel(TFSideBase):
                 out = self.paths.call("embeds", self._in_compute_dtype(inputs_embeds), kwargs)
         return Trace.from_output(out)
 
-    def run_gathered(self, batch: Batch) -> Trace:
+    def _run_gathered(self, batch: Batch) -> Trace:
         """The ``inputs_embeds`` path, with the word embeddings gathered by the batch's
         ids inside the run (inside the compiled function when compiled)."""
-        check_limits(batch, self.limits)
         with placed(self.execution):
             out = self.paths.call("gather", batch.input_ids, self.call_kwargs(batch))
         return Trace.from_output(out)
@@ -270,20 +266,11 @@ class TFModel(TFSideBase):
             spec=self.spec,
         ).executed(self.execution)
 
-    def gradients(
-        self,
-        batch: Batch,
-        objective: Any,
-        *,
-        embeds: bool = False,
-        embeds_fn: Any = None,
-        reference: Any = None,
+    def _gradients(
+        self, batch: Batch, objective: Any, embeds: bool, embeds_fn: Any, reference: Any
     ) -> Any:
-        """The gradients check's scalar differentiated (a
-        :class:`~..interfaces.gradients.GradientRun`) on the ``input_ids`` path or, with
-        ``embeds``, on the ``inputs_embeds`` path fed
-        ``embeds_fn(batch)`` (default: :meth:`gather`), made inside the tape. Weights are
-        named by PyTorch name already (``reference`` is for sides that need one)."""
+        """One tape run (:func:`.gradients.hf_gradients`), the embeddings made inside the
+        tape. Weights are named by PyTorch name already (``reference`` is unused)."""
         from .gradients import hf_gradients
 
         return hf_gradients(self, batch, objective, embeds, embeds_fn)
@@ -346,13 +333,13 @@ class TFModel(TFSideBase):
 
         return taps.supported(self.config)
 
-    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+    def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
         """An eager ``input_ids`` run and its sub-layer outputs."""
         from . import taps
 
         eager = self.eager()
         with taps.tf_taps(eager.model) as recorded:
-            trace = eager.run(batch)
+            trace = eager._run(batch, None)
         return trace, recorded
 
     def isolated(

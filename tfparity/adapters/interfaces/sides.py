@@ -26,7 +26,7 @@ import numpy as np
 from ...architectures import Architecture, IdsOnlyTransform, KnownDifference, Positions, for_config
 from ...architectures.heads import Head
 from ...errors import TfparityError
-from ...inputs import Batch, Limits
+from ...inputs import Batch, Limits, check_limits
 from ...results import Hint
 from ...trace import Trace
 from ..runtime.execution_options import ExecutionOptions
@@ -398,6 +398,27 @@ class TFSideBase:
         """``(name, variable)`` of the weights it holds; none when they are not visible."""
         return []
 
+    # Runs: each entry checks the batch against the side's limits, then calls the side's
+    # hook, as Polygraphy's ``infer()`` calls ``infer_impl()``; sides never check again.
+
+    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+        """A run with ``input_ids`` (default) or ``inputs_embeds``; all hidden states."""
+        if inputs_embeds is not None:
+            self._refuse_embeds()
+        self._admit(batch)
+        return self._run(batch, inputs_embeds)
+
+    def run_gathered(self, batch: Batch) -> Trace:
+        """The ``inputs_embeds`` path fed the word embeddings the batch's ids gather."""
+        self._refuse_embeds()
+        self._admit(batch)
+        return self._run_gathered(batch)  # type: ignore[attr-defined]
+
+    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        """An ``input_ids`` run and its sub-layer outputs (where ``localisable()``)."""
+        self._admit(batch)
+        return self._tapped_run(batch)
+
     def gradients(
         self,
         batch: Batch,
@@ -406,6 +427,29 @@ class TFSideBase:
         embeds: bool = False,
         embeds_fn: Any = None,
         reference: Any = None,
+    ) -> Any:
+        """The gradients check's scalar differentiated (a ``GradientRun``), with
+        ``embeds`` on ``inputs_embeds`` fed ``embeds_fn(batch)`` (default: a gather)."""
+        if embeds or embeds_fn is not None:
+            self._refuse_embeds()
+        self._admit(batch)
+        return self._gradients(batch, objective, embeds, embeds_fn, reference)
+
+    def _refuse_embeds(self) -> None:
+        """Refuse (exit 2) before the batch is read where a side has no inputs_embeds."""
+
+    def _admit(self, batch: Batch) -> None:
+        """The one place a batch is checked against the side's limits."""
+        check_limits(batch, self.limits)  # type: ignore[attr-defined]
+
+    def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
+        raise NotImplementedError(f"{type(self).__name__} does not run")
+
+    def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        raise NotImplementedError(f"{type(self).__name__} has no sub-layer taps")
+
+    def _gradients(
+        self, batch: Batch, objective: Any, embeds: bool, embeds_fn: Any, reference: Any
     ) -> Any:
         raise TfparityError(
             f"{type(self).__name__} cannot be differentiated here: the gradients check "
@@ -431,9 +475,6 @@ class TFSideBase:
 
     def localisable(self) -> bool:
         return False
-
-    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
-        raise NotImplementedError(f"{type(self).__name__} has no sub-layer taps")
 
     def isolated(
         self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch

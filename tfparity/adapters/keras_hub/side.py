@@ -34,7 +34,7 @@ from ...architectures.keras_hub_layouts import KerasHubLayout
 from ...architectures.keras_hub_layouts import block as nth_block
 from ...compare import to_numpy
 from ...errors import TfparityError
-from ...inputs import Batch, Limits, check_limits
+from ...inputs import Batch, Limits
 from ...results import Hint
 from ...trace import Trace
 from ..hf_tf.tiny_checkpoints import spec_dir
@@ -276,7 +276,7 @@ class KerasHubModel(TFSideBase):
     def inputs_embeds_reason(self) -> str | None:
         return self.strategy.ids_only_reason(self)
 
-    def _ids_only(self) -> None:
+    def _refuse_embeds(self) -> None:
         """Refused by name (exit 2) where the side is given token ids only."""
         if self.inputs_embeds_reason:
             raise TfparityError(f"{self.inputs_embeds_reason}.")
@@ -332,7 +332,7 @@ class KerasHubModel(TFSideBase):
 
     def gather(self, input_ids: np.ndarray) -> Any:
         """Word embeddings for the ids, gathered from the backbone's token embedding."""
-        self._ids_only()
+        self._refuse_embeds()
         tf = import_tf()
         ids = np.asarray(input_ids)
         vocab = int(self.word_embeddings().shape[0])
@@ -372,17 +372,13 @@ class KerasHubModel(TFSideBase):
             raise TfparityError("keras-hub backbones take no position ids; leave them out.")
         return {k: v for k, v in feed.items() if k in names}
 
-    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
-        if inputs_embeds is not None:
-            self._ids_only()
-        check_limits(batch, self.limits)
+    def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
         return self.strategy.run(self, batch, inputs_embeds)
 
-    def run_gathered(self, batch: Batch) -> Trace:
+    def _run_gathered(self, batch: Batch) -> Trace:
         """The inputs_embeds path fed the word embeddings gathered by the batch's ids
         (the sweep's embeds path; eager, so there is no compiled gather to fuse)."""
-        self._ids_only()
-        return self.run(batch, self.gather(batch.input_ids))
+        return self._run(batch, self.gather(batch.input_ids))
 
     def traced(
         self,
@@ -442,21 +438,12 @@ class KerasHubModel(TFSideBase):
             embeds = embeds + positions(embeds)
         return [embeds, *[feed[k] for k in self._embeds_fn[1]]]
 
-    def gradients(
-        self,
-        batch: Batch,
-        objective: Any,
-        *,
-        embeds: bool = False,
-        embeds_fn: Any = None,
-        reference: dict[str, np.ndarray] | None = None,
+    def _gradients(
+        self, batch: Batch, objective: Any, embeds: bool, embeds_fn: Any, reference: Any
     ) -> Any:
         """The gradients check's scalar differentiated where the side computes
         (:meth:`.forward.InProcess.gradients`), weights by PyTorch name where
         ``reference`` (PyTorch's weights by name) is given."""
-        if embeds or embeds_fn is not None:
-            self._ids_only()
-        check_limits(batch, self.limits)
         return self.strategy.gradients(self, batch, objective, embeds, embeds_fn, reference)
 
     def generator(self) -> Any:
@@ -482,8 +469,7 @@ class KerasHubModel(TFSideBase):
         taps = self.layout is not None and self.layout.block_taps is not None
         return self.strategy.here and taps
 
-    def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
-        check_limits(batch, self.limits)
+    def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
         return self.traced(batch, taps=True)
 
     def isolated(

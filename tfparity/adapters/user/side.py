@@ -18,7 +18,7 @@ import numpy as np
 
 from ...architectures.heads import Head, head_of_config, parse_head
 from ...errors import TfparityError
-from ...inputs import Batch, Limits, available_inputs, check_limits
+from ...inputs import Batch, Limits, available_inputs
 from ...results import Hint
 from ...trace import Trace, hidden_state_index
 from ..interfaces.sides import TFSideBase, config_limits
@@ -177,7 +177,9 @@ class UserModel(TFSideBase):
 
     @property
     def limits(self) -> Limits:
-        """The reference config's limits: ids past them would be gathered silently."""
+        """The reference config's limits: ids past them would be gathered silently. An
+        unbound model has none and is refused by name (exit 2), before any run."""
+        self.bound(None)
         return config_limits(self.config)
 
     def named_weights(self) -> list[tuple[str, Any]]:
@@ -192,7 +194,7 @@ class UserModel(TFSideBase):
     def gather(self, input_ids: np.ndarray) -> Any:
         return self.word_embeddings()
 
-    def run_gathered(self, batch: Batch) -> Trace:
+    def _run_gathered(self, batch: Batch) -> Trace:
         return self.word_embeddings()
 
     def executed(self, options: ExecutionOptions) -> UserModel:
@@ -208,13 +210,11 @@ class UserModel(TFSideBase):
     def inputs_embeds_reason(self) -> str | None:
         return f"{self.name} is a model of your own: it has no inputs_embeds path."
 
-    def run(self, batch: Batch, inputs_embeds: Any = None) -> Trace:
+    def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
         """One run on the batch: its outputs, and the mapped layers' outputs as
         ``hidden_states[k]``."""
         if inputs_embeds is not None:
             raise TfparityError(self.inputs_embeds_reason)
-        self.bound(None)  # refuses an unbound model
-        check_limits(batch, self.limits)
         callee = self.callee
         with LayerRecording(callee.layer_objects(self.layers)) as recording:
             out = callee.call(callee.feed(available_inputs(batch, self.config)))
