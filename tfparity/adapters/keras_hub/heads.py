@@ -24,11 +24,9 @@ import numpy as np
 
 from ...architectures.heads import Head
 from ...architectures.keras_hub_layouts import KerasHubHead
-from ...compare import to_numpy
-from ...trace import Trace
 from .ports import Ported, pt_name
 from .side import KerasHubModel
-from .task import head_variables, task_run
+from .task import KerasHubTask, head_variables
 
 
 def head_map(task: Any) -> KerasHubHead | None:
@@ -110,16 +108,11 @@ def head_task_side(side: KerasHubModel, task: Any, found: KerasHubHead) -> Keras
 
 
 @dataclass
-class KerasHubHeadTask(KerasHubModel):
+class KerasHubHeadTask(KerasHubTask):
     """A keras-hub task with a head of its own, mapped onto Hugging Face's: the
     backbone's side, with the task's ``logits``."""
 
-    task: Any = None
     mapped: KerasHubHead | None = None
-
-    @property
-    def model(self) -> Any:
-        return self.task
 
     @property
     def head(self) -> Head:
@@ -141,27 +134,13 @@ class KerasHubHeadTask(KerasHubModel):
             "one the backbone's sequence_output."
         )
 
-    def forward(self, feed: dict[str, Any], inputs_embeds: Any = None) -> dict[str, Any]:
-        """The task's call (a masked LM's at every position): its ``logits``, and the
-        ``sequence_output`` its backbone hands the head."""
-        if inputs_embeds is not None:
-            feed = {**feed, "token_ids": np.zeros_like(feed["token_ids"])}  # read by nothing
-        if "mask_positions" in self.task.input:
-            rows, length = np.shape(feed["token_ids"])
-            feed = {**feed, "mask_positions": np.tile(np.arange(length, dtype=np.int32), (rows, 1))}
-        with task_run(self.backbone, inputs_embeds) as seen:
-            logits = self.task(feed, training=False)
-        return {"sequence_output": seen["sequence_output"], "logits": logits}
-
-    def trace_of(self, out: dict[str, Any], hidden: list[np.ndarray]) -> Trace:
-        """Hugging Face's head outputs: the hidden states and ``logits``."""
-        base = super().trace_of(out, hidden)
-        arrays = {k: base[k] for k in base if k.startswith("hidden_states[")}
-        arrays["logits"] = to_numpy(out["logits"])
-        return Trace(arrays)
-
-    def output_names(self, reference: Any) -> set[str]:
-        return {k for k in reference if k.startswith("hidden_states[")} | {"logits"}
+    def task_feed(self, feed: dict[str, Any]) -> dict[str, Any]:
+        """A masked LM's call at every position (``mask_positions`` 0..L-1), so that its
+        logits line up with Hugging Face's, one row per token."""
+        if "mask_positions" not in self.task.input:
+            return feed
+        rows, length = np.shape(feed["token_ids"])
+        return {**feed, "mask_positions": np.tile(np.arange(length, dtype=np.int32), (rows, 1))}
 
     def reloaded(self) -> KerasHubHeadTask:
         """The task saved to ``.keras`` and loaded again, head and all."""

@@ -210,15 +210,45 @@ def task_backbone(task: Any, what: str, head: Head | None) -> tuple[Any, str]:
 
 
 @dataclass
-class KerasHubCausalLM(KerasHubModel):
-    """A keras-hub ``CausalLM`` task around a converted backbone: the backbone's side,
-    with the task's ``logits`` and its generation."""
+class KerasHubTask(KerasHubModel):
+    """A keras-hub task around a converted backbone: the backbone's side, with the
+    task's ``logits`` (its own head's) beside every hidden state."""
 
     task: Any = None
 
     @property
     def model(self) -> Any:
         return self.task
+
+    def task_feed(self, feed: dict[str, Any]) -> dict[str, Any]:
+        """The task's inputs for the backbone's ``feed`` (a task that takes more, as a
+        masked LM's ``mask_positions``, adds them)."""
+        return feed
+
+    def forward(self, feed: dict[str, Any], inputs_embeds: Any = None) -> dict[str, Any]:
+        """The task's call: its ``logits``, and the ``sequence_output`` its backbone
+        hands the head (recorded as the task runs it)."""
+        if inputs_embeds is not None:
+            feed = {**feed, "token_ids": np.zeros_like(feed["token_ids"])}  # read by nothing
+        with task_run(self.backbone, inputs_embeds) as seen:
+            logits = self.task(self.task_feed(feed), training=False)
+        return {"sequence_output": seen["sequence_output"], "logits": logits}
+
+    def trace_of(self, out: dict[str, Any], hidden: list[np.ndarray]) -> Trace:
+        """Hugging Face's head outputs: the hidden states and ``logits``."""
+        base = super().trace_of(out, hidden)
+        arrays = {k: base[k] for k in base if k.startswith("hidden_states[")}
+        arrays["logits"] = to_numpy(out["logits"])
+        return Trace(arrays)
+
+    def output_names(self, reference: Any) -> set[str]:
+        return {k for k in reference if k.startswith("hidden_states[")} | {"logits"}
+
+
+@dataclass
+class KerasHubCausalLM(KerasHubTask):
+    """A keras-hub ``CausalLM`` task around a converted backbone: the backbone's side,
+    with the task's ``logits`` and its generation."""
 
     @property
     def head(self) -> Head:
@@ -236,25 +266,6 @@ class KerasHubCausalLM(KerasHubModel):
             "embeddings gathered from the token embedding matrix; hidden_states[0] is the "
             "first block's input, the last one the backbone's sequence_output."
         )
-
-    def forward(self, feed: dict[str, Any], inputs_embeds: Any = None) -> dict[str, Any]:
-        """The task's call: its ``logits``, and the ``sequence_output`` its backbone
-        hands the head (recorded as the task runs it)."""
-        if inputs_embeds is not None:
-            feed = {**feed, "token_ids": np.zeros_like(feed["token_ids"])}  # read by nothing
-        with task_run(self.backbone, inputs_embeds) as seen:
-            logits = self.task(feed, training=False)
-        return {"sequence_output": seen["sequence_output"], "logits": logits}
-
-    def trace_of(self, out: dict[str, Any], hidden: list[np.ndarray]) -> Trace:
-        """Hugging Face's causal-LM outputs: the hidden states and ``logits``."""
-        base = super().trace_of(out, hidden)
-        arrays = {k: base[k] for k in base if k.startswith("hidden_states[")}
-        arrays["logits"] = to_numpy(out["logits"])
-        return Trace(arrays)
-
-    def output_names(self, reference: Any) -> set[str]:
-        return {k for k in reference if k.startswith("hidden_states[")} | {"logits"}
 
     def reloaded(self) -> KerasHubCausalLM | None:
         """The backbone after ``save_to_preset`` and ``from_preset`` (the LM head's
