@@ -105,8 +105,8 @@ def text_batches(
     ``positions_text`` names where ``max_positions`` comes from in the refusal."""
     if tokenizer is None:
         raise TfparityError(
-            "This model has no tokenizer, so it cannot take --text; use "
-            "--random N --seq-len L for generated ids."
+            "This model has no tokenizer, so it cannot tokenize texts (the default "
+            "inputs, or --text/--texts); give --random N --seq-len L for generated ids."
         )
     from . import validation
 
