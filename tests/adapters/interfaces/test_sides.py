@@ -69,3 +69,66 @@ def test_every_kind_of_side_keeps_to_the_hooks_not_the_entries():
     for kind in (TFModel, UserModel, KerasHubModel, SavedModelSide, LiteRTModel):
         assert issubclass(kind, TFSideBase)
         assert [e for e in entries if getattr(kind, e) is not getattr(TFSideBase, e)] == []
+
+
+# ----------------------------------------------------------------------------- weight map
+
+FFN_UP = "encoder.layer.1.intermediate.dense.weight"
+LN_OUT = "encoder.layer.1.output.LayerNorm.weight"
+
+
+def _hinted(side, pt_weights: dict) -> list[tuple[str, str]]:
+    """The weight hints (weight, text) of ``side``'s map against ``pt_weights``."""
+    from tfparity.checks.crosscheck import hints
+
+    tf = side.weight_map().weights_for(pt_weights)
+    return [(h.weight, h.text) for h in hints.weight_differences(tf, pt_weights, "")]
+
+
+def test_the_weight_map_of_each_side_names_the_scaled_weight(sides):
+    """An HF TF side and a keras-hub side each name the one weight scaled by 1.05 (a
+    LayerNorm's gamma, a Dense kernel) by its PyTorch name; unscaled, none."""
+    pytest.importorskip("keras_hub")
+    from tfparity.adapters.keras_hub.side import load_keras_hub
+    from tfparity.adapters.reference.pt_model import load_pt
+    from tfparity.architectures.keras_hub_layouts import block
+
+    pt = load_pt("tiny:bert").weights()
+    named = {n.removeprefix("bert."): n for n in pt}
+    hf, hub = sides[0], load_keras_hub("keras-hub:tiny:bert")
+    assert named[FFN_UP] in hub.weight_map().weights_for(pt)
+    assert _hinted(hf, pt) == _hinted(hub, pt) == []
+    layer_norm = hf.model.bert.encoder.layer[1].bert_output.LayerNorm.gamma
+    dense = block(hub.backbone, 1)._feedforward_intermediate_dense.kernel
+    for side, variable, name in ((hf, layer_norm, LN_OUT), (hub, dense, FFN_UP)):
+        held = np.array(variable.numpy())
+        variable.assign(held * 1.05)
+        try:
+            ((weight, text),) = _hinted(side, pt)
+        finally:
+            variable.assign(held)  # the HF model is the session's
+        assert weight == named[name] and "scaled by 1.05" in text, (weight, text)
+
+
+def test_no_side_keeps_the_four_weight_members_the_map_replaced():
+    """Weight hints are asked of ``weight_map()`` alone; a side with its own
+    ``weights_for`` would be a second way in that callers might probe for."""
+    from tfparity.adapters.exported.litert import LiteRTModel
+    from tfparity.adapters.exported.saved_model import SavedModelSide
+    from tfparity.adapters.interfaces.sides import TFSide, TFSideBase
+    from tfparity.adapters.interfaces.weight_map import WeightMap
+    from tfparity.adapters.keras_hub.side import KerasHubModel
+
+    old = ("feed_forward", "weights_for", "unported", "weight_note")
+    for kind in (
+        TFSide,
+        TFSideBase,
+        TFModel,
+        UserModel,
+        KerasHubModel,
+        SavedModelSide,
+        LiteRTModel,
+    ):
+        assert [m for m in old if hasattr(kind, m)] == [], kind
+    empty = TFSideBase().weight_map()
+    assert isinstance(empty, WeightMap) and empty.weights_for({"w": np.ones(2)}) == {}

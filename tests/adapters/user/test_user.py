@@ -259,7 +259,7 @@ def test_bad_transform_and_unknown_pt_name_are_refused(port, reference):
         TfparityError,
         match=r"PyTorch weight 'encoder.layer.1.ffn.w'.*did you mean: 'encoder.layer.1",
     ):
-        side.bound("tiny:bert").weights_for(reference.weights())
+        side.bound("tiny:bert").weight_map().weights_for(reference.weights())
 
 
 def test_a_model_of_your_own_needs_pt(port):

@@ -28,6 +28,7 @@ from ...errors import TfparityError
 from ...inputs import Batch, Limits
 from ...trace import Trace
 from ..interfaces.sides import TFSideBase, config_limits
+from ..interfaces.weight_map import ValuesOnly, WeightMap
 from ..runtime.execution_options import ExecutionOptions
 from ..sources.checkpoints import Companion
 from ..sources.holdings import Holdings
@@ -228,12 +229,13 @@ class LiteRTModel(TFSideBase):
         """None: a flatbuffer runs whole, so no sub-layer is run on PyTorch's input."""
         return {}
 
-    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def weight_map(self) -> WeightMap:
         """The float32 dense kernels and biases held as constants, by PyTorch name (a
         fully-connected weight is stored ``[out, in]``, PyTorch's layout). A quantised
         flatbuffer's weights are not compared: they differ by design."""
-        if self.quantisation is not None:
-            return {}
+        return WeightMap() if self.quantisation is not None else ValuesOnly(self._constants)
+
+    def _constants(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from transformers.modeling_tf_pytorch_utils import (
             convert_tf_weight_name_to_pt_weight_name,
         )

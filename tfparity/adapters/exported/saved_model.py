@@ -20,6 +20,7 @@ batch reaching it is refused (exit 2), never run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from ...errors import TfparityError
 from ...inputs import Batch, Limits
 from ...trace import Trace
 from ..interfaces.sides import TFSideBase, config_limits
+from ..interfaces.weight_map import ValuesOnly, WeightMap
 from ..runtime.execution import placed
 from ..runtime.execution_options import ExecutionOptions
 from ..runtime.imports import import_tf
@@ -182,16 +184,16 @@ class SavedModelSide(TFSideBase):
             )
         return names
 
-    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def weight_map(self) -> WeightMap:
         """The export's variables by PyTorch name, where they carry the names of a
         Hugging Face TF model (an export of one); none otherwise (Keras 3 exports)."""
         from ..hf_tf.loading import tf_model_class
         from ..hf_tf.weight_names import variables_for
 
         if self.architecture.tf_class is None:  # no HF TF class: no HF variable names
-            return {}
+            return WeightMap()
         prefix = tf_model_class(self.config).base_model_prefix
-        return variables_for(self.ids.function.variables, prefix, pt_weights)
+        return ValuesOnly(partial(variables_for, self.ids.function.variables, prefix))
 
     # ------------------------------------------------------------------ other forms
 

@@ -22,10 +22,9 @@ from ...architectures import (
 )
 from ...architectures.heads import Head, head_of_class
 from ...inputs import Batch, Limits
-from ...results import Hint
 from ...trace import Trace
 from ..interfaces.greedy import teacher_forced_decoder
-from ..interfaces.sides import FeedForwardWeights, TFSideBase, config_limits
+from ..interfaces.sides import TFSideBase, config_limits
 from ..runtime.compiled_paths import CompiledPaths
 from ..runtime.devices import short_name
 from ..runtime.execution import clone_model, placed
@@ -34,6 +33,7 @@ from ..runtime.imports import import_tf
 from ..sources.holdings import Holdings
 from ..sources.specs import DEFAULT_MODEL, ModelSpec, as_spec
 from .loading import Loaded, build, cannot_run, load_tf
+from .weight_names import HFWeightMap
 
 
 @dataclass
@@ -350,32 +350,9 @@ class TFModel(TFSideBase):
 
         return taps.isolate(self.model, pt_taps, pt_hidden, batch)
 
-    def feed_forward(self, layer: int) -> FeedForwardWeights | None:
-        """The dense layers and norm around layer ``layer``'s activation, or None."""
-        from ..tf_common.keras_weights import feed_forward_weights
-        from . import taps
-
-        return feed_forward_weights(taps.feed_forward(self.model, layer))
-
-    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """TF values in PyTorch's layout, by the PyTorch names ``pt_weights`` use."""
-        from .weight_names import tf_weights_for
-
-        return tf_weights_for(self.model, pt_weights)
-
-    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
-        """The reference's untied LM head that this TF class cannot hold (GPT-2's
-        ``lm_head.weight``), named as the cause where it is in scope."""
-        from .untied_head import tied_only_weight, untied_head_hints
-
-        cls = type(self.model).__name__
-        name = tied_only_weight(self.config, cls)
-        if name is None or name not in pt_weights or not name.startswith(prefix):
-            return []
-        if contains not in name:
-            return []
-        matrix = np.asarray(self.word_embeddings())
-        return untied_head_hints(self.config, cls, matrix, {name: pt_weights[name]})
+    def weight_map(self) -> HFWeightMap:
+        """Its variables by the PyTorch names they load from (:mod:`.weight_names`)."""
+        return HFWeightMap(self.model, self.config)
 
 
 def _lives_on(keras_model: Any, device: str | None) -> bool:

@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ...results import Hint
+from ..interfaces.weight_map import FeedForwardWeights, WeightMap
+
 
 @dataclass(frozen=True)
 class TFWeight:
@@ -70,3 +73,37 @@ def variables_for(variables: Any, base_model_prefix: str, pt_names: Any) -> dict
     prefixed = any(k.startswith(base_model_prefix + ".") for k in pt_names)
     weights = variables_by_pt_name(variables, base_model_prefix, with_base_prefix=prefixed)
     return {name: w.value() for name, w in weights.items() if name in pt_names}
+
+
+@dataclass(frozen=True)
+class HFWeightMap(WeightMap):
+    """A Hugging Face TF model's weights: its variables carry the names transformers
+    converts to PyTorch's, so each is found by the name it loads from."""
+
+    model: Any
+    config: Any  # the side's config (its model's, or the one it was loaded with)
+
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return tf_weights_for(self.model, pt_weights)
+
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
+        """The reference's untied LM head that this TF class cannot hold (GPT-2's
+        ``lm_head.weight``), named as the cause where it is in scope."""
+        from .gather import word_embedding_matrix
+        from .untied_head import tied_only_weight, untied_head_hints
+
+        cls, config = type(self.model).__name__, self.config
+        name = tied_only_weight(config, cls)
+        if name is None or name not in pt_weights or not name.startswith(prefix):
+            return []
+        if contains not in name:
+            return []
+        matrix = np.asarray(word_embedding_matrix(self.model))
+        return untied_head_hints(config, cls, matrix, {name: pt_weights[name]})
+
+    def feed_forward(self, layer: int) -> FeedForwardWeights | None:
+        """The dense layers and norm around layer ``layer``'s activation, or None."""
+        from ..tf_common.keras_weights import feed_forward_weights
+        from . import taps
+
+        return feed_forward_weights(taps.feed_forward(self.model, layer))

@@ -4,7 +4,7 @@ Checks, orchestration, the API and the sweep talk to a model only through these,
 new kind of TF side (a SavedModel, a LiteRT flatbuffer, a user's own Keras model) is one
 class that implements :class:`TFSide`, not a new branch in every caller. A side that
 lacks a capability says so through the answer (``localisable()`` False, ``reloaded()``
-None, ``weights_for`` empty), never by a missing attribute that callers would probe.
+None, an empty ``weight_map()``), never by a missing attribute that callers would probe.
 
 A caller tells a loaded side from anything else by its base class, :class:`TFSideBase`
 (a runtime check against the Protocol would evaluate every property). It holds the
@@ -27,28 +27,15 @@ from ...architectures import Architecture, IdsOnlyTransform, KnownDifference, Po
 from ...architectures.heads import Head
 from ...errors import TfparityError
 from ...inputs import Batch, Limits, check_limits
-from ...results import Hint
 from ...trace import Trace
 from ..runtime.execution_options import ExecutionOptions
 from ..sources.holdings import Holdings
 from ..sources.specs import ModelSpec
 from .embeddings import EmbeddingParts, LMHead, PositionFacts
+from .weight_map import WeightMap
 
 if TYPE_CHECKING:
     from .greedy import GreedyRun, SameStart
-
-
-@dataclass(frozen=True)
-class FeedForwardWeights:
-    """A block's feed-forward weights around its activation, as float64 numpy, for the
-    numeric hints (which activation, which LayerNorm epsilon reproduces each side):
-    ``up`` and ``down`` as ``([in, out] kernel, [out] bias)``; ``norm`` as (gamma, beta,
-    epsilon), None for a pre-norm block."""
-
-    up: tuple[np.ndarray, np.ndarray]
-    down: tuple[np.ndarray, np.ndarray]
-    norm: tuple[np.ndarray, np.ndarray, float] | None
-    activation: str  # the TF side's activation name
 
 
 @dataclass(frozen=True)
@@ -175,12 +162,7 @@ class TFSide(Protocol):
     def isolated(
         self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
     ) -> dict[str, np.ndarray]: ...
-    def feed_forward(self, layer: int) -> FeedForwardWeights | None: ...
-    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
-    def unported(
-        self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str
-    ) -> list[Hint]: ...
-    def weight_note(self, name: str) -> str | None: ...
+    def weight_map(self) -> WeightMap: ...  # its weights by PyTorch name, for hints
 
     # generation
     def generator(self) -> Generator: ...  # exit 2 where the side cannot generate
@@ -481,18 +463,9 @@ class TFSideBase:
     ) -> dict[str, np.ndarray]:
         raise NotImplementedError(f"{type(self).__name__} has no isolated runs")
 
-    def feed_forward(self, layer: int) -> FeedForwardWeights | None:
-        return None
-
-    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {}
-
-    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
-        """PyTorch weights the side's converter never ported, as hints."""
-        return []
-
-    def weight_note(self, name: str) -> str | None:
-        return None
+    def weight_map(self) -> WeightMap:
+        """None of its weights known by PyTorch name: the hints say so."""
+        return WeightMap()
 
     def generator(self) -> Generator:
         """Refused (exit 2): this side has no greedy decoding tfparity can drive (an

@@ -1,15 +1,18 @@
 """keras-hub's converter, recorded: which Keras variable each Hugging Face weight was
 ported into (``port_weight`` calls), and how to read a variable back in PyTorch's
-layout, for weight hints and gradient names."""
+layout, for weight hints (:class:`PortMap`) and gradient names."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from ...results import Hint
+from ..interfaces.weight_map import FeedForwardWeights, WeightMap
 
 
 @dataclass(frozen=True)
@@ -124,39 +127,59 @@ def rebound(ports: list[Ported], variables: list[Any], same_shape: bool = False)
     ]
 
 
-def pt_values(
-    ports: list[Ported], pt_weights: dict[str, np.ndarray], casts: dict[str, str]
-) -> dict[str, np.ndarray]:
-    """The ported Keras values in PyTorch's layout by PyTorch name, through the
-    converter's own mapping (the recorded ``port_weight`` calls); ``casts`` is refilled
-    with the dtype each weight the converter cast was cast to."""
-    found: dict[str, np.ndarray] = {}
-    casts.clear()
-    for port in ports:
-        name = pt_name(port.hf_key, pt_weights)
-        if name is None:
-            continue
-        value, cast = port.pt_layout(pt_weights[name])
-        found[name] = value
-        if cast is not None:
-            casts[name] = cast
-    return found
+def _no_feed_forward(layer: int) -> FeedForwardWeights | None:
+    return None
 
 
-def unported_names(
-    ports: list[Ported], pt_weights: dict[str, np.ndarray], prefix: str, contains: str
-) -> list[str]:
-    """PyTorch weights under ``prefix`` (holding ``contains``) that the converter never
-    ported: the backbone runs without them (none where nothing was recorded)."""
-    if not ports:
-        return []
-    ported = {pt_name(p.hf_key, pt_weights) for p in ports}
-    return [
-        name
-        for name in pt_weights
-        if name.startswith(prefix)
-        and contains in name
-        and name not in ported
-        and np.any(pt_weights[name])
-        and not name.endswith("position_ids")
-    ]
+@dataclass
+class PortMap(WeightMap):
+    """A keras-hub side's weights through its converter's record: each Keras value
+    found by the PyTorch weight a ``port_weight`` call ported into it, in PyTorch's
+    layout, and the PyTorch weights never ported named. ``feed_forwards`` reads a
+    block's feed-forward weights off the side's backbone (a layout fact, not the
+    converter's)."""
+
+    ports: list[Ported]
+    feed_forwards: Callable[[int], FeedForwardWeights | None] = _no_feed_forward
+    # PyTorch weight name -> the dtype the converter cast it to, as the last
+    # weights_for found (a lossy conversion, said beside that weight's hint)
+    casts: dict[str, str] = field(default_factory=dict)
+
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        self.casts.clear()
+        for port in self.ports:
+            name = pt_name(port.hf_key, pt_weights)
+            if name is None:
+                continue
+            value, cast = port.pt_layout(pt_weights[name])
+            found[name] = value
+            if cast is not None:
+                self.casts[name] = cast
+        return found
+
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
+        """PyTorch weights under ``prefix`` (holding ``contains``) that the converter
+        never ported: the backbone runs without them (none where nothing was recorded)."""
+        if not self.ports:
+            return []
+        ported = {pt_name(p.hf_key, pt_weights) for p in self.ports}
+        text = "weight {} is not ported by keras-hub's converter (the backbone runs without it)"
+        return [
+            Hint("unported", text.format(name), weight=name)
+            for name in pt_weights
+            if name.startswith(prefix)
+            and contains in name
+            and name not in ported
+            and np.any(pt_weights[name])
+            and not name.endswith("position_ids")
+        ]
+
+    def note(self, name: str) -> str | None:
+        cast = self.casts.get(name)
+        if cast is None:
+            return None
+        return f"keras-hub's converter casts {name} to {cast} (a lossy dtype conversion)"
+
+    def feed_forward(self, layer: int) -> FeedForwardWeights | None:
+        return self.feed_forwards(layer)

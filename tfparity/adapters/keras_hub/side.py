@@ -35,10 +35,10 @@ from ...architectures.keras_hub_layouts import block as nth_block
 from ...compare import to_numpy
 from ...errors import TfparityError
 from ...inputs import Batch, Limits
-from ...results import Hint
 from ...trace import Trace
 from ..hf_tf.tiny_checkpoints import spec_dir
-from ..interfaces.sides import FeedForwardWeights, TFSideBase, config_limits
+from ..interfaces.sides import TFSideBase, config_limits
+from ..interfaces.weight_map import FeedForwardWeights
 from ..runtime.execution_options import ExecutionOptions, eager_only
 from ..runtime.imports import import_tf
 from ..sources.checkpoints import read_config, spec_tokenizer
@@ -54,7 +54,7 @@ from .checkpoints import (
     preset_loaded,
 )
 from .forward import ForwardStrategy, InProcess
-from .ports import Ported, pt_values, rebound, recording_ports, unported_names
+from .ports import Ported, PortMap, rebound, recording_ports
 from .taps import BlockRecording
 
 
@@ -208,8 +208,6 @@ class KerasHubModel(TFSideBase):
     # What it runs under (always eager float32; see :meth:`executed`).
     execution: ExecutionOptions = field(default_factory=ExecutionOptions)
     spec: ModelSpec | None = None
-    # PyTorch weight name -> the dtype keras-hub's converter cast it to (by weights_for)
-    casts: dict[str, str] = field(default_factory=dict)
     # A mixed-mode quantised file: each quantised part's Keras mode ({0: "int4", ...})
     layer_modes: dict[int | str, str] = field(default_factory=dict)
     # Where its forward pass, gradients and generation are computed: here, or in a
@@ -483,26 +481,14 @@ class KerasHubModel(TFSideBase):
         _, recorded = self.traced(batch, taps=True, substitute=pt_taps, block_inputs=pt_hidden)
         return recorded
 
-    def feed_forward(self, layer: int) -> FeedForwardWeights | None:
+    def weight_map(self) -> PortMap:
+        """Its weights through keras-hub's converter's record (:class:`.ports.PortMap`)."""
+        return PortMap(self.ports, self._feed_forward)
+
+    def _feed_forward(self, layer: int) -> FeedForwardWeights | None:
         if self.layout is None or self.layout.feed_forward is None:
             return None
         return feed_forward_weights(self.layout.feed_forward(nth_block(self.backbone, layer)))
-
-    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Keras values in PyTorch's layout by PyTorch name (:func:`.ports.pt_values`)."""
-        return pt_values(self.ports, pt_weights, self.casts)
-
-    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
-        """PyTorch weights under ``prefix`` that the converter never ported, named."""
-        text = "weight {} is not ported by keras-hub's converter (the backbone runs without it)"
-        names = unported_names(self.ports, pt_weights, prefix, contains)
-        return [Hint("unported", text.format(name), weight=name) for name in names]
-
-    def weight_note(self, name: str) -> str | None:
-        cast = self.casts.get(name)
-        if cast is None:
-            return None
-        return f"keras-hub's converter casts {name} to {cast} (a lossy dtype conversion)"
 
     def reloaded(self) -> KerasHubModel | None:
         """The backbone after keras-hub's own ``save_to_preset`` and ``from_preset``

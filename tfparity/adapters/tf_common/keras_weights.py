@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...architectures import FeedForward
-from ..interfaces.sides import FeedForwardWeights
+from ..interfaces.weight_map import FeedForwardWeights
 
 
 def numpy_weights(dense: Any) -> tuple[np.ndarray, np.ndarray]:

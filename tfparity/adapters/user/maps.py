@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import TfparityError
+from ...results import Hint
+from ..interfaces.weight_map import WeightMap
 
 TRANSPOSE = "transpose"
 
@@ -155,3 +157,64 @@ def pt_name_in(name: str, pt_weights: Mapping[str, Any]) -> str | None:
         return name
     found = [n for n in pt_weights if n.endswith("." + name) or name.endswith("." + n)]
     return found[0] if len(found) == 1 else None
+
+
+@dataclass(frozen=True)
+class EntryMap(WeightMap):
+    """A model of one's own's weights by the entries naming them: ``weights=``'s
+    (``given``), else those of the Hugging Face TF model it wraps."""
+
+    entries: tuple[WeightEntry, ...]
+    given: bool  # weights=: a PyTorch name the reference lacks is a typo (exit 2)
+    variables: Callable[[], dict[str, Any]]  # the model's variables by path, when asked
+
+    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The mapped variables' values in PyTorch's layout, by PyTorch name. A wrapped
+        model's weight the reference lacks (a pooler a classifier checkpoint drops) is
+        left out; a ``weights=`` name it lacks is exit 2 (a typo)."""
+        variables = self.variables()
+        found = {}
+        for entry in self.entries:
+            name = pt_name_in(entry.pt_name, pt_weights)
+            if name is None and not self.given:
+                continue
+            if name is None:
+                raise unknown("the PyTorch weight", entry.pt_name, list(pt_weights), "weights=")
+            value = np.asarray(variables[entry.path].numpy())
+            found[name] = entry.pt_layout(value, tuple(pt_weights[name].shape))
+        return found
+
+    def note(self, name: str) -> str | None:
+        """The variable of this model that ``weights=`` maps onto ``name``."""
+        for entry in self.entries:
+            if entry.pt_name == name or _one_prefix_apart(entry.pt_name, name):
+                return f"in your model: {entry.path}"
+        return None
+
+    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
+        """The reference's weights here that ``weights=`` leaves out (not compared)."""
+        if not self.entries:
+            return []
+        mapped = {pt_name_in(e.pt_name, pt_weights) for e in self.entries}
+        left = [
+            n
+            for n in pt_weights
+            if n.startswith(prefix) and contains in n and n not in mapped
+            and not n.endswith("position_ids")
+        ]  # fmt: skip
+        if not left:
+            return []
+        shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+        if self.given:
+            return [Hint("unported", f"weights= does not map {shown} (not compared)")]
+        return [
+            Hint(
+                "unported",
+                f"no variable of the wrapped Hugging Face model holds {shown} (not compared)",
+            )
+        ]
+
+
+def _one_prefix_apart(a: str, b: str) -> bool:
+    """The same weight named with and without the model prefix (``bert.``)."""
+    return a.endswith("." + b) or b.endswith("." + a)

@@ -19,7 +19,6 @@ import numpy as np
 from ...architectures.heads import Head, head_of_config, parse_head
 from ...errors import TfparityError
 from ...inputs import Batch, Limits, available_inputs
-from ...results import Hint
 from ...trace import Trace, hidden_state_index
 from ..interfaces.sides import TFSideBase, config_limits
 from ..reference.own import reference_config
@@ -34,11 +33,11 @@ from .calls import (
     keras_kind,
 )
 from .maps import (
+    EntryMap,
     LayerEntry,
     WeightEntry,
     check_range,
     layer_entries,
-    pt_name_in,
     unknown,
     weight_entries,
 )
@@ -60,13 +59,13 @@ NO_WEIGHT_MAP = (
 @dataclass
 class UserModel(TFSideBase):
     """A user's model, with the config and tokenizer of the reference it is bound to
-    (:meth:`bound`); ``layers``/``weight_map``: the maps of :mod:`.maps`."""
+    (:meth:`bound`); ``layers``/``mapped_weights``: the maps of :mod:`.maps`."""
 
     name: str
     model: Any
     kind: str
     layers: tuple[LayerEntry, ...] = ()
-    weight_map: tuple[WeightEntry, ...] = ()
+    mapped_weights: tuple[WeightEntry, ...] = ()  # weights=
     config: Any = None  # the reference's Hugging Face config, once bound
     tokenizer: Any | None = None
     reference: str | None = None  # the spec it was bound to (None: an object, or unbound)
@@ -133,14 +132,14 @@ class UserModel(TFSideBase):
                 "a divergence is localised to the first mapped one that parts (an earlier "
                 "unmapped layer may be where it starts)."
             )
-        if not self.weight_map:
+        if not self.mapped_weights:
             notes.append(NO_WEIGHT_MAP if self.wrapped is None else self.wrapped.note())
         return notes
 
     def _late_wrapped_names(self) -> None:
         """Names derived again once a run has built variables (a wrapper's head is built
         by its first call): the weight note says what is named then."""
-        if self.weight_map or self.kind == CALLABLE:
+        if self.mapped_weights or self.kind == CALLABLE:
             return
         counted = self.wrapped.counted if self.wrapped is not None else 0
         if len(self.model.weights) == counted:
@@ -231,7 +230,7 @@ class UserModel(TFSideBase):
 
     def _variables_of_map(self) -> dict[str, Any]:
         """The model's variables, every path ``weights=`` names among them (else exit 2)."""
-        if not self.weight_map:
+        if not self.mapped_weights:
             return {}
         if self.kind == CALLABLE:
             raise TfparityError(
@@ -239,7 +238,7 @@ class UserModel(TFSideBase):
                 "Keras model itself, or leave weights= out."
             )
         variables = self.callee.variables()
-        for entry in self.weight_map:
+        for entry in self.mapped_weights:
             if entry.path not in variables:
                 raise unknown("the variable", entry.path, list(variables), "weights=")
         return variables
@@ -271,63 +270,12 @@ class UserModel(TFSideBase):
         """Its outputs the reference has too; its own others are in a note."""
         return Trace({k: v for k, v in trace.items() if k in reference})
 
-    @property
-    def _entries(self) -> tuple[WeightEntry, ...]:
-        """``weights=``, else the names of the HF TF model it wraps."""
-        if self.weight_map or self.wrapped is None:
-            return self.weight_map
-        return self.wrapped.entries
-
-    def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """The mapped variables' values in PyTorch's layout, by PyTorch name. A wrapped
-        model's weight the reference lacks (a pooler a classifier checkpoint drops) is
-        left out; a ``weights=`` name it lacks is exit 2 (a typo)."""
-        variables = self._variables_of_map() if self.weight_map else self.callee.variables()
-        found = {}
-        for entry in self._entries:
-            name = pt_name_in(entry.pt_name, pt_weights)
-            if name is None and not self.weight_map:
-                continue
-            if name is None:
-                raise unknown("the PyTorch weight", entry.pt_name, list(pt_weights), "weights=")
-            value = np.asarray(variables[entry.path].numpy())
-            found[name] = entry.pt_layout(value, tuple(pt_weights[name].shape))
-        return found
-
-    def weight_note(self, name: str) -> str | None:
-        """The variable of this model that ``weights=`` maps onto ``name``."""
-        for entry in self._entries:
-            if entry.pt_name == name or _one_prefix_apart(entry.pt_name, name):
-                return f"in your model: {entry.path}"
-        return None
-
-    def unported(self, pt_weights: dict[str, np.ndarray], prefix: str, contains: str) -> list[Hint]:
-        """The reference's weights here that ``weights=`` leaves out (not compared)."""
-        if not self._entries:
-            return []
-        mapped = {pt_name_in(e.pt_name, pt_weights) for e in self._entries}
-        left = [
-            n
-            for n in pt_weights
-            if n.startswith(prefix) and contains in n and n not in mapped
-            and not n.endswith("position_ids")
-        ]  # fmt: skip
-        if not left:
-            return []
-        shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
-        if self.weight_map:
-            return [Hint("unported", f"weights= does not map {shown} (not compared)")]
-        return [
-            Hint(
-                "unported",
-                f"no variable of the wrapped Hugging Face model holds {shown} (not compared)",
-            )
-        ]
-
-
-def _one_prefix_apart(a: str, b: str) -> bool:
-    """The same weight named with and without the model prefix (``bert.``)."""
-    return a.endswith("." + b) or b.endswith("." + a)
+    def weight_map(self) -> EntryMap:
+        """Its weights by the entries naming them: ``weights=``, else the names of the
+        HF TF model it wraps (:class:`.maps.EntryMap`)."""
+        if self.mapped_weights or self.wrapped is None:
+            return EntryMap(self.mapped_weights, True, self._variables_of_map)
+        return EntryMap(self.wrapped.entries, False, self.callee.variables)
 
 
 UNSHARED = ("Model outputs not compared", "Reference outputs not compared")
@@ -408,11 +356,11 @@ def user_model(
         model=model,
         kind=kind,
         layers=layer_entries(layers),
-        weight_map=weight_entries(weights),
+        mapped_weights=weight_entries(weights),
         tokenizer=tokenizer,
         chosen_head=_head(head),
     )
     side.callee.layer_objects(side.layers)  # unknown layer names: exit 2 now, not mid-check
-    if side.weight_map and (kind == CALLABLE or side.model.weights):
+    if side.mapped_weights and (kind == CALLABLE or side.model.weights):
         side._variables_of_map()  # built: its variable paths are known now
     return side

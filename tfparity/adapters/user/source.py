@@ -48,7 +48,7 @@ def keras_source(source: Any, tf_model: TFSide, pt: Any) -> TFSide | None:
             f"model {tf_model.name} was quantised from."
         )
     side = user_model(held, name=name).bound(pt)
-    return replace(side, layers=tf_model.layers, weight_map=tf_model.weight_map, spec=None)
+    return replace(side, layers=tf_model.layers, mapped_weights=tf_model.mapped_weights, spec=None)
 
 
 def _load(spec: ModelSpec) -> Any:

@@ -81,6 +81,6 @@ def _layer_weights(tf_model: TFSide, pt_model: Reference, layer: int) -> list[st
     if template is None:
         return []
     pt_weights = pt_model.weights()
-    tf_weights = tf_model.weights_for(pt_weights)
+    tf_weights = tf_model.weight_map().weights_for(pt_weights)
     prefix = template.format(layer=layer)
     return [h.text for h in hints.weight_differences(tf_weights, pt_weights, prefix)]

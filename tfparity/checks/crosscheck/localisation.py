@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...adapters.interfaces.sides import Reference, TFSide
+from ...adapters.interfaces.weight_map import WeightMap
 from ...architectures import activation_name
 from ...architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS, Head, reordered_outputs
 from ...compare import Comparison, Referee, RefereeResult, known_difference_note, referee_batches
@@ -156,11 +157,12 @@ def _hint(
     if layer == "output":  # no hidden state says where: every weight may be the one
         scope = [("", "")]
     pt_weights = pt_model.weights() if scope else {}
-    tf_weights = tf_model.weights_for(pt_weights) if pt_weights else {}
+    weights = tf_model.weight_map()
+    tf_weights = weights.weights_for(pt_weights) if pt_weights else {}
     for prefix, contains in scope if pt_weights else []:
         differ = hints.weight_differences(tf_weights, pt_weights, prefix, contains)
-        found += [_with_weight_note(tf_model, h) for h in differ]
-        found += tf_model.unported(pt_weights, prefix, contains)  # a converter's own map
+        found += [_with_weight_note(weights, h) for h in differ]
+        found += weights.unported(pt_weights, prefix, contains)  # a converter's own map
     if layer in ("head", "output"):
         found = _reordered_head(tf_model, pt_model, found, runs) + found
     if isinstance(layer, int) and runs.pt_taps and tf_model.localisable():
@@ -222,9 +224,9 @@ def _reordered_logits(head: Head, runs: Runs) -> tuple[int, ...] | None:
     return hints.column_permutation(*stack)
 
 
-def _with_weight_note(tf_model: TFSide, hint: Hint) -> Hint:
+def _with_weight_note(weights: WeightMap, hint: Hint) -> Hint:
     """A weight hint, with what the TF side knows of how that weight was converted."""
-    extra = tf_model.weight_note(hint.weight) if hint.weight else None
+    extra = weights.note(hint.weight) if hint.weight else None
     return replace(hint, text=f"{hint.text} ({extra})") if extra else hint
 
 
@@ -233,7 +235,7 @@ def _numeric_signature(
 ) -> list[Hint]:
     """Which activation (intermediate) or LayerNorm epsilon (output) reproduces each side,
     computed from PyTorch's inputs to the component and the TF weights."""
-    ffn = tf_model.feed_forward(layer)
+    ffn = tf_model.weight_map().feed_forward(layer)
     if ffn is None:
         return []
     pt_rec, tf_iso = runs.pt_taps[0], runs.isolated[0]
