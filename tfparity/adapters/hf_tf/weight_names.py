@@ -94,9 +94,7 @@ class HFWeightMap(WeightMap):
 
         cls, config = type(self.model).__name__, self.config
         name = tied_only_weight(config, cls)
-        if name is None or name not in pt_weights or not name.startswith(prefix):
-            return []
-        if contains not in name:
+        if name not in pt_weights or not name.startswith(prefix) or contains not in name:
             return []
         matrix = np.asarray(word_embedding_matrix(self.model))
         return untied_head_hints(config, cls, matrix, {name: pt_weights[name]})

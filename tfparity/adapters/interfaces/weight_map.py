@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +52,19 @@ class WeightMap:
     def feed_forward(self, layer: int) -> FeedForwardWeights | None:
         """Block ``layer``'s weights around its activation, for the numeric hints."""
         return None
+
+
+def unmapped(
+    pt_weights: dict[str, Any], mapped: set[str | None], prefix: str, contains: str
+) -> list[str]:
+    """The PyTorch weights under ``prefix`` (holding ``contains``) that no name in
+    ``mapped`` is (the position-id buffers aside): those a side runs without."""
+    return [
+        n
+        for n in pt_weights
+        if n.startswith(prefix) and contains in n and n not in mapped
+        and not n.endswith("position_ids")
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)

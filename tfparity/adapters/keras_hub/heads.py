@@ -24,7 +24,7 @@ import numpy as np
 
 from ...architectures.heads import Head
 from ...architectures.keras_hub_layouts import KerasHubHead
-from .ports import Ported, pt_name
+from .ports import Ported, pt_name, rebound
 from .side import KerasHubModel
 from .task import KerasHubTask, head_variables
 
@@ -150,16 +150,11 @@ class KerasHubHeadTask(KerasHubTask):
             path = Path(tmp) / "task.keras"
             self.task.save(path)
             task = keras.saving.load_model(path, compile=False)
-        by_path = {str(v.path): v for v in task.weights}
         twin = KerasHubHeadTask(
             **{f.name: getattr(self, f.name) for f in fields(self) if f.init},
         )
         twin.task, twin.backbone = task, task.backbone
-        twin.ports = [
-            Ported(by_path[str(p.variable.path)], p.hf_key, p.hook)
-            for p in self.ports
-            if str(p.variable.path) in by_path
-        ]
+        twin.ports = rebound(self.ports, task.weights)
         twin.name = f"{self.name} (saved to .keras and reloaded)"
         twin.notes = list(self.notes)
         twin._embeds_fn = None

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...results import Hint
-from ..interfaces.weight_map import FeedForwardWeights, WeightMap
+from ..interfaces.weight_map import FeedForwardWeights, WeightMap, unmapped
 
 
 @dataclass(frozen=True)
@@ -167,12 +167,8 @@ class PortMap(WeightMap):
         text = "weight {} is not ported by keras-hub's converter (the backbone runs without it)"
         return [
             Hint("unported", text.format(name), weight=name)
-            for name in pt_weights
-            if name.startswith(prefix)
-            and contains in name
-            and name not in ported
-            and np.any(pt_weights[name])
-            and not name.endswith("position_ids")
+            for name in unmapped(pt_weights, ported, prefix, contains)
+            if np.any(pt_weights[name])
         ]
 
     def note(self, name: str) -> str | None:

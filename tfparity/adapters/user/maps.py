@@ -26,7 +26,7 @@ import numpy as np
 
 from ...errors import TfparityError
 from ...results import Hint
-from ..interfaces.weight_map import WeightMap
+from ..interfaces.weight_map import WeightMap, unmapped
 
 TRANSPOSE = "transpose"
 
@@ -187,7 +187,7 @@ class EntryMap(WeightMap):
     def note(self, name: str) -> str | None:
         """The variable of this model that ``weights=`` maps onto ``name``."""
         for entry in self.entries:
-            if entry.pt_name == name or _one_prefix_apart(entry.pt_name, name):
+            if pt_name_in(entry.pt_name, {name: None}):  # the name, or one prefix apart
                 return f"in your model: {entry.path}"
         return None
 
@@ -196,12 +196,7 @@ class EntryMap(WeightMap):
         if not self.entries:
             return []
         mapped = {pt_name_in(e.pt_name, pt_weights) for e in self.entries}
-        left = [
-            n
-            for n in pt_weights
-            if n.startswith(prefix) and contains in n and n not in mapped
-            and not n.endswith("position_ids")
-        ]  # fmt: skip
+        left = unmapped(pt_weights, mapped, prefix, contains)
         if not left:
             return []
         shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
@@ -213,8 +208,3 @@ class EntryMap(WeightMap):
                 f"no variable of the wrapped Hugging Face model holds {shown} (not compared)",
             )
         ]
-
-
-def _one_prefix_apart(a: str, b: str) -> bool:
-    """The same weight named with and without the model prefix (``bert.``)."""
-    return a.endswith("." + b) or b.endswith("." + a)
