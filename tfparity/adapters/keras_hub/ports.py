@@ -127,10 +127,6 @@ def rebound(ports: list[Ported], variables: list[Any], same_shape: bool = False)
     ]
 
 
-def _no_feed_forward(layer: int) -> FeedForwardWeights | None:
-    return None
-
-
 @dataclass
 class PortMap(WeightMap):
     """A keras-hub side's weights through its converter's record: each Keras value
@@ -140,7 +136,7 @@ class PortMap(WeightMap):
     converter's)."""
 
     ports: list[Ported]
-    feed_forwards: Callable[[int], FeedForwardWeights | None] = _no_feed_forward
+    feed_forwards: Callable[[int], FeedForwardWeights | None]
     # PyTorch weight name -> the dtype the converter cast it to, as the last
     # weights_for found (a lossy conversion, said beside that weight's hint)
     casts: dict[str, str] = field(default_factory=dict)
@@ -152,8 +148,7 @@ class PortMap(WeightMap):
             name = pt_name(port.hf_key, pt_weights)
             if name is None:
                 continue
-            value, cast = port.pt_layout(pt_weights[name])
-            found[name] = value
+            found[name], cast = port.pt_layout(pt_weights[name])
             if cast is not None:
                 self.casts[name] = cast
         return found
@@ -173,9 +168,7 @@ class PortMap(WeightMap):
 
     def note(self, name: str) -> str | None:
         cast = self.casts.get(name)
-        if cast is None:
-            return None
-        return f"keras-hub's converter casts {name} to {cast} (a lossy dtype conversion)"
+        return cast and f"keras-hub's converter casts {name} to {cast} (a lossy dtype conversion)"
 
     def feed_forward(self, layer: int) -> FeedForwardWeights | None:
         return self.feed_forwards(layer)
