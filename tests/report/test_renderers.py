@@ -182,7 +182,7 @@ def _printed(name: str, report) -> str:
         "generate": generation.render_generation,
         "gradients": gradients.render_gradients,
         "modes": modes.render_modes,
-        "backends": backends.render_report,
+        "backends": backends.render_report,  # float or quantised, as the command prints
     }
     command = name.split("-")[0]
     return by_command[command](report)
