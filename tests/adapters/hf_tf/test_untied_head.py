@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from tfparity import InputOptions
-
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
@@ -36,16 +34,8 @@ def checkpoints(tmp_path_factory):
     return found
 
 
-def _report(directory: str):
-    from tfparity.api import crosscheck
-
-    inputs = InputOptions(random=2, seq_len=8)
-    (report,) = crosscheck(directory, pt=directory, inputs=inputs, reload=False)
-    return report
-
-
-def test_an_untied_head_the_tf_class_cannot_hold_is_named(checkpoints):
-    report = _report(checkpoints["untied"])
+def test_an_untied_head_the_tf_class_cannot_hold_is_named(checkpoints, crosscheck_dir):
+    report = crosscheck_dir(checkpoints["untied"])
     assert not report.passed
     d = report.first_divergence
     assert d.layer == "head", d
@@ -57,7 +47,7 @@ def test_an_untied_head_the_tf_class_cannot_hold_is_named(checkpoints):
     assert "not part of the model checked" not in notes, notes
 
 
-def test_a_tied_head_passes_without_that_explanation(checkpoints):
-    report = _report(checkpoints["tied"])
+def test_a_tied_head_passes_without_that_explanation(checkpoints, crosscheck_dir):
+    report = crosscheck_dir(checkpoints["tied"])
     assert report.passed, report.first_divergence
     assert not any("untied" in note for note in report.notes), report.notes
