@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,3 +26,18 @@ def crosscheck_dir() -> Callable[[str], Report]:
         return report
 
     return check
+
+
+@pytest.fixture(scope="session")
+def save_tiny() -> Callable[[Any, Path], str]:
+    """Save a seeded PyTorch model with the tiny tokenizer, as a user saves a checkpoint;
+    the directory's path."""
+
+    def save(model: Any, directory: Path) -> str:
+        from tfparity.adapters.sources.tiny import tiny_tokenizer
+
+        model.save_pretrained(directory, safe_serialization=True)
+        tiny_tokenizer().save_pretrained(directory)
+        return str(directory)
+
+    return save

@@ -9,11 +9,11 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
+def checkpoints(tmp_path_factory, save_tiny):
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config
 
     root = tmp_path_factory.mktemp("deberta-v2")
     found = {}
@@ -21,9 +21,7 @@ def checkpoints(tmp_path_factory):
         config = tiny_config("deberta-v2")
         config.share_att_key = shared
         torch.manual_seed(0)
-        transformers.DebertaV2Model(config).save_pretrained(root / name, safe_serialization=True)
-        tiny_tokenizer().save_pretrained(root / name)
-        found[name] = str(root / name)
+        found[name] = save_tiny(transformers.DebertaV2Model(config), root / name)
     return found
 
 

@@ -9,13 +9,13 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
+def checkpoints(tmp_path_factory, save_tiny):
     """Tiny GPT-2 LMs saved as users save them: one untied with its own seeded head
     (``untied``), one tied as GPT-2 ships (``tied``)."""
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config
 
     root = tmp_path_factory.mktemp("gpt2-heads")
     found = {}
@@ -28,9 +28,7 @@ def checkpoints(tmp_path_factory):
         if not tie:
             with torch.no_grad():
                 model.lm_head.weight.normal_(0.0, 0.02)  # a head of its own
-        model.save_pretrained(root / name, safe_serialization=True)
-        tiny_tokenizer().save_pretrained(root / name)
-        found[name] = str(root / name)
+        found[name] = save_tiny(model, root / name)
     return found
 
 
