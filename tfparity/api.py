@@ -446,6 +446,31 @@ def check_positions(
     return _check(tf_model, make_batches(tf_model, inputs), options)
 
 
+def check_modes(
+    model: Any = "minilm",
+    *,
+    devices: str = "all",
+    modes: str | Sequence[str] | None = None,
+    inputs: InputOptions | None = None,
+    tolerance: Tolerance | None = None,
+) -> Report:
+    """The same inputs under every execution mode (tf.function, XLA, fp16, bf16, TF32)
+    on each device of ``devices`` (``"cpu"``, ``"gpu"``, ``"gpu:N"``, ``"all"``),
+    against CPU eager fp32: the report ``tfparity modes`` prints and writes
+    (``report.details["modes"]``: a row per mode). ``modes``: which (``["xla",
+    "fp16"]``, ``"graph,xla+fp16"``; default: every plain one); each is judged by its
+    compute dtype's tolerance scaled to the tensor, ``tolerance`` replaces that rule
+    for all (docs/devices-and-modes.md). Modes none of ``devices`` can run are refused
+    (:class:`~tfparity.validation.NothingComparedError`)."""
+    from .checks.modes import ModesOptions
+    from .checks.modes import check_modes as _check
+
+    _check_common(inputs=inputs)
+    options = ModesOptions.from_arguments(devices=devices, modes=modes, tolerance=tolerance)
+    tf_model = load_model(model)
+    return _check(tf_model, make_batches(tf_model, inputs), options)
+
+
 def _check_common(**arguments: Any) -> None:
     """The argument checks every check function shares (see :mod:`tfparity.validation`):
     wrong types raise TypeError naming the parameter, before any model loads."""
