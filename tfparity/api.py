@@ -68,8 +68,8 @@ def check_embeds(
     from .checks.embeds import EmbedsOptions
     from .checks.embeds import check_embeds as _check
 
-    _check_common(texts=texts, inputs=inputs, batches=batches, tolerance=tolerance)
-    validation.optional_callable(embeds_fn, "embeds_fn")
+    _check_common(texts=texts, inputs=inputs, batches=batches)
+    options = EmbedsOptions.from_arguments(tolerance=tolerance, embeds_fn=embeds_fn)
     tf_model = load_model(model, companion=source, signature=signature)
     if batches is None:
         if texts is not None:
@@ -77,7 +77,7 @@ def check_embeds(
         batches = make_batches(tf_model, inputs)
     if execution is not None:
         tf_model = executed(tf_model, execution.settle(len(batches)))
-    report = _check(tf_model, batches, EmbedsOptions(tolerance=tolerance, embeds_fn=embeds_fn))
+    report = _check(tf_model, batches, options)
     report.details.update(tf_model.execution.describe())
     return report
 
@@ -400,10 +400,9 @@ def diagnose(
     embedding LayerNorm (``hidden_states[0]``), scaled, or unknown; with the ids they
     encode and the fix (``report.details``: verdict, candidates, recovered_ids_match, fix).
     """
-    from . import validation
     from .checks.diagnose import DiagnoseOptions, check_diagnose, diagnose_inputs
 
-    validation.tolerance(tolerance)
+    options = DiagnoseOptions.from_arguments(tolerance=tolerance)
     inputs = diagnose_inputs(
         input_ids,
         inputs_embeds,
@@ -411,18 +410,28 @@ def diagnose(
         token_type_ids=token_type_ids,
         position_ids=position_ids,
     )
-    return check_diagnose(load_model(model), inputs, DiagnoseOptions(tolerance=tolerance))
+    return check_diagnose(load_model(model), inputs, options)
 
 
-def check_tying(model: Any = "minilm", *, inputs: InputOptions | None = None) -> Report:
+def check_tying(
+    model: Any = "minilm",
+    *,
+    inputs: InputOptions | None = None,
+    noise_scales: Sequence[float] | None = None,
+    seed: int = 0,
+) -> Report:
     """Embedding tying, the LM head's transform, round-trip decoding and inversion risk
     (``report.details``: tied, head_transform, roundtrip, noise). Pass a model loaded
-    with its head (``TFModel.load(spec, lm_head=True)``) to include the LM head."""
+    with its head (``TFModel.load(spec, lm_head=True)``) to include the LM head.
+    ``noise_scales`` (``--noise-scales``): noise norms relative to the embedding norm,
+    ``seed`` seeds the noise."""
+    from .checks.tying import TyingOptions
     from .checks.tying import check_tying as _check
 
     _check_common(inputs=inputs)
+    options = TyingOptions.from_arguments(noise_scales=noise_scales, seed=seed)
     tf_model = load_model(model)
-    return _check(tf_model, make_batches(tf_model, inputs))
+    return _check(tf_model, make_batches(tf_model, inputs), options)
 
 
 def check_positions(
@@ -438,11 +447,11 @@ def check_positions(
     from .checks.positions import PositionsOptions
     from .checks.positions import check_positions as _check
 
-    _check_common(inputs=inputs, tolerance=tolerance)
-    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
-        raise ValueError(f"permutations must be an int >= 1, not {permutations!r}.")
+    _check_common(inputs=inputs)
+    options = PositionsOptions.from_arguments(
+        permutations=permutations, seed=seed, tolerance=tolerance
+    )
     tf_model = load_model(model)
-    options = PositionsOptions(permutations=permutations, seed=seed, tolerance=tolerance)
     return _check(tf_model, make_batches(tf_model, inputs), options)
 
 
