@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .checks import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, LOCALISE_MODES, REFEREE_RUNS
+from .checks import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS
 from .compare import Tolerance
-from .errors import TfparityError
 from .inputs import Batch, InputOptions
 from .orchestration import (
     executed,
@@ -240,26 +239,22 @@ def crosscheck(
     from .checks.crosscheck.export_parity import export_parity
     from .checks.crosscheck.quantised import with_quantisation
     from .checks.crosscheck.requantised import with_requantisation
-    from .compare.bootstrap import parse_limits
 
-    _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
-    limits = parse_limits(kl_budget) if kl_budget is not None else None  # exit 2 first
-    if quantize is not None or attribute:
-        from .adapters.tf_common.quantize import check_request
-
-        check_request(quantize, attribute)
-    if isinstance(budget, str):
-        from .compare.budgets import budgets_for
-
-        budgets_for(None).tensor_budget(
-            budget
-        )  # a malformed budget is refused before any model loads
-    if localise not in LOCALISE_MODES:
-        modes = " or ".join(repr(m) for m in LOCALISE_MODES)
-        raise ValueError(f"localise must be {modes}, not {localise!r}.")
-    if referee not in REFEREE_RUNS:
-        modes = " or ".join(repr(m) for m in REFEREE_RUNS)
-        raise ValueError(f"referee must be {modes}, not {referee!r}.")
+    _check_common(inputs=inputs, batches=batches)
+    options = CrosscheckOptions.from_arguments(  # exit 2 before any model loads
+        tolerance=tolerance,
+        localise=localise,
+        referee=referee,
+        budget=budget,
+        kl_budget=kl_budget,
+        labels=labels,
+        quantize=quantize,
+        attribute=attribute,
+        backend=backend,
+    )
+    limits = options.kl_budget
+    if quantize:  # the quantisation's judge takes the limits, else its mode's budget
+        options = replace(options, kl_budget=None)
     paired = pair(
         tf if tf is not None else model,
         pt,
@@ -283,14 +278,6 @@ def crosscheck(
         batches = make_batches(tf_model, inputs)
     asked = execution
     execution = (execution or tf_model.execution).settle(len(batches))
-    options = CrosscheckOptions(
-        tolerance=tolerance,
-        localise=localise,
-        budget=budget,
-        referee_runs=referee,
-        kl_budget=None if quantize else limits,  # with quantize, the quantisation's budget
-        labels=None if labels is None else tuple(str(x) for x in labels),
-    )
     runner = executed(tf_model, execution)
     if source_model is not None:  # the source runs as asked, else as it runs by default
         source_model = executed(
@@ -360,14 +347,18 @@ def gradients(
     a pattern that matches none raises :class:`~tfparity.errors.TfparityError`).
     ``backend`` (jax, torch): a keras-hub spec differentiated on that Keras backend in
     a process of its own, TF-vs-PyTorch only (docs/gradients.md)."""
-    from . import validation
     from .checks.gradients.check import GradientsOptions, check_gradients
-    from .checks.gradients.frozen import frozen_patterns
 
-    _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
-    patterns = frozen_patterns(frozen)
-    validation.optional_callable(embeds_fn, "embeds_fn")
-    validation.seed(seed)
+    _check_common(inputs=inputs, batches=batches)
+    options = GradientsOptions.from_arguments(
+        seed=seed,
+        tolerance=tolerance,
+        embeds_fn=embeds_fn,
+        frozen=frozen,
+        with_reference=pt is not False,
+        pt_config=pt_config,
+        backend=backend,
+    )
     # An export's config and tokenizer come from the reference named, as in crosscheck:
     # without it, its refusal would ask for the --pt just given.
     paired = pair(
@@ -382,7 +373,6 @@ def gradients(
     tf_model, pt_model = paired.tf, paired.reference
     if batches is None:
         batches = make_batches(tf_model, inputs)
-    options = GradientsOptions(seed=seed, tolerance=tolerance, embeds_fn=embeds_fn, frozen=patterns)
     return check_gradients(tf_model.eager(), pt_model, batches, options)
 
 
@@ -542,32 +532,21 @@ def generate(
     from . import validation
     from .adapters.sources.specs import as_spec
     from .checks.generation.check import (
-        DEFAULT_NEW_TOKENS,
         DEFAULT_PROMPTS,
         GenerationOptions,
         check_generation,
-        check_new_tokens,
         prompts_of,
     )
     from .checks.generation.quantised import QuantisedGeneration
-    from .compare.bootstrap import parse_limits
 
     _check_common(texts=texts, inputs=inputs)
-    limits = parse_limits(kl_budget) if kl_budget is not None else None  # exit 2 first
-    if quantize is not None:
-        from .adapters.tf_common.quantize import check_request
-
-        check_request(quantize)  # an unknown mode exits 2 before any load
-        if backend not in (None, "tensorflow"):
-            raise TfparityError(
-                f"quantize={quantize} (--quantize) quantises the keras-hub causal LM in "
-                f"this process, on TensorFlow; with backend={backend} (--backend) it runs "
-                "in a process of its own, where it is not quantised: drop one of the two."
-            )
-    quantised = None if quantize is None else QuantisedGeneration.of(quantize, limits)
-    new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
-    check_new_tokens(new_tokens)
-    validation.instance(embeds, bool, "embeds", "a bool")
+    options = GenerationOptions.from_arguments(
+        new_tokens=new_tokens,
+        embeds=embeds,
+        kl_budget=kl_budget,
+        quantize=quantize,
+        backend=backend,
+    )
     if isinstance(model, str):
         model = as_spec(model)  # parsed once, here: the generation head is read off it
     paired = pair(  # a T5's seq2seq LM loads, and a side that cannot generate is refused
@@ -583,17 +562,15 @@ def generate(
     if quantize is not None:  # a copy; exit 2 for a side Keras cannot quantise
         from .adapters.keras_hub.quantised_side import quantised_twin
 
-        tf_model, embeds = quantised_twin(tf_model, quantize, False)[0], False
-    elif (stored := QuantisedGeneration.stored_in(tf_model, limits)) is not None:
-        quantised, embeds = stored, False
+        tf_model = quantised_twin(tf_model, quantize, False)[0]
+        options = replace(options, embeds=False)
+    elif (stored := QuantisedGeneration.stored_in(tf_model, options.kl_budget)) is not None:
+        options = replace(options, quantised=stored, embeds=False)
     if texts is not None:
         inputs = InputOptions(texts=validation.texts(texts))
     elif inputs is None or (inputs.texts is None and inputs.random is None):
         inputs = replace(inputs or InputOptions(), texts=DEFAULT_PROMPTS)
-    prompts = prompts_of(make_batches(tf_model, inputs), new_tokens, tf_model.limits)
-    options = GenerationOptions(
-        new_tokens=new_tokens, embeds=embeds, kl_budget=limits, quantised=quantised
-    )
+    prompts = prompts_of(make_batches(tf_model, inputs), options.new_tokens, tf_model.limits)
     return check_generation(tf_model, pt_model, prompts, options)
 
 

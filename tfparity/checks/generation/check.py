@@ -28,10 +28,11 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from ... import validation
 from ...adapters.interfaces.greedy import GreedyRun, SameStart
 from ...adapters.interfaces.sides import Generator, Reference, TFSide
 from ...compare import Comparison, Referee, compare_arrays
-from ...compare.bootstrap import Limit
+from ...compare.bootstrap import Limit, parse_limits
 from ...compare.distribution import PositionMetrics
 from ...errors import TfparityError
 from ...inputs import Batch, Limits
@@ -75,6 +76,38 @@ class GenerationOptions:
     # ``generate --quantize``: the TF side is a quantised copy, judged by its mode's
     # budget on the steps' distribution instead of the referee per step (.quantised)
     quantised: QuantisedGeneration | None = None
+
+    @classmethod
+    def from_arguments(
+        cls,
+        *,
+        new_tokens: int | None = None,
+        embeds: bool = True,
+        kl_budget: str | None = None,
+        quantize: str | None = None,
+        backend: str | None = None,
+    ) -> GenerationOptions:
+        """The options :func:`tfparity.generate` and ``tfparity generate`` were given,
+        checked once for both before any framework import (exit 2 for a bad one):
+        ``new_tokens`` (None: :data:`DEFAULT_NEW_TOKENS`), ``kl_budget`` parsed, a
+        ``quantize`` mode known here and not sent to another ``backend``'s process."""
+        new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
+        check_new_tokens(new_tokens)
+        validation.instance(embeds, bool, "embeds", "a bool")
+        limits = parse_limits(kl_budget) if kl_budget is not None else None
+        quantised = None
+        if quantize is not None:
+            from ...adapters.tf_common.quantize import check_request
+
+            check_request(quantize)
+            if backend not in (None, "tensorflow"):
+                raise TfparityError(
+                    f"quantize={quantize} (--quantize) quantises the keras-hub causal LM in "
+                    f"this process, on TensorFlow; with backend={backend} (--backend) it runs "
+                    "in a process of its own, where it is not quantised: drop one of the two."
+                )
+            quantised = QuantisedGeneration.of(quantize, limits)
+        return cls(new_tokens=new_tokens, embeds=embeds, kl_budget=limits, quantised=quantised)
 
 
 NO_STEPS = "--kl-budget judges the teacher-forced steps' logits, and no step compared any."
