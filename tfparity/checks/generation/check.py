@@ -28,11 +28,9 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ... import validation
 from ...adapters.interfaces.greedy import GreedyRun, SameStart
 from ...adapters.interfaces.sides import Generator, Reference, TFSide
-from ...compare import Comparison, Referee, compare_arrays
-from ...compare.bootstrap import Limit, parse_limits
+from ...compare import Comparison, compare_arrays
 from ...compare.distribution import PositionMetrics
 from ...errors import TfparityError
 from ...inputs import Batch, Limits
@@ -40,7 +38,7 @@ from ...results import Divergence, Report
 from ..crosscheck import distribution
 from ..crosscheck.decoder import decoder_divergence
 from .distribution import forced_distribution
-from .quantised import QuantisedGeneration
+from .options import GenerationOptions, check_new_tokens
 from .steps import (
     Forced,
     PromptSteps,
@@ -50,7 +48,6 @@ from .steps import (
     judge_steps,
 )
 
-DEFAULT_NEW_TOKENS = 32
 # Prompts when none are given: short, so that a prompt and 32 new tokens fit the tiny
 # models' 64 positions (the other checks' built-in sentences run to 60 tokens there).
 DEFAULT_PROMPTS = (
@@ -58,56 +55,6 @@ DEFAULT_PROMPTS = (
     "Hello world.",
     "Numerical parity means that two implementations",
 )
-
-
-@dataclass(frozen=True)
-class GenerationOptions:
-    """``new_tokens`` greedy steps per prompt; ``embeds``: also generate from gathered
-    ``inputs_embeds`` on the TF side; ``localise``: cross-check the teacher-forced
-    sequence where tokens part by a defect, to name the layer."""
-
-    new_tokens: int = DEFAULT_NEW_TOKENS
-    referee: Referee = Referee()
-    embeds: bool = True
-    localise: bool = True
-    # Limits on the teacher-forced steps' distribution metrics (``--kl-budget``), judged
-    # by a bootstrap interval over prompts; None: reported only.
-    kl_budget: Sequence[Limit] | None = None
-    # ``generate --quantize``: the TF side is a quantised copy, judged by its mode's
-    # budget on the steps' distribution instead of the referee per step (.quantised)
-    quantised: QuantisedGeneration | None = None
-
-    @classmethod
-    def from_arguments(
-        cls,
-        *,
-        new_tokens: int | None = None,
-        embeds: bool = True,
-        kl_budget: str | None = None,
-        quantize: str | None = None,
-        backend: str | None = None,
-    ) -> GenerationOptions:
-        """The options :func:`tfparity.generate` and ``tfparity generate`` were given,
-        checked once for both before any framework import (exit 2 for a bad one):
-        ``new_tokens`` (None: :data:`DEFAULT_NEW_TOKENS`), ``kl_budget`` parsed, a
-        ``quantize`` mode known here and not sent to another ``backend``'s process."""
-        new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
-        check_new_tokens(new_tokens)
-        validation.instance(embeds, bool, "embeds", "a bool")
-        limits = parse_limits(kl_budget) if kl_budget is not None else None
-        quantised = None
-        if quantize is not None:
-            from ...adapters.tf_common.quantize import check_request
-
-            check_request(quantize)
-            if backend not in (None, "tensorflow"):
-                raise TfparityError(
-                    f"quantize={quantize} (--quantize) quantises the keras-hub causal LM in "
-                    f"this process, on TensorFlow; with backend={backend} (--backend) it runs "
-                    "in a process of its own, where it is not quantised: drop one of the two."
-                )
-            quantised = QuantisedGeneration.of(quantize, limits)
-        return cls(new_tokens=new_tokens, embeds=embeds, kl_budget=limits, quantised=quantised)
 
 
 NO_STEPS = "--kl-budget judges the teacher-forced steps' logits, and no step compared any."
@@ -544,13 +491,6 @@ def prompts_of(batches: Sequence[Batch], new_tokens: int, limits: Limits) -> lis
             "ask for fewer new tokens or give shorter prompts."
         )
     return prompts
-
-
-def check_new_tokens(new_tokens: int, name: str = "new_tokens") -> None:
-    """A usage error (exit 2) for a step count that is not a positive int; ``name``: how
-    the caller's user gave it (``--generate`` in the sweep)."""
-    if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
-        raise TfparityError(f"{name} must be an int >= 1 (got {new_tokens!r}).")
 
 
 # ----------------------------------------------------------------------------- per prompt
