@@ -12,11 +12,13 @@ from typing import Any
 
 from .checks import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS
 from .compare import Tolerance
-from .inputs import Batch, InputOptions
+from .inputs import Batch, InputOptions, check_input_arguments
 from .orchestration import (
     executed,
+    generation_head,
     load_model,
     pair,
+    reference_tokenizer,
     save_and_reload,
     tolerance_from,
     wants_reload,
@@ -67,7 +69,7 @@ def check_embeds(
     from .checks.embeds import EmbedsOptions
     from .checks.embeds import check_embeds as _check
 
-    _check_common(texts=texts, inputs=inputs, batches=batches)
+    check_input_arguments(texts=texts, inputs=inputs, batches=batches)
     options = EmbedsOptions.from_arguments(tolerance=tolerance, embeds_fn=embeds_fn)
     tf_model = load_model(model, companion=source, signature=signature)
     if batches is None:
@@ -234,13 +236,14 @@ def crosscheck(
     from .adapters.keras_hub.calibration import read_calibration
     from .adapters.keras_hub.quantised_side import quantised_twin
     from .adapters.requantise import fresh_twin
+    from .checks.crosscheck.artefacts import tokenizers_judged
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
     from .checks.crosscheck.export_parity import export_parity
     from .checks.crosscheck.quantised import with_quantisation
     from .checks.crosscheck.requantised import with_requantisation
 
-    _check_common(inputs=inputs, batches=batches)
+    check_input_arguments(inputs=inputs, batches=batches)
     options = CrosscheckOptions.from_arguments(  # exit 2 before any model loads
         tolerance=tolerance,
         localise=localise,
@@ -279,44 +282,33 @@ def crosscheck(
     asked = execution
     execution = (execution or tf_model.execution).settle(len(batches))
     runner = executed(tf_model, execution)
+
+    def judged(report: Report, source: Any) -> Report:
+        """The report of the side under test against PyTorch, with its exact check
+        (a GPTQ/AWQ file against a fresh quantisation) and its ``quantize`` copy."""
+        report = with_requantisation(report, fresh_twin(runner, source, pt, data), batches)
+        if quantised is None:
+            return report
+        return with_quantisation(
+            report, runner, quantised, pt_model, batches, quantize, limits, *alone
+        )
+
     if source_model is not None:  # the source runs as asked, else as it runs by default
         source_model = executed(
             source_model, (asked or source_model.execution).settle(len(batches))
         )
         reports = export_parity(runner, source_model, pt_model, batches, options)
-        if quantised is not None:  # on the export-vs-PyTorch report
-            reports[1] = with_quantisation(
-                reports[1], runner, quantised, pt_model, batches, quantize, limits, *alone
-            )
-        twin = fresh_twin(runner, source_model, pt, data)
-        reports[1] = with_requantisation(reports[1], twin, batches)
-        return _tokenizers_judged(reports, tf_model, pt, batches, tokenized)
-    reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
-    reports[0] = with_requantisation(reports[0], fresh_twin(runner, None, pt, data), batches)
-    if quantised is not None:
-        reports[0] = with_quantisation(
-            reports[0], runner, quantised, pt_model, batches, quantize, limits, *alone
-        )
-    if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
-        reloaded = save_and_reload(tf_model)
+        reports[1] = judged(reports[1], source_model)  # the export against PyTorch
+    else:
+        reports = [judged(_check(runner, pt_model, batches, options, tf_traces=tf_traces), None)]
+        again = wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None)
+        reloaded = save_and_reload(tf_model) if again else None
         if reloaded is not None:  # an export has no save-and-reload pass of its own
             options = replace(options, label="crosscheck-reloaded")
             reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
-    return _tokenizers_judged(reports, tf_model, pt, batches, tokenized)
-
-
-def _tokenizers_judged(
-    reports: list[Report], tf_model: Any, pt: Any, batches: Sequence[Batch], tokenized: bool
-) -> list[Report]:
-    """``reports`` judged on the texts' tokenizers (:func:`tokenizers_judged`), the
-    reference's own found from ``pt``; as they are when the ids were not tokenised."""
-    from .checks.crosscheck.artefacts import tokenizers_judged
-    from .orchestration import reference_tokenizer
-
-    texts = any(b.texts for b in batches)
-    if not (tokenized and texts) or tf_model.tokenizer is None:
-        return reports
-    return tokenizers_judged(reports, tf_model.tokenizer, reference_tokenizer(pt), batches)
+    # on texts tokenised here, whose tokenizer made the ids, and does the reference's agree
+    tokenizer = tf_model.tokenizer if tokenized else None
+    return tokenizers_judged(reports, tokenizer, lambda: reference_tokenizer(pt), batches)
 
 
 def gradients(
@@ -349,7 +341,7 @@ def gradients(
     a process of its own, TF-vs-PyTorch only (docs/gradients.md)."""
     from .checks.gradients.check import GradientsOptions, check_gradients
 
-    _check_common(inputs=inputs, batches=batches)
+    check_input_arguments(inputs=inputs, batches=batches)
     options = GradientsOptions.from_arguments(
         seed=seed,
         tolerance=tolerance,
@@ -418,7 +410,7 @@ def check_tying(
     from .checks.tying import TyingOptions
     from .checks.tying import check_tying as _check
 
-    _check_common(inputs=inputs)
+    check_input_arguments(inputs=inputs)
     options = TyingOptions.from_arguments(noise_scales=noise_scales, seed=seed)
     tf_model = load_model(model)
     return _check(tf_model, make_batches(tf_model, inputs), options)
@@ -437,7 +429,7 @@ def check_positions(
     from .checks.positions import PositionsOptions
     from .checks.positions import check_positions as _check
 
-    _check_common(inputs=inputs)
+    check_input_arguments(inputs=inputs)
     options = PositionsOptions.from_arguments(
         permutations=permutations, seed=seed, tolerance=tolerance
     )
@@ -464,25 +456,10 @@ def check_modes(
     from .checks.modes import ModesOptions
     from .checks.modes import check_modes as _check
 
-    _check_common(inputs=inputs)
+    check_input_arguments(inputs=inputs)
     options = ModesOptions.from_arguments(devices=devices, modes=modes, tolerance=tolerance)
     tf_model = load_model(model)
     return _check(tf_model, make_batches(tf_model, inputs), options)
-
-
-def _check_common(**arguments: Any) -> None:
-    """The argument checks every check function shares (see :mod:`tfparity.validation`):
-    wrong types raise TypeError naming the parameter, before any model loads."""
-    from . import validation
-
-    if "texts" in arguments:
-        validation.texts(arguments["texts"])
-    if "inputs" in arguments:
-        validation.instance(arguments["inputs"], InputOptions, "inputs", "an InputOptions")
-    if "batches" in arguments:
-        validation.sequence_of(arguments["batches"], Batch, "batches")
-    if "tolerance" in arguments:
-        validation.tolerance(arguments["tolerance"])
 
 
 def generate(
@@ -539,7 +516,7 @@ def generate(
     )
     from .checks.generation.quantised import QuantisedGeneration
 
-    _check_common(texts=texts, inputs=inputs)
+    check_input_arguments(texts=texts, inputs=inputs)
     options = GenerationOptions.from_arguments(
         new_tokens=new_tokens,
         embeds=embeds,
@@ -552,7 +529,7 @@ def generate(
     paired = pair(  # a T5's seq2seq LM loads, and a side that cannot generate is refused
         model,
         pt,
-        head=_generation_head(model),
+        head=generation_head(model),
         pt_config=pt_config,
         generating=True,
         allow_pickle=allow_pickle,
@@ -572,18 +549,3 @@ def generate(
         inputs = replace(inputs or InputOptions(), texts=DEFAULT_PROMPTS)
     prompts = prompts_of(make_batches(tf_model, inputs), options.new_tokens, tf_model.limits)
     return check_generation(tf_model, pt_model, prompts, options)
-
-
-def _generation_head(model: Any) -> Any:
-    """The class a spec loads for generation: with its LM head (its config's class, or
-    ``tiny:<type>/causal-lm``'s; a T5's seq2seq LM, ``tiny:t5/seq2seq-lm``'s); None for
-    a spec naming its head, or an object (taken as it is). ``model`` is parsed by the
-    caller: the spec travels on to :func:`~tfparity.orchestration.pair` parsed."""
-    from .adapters.hf_tf.loading import generation_head
-    from .adapters.sources.specs import ModelSpec
-
-    if not isinstance(model, ModelSpec):
-        return None
-    if model.head is None and (model.inner is None or model.inner.head is None):
-        return generation_head(model)  # the body's spec, generated with its LM head
-    return None  # keras-hub:tiny:<type>/<head>: the inner spec names it
