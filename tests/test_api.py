@@ -26,8 +26,10 @@ def test_diagnose_names_hidden_states_0_and_accepts_word_embeddings(load_tf_mode
 def test_check_tying_and_check_positions_return_reports(load_tf_model):
     model = load_tf_model("tiny:bert")
     inputs = InputOptions(random=2, seq_len=8)
-    tying = tfparity.check_tying(model, inputs=inputs)
+    tying = tfparity.check_tying(model, inputs=inputs, noise_scales=[0, 8], seed=1)
     assert tying.details["roundtrip"]["cosine"] == 1.0
+    noise = {n["scale"]: n["recovered"] for n in tying.details["noise"]}
+    assert list(noise) == [0.0, 8.0] and noise[0.0] == 1.0 > noise[8.0]
     assert tying.details["tied"] is None  # the base model has no LM head
     positions = tfparity.check_positions(model, inputs=inputs, permutations=3)
     assert positions.passed and positions.details["equivariant"] is True
