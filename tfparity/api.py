@@ -1,7 +1,10 @@
 """The Python API: the same checks the CLI runs, returning Report objects.
 
 ``model`` arguments accept a MODEL spec string, a :class:`TFModel`, or a Hugging Face
-TF model object the caller already holds.
+TF model object the caller already holds. A facade: each function checks its arguments
+with its check's ``Options.from_arguments`` (the command calls the same, before any
+framework import), loads or pairs the sides (:mod:`tfparity.orchestration`) and runs
+the check (:mod:`tfparity.checks`).
 """
 
 from __future__ import annotations
