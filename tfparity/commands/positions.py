@@ -47,7 +47,7 @@ def _run_positions(args: argparse.Namespace) -> int:
     if args.permutations < 1:
         raise TfparityError(f"--permutations must be at least 1 (got {args.permutations}).")
     frameworks_frozen()
-    model = load_model(args.model, allow_pickle=args.allow_pickle)
+    model = load_model(args.model, allow_pickle=args.allow_pickle, head=args.head)
     batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))
     options = PositionsOptions(
         permutations=args.permutations, seed=args.seed, tolerance=tolerance(args)
