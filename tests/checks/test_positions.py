@@ -200,4 +200,4 @@ def test_a_keras_hub_side_exits_2_by_name_not_a_silent_pass(capsys):
     assert main(["positions", "keras-hub:tiny:bert", "--permutations", "1"]) == 2
     err = capsys.readouterr().err
     assert "The positions check needs how the model encodes positions" in err
-    assert "keras-hub:tiny:bert (a KerasHubModel) does not expose" in err
+    assert "keras-hub:tiny:bert (a keras-hub backbone (BertBackbone)) does not expose" in err
