@@ -426,9 +426,12 @@ def check_positions(
     permutations: int = 10,
     seed: int = 0,
     tolerance: Tolerance | None = None,
+    head: str | None = None,
 ) -> Report:
     """Permuting tokens and position ids together must permute the outputs
-    (``report.details``: scenarios, equivariant, explicit_positions_match)."""
+    (``report.details``: scenarios, equivariant, explicit_positions_match). What is
+    compared is what the model answers with: a head's logits, a base model's
+    last_hidden_state; ``head`` picks the class a spec loads, as for :func:`crosscheck`."""
     from .checks.positions import PositionsOptions
     from .checks.positions import check_positions as _check
 
@@ -436,7 +439,7 @@ def check_positions(
     options = PositionsOptions.from_arguments(
         permutations=permutations, seed=seed, tolerance=tolerance
     )
-    tf_model = load_model(model)
+    tf_model = load_model(model, head=head)
     return _check(tf_model, make_batches(tf_model, inputs), options)
 
 

@@ -53,6 +53,9 @@ class Divergence:
     component: Component | None
     hint: str = ""
     decoder_hidden_state: int | None = None
+    # The known cause, one fact (a weight scaled, a config field, an unported weight),
+    # which the verdict line states; empty where the hint has only likely causes.
+    cause: str = ""
 
 
 @dataclass
