@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...compare import BudgetJudge, Comparison, failed_comparison
-from ...compare.budgets import Budget, budgets_for, judged_by_budget
+from ...compare.budgets import Budget, budgets_for
 from ...compare.growth import (
     LayerError,
     LayerOver,
@@ -53,9 +53,9 @@ def judge_line(quantisation: str | None, budget: Budget) -> str:
 def judged(
     comparisons: list[Comparison], agreement: Sequence[Agreement], budget: Budget
 ) -> list[Comparison]:
-    """Every comparison judged by ``budget``, and a failing row for each agreement
-    under its share."""
-    rows = [judged_by_budget(c, budget) for c in comparisons]
+    """The comparisons (judged by ``budget``'s :class:`BudgetJudge`), and a failing
+    row for each agreement under its share."""
+    rows = list(comparisons)
     for a in agreement:
         if a.measure in ("label", "top-1") and a.rate < budget.agreement:
             rows.append(
