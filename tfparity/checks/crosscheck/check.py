@@ -110,7 +110,8 @@ def crosscheck(
         tf_judged, pt_judged, masks=masks, compare=_judging(runs, judge)
     )
     # the float64 verdicts, reported under a tolerance too
-    refereed = {c.name: r for c in comparisons if (r := _refereed(runs, c.name, options.referee))}
+    sums = {c.name: s for c in comparisons if (s := _float64_sums(runs, c.name)) is not None}
+    refereed = {n: r for n, s in sums.items() if (r := options.referee.result(n, s)) is not None}
     referees = [refereed.get(c.name) for c in comparisons]
     passed = all(c.passed for c in comparisons)
     broken = gap_failures(gaps) + nonfinite_weights(tf_model.named_weights(), "TF")
@@ -194,7 +195,7 @@ def _budgeted(
     differs; the error growth says which differs most)."""
     runs = run_all(tf_model, pt_model, batches, False, tf_traces, Float64Runs("none"))
     masks = [b.attention_mask for b in batches]
-    judge = BudgetJudge(budget)
+    judge = BudgetJudge(budget, tf_model.quantisation)
     comparisons = compare_output_batches(
         runs.tf, runs.pt, masks=masks, compare=_judging(runs, judge)
     )
@@ -202,7 +203,7 @@ def _budgeted(
     noise = {c.name: budget.max for c in comparisons}
     lm = head in LM_HEADS
     agreement = task_agreement(runs.tf, runs.pt, masks, language_model=lm, noise=noise)
-    comparisons = budgeted.judged(comparisons, agreement, budget)
+    comparisons += budgeted.agreement_failures(agreement, budget)
     lm_metrics = distribution.lm_distribution(runs.tf, runs.pt, batches, head)
     # a Keras-quantised file's LM head is judged by its mode's default too
     default = list(budgets_for(tf_model.quantisation).kl) if lm_metrics is not None else None
@@ -227,7 +228,7 @@ def _budgeted(
         details={
             "compares": f"{tf_model.framework} (actual) vs {pt_model.framework} (expected), same "
             "weights and inputs",
-            "judge": budgeted.judge_line(kind, budget),
+            "judge": judge.describe(),
             "reference": pt_model.name,
             **_model_class_facts(tf_model, pt_model),
             "batches": len(batches),
@@ -331,10 +332,13 @@ def _execution_facts(tf_model: TFSide) -> dict[str, Any]:
     return tf_model.execution.describe()
 
 
+_Done = dict[str, tuple[list, list, Comparison]]  # the leaves judged: name -> arrays, verdict
+
+
 def _judging(runs: Runs, judge: Judge) -> Callable:
     """The leaf comparison: ``judge``'s, with the leaf's float64 sums as its truth where
     every float64 run held them (:func:`_float64_sums`)."""
-    done: dict[str, tuple[list, list, Comparison]] = {}
+    done: _Done = {}
 
     def compare(actual: list, expected: list, *, name: str, masks: Any, **_: Any) -> Comparison:
         comparison = _alias_of(name, actual, expected, done, runs.referee)
@@ -353,18 +357,8 @@ def _float64_sums(runs: Runs, name: str) -> RefereeSums | None:
     return sums if sums is not None and sums.batches == runs.float64_batches > 0 else None
 
 
-def _refereed(runs: Runs, name: str, referee: Referee) -> RefereeResult | None:
-    """The leaf's float64 verdict where every float64 run held it, else None."""
-    sums = _float64_sums(runs, name)
-    return None if sums is None else referee.result(name, sums)
-
-
 def _alias_of(
-    name: str,
-    actual: list,
-    expected: list,
-    done: dict[str, tuple[list, list, Comparison]],
-    sums: Mapping[str, RefereeSums] | None = None,
+    name: str, actual: list, expected: list, done: _Done, sums: Mapping | None = None
 ) -> Comparison | None:
     """``last_hidden_state`` is the last of ``hidden_states`` in most models: where it
     holds the very same arrays on both sides, and its float64 ``sums`` are the same
