@@ -136,14 +136,11 @@ def test_each_judge_describes_itself_as_the_reports_say():
 
 
 def test_the_cross_backend_referee_passes_rounding_and_fails_one_channel_off_naming_it():
-    """One backend's output against the float64 truth, another backend's float32
-    rounding standing in for the reference: rounding passes, one channel x1.05 fails,
-    and so it does under the ceiling alone (no other backend) and where every backend
-    shares the fault (the others as far off: the ceiling catches it)."""
+    # another backend's float32 rounding stands in for the reference; the ceiling judges
+    # alone (no other backend), and catches a fault every backend shares
     skewed = NOISY.copy()
     skewed[..., 5] *= 1.05
-    others = (rmse(REFERENCE, TRUTH),)
-    judge = CrossBackendReferee(others=others)
+    judge = CrossBackendReferee(others=(rmse(REFERENCE, TRUTH),))
     clean = judge.judge("jax:dense", [NOISY], [TRUTH])
     wrong = judge.judge("jax:dense", [skewed], [TRUTH])
     assert clean.passed and clean.judge == "referee"

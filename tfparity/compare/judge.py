@@ -17,8 +17,10 @@ Four judges, one shape (as Polygraphy's pluggable compare functions, and as
   the other backends standing in for the referee's float32 reference, under a ceiling
   (``tfparity backends``, :mod:`tfparity.cross_backend.judge`).
 
-Every check reaches its judge through ``judge(...)``; the sweep alone applies
-:meth:`Referee.allowed` to every row at once (it judges thousands of items, one vector).
+A check's compared tensors reach their judge through ``judge(...)``; where a check needs
+the referee's numbers, not a comparison (the taps, generation's steps), through
+:meth:`Referee.batches`; the sweep applies :meth:`Referee.allowed` to every row at once
+(thousands of items, one vector).
 
 The known difference of a port (where its divergence is expected, and why) is matched
 against a localised divergence here too (:func:`known_difference_note`), for the
@@ -285,8 +287,9 @@ DEFAULT_CEILING = 1e-4
 @dataclass(frozen=True)
 class CrossBackendReferee:
     """One Keras backend's output of a layer against the float64 truth (``expected``:
-    the truth itself, so ``truth`` is not read). With ``e`` its RMSE to the truth and
-    ``s`` the truth's RMS (or ``scale``), it passes when
+    the truth itself; ``truth`` and ``masks`` are not read: a layer is judged whole).
+    With ``e`` its RMSE to the truth and ``s`` the truth's RMS (or ``scale``), it passes
+    when
 
         e <= min(factor x min(others) + floor x s,  ceiling x s)
 
@@ -318,7 +321,7 @@ class CrossBackendReferee:
         truth: Sequence[Any] | RefereeSums | None = None,
         slack: float = 0.0,
     ) -> Comparison:
-        c = compare_batches(actual, expected, name=name, masks=masks, check_dtype=False)
+        c = compare_batches(actual, expected, name=name, check_dtype=False)
         if c.problem:  # a shape or non-finite problem keeps its own verdict
             return c
         a, t = (np.concatenate([np.ravel(x) for x in side]) for side in (actual, expected))

@@ -1,11 +1,9 @@
 """The cross-backend check: one Keras 3 model's layers on each backend, judged by a
 float64 referee (numpy only; the processes are :mod:`tfparity.adapters.keras_backends`).
 
-The rule, per layer and backend, is :class:`~tfparity.compare.judge.CrossBackendReferee`
-(the cross-check's float64 referee, the other backends standing in for its float32
-reference, under a ceiling that catches what every backend shares); this module runs it
-over every layer, adds the half-precision scale test below, and names the first
-divergence.
+The rule, per layer and backend, is :class:`~tfparity.compare.judge.CrossBackendReferee`;
+this module runs it over every layer, adds the half-precision scale test below, and
+names the first divergence.
 
 ``floor`` and ``ceiling`` are set for float32 layers. A layer that computes in float16
 or bfloat16 (a ``mixed_float16`` / ``mixed_bfloat16`` policy), or comes after one, has
@@ -119,12 +117,12 @@ def judge_layer(
     errors = {
         b: rmse(a, truth) if np.shape(a) == np.shape(truth) else np.inf for b, a in outputs.items()
     }
-    judged = {
-        backend: replace(judge, others=tuple(e for o, e in errors.items() if o != backend)).judge(
+    judged = {}
+    for backend, actual in outputs.items():
+        others = tuple(e for o, e in errors.items() if o != backend)
+        judged[backend] = replace(judge, others=others).judge(
             f"{backend}:{layer}", [actual], [truth]
         )
-        for backend, actual in outputs.items()
-    }
     shaped = [a for a in outputs.values() if np.shape(a) == np.shape(truth)]
     spread = max((rmse(a, b) for a, b in combinations(shaped, 2)), default=0.0)
     fits = _fits(outputs, truth) if rounding in HALF else {}

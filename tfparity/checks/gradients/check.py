@@ -167,14 +167,11 @@ def _ids_vs_embeds(
 ) -> Report:
     masks = [b.attention_mask for b in batches]
     tol = options.tolerance
-    same_path = ToleranceJudge(tol, check_dtype=False)
+    same_path = ToleranceJudge(tol, check_dtype=False)  # the forward values, as the embeds check
     forward = _forward_failures(embeds.forward, ids.forward, masks, same_path)
-    rows = [
-        compare_batches(
-            [np.asarray(embeds.losses)], [np.asarray(ids.losses)], name="loss", tolerance=tol
-        )
-    ]
-    rows += _hidden_rows(embeds.hidden, ids.hidden, masks, ToleranceJudge(tol), None)
+    judge = ToleranceJudge(tol)
+    rows = [judge.judge("loss", [np.asarray(embeds.losses)], [np.asarray(ids.losses)])]
+    rows += _hidden_rows(embeds.hidden, ids.hidden, masks, judge, None)
     word = ids.word
     # a matrix TF does not train gets no gradient on either path: nothing to compare
     untrained = word is not None and all(x.weights.get(word) is None for x in (ids, embeds))
