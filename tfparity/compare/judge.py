@@ -54,6 +54,10 @@ SMALL_LEAF_FACTORS = {
 }  # fmt: skip
 
 
+Batches = Sequence[Any]  # one tensor's arrays, batch by batch
+Masks = Sequence[np.ndarray | None] | None  # the batches' attention masks
+
+
 class Judge(Protocol):
     """What decides one compared tensor. ``actual``/``expected``: the tensor's batches
     on the side under test and the reference; ``truth``: the float64 reference's, where
@@ -66,11 +70,11 @@ class Judge(Protocol):
     def judge(
         self,
         name: str,
-        actual: Sequence[Any],
-        expected: Sequence[Any],
+        actual: Batches,
+        expected: Batches,
         *,
-        masks: Sequence[np.ndarray | None] | None = None,
-        truth: Sequence[Any] | RefereeSums | None = None,
+        masks: Masks = None,
+        truth: Batches | RefereeSums | None = None,
         slack: float = 0.0,
     ) -> Comparison: ...
 
@@ -94,14 +98,7 @@ class ToleranceJudge:
     check_dtype: bool = True
 
     def judge(
-        self,
-        name: str,
-        actual: Sequence[Any],
-        expected: Sequence[Any],
-        *,
-        masks: Sequence[np.ndarray | None] | None = None,
-        truth: Sequence[Any] | RefereeSums | None = None,
-        slack: float = 0.0,
+        self, name: str, actual: Batches, expected: Batches, *, masks: Masks = None, **_: Any
     ) -> Comparison:
         return compare_batches(
             actual,
@@ -212,11 +209,11 @@ class Referee:
     def judge(
         self,
         name: str,
-        actual: Sequence[Any],
-        expected: Sequence[Any],
+        actual: Batches,
+        expected: Batches,
         *,
-        masks: Sequence[np.ndarray | None] | None = None,
-        truth: Sequence[Any] | RefereeSums | None = None,
+        masks: Masks = None,
+        truth: Batches | RefereeSums | None = None,
         slack: float = 0.0,
     ) -> Comparison:
         """The comparison of ``actual`` and ``expected`` judged by the float64 ``truth``
@@ -260,14 +257,7 @@ class BudgetJudge:
     quantisation: str | None = None
 
     def judge(
-        self,
-        name: str,
-        actual: Sequence[Any],
-        expected: Sequence[Any],
-        *,
-        masks: Sequence[np.ndarray | None] | None = None,
-        truth: Sequence[Any] | RefereeSums | None = None,
-        slack: float = 0.0,
+        self, name: str, actual: Batches, expected: Batches, *, masks: Masks = None, **_: Any
     ) -> Comparison:
         c = compare_batches(actual, expected, name=name, masks=masks, check_dtype=False)
         return judged_by_budget(c, self.budget)
@@ -312,14 +302,7 @@ class CrossBackendReferee:
     scale: float | None = None
 
     def judge(
-        self,
-        name: str,
-        actual: Sequence[Any],
-        expected: Sequence[Any],
-        *,
-        masks: Sequence[np.ndarray | None] | None = None,
-        truth: Sequence[Any] | RefereeSums | None = None,
-        slack: float = 0.0,
+        self, name: str, actual: Batches, expected: Batches, *, slack: float = 0.0, **_: Any
     ) -> Comparison:
         c = compare_batches(actual, expected, name=name, check_dtype=False)
         if c.problem:  # a shape or non-finite problem keeps its own verdict
