@@ -38,7 +38,7 @@ import numpy as np
 
 from .budgets import Budget, judged_by_budget
 from .record import Comparison
-from .referee import RefereeResult, RefereeSums, rmse
+from .referee import RefereeResult, RefereeSums, unthreaded_rmse
 from .stats import compare_batches
 from .tolerance import Tolerance
 
@@ -309,10 +309,10 @@ class CrossBackendReferee:
             return c
         a, t = (np.concatenate([np.ravel(x) for x in side]) for side in (actual, expected))
         referee = self.referee
-        scale = rmse(t, np.zeros_like(t)) if self.scale is None else self.scale
+        scale = unthreaded_rmse(t, 0.0) if self.scale is None else self.scale
         cap = self.ceiling * scale + referee.floor * scale
         reference = min(self.others) if self.others else cap / referee.factor
-        r = referee.verdict(name, rmse(a, t), reference, scale, t.size)
+        r = referee.verdict(name, unthreaded_rmse(a, t), reference, scale, t.size)
         allowed = min(r.allowed_rmse, cap) + slack
         r = replace(r, allowed_rmse=allowed, passed=within(r.actual_rmse, allowed))
         return judged_by_referee(c, r, referee)

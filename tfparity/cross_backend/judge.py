@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import Comparison, rmse
+from ..compare import Comparison
 from ..compare.judge import DEFAULT_CEILING, CrossBackendReferee, Referee
+from ..compare.referee import unthreaded_rmse
 from ..compare.rounding import HALF, UNIT_ROUNDOFF, coarsest, compute_dtype, widened
 from ..compare.scale import ScaleFit, scale_fit
 from ..results import Divergence, Report
@@ -112,10 +113,11 @@ def judge_layer(
     measured in its layer's other gradients: :mod:`.gradients`)."""
     floor, ceiling = widened(referee.floor, ceiling, rounding)
     if scale is None:
-        scale = rmse(truth, np.zeros_like(truth))
+        scale = unthreaded_rmse(truth, np.zeros_like(truth))
     judge = CrossBackendReferee(replace(referee, floor=floor), ceiling, scale=scale)
     errors = {
-        b: rmse(a, truth) if np.shape(a) == np.shape(truth) else np.inf for b, a in outputs.items()
+        b: unthreaded_rmse(a, truth) if np.shape(a) == np.shape(truth) else np.inf
+        for b, a in outputs.items()
     }
     judged = {}
     for backend, actual in outputs.items():
@@ -124,7 +126,7 @@ def judge_layer(
             f"{backend}:{layer}", [actual], [truth]
         )
     shaped = [a for a in outputs.values() if np.shape(a) == np.shape(truth)]
-    spread = max((rmse(a, b) for a, b in combinations(shaped, 2)), default=0.0)
+    spread = max((unthreaded_rmse(a, b) for a, b in combinations(shaped, 2)), default=0.0)
     fits = _fits(outputs, truth) if rounding in HALF else {}
     floor = scale_floor(rounding)
     scaled = tuple(b for b in fits if judged[b].passed and _parts_in_scale(b, fits, floor))
