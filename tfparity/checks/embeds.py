@@ -32,6 +32,20 @@ class EmbedsOptions:
     embeds_fn: Callable[[Batch], Any] | None = None
     references: Sequence[Trace] | None = None  # the input_ids runs, when already made
 
+    @classmethod
+    def from_arguments(
+        cls,
+        *,
+        tolerance: Tolerance | None = None,
+        embeds_fn: Callable[[Batch], Any] | None = None,
+        references: Sequence[Trace] | None = None,
+    ) -> EmbedsOptions:
+        """The options :func:`tfparity.check_embeds` and ``tfparity check`` were given,
+        checked once for both before any model loads."""
+        validation.tolerance(tolerance)
+        validation.optional_callable(embeds_fn, "embeds_fn")
+        return cls(tolerance=tolerance, embeds_fn=embeds_fn, references=references)
+
 
 class NonFiniteOutputError(TfparityError):
     """The reference run itself produced NaN or Inf: parity cannot be judged."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import validation
 from ...adapters.interfaces.sides import Reference, TFSide
 from ...architectures import tapped_types
 from ...architectures.heads import LABELLED_HEADS, LM_HEADS, Head
@@ -30,13 +31,14 @@ from ...compare import (
     ToleranceJudge,
     compare_output_batches,
 )
-from ...compare.bootstrap import Limit
+from ...compare.bootstrap import Limit, parse_limits
 from ...compare.budgets import budgets_for
+from ...errors import TfparityError
 from ...inputs import Batch, note_inputs
 from ...results import Divergence, Report
 from ...trace import Trace, hidden_state_index
 from ...validation import nonfinite_weights, same_architecture
-from .. import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS
+from .. import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, LOCALISE_MODES, REFEREE_RUNS
 from . import budgeted, distribution
 from .agreement import task_agreement
 from .artefacts import Findings, label_findings, with_findings
@@ -76,6 +78,51 @@ class CrosscheckOptions:
     # Gold labels, one per text (``--labels``): each side's accuracy and the flips
     # between them are reported (tfparity/checks/crosscheck/gold.py); None: none given.
     labels: Sequence[str] | None = None
+
+    @classmethod
+    def from_arguments(
+        cls,
+        *,
+        tolerance: Tolerance | None = None,
+        localise: str = DEFAULT_LOCALISE,
+        referee: str = DEFAULT_REFEREE_RUNS,
+        budget: Any = None,
+        kl_budget: str | None = None,
+        labels: Sequence[Any] | None = None,
+        quantize: str | None = None,
+        attribute: bool = False,
+        backend: str | None = None,
+    ) -> CrosscheckOptions:
+        """The options :func:`tfparity.crosscheck` and ``tfparity crosscheck`` were
+        given, checked once for both before any framework import (exit 2 for a bad
+        one): the modes, ``budget`` and ``kl_budget`` parsed (a malformed one refused
+        before any model loads), a ``quantize`` request (with ``attribute``) that this
+        process can run. ``kl_budget`` is kept parsed here; with ``quantize`` the
+        caller hands it to the quantisation's judge instead (its own budget)."""
+        validation.tolerance(tolerance)
+        validation.one_of(localise, LOCALISE_MODES, "localise")
+        validation.one_of(referee, REFEREE_RUNS, "referee")
+        if isinstance(budget, str):
+            budgets_for(None).tensor_budget(budget)
+        limits = parse_limits(kl_budget) if kl_budget is not None else None
+        if quantize is not None or attribute:
+            from ...adapters.tf_common.quantize import check_request
+
+            check_request(quantize, attribute)
+        if quantize is not None and backend not in (None, "tensorflow"):
+            raise TfparityError(
+                f"--quantize is not run with --backend {backend} yet: the keras-hub "
+                "model on another backend runs in a process of its own (use --backend "
+                "tensorflow)."
+            )
+        return cls(
+            tolerance=tolerance,
+            localise=localise,
+            budget=budget,
+            referee_runs=referee,
+            kl_budget=limits,
+            labels=None if labels is None else tuple(str(x) for x in labels),
+        )
 
 
 def crosscheck(

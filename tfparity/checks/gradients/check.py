@@ -49,20 +49,7 @@ from ...validation import same_architecture
 from ..embeds import NonFiniteOutputError, embeddings_hint
 from .frozen import excluded_note, excluded_weights
 from .localise import GRAD, failed, hidden_agree, hidden_table, localise, weight_table
-
-
-@dataclass(frozen=True)
-class GradientsOptions:
-    """``tolerance``: the ids-vs-embeds judge (None: float32's defaults) and, when given,
-    TF vs PyTorch's too instead of the float64 referee; ``embeds_fn(batch)``: your
-    embeddings, made inside the tape (default: the Keras-side gather)."""
-
-    seed: int = 0
-    tolerance: Tolerance | None = None
-    referee: Referee = Referee()
-    embeds_fn: Callable[[Batch], Any] | None = None
-    top_weights: int = 3
-    frozen: tuple[str, ...] = ()  # globs/substrings of PyTorch weights frozen on purpose
+from .options import GradientsOptions
 
 
 @dataclass
