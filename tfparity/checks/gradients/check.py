@@ -33,7 +33,6 @@ from ...adapters.interfaces.sides import Reference, TFSide
 from ...compare import (
     Comparison,
     Judge,
-    Referee,
     Tolerance,
     ToleranceJudge,
     compare_batches,
