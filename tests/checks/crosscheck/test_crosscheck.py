@@ -239,7 +239,7 @@ def test_last_hidden_state_is_compared_once_where_it_is_the_last_hidden_state(
     them together."""
     import dataclasses
 
-    import tfparity.checks.crosscheck.check as module
+    import tfparity.compare.judge as module  # where the leaf's judge compares
     from tfparity.report.text import grouped
 
     pt_model, batches = tiny_reference
@@ -276,12 +276,12 @@ def test_last_hidden_state_that_differs_anywhere_is_compared_on_its_own():
 
 
 def test_judging_by_the_referee_returns_a_new_comparison():
-    from tfparity.checks.crosscheck.check import _judged
     from tfparity.compare import Referee, RefereeResult, compare_arrays
+    from tfparity.compare.judge import judged_by_referee
 
     c = compare_arrays(np.ones((2, 3)), np.ones((2, 3)) + 1.0, name="x")
     r = RefereeResult("x", 1.0, 1.0, 3.0, 1.0, passed=True)
-    judged = _judged(c, r, Referee())
+    judged = judged_by_referee(c, r, Referee())
     assert judged is not c and judged.passed and judged.judge == "referee"
     assert not c.passed and c.judge != "referee"  # the tolerance verdict is left as it was
 

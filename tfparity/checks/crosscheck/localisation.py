@@ -13,7 +13,7 @@ import numpy as np
 from ...adapters.interfaces.sides import Reference, TFSide
 from ...architectures import activation_name
 from ...architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS, Head, reordered_outputs
-from ...compare import Comparison, Referee, RefereeResult, known_difference_note, referee_batches
+from ...compare import Comparison, Referee, RefereeResult, known_difference_note
 from ...results import Divergence, Hint
 from ...trace import EMBEDDINGS, hidden_state_index, layer_of
 from . import hints
@@ -38,25 +38,14 @@ def components_of(runs: Runs, masks: list, referee: Referee) -> list[Component]:
     for name in runs.pt_taps[0]:
         if not all(name in r for r in runs.tf_taps):
             continue
-        acc = referee_batches(
-            name,
-            [r[name] for r in runs.tf_taps],
-            [r[name] for r in runs.pt_taps],
-            [r[name] for r in runs.pt64_taps],
-            masks=masks,
-            referee=referee,
+        tf, pt, pt64 = (
+            [r[name] for r in side] for side in (runs.tf_taps, runs.pt_taps, runs.pt64_taps)
         )
+        acc = referee.batches(name, tf, pt, pt64, masks)
         iso = None
         if all(name in r for r in runs.isolated):
             # rmse(TF isolated, PT fp32) against rmse(PT fp64, PT fp32).
-            iso = referee_batches(
-                name,
-                [r[name] for r in runs.isolated],
-                [r[name] for r in runs.pt64_taps],
-                [r[name] for r in runs.pt_taps],
-                masks=masks,
-                referee=referee,
-            )
+            iso = referee.batches(name, [r[name] for r in runs.isolated], pt64, pt, masks)
         found.append(Component(name, acc, iso))
     return found
 
