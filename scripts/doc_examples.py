@@ -867,6 +867,14 @@ EXAMPLES: tuple[Example, ...] = (
         0,
         ("positions", "tiny:bert/masked-lm", "--permutations", "3"),
     ),
+    Example(
+        "positions-head-base",
+        "docs/positions.md",
+        0,
+        ("positions", "tiny:bert/masked-lm", "--head", "base", "--permutations", "1"),
+        tested=False,
+        why_untested="tests/checks/test_positions.py runs --head base on this checkpoint",
+    ),
     Example("gradients-tiny-bert", "docs/gradients.md", 0, ("gradients", "tiny:bert")),
     Example(
         "gradients-minilm",

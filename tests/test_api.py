@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import tfparity
 from tfparity import Batch, InputOptions
@@ -25,8 +26,10 @@ def test_diagnose_names_hidden_states_0_and_accepts_word_embeddings(load_tf_mode
 def test_check_tying_and_check_positions_return_reports(load_tf_model):
     model = load_tf_model("tiny:bert")
     inputs = InputOptions(random=2, seq_len=8)
-    tying = tfparity.check_tying(model, inputs=inputs)
+    tying = tfparity.check_tying(model, inputs=inputs, noise_scales=[0, 8], seed=1)
     assert tying.details["roundtrip"]["cosine"] == 1.0
+    noise = {n["scale"]: n["recovered"] for n in tying.details["noise"]}
+    assert list(noise) == [0.0, 8.0] and noise[0.0] == 1.0 > noise[8.0]
     assert tying.details["tied"] is None  # the base model has no LM head
     positions = tfparity.check_positions(model, inputs=inputs, permutations=3)
     assert positions.passed and positions.details["equivariant"] is True
@@ -65,3 +68,42 @@ def test_the_api_names_are_listed_once():
     }
     assert {n for n in defined if not n.startswith("_")} <= set(tfparity._API)
     assert all(getattr(tfparity, n) is getattr(api, n) for n in tfparity._API)
+
+
+def test_check_modes_passes_a_clean_model_and_fails_a_strict_tolerance(load_tf_model):
+    """``tfparity.check_modes`` is ``tfparity modes``'s report: a clean tiny model
+    PASSes its modes; with a zero tolerance bf16 (half the mantissa) FAILs, named."""
+    from tfparity import Tolerance
+
+    model = load_tf_model("tiny:bert")
+    inputs = InputOptions(random=2, seq_len=8)
+    clean = tfparity.check_modes(model, devices="cpu", modes="graph,fp16", inputs=inputs)
+    assert clean.check == "modes" and clean.passed, clean.failures
+    assert [row["mode"] for row in clean.details["modes"]] == ["graph", "fp16"]
+    strict = Tolerance(atol=0.0, rtol=0.0)
+    broken = tfparity.check_modes(model, devices="cpu", modes=["bf16"], tolerance=strict)
+    assert not broken.passed and any("bf16: first differs" in n for n in broken.notes)
+
+
+@pytest.mark.parametrize(
+    "api_arguments, argv",
+    [
+        ({"modes": ","}, ["--modes", ","]),
+        ({"modes": ["eager", "fp8"]}, ["--modes", "eager,fp8"]),
+        ({"devices": " "}, None),
+    ],
+    ids=["no-mode", "unknown-mode", "no-device"],
+)
+def test_check_modes_refuses_what_the_cli_refuses(api_arguments, argv, capsys):
+    """One check of the arguments for both (``ModesOptions.from_arguments``): the API
+    raises the message the CLI exits 2 with, before any model loads."""
+    from tfparity.cli import main
+    from tfparity.errors import TfparityError
+
+    with pytest.raises(TfparityError) as info:
+        tfparity.check_modes("tiny:not-loaded", **api_arguments)
+    if argv is not None:
+        assert main(["modes", "tiny:bert", *argv]) == 2
+        assert str(info.value) in capsys.readouterr().err
+    with pytest.raises(TypeError, match="tolerance"):
+        tfparity.check_modes("tiny:bert", tolerance=1e-3)

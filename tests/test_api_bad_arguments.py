@@ -148,6 +148,48 @@ API_CASES = [
         ["localise"],
     ),
     (
+        "crosscheck-referee",
+        lambda: api.crosscheck("tiny:bert", referee="half"),
+        ValueError,
+        ["referee", "'lazy' or 'full'"],
+    ),
+    (
+        "crosscheck-attribute-alone",
+        lambda: api.crosscheck("tiny:bert", attribute=True),
+        TfparityError,
+        ["--attribute", "--quantize"],
+    ),
+    (
+        "crosscheck-quantize-on-jax",
+        lambda: api.crosscheck("keras-hub:tiny:bert", quantize="int8", backend="jax"),
+        TfparityError,
+        ["--quantize", "--backend jax"],
+    ),
+    (
+        "generate-quantize-on-jax",
+        lambda: api.generate("keras-hub:tiny:gpt2", quantize="int8", backend="jax"),
+        TfparityError,
+        ["quantize=int8", "drop one of the two"],
+    ),
+    (
+        "gradients-no-pt-frozen",
+        lambda: api.gradients("tiny:bert", pt=False, frozen="word_embeddings"),
+        TfparityError,
+        ["frozen=", "pt=False"],
+    ),
+    (
+        "gradients-no-pt-pt_config",
+        lambda: api.gradients("tiny:bert", pt=False, pt_config={"hidden_act": "relu"}),
+        TfparityError,
+        ["pt_config=", "pt=False"],
+    ),
+    (
+        "check_tying-noise-nan",
+        lambda: api.check_tying("tiny:bert", noise_scales=[1.0, float("nan")]),
+        ValueError,
+        ["noise_scales", "finite"],
+    ),
+    (
         "check_positions-permutations",
         lambda: api.check_positions("tiny:bert", permutations=0),
         ValueError,

@@ -19,6 +19,7 @@ from .results import Divergence, Report
 _API = (
     "assert_close",
     "check_embeds",
+    "check_modes",
     "check_positions",
     "check_tying",
     "crosscheck",

@@ -1,7 +1,10 @@
 """The Python API: the same checks the CLI runs, returning Report objects.
 
 ``model`` arguments accept a MODEL spec string, a :class:`TFModel`, or a Hugging Face
-TF model object the caller already holds.
+TF model object the caller already holds. A facade: each function checks its arguments
+with its check's ``Options.from_arguments`` (the command calls the same, before any
+framework import), loads or pairs the sides (:mod:`tfparity.orchestration`) and runs
+the check (:mod:`tfparity.checks`).
 """
 
 from __future__ import annotations
@@ -10,14 +13,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .checks import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, LOCALISE_MODES, REFEREE_RUNS
+from .checks import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS
 from .compare import Tolerance
-from .errors import TfparityError
-from .inputs import Batch, InputOptions
+from .inputs import Batch, InputOptions, check_input_arguments
 from .orchestration import (
     executed,
+    generation_head,
     load_model,
     pair,
+    reference_tokenizer,
     save_and_reload,
     tolerance_from,
     wants_reload,
@@ -68,8 +72,8 @@ def check_embeds(
     from .checks.embeds import EmbedsOptions
     from .checks.embeds import check_embeds as _check
 
-    _check_common(texts=texts, inputs=inputs, batches=batches, tolerance=tolerance)
-    validation.optional_callable(embeds_fn, "embeds_fn")
+    check_input_arguments(texts=texts, inputs=inputs, batches=batches)
+    options = EmbedsOptions.from_arguments(tolerance=tolerance, embeds_fn=embeds_fn)
     tf_model = load_model(model, companion=source, signature=signature)
     if batches is None:
         if texts is not None:
@@ -77,7 +81,7 @@ def check_embeds(
         batches = make_batches(tf_model, inputs)
     if execution is not None:
         tf_model = executed(tf_model, execution.settle(len(batches)))
-    report = _check(tf_model, batches, EmbedsOptions(tolerance=tolerance, embeds_fn=embeds_fn))
+    report = _check(tf_model, batches, options)
     report.details.update(tf_model.execution.describe())
     return report
 
@@ -235,31 +239,28 @@ def crosscheck(
     from .adapters.keras_hub.calibration import read_calibration
     from .adapters.keras_hub.quantised_side import quantised_twin
     from .adapters.requantise import fresh_twin
+    from .checks.crosscheck.artefacts import tokenizers_judged
     from .checks.crosscheck.check import CrosscheckOptions
     from .checks.crosscheck.check import crosscheck as _check
     from .checks.crosscheck.export_parity import export_parity
     from .checks.crosscheck.quantised import with_quantisation
     from .checks.crosscheck.requantised import with_requantisation
-    from .compare.bootstrap import parse_limits
 
-    _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
-    limits = parse_limits(kl_budget) if kl_budget is not None else None  # exit 2 first
-    if quantize is not None or attribute:
-        from .adapters.tf_common.quantize import check_request
-
-        check_request(quantize, attribute)
-    if isinstance(budget, str):
-        from .compare.budgets import budgets_for
-
-        budgets_for(None).tensor_budget(
-            budget
-        )  # a malformed budget is refused before any model loads
-    if localise not in LOCALISE_MODES:
-        modes = " or ".join(repr(m) for m in LOCALISE_MODES)
-        raise ValueError(f"localise must be {modes}, not {localise!r}.")
-    if referee not in REFEREE_RUNS:
-        modes = " or ".join(repr(m) for m in REFEREE_RUNS)
-        raise ValueError(f"referee must be {modes}, not {referee!r}.")
+    check_input_arguments(inputs=inputs, batches=batches)
+    options = CrosscheckOptions.from_arguments(  # exit 2 before any model loads
+        tolerance=tolerance,
+        localise=localise,
+        referee=referee,
+        budget=budget,
+        kl_budget=kl_budget,
+        labels=labels,
+        quantize=quantize,
+        attribute=attribute,
+        backend=backend,
+    )
+    limits = options.kl_budget
+    if quantize:  # the quantisation's judge takes the limits, else its mode's budget
+        options = replace(options, kl_budget=None)
     paired = pair(
         tf if tf is not None else model,
         pt,
@@ -283,53 +284,34 @@ def crosscheck(
         batches = make_batches(tf_model, inputs)
     asked = execution
     execution = (execution or tf_model.execution).settle(len(batches))
-    options = CrosscheckOptions(
-        tolerance=tolerance,
-        localise=localise,
-        budget=budget,
-        referee_runs=referee,
-        kl_budget=None if quantize else limits,  # with quantize, the quantisation's budget
-        labels=None if labels is None else tuple(str(x) for x in labels),
-    )
     runner = executed(tf_model, execution)
+
+    def judged(report: Report, source: Any) -> Report:
+        """The report of the side under test against PyTorch, with its exact check
+        (a GPTQ/AWQ file against a fresh quantisation) and its ``quantize`` copy."""
+        report = with_requantisation(report, fresh_twin(runner, source, pt, data), batches)
+        if quantised is None:
+            return report
+        return with_quantisation(
+            report, runner, quantised, pt_model, batches, quantize, limits, *alone
+        )
+
     if source_model is not None:  # the source runs as asked, else as it runs by default
         source_model = executed(
             source_model, (asked or source_model.execution).settle(len(batches))
         )
         reports = export_parity(runner, source_model, pt_model, batches, options)
-        if quantised is not None:  # on the export-vs-PyTorch report
-            reports[1] = with_quantisation(
-                reports[1], runner, quantised, pt_model, batches, quantize, limits, *alone
-            )
-        twin = fresh_twin(runner, source_model, pt, data)
-        reports[1] = with_requantisation(reports[1], twin, batches)
-        return _tokenizers_judged(reports, tf_model, pt, batches, tokenized)
-    reports = [_check(runner, pt_model, batches, options, tf_traces=tf_traces)]
-    reports[0] = with_requantisation(reports[0], fresh_twin(runner, None, pt, data), batches)
-    if quantised is not None:
-        reports[0] = with_quantisation(
-            reports[0], runner, quantised, pt_model, batches, quantize, limits, *alone
-        )
-    if wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None):
-        reloaded = save_and_reload(tf_model)
+        reports[1] = judged(reports[1], source_model)  # the export against PyTorch
+    else:
+        reports = [judged(_check(runner, pt_model, batches, options, tf_traces=tf_traces), None)]
+        again = wants_reload(reload, separate_port=tf is not None, named_reference=pt is not None)
+        reloaded = save_and_reload(tf_model) if again else None
         if reloaded is not None:  # an export has no save-and-reload pass of its own
             options = replace(options, label="crosscheck-reloaded")
             reports.append(_check(executed(reloaded, execution), pt_model, batches, options))
-    return _tokenizers_judged(reports, tf_model, pt, batches, tokenized)
-
-
-def _tokenizers_judged(
-    reports: list[Report], tf_model: Any, pt: Any, batches: Sequence[Batch], tokenized: bool
-) -> list[Report]:
-    """``reports`` judged on the texts' tokenizers (:func:`tokenizers_judged`), the
-    reference's own found from ``pt``; as they are when the ids were not tokenised."""
-    from .checks.crosscheck.artefacts import tokenizers_judged
-    from .orchestration import reference_tokenizer
-
-    texts = any(b.texts for b in batches)
-    if not (tokenized and texts) or tf_model.tokenizer is None:
-        return reports
-    return tokenizers_judged(reports, tf_model.tokenizer, reference_tokenizer(pt), batches)
+    # on texts tokenised here, whose tokenizer made the ids, and does the reference's agree
+    tokenizer = tf_model.tokenizer if tokenized else None
+    return tokenizers_judged(reports, tokenizer, lambda: reference_tokenizer(pt), batches)
 
 
 def gradients(
@@ -360,14 +342,18 @@ def gradients(
     a pattern that matches none raises :class:`~tfparity.errors.TfparityError`).
     ``backend`` (jax, torch): a keras-hub spec differentiated on that Keras backend in
     a process of its own, TF-vs-PyTorch only (docs/gradients.md)."""
-    from . import validation
     from .checks.gradients.check import GradientsOptions, check_gradients
-    from .checks.gradients.frozen import frozen_patterns
 
-    _check_common(inputs=inputs, batches=batches, tolerance=tolerance)
-    patterns = frozen_patterns(frozen)
-    validation.optional_callable(embeds_fn, "embeds_fn")
-    validation.seed(seed)
+    check_input_arguments(inputs=inputs, batches=batches)
+    options = GradientsOptions.from_arguments(
+        seed=seed,
+        tolerance=tolerance,
+        embeds_fn=embeds_fn,
+        frozen=frozen,
+        with_reference=pt is not False,
+        pt_config=pt_config,
+        backend=backend,
+    )
     # An export's config and tokenizer come from the reference named, as in crosscheck:
     # without it, its refusal would ask for the --pt just given.
     paired = pair(
@@ -382,7 +368,6 @@ def gradients(
     tf_model, pt_model = paired.tf, paired.reference
     if batches is None:
         batches = make_batches(tf_model, inputs)
-    options = GradientsOptions(seed=seed, tolerance=tolerance, embeds_fn=embeds_fn, frozen=patterns)
     return check_gradients(tf_model.eager(), pt_model, batches, options)
 
 
@@ -400,10 +385,9 @@ def diagnose(
     embedding LayerNorm (``hidden_states[0]``), scaled, or unknown; with the ids they
     encode and the fix (``report.details``: verdict, candidates, recovered_ids_match, fix).
     """
-    from . import validation
     from .checks.diagnose import DiagnoseOptions, check_diagnose, diagnose_inputs
 
-    validation.tolerance(tolerance)
+    options = DiagnoseOptions.from_arguments(tolerance=tolerance)
     inputs = diagnose_inputs(
         input_ids,
         inputs_embeds,
@@ -411,18 +395,28 @@ def diagnose(
         token_type_ids=token_type_ids,
         position_ids=position_ids,
     )
-    return check_diagnose(load_model(model), inputs, DiagnoseOptions(tolerance=tolerance))
+    return check_diagnose(load_model(model), inputs, options)
 
 
-def check_tying(model: Any = "minilm", *, inputs: InputOptions | None = None) -> Report:
+def check_tying(
+    model: Any = "minilm",
+    *,
+    inputs: InputOptions | None = None,
+    noise_scales: Sequence[float] | None = None,
+    seed: int = 0,
+) -> Report:
     """Embedding tying, the LM head's transform, round-trip decoding and inversion risk
     (``report.details``: tied, head_transform, roundtrip, noise). Pass a model loaded
-    with its head (``TFModel.load(spec, lm_head=True)``) to include the LM head."""
+    with its head (``TFModel.load(spec, lm_head=True)``) to include the LM head.
+    ``noise_scales`` (``--noise-scales``): noise norms relative to the embedding norm,
+    ``seed`` seeds the noise."""
+    from .checks.tying import TyingOptions
     from .checks.tying import check_tying as _check
 
-    _check_common(inputs=inputs)
+    check_input_arguments(inputs=inputs)
+    options = TyingOptions.from_arguments(noise_scales=noise_scales, seed=seed)
     tf_model = load_model(model)
-    return _check(tf_model, make_batches(tf_model, inputs))
+    return _check(tf_model, make_batches(tf_model, inputs), options)
 
 
 def check_positions(
@@ -432,33 +426,46 @@ def check_positions(
     permutations: int = 10,
     seed: int = 0,
     tolerance: Tolerance | None = None,
+    head: str | None = None,
 ) -> Report:
     """Permuting tokens and position ids together must permute the outputs
-    (``report.details``: scenarios, equivariant, explicit_positions_match)."""
+    (``report.details``: scenarios, equivariant, explicit_positions_match). What is
+    compared is what the model answers with: a head's logits, a base model's
+    last_hidden_state; ``head`` picks the class a spec loads, as for :func:`crosscheck`."""
     from .checks.positions import PositionsOptions
     from .checks.positions import check_positions as _check
 
-    _check_common(inputs=inputs, tolerance=tolerance)
-    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
-        raise ValueError(f"permutations must be an int >= 1, not {permutations!r}.")
-    tf_model = load_model(model)
-    options = PositionsOptions(permutations=permutations, seed=seed, tolerance=tolerance)
+    check_input_arguments(inputs=inputs)
+    options = PositionsOptions.from_arguments(
+        permutations=permutations, seed=seed, tolerance=tolerance
+    )
+    tf_model = load_model(model, head=head)
     return _check(tf_model, make_batches(tf_model, inputs), options)
 
 
-def _check_common(**arguments: Any) -> None:
-    """The argument checks every check function shares (see :mod:`tfparity.validation`):
-    wrong types raise TypeError naming the parameter, before any model loads."""
-    from . import validation
+def check_modes(
+    model: Any = "minilm",
+    *,
+    devices: str = "all",
+    modes: str | Sequence[str] | None = None,
+    inputs: InputOptions | None = None,
+    tolerance: Tolerance | None = None,
+) -> Report:
+    """The same inputs under every execution mode (tf.function, XLA, fp16, bf16, TF32)
+    on each device of ``devices`` (``"cpu"``, ``"gpu"``, ``"gpu:N"``, ``"all"``),
+    against CPU eager fp32: the report ``tfparity modes`` prints and writes
+    (``report.details["modes"]``: a row per mode). ``modes``: which (``["xla",
+    "fp16"]``, ``"graph,xla+fp16"``; default: every plain one); each is judged by its
+    compute dtype's tolerance scaled to the tensor, ``tolerance`` replaces that rule
+    for all (docs/devices-and-modes.md). Modes none of ``devices`` can run are refused
+    (:class:`~tfparity.validation.NothingComparedError`)."""
+    from .checks.modes import ModesOptions
+    from .checks.modes import check_modes as _check
 
-    if "texts" in arguments:
-        validation.texts(arguments["texts"])
-    if "inputs" in arguments:
-        validation.instance(arguments["inputs"], InputOptions, "inputs", "an InputOptions")
-    if "batches" in arguments:
-        validation.sequence_of(arguments["batches"], Batch, "batches")
-    if "tolerance" in arguments:
-        validation.tolerance(arguments["tolerance"])
+    check_input_arguments(inputs=inputs)
+    options = ModesOptions.from_arguments(devices=devices, modes=modes, tolerance=tolerance)
+    tf_model = load_model(model)
+    return _check(tf_model, make_batches(tf_model, inputs), options)
 
 
 def generate(
@@ -508,38 +515,27 @@ def generate(
     from . import validation
     from .adapters.sources.specs import as_spec
     from .checks.generation.check import (
-        DEFAULT_NEW_TOKENS,
         DEFAULT_PROMPTS,
         GenerationOptions,
         check_generation,
-        check_new_tokens,
         prompts_of,
     )
     from .checks.generation.quantised import QuantisedGeneration
-    from .compare.bootstrap import parse_limits
 
-    _check_common(texts=texts, inputs=inputs)
-    limits = parse_limits(kl_budget) if kl_budget is not None else None  # exit 2 first
-    if quantize is not None:
-        from .adapters.tf_common.quantize import check_request
-
-        check_request(quantize)  # an unknown mode exits 2 before any load
-        if backend not in (None, "tensorflow"):
-            raise TfparityError(
-                f"quantize={quantize} (--quantize) quantises the keras-hub causal LM in "
-                f"this process, on TensorFlow; with backend={backend} (--backend) it runs "
-                "in a process of its own, where it is not quantised: drop one of the two."
-            )
-    quantised = None if quantize is None else QuantisedGeneration.of(quantize, limits)
-    new_tokens = DEFAULT_NEW_TOKENS if new_tokens is None else new_tokens
-    check_new_tokens(new_tokens)
-    validation.instance(embeds, bool, "embeds", "a bool")
+    check_input_arguments(texts=texts, inputs=inputs)
+    options = GenerationOptions.from_arguments(
+        new_tokens=new_tokens,
+        embeds=embeds,
+        kl_budget=kl_budget,
+        quantize=quantize,
+        backend=backend,
+    )
     if isinstance(model, str):
         model = as_spec(model)  # parsed once, here: the generation head is read off it
     paired = pair(  # a T5's seq2seq LM loads, and a side that cannot generate is refused
         model,
         pt,
-        head=_generation_head(model),
+        head=generation_head(model),
         pt_config=pt_config,
         generating=True,
         allow_pickle=allow_pickle,
@@ -549,30 +545,13 @@ def generate(
     if quantize is not None:  # a copy; exit 2 for a side Keras cannot quantise
         from .adapters.keras_hub.quantised_side import quantised_twin
 
-        tf_model, embeds = quantised_twin(tf_model, quantize, False)[0], False
-    elif (stored := QuantisedGeneration.stored_in(tf_model, limits)) is not None:
-        quantised, embeds = stored, False
+        tf_model = quantised_twin(tf_model, quantize, False)[0]
+        options = replace(options, embeds=False)
+    elif (stored := QuantisedGeneration.stored_in(tf_model, options.kl_budget)) is not None:
+        options = replace(options, quantised=stored, embeds=False)
     if texts is not None:
         inputs = InputOptions(texts=validation.texts(texts))
     elif inputs is None or (inputs.texts is None and inputs.random is None):
         inputs = replace(inputs or InputOptions(), texts=DEFAULT_PROMPTS)
-    prompts = prompts_of(make_batches(tf_model, inputs), new_tokens, tf_model.limits)
-    options = GenerationOptions(
-        new_tokens=new_tokens, embeds=embeds, kl_budget=limits, quantised=quantised
-    )
+    prompts = prompts_of(make_batches(tf_model, inputs), options.new_tokens, tf_model.limits)
     return check_generation(tf_model, pt_model, prompts, options)
-
-
-def _generation_head(model: Any) -> Any:
-    """The class a spec loads for generation: with its LM head (its config's class, or
-    ``tiny:<type>/causal-lm``'s; a T5's seq2seq LM, ``tiny:t5/seq2seq-lm``'s); None for
-    a spec naming its head, or an object (taken as it is). ``model`` is parsed by the
-    caller: the spec travels on to :func:`~tfparity.orchestration.pair` parsed."""
-    from .adapters.hf_tf.loading import generation_head
-    from .adapters.sources.specs import ModelSpec
-
-    if not isinstance(model, ModelSpec):
-        return None
-    if model.head is None and (model.inner is None or model.inner.head is None):
-        return generation_head(model)  # the body's spec, generated with its LM head
-    return None  # keras-hub:tiny:<type>/<head>: the inner spec names it

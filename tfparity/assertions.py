@@ -1,10 +1,10 @@
 """Assertion helpers for tests: a check that fails raises AssertionError whose first
 line is the verdict and the first divergence, then the hint, the layers around it,
 the failing outputs and the first divergence's "Mismatched elements" block, each
-tensor once, in about 25 lines (:func:`tfparity.report.brief.assertion_message`; a
-generate or backends report reads as its check's renderer writes it, see
-:func:`tfparity.report.assertion_message`); the last line says where the full report
-is. The error's ``reports`` attribute holds the Reports.
+tensor once, in about 25 lines (:func:`tfparity.report.assertion_message`, the one
+builder, with the headline and rows of the renderer registered for the report's check:
+a generate or backends report reads as its check's); the last line says where the full
+report is. The error's ``reports`` attribute holds the Reports.
 
 They work in any test runner. Under pytest with tfparity's plugin
 (:mod:`tfparity.pytest_plugin`) they also pick up ``--tfparity-device``, load MODEL

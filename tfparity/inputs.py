@@ -483,6 +483,18 @@ class InputOptions:
             )
 
 
+def check_input_arguments(*, texts: Any = None, inputs: Any = None, batches: Any = None) -> None:
+    """The input arguments the API's check functions share, each None or: ``texts`` a
+    sequence of texts, ``inputs`` an InputOptions, ``batches`` a non-empty sequence of
+    Batch; a wrong type raises TypeError naming the parameter, before any model loads
+    (:mod:`tfparity.validation`)."""
+    from . import validation
+
+    validation.texts(texts)
+    validation.instance(inputs, InputOptions, "inputs", "an InputOptions")
+    validation.sequence_of(batches, Batch, "batches")
+
+
 def make_batches(
     tokenizer: Any, limits: Limits, pad_token_id: int | None, options: InputOptions
 ) -> list[Batch]:

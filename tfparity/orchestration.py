@@ -298,6 +298,21 @@ def reference_for(
     )
 
 
+def generation_head(model: Any) -> Any:
+    """The class a spec loads for generation: with its LM head (its config's class, or
+    ``tiny:<type>/causal-lm``'s; a T5's seq2seq LM, ``tiny:t5/seq2seq-lm``'s); None for
+    a spec naming its head, or an object (taken as it is). ``model`` is parsed by the
+    caller (:func:`tfparity.generate`): the spec travels on to :func:`pair` parsed."""
+    from .adapters.hf_tf.loading import generation_head as body_head
+    from .adapters.sources.specs import ModelSpec
+
+    if not isinstance(model, ModelSpec):
+        return None
+    if model.head is None and (model.inner is None or model.inner.head is None):
+        return body_head(model)  # the body's spec, generated with its LM head
+    return None  # keras-hub:tiny:<type>/<head>: the inner spec names it
+
+
 def reference_tokenizer(pt: Any) -> Any | None:
     """The tokenizer of the reference ``pt`` names (a MODEL spec), to tokenize the texts
     with beside the TF side's; None for a reference given as an object (it holds none)."""

@@ -53,6 +53,9 @@ class Divergence:
     component: Component | None
     hint: str = ""
     decoder_hidden_state: int | None = None
+    # The known cause, one fact (a weight scaled, a config field, an unported weight),
+    # which the verdict line states; empty where the hint has only likely causes.
+    cause: str = ""
 
 
 @dataclass
@@ -98,6 +101,22 @@ class Report:
         data = asdict(self)
         data = {"tfparity_version": data.pop("tfparity_version"), **data}
         return _json_safe(data)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        """The report a :meth:`to_dict` (a ``--json`` file) holds: its comparisons and
+        first divergence as their dataclasses again, so that any renderer reads it."""
+        d = data.get("first_divergence")
+        return cls(
+            check=data["check"],
+            model=data["model"],
+            passed=data["passed"],
+            comparisons=[Comparison(**c) for c in data.get("comparisons", [])],
+            first_divergence=None if d is None else Divergence(**d),
+            details=data.get("details", {}),
+            notes=data.get("notes", []),
+            tfparity_version=data.get("tfparity_version", __version__),
+        )
 
 
 def _json_safe(value: Any) -> Any:

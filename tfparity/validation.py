@@ -25,6 +25,12 @@ class NothingComparedError(TfparityError, ValueError):
     run): a parity tool that passes then would pass vacuously."""
 
 
+class ArgumentError(TfparityError, ValueError):
+    """A check's argument no run can take (``permutations=0``, ``localise="sometimes"``):
+    a ValueError to the API's callers, exit 2 on the CLI. Raised by each check's
+    ``Options.from_arguments``, the one place its arguments are checked for both."""
+
+
 def texts(value: Any, name: str = "texts") -> tuple[str, ...] | None:
     """``value`` as a tuple of non-blank, valid Unicode strings (None stays None): the
     one home of these checks, which :class:`~tfparity.inputs.InputOptions` runs when
@@ -96,7 +102,15 @@ def instance(value: Any, types: type | tuple[type, ...], name: str, what: str) -
 def seed(value: Any) -> int:
     """A seed is an int >= 0 (a bool is refused: it is an int to Python, not a seed)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"seed must be an int >= 0, not {value!r}.")
+        raise ArgumentError(f"seed must be an int >= 0, not {value!r}.")
+    return value
+
+
+def one_of(value: Any, choices: Sequence[str], name: str) -> str:
+    """``value`` if it is one of ``choices``; an :class:`ArgumentError` naming them else."""
+    if value not in choices:
+        words = " or ".join(repr(c) for c in choices)
+        raise ArgumentError(f"{name} must be {words}, not {value!r}.")
     return value
 
 

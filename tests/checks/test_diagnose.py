@@ -199,7 +199,7 @@ def test_a_keras_hub_side_exits_2_by_name(bert, tmp_path, capsys):
     assert main(["diagnose", "keras-hub:tiny:bert", *args]) == 2
     err = capsys.readouterr().err
     assert "Diagnose needs the model's embedding tables" in err
-    assert "keras-hub:tiny:bert (a KerasHubModel) does not expose" in err
+    assert "keras-hub:tiny:bert (a keras-hub backbone (BertBackbone)) does not expose" in err
 
 
 def test_the_text_report_names_row_order_shift_and_rounding(bert):

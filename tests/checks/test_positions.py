@@ -12,10 +12,11 @@ from tfparity.adapters.hf_tf.tf_model import TFModel
 from tfparity.api import make_batches
 from tfparity.checks.positions import Answer, PositionsOptions, check_positions
 from tfparity.cli import main
-from tfparity.report.sections import render_positions
+from tfparity.report.sections import positions_verdict, render_positions
 
 FEW = PositionsOptions(permutations=3, seed=0)
 ONE = PositionsOptions(permutations=1, seed=0)
+FAST = ("--permutations", "1", "--random", "1", "--seq-len", "8")
 
 
 def test_tiny_bert_four_scenarios(load_tf_model):
@@ -58,6 +59,10 @@ def test_ignored_position_ids_fail_equivariance(load_tf_model):
     assert s["s1_s4"]["mean_abs_diff"] > 0.1
     assert report.details["equivariant"] is False
     assert report.passed is False
+    assert positions_verdict(report).startswith(
+        "FAIL positions: equivariant NO (permuting position_ids alone changes nothing: they "
+        "do not reach the model)"
+    )
 
 
 def test_mangled_position_ids_fail_explicit_match(load_tf_model):
@@ -65,6 +70,10 @@ def test_mangled_position_ids_fail_explicit_match(load_tf_model):
     report = check_positions(model, make_batches(model), FEW)
     assert report.details["explicit_positions_match"] is False
     assert report.passed is False
+    line = positions_verdict(report)  # the failing facts, each with its output and size
+    assert "equivariant NO (tokens and position_ids permuted together move " in line
+    assert "explicit positions match NO (position_ids equal to the defaults, passed " in line
+    assert "by up to " in line and "last_hidden_state" in line
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +170,27 @@ def test_cli(tmp_path):
     assert main(["positions", "tiny:bert", "--permutations", "0"]) == 2
 
 
+def test_head_picks_the_class_and_what_is_judged(tmp_path, monkeypatch, capsys):
+    """--head base on a masked-LM checkpoint judges its base model's last_hidden_state,
+    --head masked-lm on tiny:bert the head's logits: both PASS. Position ids that never
+    reach the model FAIL (exit 1) under --head base, the verdict line saying so."""
+    for spec, head, compared in (
+        ("tiny:bert/masked-lm", "base", "last_hidden_state"),
+        ("tiny:bert", "masked-lm", "logits"),
+    ):
+        out = tmp_path / f"{head}.json"
+        argv = ["positions", spec, "--head", head, *FAST, "--json", str(out)]
+        assert main(argv) == 0, capsys.readouterr()
+        data = json.loads(out.read_text())
+        assert data["details"]["compared"] == compared and data["equivariant"] is True
+    own = TFModel.call_kwargs
+    monkeypatch.setattr(TFModel, "call_kwargs", lambda m, b: own(m, replace(b, position_ids=None)))
+    capsys.readouterr()
+    assert main(["positions", "tiny:bert/masked-lm", "--head", "base", *FAST]) == 1
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("FAIL positions: equivariant NO (permuting position_ids alone")
+
+
 def test_a_keras_hub_side_exits_2_by_name_not_a_silent_pass(capsys):
     """The positions check reads how the model encodes positions off the model; a
     keras-hub backbone does not expose it, so it is refused (exit 2), never a PASS of
@@ -170,4 +200,4 @@ def test_a_keras_hub_side_exits_2_by_name_not_a_silent_pass(capsys):
     assert main(["positions", "keras-hub:tiny:bert", "--permutations", "1"]) == 2
     err = capsys.readouterr().err
     assert "The positions check needs how the model encodes positions" in err
-    assert "keras-hub:tiny:bert (a KerasHubModel) does not expose" in err
+    assert "keras-hub:tiny:bert (a keras-hub backbone (BertBackbone)) does not expose" in err

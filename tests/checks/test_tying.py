@@ -133,5 +133,5 @@ def test_the_embeddings_check_on_a_keras_hub_side_exits_2_by_name(capsys):
     assert main(["embeddings", "keras-hub:tiny:bert", "--noise-scales", "0"]) == 2
     err = capsys.readouterr().err
     assert "The embeddings check (tying) needs the model's LM head" in err
-    assert "keras-hub:tiny:bert (a KerasHubModel) does not expose" in err
+    assert "keras-hub:tiny:bert (a keras-hub backbone (BertBackbone)) does not expose" in err
     assert "Traceback" not in err

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tfparity.checks.crosscheck.agreement import Agreement
-from tfparity.checks.crosscheck.budgeted import budget_of, judged
-from tfparity.compare import compare_arrays
+from tfparity.checks.crosscheck.budgeted import agreement_failures, budget_of
+from tfparity.compare import BudgetJudge
 from tfparity.compare.bootstrap import parse_limits
 from tfparity.compare.budgets import BUDGETS, Budget, budgets_for, parse_tensor_budget
 from tfparity.compare.growth import error_growth, worst_layer
@@ -56,18 +56,18 @@ def test_judging_by_a_budget_passes_within_and_fails_over_it():
     far = ref.copy()
     far[0, 0, 0] += 1.0
     budget = Budget(max=1e-2, mean=1e-2, cosine=0.99, agreement=0.9)
-    (ok,) = judged([compare_arrays(near, ref, name="x")], [], budget)
+    ok = BudgetJudge(budget).judge("x", [near], [ref])
     assert ok.passed and ok.judge == "budget" and ok.problem is None
-    (bad,) = judged([compare_arrays(far, ref, name="x")], [], budget)
+    bad = BudgetJudge(budget).judge("x", [far], [ref])
     assert not bad.passed and "max abs error 1 > 0.01" in bad.problem
 
 
 def test_agreement_under_its_share_is_a_failing_row():
     budget = Budget(max=1, mean=1, cosine=0, agreement=0.9)
-    rows = judged([], [Agreement("logits", "label", 8, 10)], budget)
+    rows = agreement_failures([Agreement("logits", "label", 8, 10)], budget)
     assert len(rows) == 1 and not rows[0].passed
     assert "label agreement 0.800 < 0.9" in rows[0].problem
-    assert judged([], [Agreement("logits", "label", 10, 10)], budget) == []
+    assert agreement_failures([Agreement("logits", "label", 10, 10)], budget) == []
 
 
 def test_error_growth_names_the_layer_that_adds_most_error():

@@ -15,10 +15,13 @@ from tfparity.checks.crosscheck import localisation
 from tfparity.checks.gradients import localise as gradient_localise
 from tfparity.compare import (
     BudgetJudge,
+    CrossBackendReferee,
     Referee,
     Tolerance,
     ToleranceJudge,
+    failure_message,
     known_difference_note,
+    rmse,
     within,
 )
 from tfparity.compare.budgets import BUDGETS
@@ -126,6 +129,30 @@ def test_each_judge_describes_itself_as_the_reports_say():
     assert text.endswith(
         "not by the float64 referee (a quantised model differs from float32 by design)"
     )
+    assert CrossBackendReferee().describe() == (
+        "float64 referee (factor 3, floor 1e-07 x RMS), the other backends as the float32 "
+        "reference; ceiling 0.0001 x RMS"
+    )
+
+
+def test_the_cross_backend_referee_passes_rounding_and_fails_one_channel_off_naming_it():
+    # another backend's float32 rounding stands in for the reference; the ceiling judges
+    # alone (no other backend), and catches a fault every backend shares
+    skewed = NOISY.copy()
+    skewed[..., 5] *= 1.05
+    judge = CrossBackendReferee(others=(rmse(REFERENCE, TRUTH),))
+    clean = judge.judge("jax:dense", [NOISY], [TRUTH])
+    wrong = judge.judge("jax:dense", [skewed], [TRUTH])
+    assert clean.passed and clean.judge == "referee"
+    assert clean.referee["actual_rmse"] <= clean.referee["allowed_rmse"]
+    assert not wrong.passed and wrong.referee["actual_rmse"] > wrong.referee["allowed_rmse"]
+    assert "jax:dense" in failure_message([clean, wrong])
+    alone = CrossBackendReferee()
+    assert alone.judge("jax:dense", [NOISY], [TRUTH]).passed
+    assert not alone.judge("jax:dense", [skewed], [TRUTH]).passed
+    shared = CrossBackendReferee(others=(rmse(skewed, TRUTH),))
+    assert not shared.judge("jax:dense", [skewed], [TRUTH]).passed
+    assert not judge.judge("jax:dense", [broken(np.nan)], [TRUTH]).passed  # NaN refused
 
 
 @pytest.mark.parametrize(

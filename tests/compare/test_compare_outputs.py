@@ -5,9 +5,6 @@ TF/torch (imitated by tiny fake classes, so these tests run anywhere numpy does)
 
 from __future__ import annotations
 
-import dataclasses
-import json
-
 import numpy as np
 import pytest
 
@@ -25,16 +22,6 @@ from tfparity.compare import (
 
 # Any numpy warning (overflow, invalid value, ...) inside tfparity.compare is a bug here.
 pytestmark = pytest.mark.filterwarnings("error")
-
-
-def _roundtrip(c: Comparison) -> Comparison:
-    """Serialise as strict JSON (no NaN/Infinity) and rebuild the Comparison."""
-    text = json.dumps(dataclasses.asdict(c), allow_nan=False)
-    return Comparison(**json.loads(text))
-
-
-def _grid() -> np.ndarray:
-    return np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
 
 
 # ----------------------------------------------------------------------------- attention masks
@@ -241,14 +228,14 @@ def test_flatten_top_level_shapes():
     assert list(flatten((x, None, x))) == ["[0]", "[2]"]
 
 
-def test_compare_outputs_leaf_by_leaf():
+def test_compare_outputs_leaf_by_leaf(grid):
     expected = {
-        "last_hidden_state": _grid(),
+        "last_hidden_state": grid,
         "hidden_states": (np.zeros((2, 2)), np.ones((2, 2))),
         "extra": {"score": np.array([1.0])},
     }
     actual = {
-        "last_hidden_state": _grid(),
+        "last_hidden_state": grid.copy(),
         "hidden_states": (np.zeros((2, 2)), np.array([[1.0, 1.0], [1.0, 3.0]])),
         "extra": {"score": np.array([1.0])},
     }
@@ -265,7 +252,7 @@ def test_compare_outputs_leaf_by_leaf():
     assert bad.max_abs_diff == 2.0
 
 
-def test_compare_outputs_missing_leaf_names_the_side():
+def test_compare_outputs_missing_leaf_names_the_side(roundtrip):
     expected = {"logits": np.zeros(2), "pooler_output": np.zeros(3), "only_expected": np.ones(1)}
     actual = {"logits": np.zeros(2), "pooler_output": None, "only_actual": np.ones(4)}
     results = {c.name: c for c in compare_outputs(actual, expected)}
@@ -285,7 +272,7 @@ def test_compare_outputs_missing_leaf_names_the_side():
     assert extra.problem == "Output 'only_actual' is missing from the expected side."
     assert extra.shape == [4] and extra.expected_shape == []
     assert extra.dtype == "float64" and extra.expected_dtype == ""
-    _roundtrip(extra)
+    roundtrip(extra)
 
 
 def test_compare_outputs_passes_mask_to_every_leaf():
@@ -313,8 +300,8 @@ def test_compare_output_batches():
 # ----------------------------------------------------------------------------- messages
 
 
-def _three_leaves() -> list[Comparison]:
-    base = _grid().astype(np.float32)
+def _three_leaves(grid: np.ndarray) -> list[Comparison]:
+    base = grid.astype(np.float32)
     small = base.copy()
     small[1, 2] += 0.5
     large = base.copy()
@@ -325,8 +312,8 @@ def _three_leaves() -> list[Comparison]:
     )
 
 
-def test_failure_message_lists_failing_leaves_worst_first():
-    results = _three_leaves()
+def test_failure_message_lists_failing_leaves_worst_first(grid):
+    results = _three_leaves(grid)
     assert [c.passed for c in results] == [False, True, False]
     msg = failure_message(results)
     assert msg.startswith("2 of 3 outputs differ.")
@@ -339,8 +326,8 @@ def test_failure_message_lists_failing_leaves_worst_first():
     assert "Worst element: actual 6.5, expected 6" in msg
 
 
-def test_failure_message_puts_problems_first():
-    results = _three_leaves()
+def test_failure_message_puts_problems_first(grid):
+    results = _three_leaves(grid)
     shape = compare_arrays(np.zeros(2), np.zeros(3), name="shape_bad")
     msg = failure_message(results + [shape])
     assert msg.startswith("3 of 4 outputs differ.")
@@ -348,8 +335,8 @@ def test_failure_message_puts_problems_first():
     assert "Shape mismatch: [2] vs expected [3]." in msg
 
 
-def test_failure_message_when_all_close():
-    a = _grid()
+def test_failure_message_when_all_close(grid):
+    a = grid
     results = compare_outputs({"x": a, "y": a}, {"x": a.copy(), "y": a.copy()})
     assert failure_message(results) == "All outputs are close."
     assert failure_message([]) == "All outputs are close."

@@ -311,20 +311,20 @@ def test_property_referee_sums_batch_by_batch_are_the_plain_formula(data, n, blo
 
 
 def test_referee_sums_fail_a_non_finite_candidate_and_refuse_other_shapes():
-    from tfparity.compare import Referee, RefereeSums, referee_batches
+    from tfparity.compare import Referee, RefereeSums
 
     t = np.linspace(-1, 1, 24).reshape(2, 3, 4)
     a, r = t.astype(np.float32), t.astype(np.float32)
     a[1, 2, 3] = np.nan
-    verdict = referee_batches("x", [a], [r], [t])
+    verdict = Referee().batches("x", [a], [r], [t])
     assert not verdict.passed and np.isnan(verdict.actual_rmse) and verdict.reference_rmse < 1e-7
-    clean = referee_batches("x", [r], [r], [t])
+    clean = Referee().batches("x", [r], [r], [t])
     assert clean.passed and clean.actual_rmse == clean.reference_rmse
     sums = RefereeSums()
     sums.add(r[:, :2], r, t, None)
     assert Referee().result("x", sums) is None
     with pytest.raises(ValueError, match="differ in shape"):
-        referee_batches("x", [r[:, :2]], [r], [t])
+        Referee().batches("x", [r[:, :2]], [r], [t])
 
 
 @_SETTINGS

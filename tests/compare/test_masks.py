@@ -21,7 +21,6 @@ from tfparity.compare import (
     compare_outputs,
     is_pooled,
     leaf_mask,
-    referee_batches,
     row_rms,
     valid_positions,
 )
@@ -71,7 +70,7 @@ def test_a_pooled_leaf_as_wide_as_the_sequence_is_never_masked():
         sums = RefereeSums()
         sums.add(actual, expected, expected, MASK, name=name)
         assert sums.n == 8
-        verdict = referee_batches(name, [actual], [expected], [expected], masks=[MASK])
+        verdict = Referee().batches(name, [actual], [expected], [expected], [MASK])
         assert not verdict.passed
         assert reference_magnitudes([Trace({name: actual})], [MASK])[name] == actual.max()
 

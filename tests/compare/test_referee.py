@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfparity.compare import Referee, RefereeSums, referee_batches
+from tfparity.compare import Referee, RefereeSums
 from tfparity.compare.judge import SMALL_LEAF_FACTORS
 
 F = 3.0
@@ -160,7 +160,7 @@ def test_a_two_value_leaf_passes_clean_noise_and_fails_a_bias_off_by_a_hundredth
     """A classifier's two logits of one item: TF's rounding 7x PyTorch's passes (it
     happens on clean items), a bias off by 0.01 fails, with the factor it was judged by."""
     t = np.array([[0.048, -0.047]])
-    clean = referee_batches("logits", [t + 3e-8], [t + 4e-9], [t])
-    broken = referee_batches("logits", [t + 0.01], [t + 4e-9], [t])
+    clean = Referee().batches("logits", [t + 3e-8], [t + 4e-9], [t])
+    broken = Referee().batches("logits", [t + 0.01], [t + 4e-9], [t])
     assert clean.passed and clean.factor == 100.0
     assert not broken.passed and broken.allowed_rmse < 1e-6

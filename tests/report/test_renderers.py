@@ -1,28 +1,31 @@
 """Every report a command writes renders through the registry keyed by its check
-(tfparity/report/__init__.py): ``tfparity.render`` prints what its command prints, the
-HTML page holds its verdict, and the pytest assertion message leads with its verdict
+(tfparity/report/__init__.py): ``tfparity.render`` prints what its command printed, the
+HTML page holds its verdict, and the pytest assertion message leads with its headline
 and ends with where the full report is.
 
-The reports come from small real runs on tiny models, made once for the module (the
-API called in process), and the ``backends`` ones from made-up backend outputs as the
-judge's tests make them (numpy only, no backend process). ``sweep`` writes no Report
-(its summary is a dict, rendered by :func:`tfparity.report.sweep.render_summary`).
+The reports are small real runs of every command, read back from the JSON they wrote
+(tests/report/data/, made by scripts/report_samples.py; no model runs here), and, for
+the message's window and the budget section, made-up ``backends`` outputs as the
+judge's tests make them (numpy only, no backend process). ``sweep`` writes no Report:
+its summary.json renders with :func:`tfparity.report.sweep.render_summary`.
 """
 
 from __future__ import annotations
 
 import html
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tfparity
-from tfparity.report import RENDERERS, assertion_message, render, verdict
-from tfparity.report.html import render_html
+from tfparity.report import RENDERERS, assertion_message, render, renderer_key, verdict
+from tfparity.report.html import render_html, write_html
 
-INPUTS = tfparity.InputOptions(random=2, seq_len=8, batch_size=2, seed=0)
-ONE = tfparity.InputOptions(random=1, seq_len=4, batch_size=1, seed=0)
+# every stored sample (tests/report/test_report_samples.py: one per command, and fresh)
+SAMPLES = sorted(p.stem for p in (Path(__file__).parent / "data").glob("*.json"))
+REPORTS = [name for name in SAMPLES if name != "sweep"]
 BACKENDS = ["tensorflow", "jax", "torch"]
 RNG = np.random.default_rng(0)
 # ten layers: the assertion message shows the rows around the first divergence only
@@ -74,54 +77,15 @@ def _quantised_backends(faulty: bool = False, over: float = 1.001):
 
 
 @pytest.fixture(scope="module")
-def reports(load_tf_model) -> dict:
-    """name -> a Report of that command (PASS and FAIL where the FAIL is cheap)."""
-    from tfparity.adapters.hf_tf.embedding_parts import default_position_ids, embedding_parts
-    from tfparity.checks.crosscheck.quantised import with_quantisation
-    from tfparity.checks.diagnose import DiagnoseInputs, check_diagnose
-    from tfparity.checks.modes import ModesOptions, check_modes
-    from tfparity.orchestration import reference_for
-
-    bert, gpt = load_tf_model("tiny:bert"), load_tf_model("tiny:gpt2/causal-lm")
-    batches = tfparity.make_batches(bert, INPUTS)
-    parts = embedding_parts(bert)
-    word = parts.word[batches[0].input_ids]
-    made = {
-        "check": tfparity.check_embeds(bert, batches=batches),
-        "check-fail": tfparity.check_embeds(
-            bert, batches=batches, embeds_fn=lambda b: parts.word[b.input_ids] * 1.05
-        ),
-        "embeddings": tfparity.check_tying(bert, inputs=INPUTS),
-        "positions": tfparity.check_positions(bert, inputs=INPUTS, permutations=2),
-        "diagnose": check_diagnose(bert, DiagnoseInputs(batches[0], word)),
-        "diagnose-fail": check_diagnose(
-            bert,
-            DiagnoseInputs(
-                batches[0], word + parts.position[default_position_ids(bert, batches[0].input_ids)]
-            ),
-        ),
-        "modes": check_modes(bert, batches, ModesOptions(devices="cpu", modes=("graph",))),
-        "backends": _backends(faulty=False),
+def made() -> dict:
+    """Made-up backends reports (the layer window, the gradients, a budget no layer
+    parts over) and a stored file's exact check on a real crosscheck report."""
+    return {
         "backends-fail": _backends(faulty=True),
         "backends-gradients": _backends(faulty=True, gradients=True),
-        "backends-quantised": _quantised_backends(faulty=False),
         "backends-quantised-fail": _quantised_backends(faulty=True),
         "backends-quantised-over": _quantised_backends(over=1.5),
     }
-    one = tfparity.make_batches(bert, ONE)  # gradients cost by the token: the fewest
-    made["gradients-embeds"], made["gradients"] = tfparity.gradients(bert, batches=one)
-    lm_batches = tfparity.make_batches(gpt, INPUTS)
-    (crosscheck,) = tfparity.crosscheck(gpt, batches=lm_batches, reload=False)
-    made["crosscheck"] = crosscheck
-    # --quantize's section, on a "quantised" twin that is the float model itself: the
-    # section's shape, every budget met (this module renders; tests/checks judge)
-    pt = reference_for("tiny:gpt2/causal-lm")
-    made["crosscheck-quantize"] = with_quantisation(crosscheck, gpt, gpt, pt, lm_batches, "int8")
-    made["crosscheck-requantisation"] = replace(
-        crosscheck, details={**crosscheck.details, "requantisation": REQUANTISATION}
-    )
-    made["generate"] = tfparity.generate(gpt, new_tokens=2, texts=["Hello there"])
-    return made
 
 
 # A stored quantised file's exact check (docs/json-schema.md's details.requantisation),
@@ -146,136 +110,137 @@ REQUANTISATION = {
     ],
 }
 
-NAMES = [
-    "check",
-    "check-fail",
-    "crosscheck",
-    "crosscheck-quantize",
-    "crosscheck-requantisation",
-    "diagnose",
-    "diagnose-fail",
-    "embeddings",
-    "positions",
-    "generate",
-    "gradients-embeds",
-    "gradients",
-    "modes",
-    "backends",
-    "backends-fail",
-    "backends-gradients",
-    "backends-quantised",
-    "backends-quantised-fail",
-    "backends-quantised-over",
-]
 
-
-def _printed(name: str, report) -> str:
-    """What the report's command prints: its own renderer, as the command calls it."""
-    from tfparity.report import backends, generation, gradients, modes, sections, text
-
-    by_command = {
-        "check": text.render,
-        "crosscheck": text.render,
-        "diagnose": sections.render_diagnose,
-        "embeddings": sections.render_embeddings,
-        "positions": sections.render_positions,
-        "generate": generation.render_generation,
-        "gradients": gradients.render_gradients,
-        "modes": modes.render_modes,
-        "backends": backends.render_report,
-    }
-    command = name.split("-")[0]
-    return by_command[command](report)
-
-
-def test_both_verdicts_are_among_the_reports(reports):
-    """The module renders passing and failing reports (each way of each renderer)."""
-    assert set(reports) == set(NAMES)
-    for name in ("check", "diagnose", "backends", "backends-quantised"):
-        assert reports[name].passed and not reports[f"{name}-fail"].passed, name
-    assert not reports["backends-gradients"].passed
-    over = reports["backends-quantised-over"]
+def test_the_samples_hold_both_verdicts_of_the_checks_that_fail_cheaply(sample_reports, made):
+    """Each way of each renderer: passing and failing reports."""
+    for name in ("crosscheck", "generate", "backends", "backends-quantised"):
+        assert all(r.passed for r in sample_reports[name]), name
+        assert not any(r.passed for r in sample_reports[f"{name}-fail"]), name
+    assert not sample_reports["diagnose"][0].passed
+    quantised = sample_reports["backends-quantised"][0]
+    assert renderer_key(quantised) == "backends:quantised"
+    assert renderer_key(sample_reports["backends"][0]) == "backends"
+    over = made["backends-quantised-over"]
     assert not over.passed and "layer" not in over.details["first_divergence"]  # no layer parts
-    assert "quantisation" in reports["crosscheck-quantize"].details
-    assert "quantisation" in reports["backends-quantised"].details
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_render_prints_what_the_command_prints_and_ends_with_the_verdict(reports, name):
-    report = reports[name]
-    assert report.check in RENDERERS  # registered, not the default for a check of your own
-    text = tfparity.render(report)
-    assert text == render(report) == _printed(name, report)
-    lines = text.splitlines()
-    assert lines[0] == f"tfparity {report.check} · {report.model}"
-    assert lines[-1] == verdict(report)
-    assert lines[-1].startswith("PASS " if report.passed else "FAIL ")
-    assert tfparity.render(report, verbose=True).splitlines()[-1] == lines[-1]
+@pytest.mark.parametrize("name", REPORTS)
+def test_render_prints_what_the_command_printed(sample_reports, sample_printed, name):
+    """Each report read back from its command's JSON renders as the command printed it."""
+    for report in sample_reports[name]:
+        assert renderer_key(report) in RENDERERS  # not the default for a check of your own
+        text = tfparity.render(report)
+        assert text == render(report)
+        assert text in sample_printed[name]
+        lines = text.splitlines()
+        assert lines[0].startswith(f"tfparity {report.check} · {report.model}")
+        assert lines[-1] == verdict(report)
+        assert lines[-1].startswith("PASS " if report.passed else "FAIL ")
+        assert tfparity.render(report, verbose=True).splitlines()[-1] == lines[-1]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_html_holds_the_report_s_verdict(reports, name):
-    report = reports[name]
-    page = render_html([report])
+def test_the_sweep_summary_renders_what_the_command_printed(sample_json, sample_printed):
+    from tfparity.report.sweep import render_summary
+
+    assert render_summary(sample_json["sweep"], "sweep") == sample_printed["sweep"].rstrip("\n")
+
+
+@pytest.mark.parametrize("name", REPORTS)
+def test_the_html_page_holds_each_report_s_verdict(sample_reports, tmp_path, name):
+    """What --html writes for the command's reports."""
+    reports = sample_reports[name]
+    write_html(reports, tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    assert f"<p>{html.escape(verdict(report))}</p>" in page
-    assert ('<span class="fail">FAIL</span>' in page) is not report.passed
+    for report in reports:
+        assert f"<p>{html.escape(verdict(report))}</p>" in page
+    assert ('<span class="fail">FAIL</span>' in page) is not all(r.passed for r in reports)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_assertion_message_leads_with_the_verdict_and_ends_with_the_full_report(reports, name):
-    report = reports[name]
-    lines = assertion_message([report], FULL).splitlines()
-    first = verdict(report)
-    d = report.first_divergence
-    if report.check not in ("backends", "generate") and d is not None:
-        assert lines[0].endswith(f": FAIL {report.check}, {report.model}")  # the place first
-    else:
-        assert lines[0].startswith(first), lines[0]
+@pytest.mark.parametrize("name", REPORTS)
+def test_the_assertion_message_leads_with_the_headline_and_ends_with_the_full_report(
+    sample_reports, name
+):
+    reports = sample_reports[name]
+    lines = assertion_message(reports, FULL).splitlines()
+    first = next((r for r in reports if not r.passed), reports[0])
+    d = first.first_divergence
+    if renderer_key(first) in ("generate", "backends", "backends:quantised") or d is None:
+        assert lines[0].startswith(verdict(first)), lines[0]
+    else:  # the place first: pytest's summary line cuts at the terminal's width
+        assert lines[0].endswith(f": FAIL {first.check}, {first.model}")
+        assert lines[0].startswith(f"layer {d.layer}" if isinstance(d.layer, int) else d.layer)
     assert lines[-1] == FULL
     assert len(lines) <= 40
 
 
-def test_render_of_a_backends_report_is_its_layer_table(reports):
+def test_the_cross_check_s_message_names_the_failing_layer_first(sample_reports):
+    (report,) = sample_reports["crosscheck-fail"]
+    lines = assertion_message([report], FULL).splitlines()
+    assert lines[0].startswith("layer 1 ")  # tfparity.testing.perturb_ffn(port, 1, 1.5)
+    assert len(lines[0].split(": FAIL")[0]) < 60
+    assert "tensors are not close!" in "\n".join(lines)
+
+
+def test_a_stored_file_s_exact_check_renders_in_the_cross_check(sample_reports):
+    (report,) = sample_reports["crosscheck-fail"]
+    report = replace(report, details={**report.details, "requantisation": REQUANTISATION})
+    text = tfparity.render(report)
+    assert "h_1/mlp/c_proj/kernel_scale" in text
+    assert "h_1/mlp/c_proj/kernel_scale" in render_html([report])
+
+
+def test_render_of_a_backends_report_is_its_layer_table(made):
     """``tfparity.render`` on a ``backends`` report (it raised KeyError 'hidden_state',
     reading the layer x backend table as the cross-check's)."""
-    text = tfparity.render(reports["backends-fail"])
+    text = tfparity.render(made["backends-fail"])
     assert "first divergence: backend jax, layer layer_5 (one)" in text
     assert all(any(line.startswith(f"{n} ") for line in text.splitlines()) for n in LAYERS)
 
 
-def test_the_backends_assertion_shows_the_rows_around_the_first_divergence(reports):
-    lines = assertion_message([reports["backends-fail"]], FULL).splitlines()
+def test_the_backends_assertion_shows_the_rows_around_the_first_divergence(made, sample_reports):
+    lines = assertion_message([made["backends-fail"]], FULL).splitlines()
     assert lines[0].startswith("FAIL backends: backend jax parts from")
     shown = [n for n in LAYERS if any(line.startswith(f"{n} ") for line in lines)]
     assert shown == LAYERS[2:9]  # three either side of layer_5
     assert "first divergence: backend jax, layer layer_5 (one)" in lines
-    passing = assertion_message([reports["backends"]], FULL).splitlines()
+    passing = assertion_message(sample_reports["backends"], FULL).splitlines()
     assert passing[0].startswith("PASS backends") and not any("divergence" in x for x in passing)
 
 
-def test_the_quantised_backends_assertion_has_its_rows_and_budget(reports):
-    lines = assertion_message([reports["backends-quantised-fail"]], FULL).splitlines()
+def test_the_quantised_backends_assertion_has_its_rows_and_budget(made):
+    lines = assertion_message([made["backends-quantised-fail"]], FULL).splitlines()
     assert lines[0].startswith("FAIL backends:")
     assert lines[1].startswith("each cell: max abs diff to the nearest other backend")
     assert any(line.startswith("int8 budget, quantised vs the float model") for line in lines)
     assert [n for n in LAYERS if any(line.startswith(f"{n} ") for line in lines)] == LAYERS[2:9]
 
 
-def test_a_check_of_your_own_renders_as_a_tensor_check(reports):
-    mine = replace(reports["check-fail"], check="mine")
+@pytest.mark.parametrize("name", ["backends-gradients", "backends-quantised-over"])
+def test_a_made_up_backends_report_renders_everywhere(made, name):
+    """The gradients' section, and a budget no layer parts over (the HTML and the plot
+    raised KeyError 'layer')."""
+    report = made[name]
+    assert tfparity.render(report).splitlines()[-1] == verdict(report)
+    assert f"<p>{html.escape(verdict(report))}</p>" in render_html([report])
+    assert assertion_message([report], FULL).splitlines()[-1] == FULL
+
+
+def test_a_check_of_your_own_renders_as_a_tensor_check(sample_reports):
+    mine = replace(sample_reports["crosscheck-fail"][0], check="mine")
     assert tfparity.render(mine).splitlines()[-1].startswith("FAIL mine: ")
     assert assertion_message([mine], FULL).splitlines()[-1] == FULL
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_plot_draws_every_report_that_has_layers(reports, name):
+@pytest.mark.parametrize("name", [*REPORTS, "backends-quantised-over"])
+def test_the_plot_draws_every_report_that_has_layers(sample_reports, made, name):
     """--plot and the HTML's image: a backends report by backend, any other by hidden
     state; a report without either has no plot."""
     from tfparity.report.plot import backend_series, layer_series, plottable
 
-    report = reports[name]
-    backends = backend_series(report)
-    assert (backends is not None) is (report.check == "backends")
-    assert backends is None or layer_series(report) is None
-    assert bool(plottable([report])) is (backends is not None or layer_series(report) is not None)
+    for report in sample_reports.get(name) or [made[name]]:
+        backends = backend_series(report)
+        assert (backends is not None) is (report.check == "backends")
+        assert backends is None or layer_series(report) is None
+        drawn = backends is not None or layer_series(report) is not None
+        assert bool(plottable([report])) is drawn

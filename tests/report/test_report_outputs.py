@@ -262,7 +262,7 @@ def test_assertion_message_stays_short_on_a_deep_model():
     """A 24-layer model failing from layer 3 on, with many failing outputs: the message
     keeps the verdict first, a window of the layer table, three output rows, one block,
     and says where the rest is."""
-    from tfparity.report.brief import assertion_message
+    from tfparity.report import assertion_message
 
     diffs = [0.0] * 4 + [0.5 + k / 100 for k in range(4, 25)]
     rows = [layer_row(k, diff, k < 4) for k, diff in enumerate(diffs)]
@@ -303,7 +303,8 @@ def outputs_report(*comparisons: Comparison) -> Report:
 def test_a_failing_verdict_headlines_a_shape_mismatch_not_a_passing_tensor():
     """The failing tensor compared no values (max abs diff 0): the line used to quote the
     passing hidden state's difference instead."""
-    from tfparity.report.brief import assertion_message, headline
+    from tfparity.report import assertion_message
+    from tfparity.report.brief import headline
     from tfparity.report.text import render, verdict_line
 
     ones = np.ones((5, 3), np.float32)
@@ -365,7 +366,7 @@ def test_a_passing_verdict_is_unchanged():
 def test_the_assertion_headline_puts_the_divergence_before_the_model(failing_crosscheck):
     """pytest's summary line cuts at the terminal's width: a long model path first used
     to push the divergence out of it."""
-    from tfparity.report.brief import assertion_message
+    from tfparity.report import assertion_message
 
     failing_crosscheck.model = "/home/someone/checkpoints/" + "very-long-name-" * 4
     first = assertion_message([failing_crosscheck], "full report: here").splitlines()[0]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import validation
 from ..adapters.interfaces.embeddings import EmbeddingParts
 from ..adapters.interfaces.sides import TFSide
 from ..compare import Comparison, Tolerance, compare_output_batches, to_numpy
@@ -36,6 +37,12 @@ class DiagnoseInputs:
 @dataclass(frozen=True)
 class DiagnoseOptions:
     tolerance: Tolerance | None = None
+
+    @classmethod
+    def from_arguments(cls, *, tolerance: Tolerance | None = None) -> DiagnoseOptions:
+        """The options :func:`tfparity.diagnose` and ``tfparity diagnose`` were given,
+        checked once for both (the arrays: :func:`diagnose_inputs`)."""
+        return cls(tolerance=validation.tolerance(tolerance))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from ..results import Divergence, Report
 from ..trace import Trace, hidden_state_index, layer_of, layer_text
 from ..validation import nonfinite_weights
 from .diagnosis import diagnose_embeddings
+from .diagnosis.advice import short_cause
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,20 @@ class EmbedsOptions:
     tolerance: Tolerance | None = None
     embeds_fn: Callable[[Batch], Any] | None = None
     references: Sequence[Trace] | None = None  # the input_ids runs, when already made
+
+    @classmethod
+    def from_arguments(
+        cls,
+        *,
+        tolerance: Tolerance | None = None,
+        embeds_fn: Callable[[Batch], Any] | None = None,
+        references: Sequence[Trace] | None = None,
+    ) -> EmbedsOptions:
+        """The options :func:`tfparity.check_embeds` and ``tfparity check`` were given,
+        checked once for both before any model loads."""
+        validation.tolerance(tolerance)
+        validation.optional_callable(embeds_fn, "embeds_fn")
+        return cls(tolerance=tolerance, embeds_fn=embeds_fn, references=references)
 
 
 class NonFiniteOutputError(TfparityError):
@@ -115,7 +130,10 @@ def localise(
     failing = [c for c in comparisons if not c.passed]
     hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
     if hidden and hidden[0] == 0:
-        return Divergence(0, "embeddings", "embeddings", embeddings_hint(model, batches, fed))
+        if fed is not None and _has_tables(model):
+            hint, cause = _diagnosed(model, batches, fed)
+            return Divergence(0, "embeddings", "embeddings", hint, cause=cause)
+        return Divergence(0, "embeddings", "embeddings", embeddings_hint(model, batches))
     if hidden:
         k = hidden[0]
         return Divergence(
@@ -139,7 +157,7 @@ def embeddings_hint(model: TFSide, batches: Sequence[Batch], fed: Fed | None = N
     first batch whose embeddings are not the gathered ones; a side without embedding
     tables (an export, keras-hub) gets the causes the batches alone show."""
     if fed is not None and _has_tables(model):
-        return _diagnosed(model, batches, fed)
+        return _diagnosed(model, batches, fed)[0]
     left_padded = any((b.attention_mask[:, 0] == 0).any() for b in batches)
     if model.padding_aware_positions and left_padded:
         return (
@@ -157,7 +175,8 @@ def embeddings_hint(model: TFSide, batches: Sequence[Batch], fed: Fed | None = N
     )
 
 
-def _diagnosed(model: TFSide, batches: Sequence[Batch], fed: Fed) -> str:
+def _diagnosed(model: TFSide, batches: Sequence[Batch], fed: Fed) -> tuple[str, str | None]:
+    """The diagnosis's hint, and what the fed tensor is for the verdict line."""
     arrays = [np.asarray(to_numpy(e)) for e in fed.embeds]
     pick = next(
         (i for i, (b, e) in enumerate(zip(batches, arrays, strict=True)) if _differs(model, b, e)),
@@ -167,7 +186,8 @@ def _diagnosed(model: TFSide, batches: Sequence[Batch], fed: Fed) -> str:
         model, batches[pick], arrays[pick], fed.references[pick], outputs_match=False
     )
     where = f"batch {pick}: " if len(batches) > 1 else ""
-    return f"{where}{found.hint}"
+    cause = short_cause(found)
+    return f"{where}{found.hint}", (f"{where}{cause}" if cause else None)
 
 
 def _has_tables(model: TFSide) -> bool:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import validation
 from ..adapters.interfaces.sides import TFSide
 from ..adapters.runtime.devices import resolve_devices, short_name, tf32_capable
 from ..adapters.runtime.execution_options import ExecutionOptions, parse_mode
@@ -60,6 +61,39 @@ class ModesOptions:
     modes: tuple[str, ...] = DEFAULT_MODES
     tolerance: Tolerance | None = None
     scale: float = TOLERANCE_SCALE
+
+    @classmethod
+    def from_arguments(
+        cls,
+        *,
+        devices: str = "all",
+        modes: str | Sequence[str] | None = None,
+        tolerance: Tolerance | None = None,
+    ) -> ModesOptions:
+        """The options :func:`tfparity.check_modes` and ``tfparity modes`` were given,
+        checked once for both, before any framework import (exit 2 for a bad one).
+        ``modes``: a sequence of modes, or ``--modes``'s comma-separated text; None:
+        :data:`DEFAULT_MODES`. Each mode's grammar is checked here; whether it can run
+        on this machine is known only once the devices are (:func:`check_modes`)."""
+        validation.tolerance(tolerance)
+        if not isinstance(devices, str) or not devices.strip():
+            raise validation.ArgumentError(
+                f"devices (--devices) must name devices (cpu, gpu:N, gpu, all), not {devices!r}."
+            )
+        if modes is None:
+            return cls(devices=devices, tolerance=tolerance)
+        named = modes.split(",") if isinstance(modes, str) else list(modes)
+        if not all(isinstance(m, str) for m in named):
+            raise TypeError(f"modes must be strings (eager, xla, fp16, ...), not {modes!r}.")
+        chosen = tuple(m.strip() for m in named if m.strip())
+        if not chosen:
+            text = modes if isinstance(modes, str) else ",".join(modes)
+            raise validation.ArgumentError(
+                f"--modes '{text}' (modes=) names no mode; give e.g. --modes eager,xla,fp16."
+            )
+        for mode in chosen:
+            parse_mode(mode)  # an unknown mode exits 2 now, not after the model loads
+        return cls(devices=devices, modes=chosen, tolerance=tolerance)
 
 
 @dataclass(frozen=True)

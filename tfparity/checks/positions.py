@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import validation
 from ..adapters.interfaces.sides import TFSide
 from ..architectures.heads import PER_SEQUENCE_LABEL_HEADS, POOLED_TOKEN, Head, answer_outputs
 from ..compare import Comparison, Tolerance, compare_batches, compare_output_batches
@@ -81,6 +82,20 @@ class PositionsOptions:
     permutations: int = 10
     seed: int = 0
     tolerance: Tolerance | None = None
+
+    @classmethod
+    def from_arguments(
+        cls, *, permutations: int = 10, seed: int = 0, tolerance: Tolerance | None = None
+    ) -> PositionsOptions:
+        """The options :func:`tfparity.check_positions` and ``tfparity positions`` were
+        given, checked once for both before any model loads (exit 2 for a bad one)."""
+        if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
+            raise validation.ArgumentError(
+                f"permutations (--permutations) must be an int >= 1, not {permutations!r}."
+            )
+        validation.seed(seed)
+        validation.tolerance(tolerance)
+        return cls(permutations=permutations, seed=seed, tolerance=tolerance)
 
 
 def check_positions(

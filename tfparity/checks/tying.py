@@ -9,12 +9,14 @@ it takes before they cannot (embeddings are as sensitive as the text they encode
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .. import validation
 from ..adapters.interfaces.embeddings import LMHead
 from ..adapters.interfaces.sides import TFSide
 from ..inputs import Batch, note_inputs
@@ -36,6 +38,33 @@ class TyingOptions:
 
     noise_scales: tuple[float, ...] = NOISE_SCALES
     seed: int = 0
+
+    @classmethod
+    def from_arguments(
+        cls, *, noise_scales: str | Sequence[float] | None = None, seed: int = 0
+    ) -> TyingOptions:
+        """The options :func:`tfparity.check_tying` and ``tfparity embeddings`` were
+        given, checked once for both before any model loads (exit 2 for a bad one).
+        ``noise_scales``: numbers, or ``--noise-scales``'s comma-separated text; None:
+        :data:`NOISE_SCALES`."""
+        validation.seed(seed)
+        if noise_scales is None:
+            return cls(seed=seed)
+        text = noise_scales if isinstance(noise_scales, str) else None
+        try:
+            parts = text.split(",") if text is not None else list(noise_scales)
+            scales = tuple(float(s) for s in parts if not isinstance(s, str) or s.strip())
+        except (TypeError, ValueError) as exc:
+            raise validation.ArgumentError(
+                f"--noise-scales (noise_scales=) must be numbers separated by commas: {exc}"
+            ) from exc
+        if not scales or any(not math.isfinite(s) or s < 0 for s in scales):
+            shown = text if text is not None else ",".join(map(str, scales))
+            raise validation.ArgumentError(
+                f"--noise-scales '{shown}' (noise_scales=): give at least one scale, each a "
+                "finite number >= 0 (NaN noise makes every round trip fail, Inf is no scale)."
+            )
+        return cls(noise_scales=scales, seed=seed)
 
 
 def check_tying(

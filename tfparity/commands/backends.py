@@ -122,7 +122,7 @@ def _jobs(value: str) -> int:
 
 def _run_backends(args: argparse.Namespace) -> int:
     from ..cross_backend import backends
-    from ..report.backends import render_report
+    from ..report import render
     from ..report.jsonio import write_json
 
     if args.random < 1 or args.seq_len < 1:
@@ -148,7 +148,7 @@ def _run_backends(args: argparse.Namespace) -> int:
         kl_budget=args.kl_budget,
         jobs=args.jobs,
     )
-    print(render_report(report))
+    print(render(report))
     if args.json:
         write_json([report], args.json, top_level=TOP_LEVEL)
     write_outputs(args, [report])

@@ -88,7 +88,7 @@ def _run_check(args: argparse.Namespace) -> int:
         references = [executed.run(b) for b in batches]
         if shared is None:  # the first device's runs serve the cross-check too
             shared = (executed, references)
-        options = EmbedsOptions(tolerance=tolerance(args), references=references)
+        options = EmbedsOptions.from_arguments(tolerance=tolerance(args), references=references)
         report = check_embeds(executed, batches, options)
         report.details.update(execution.describe())
         report.details["seconds"] = round(time.perf_counter() - start, 2)

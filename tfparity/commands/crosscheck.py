@@ -104,6 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import crosscheck
+    from ..checks.crosscheck.check import CrosscheckOptions
     from ..checks.crosscheck.export_source import export_verdict
     from ..checks.crosscheck.gold import read_labels
     from ..orchestration import export_spec
@@ -114,16 +115,15 @@ def run(args: argparse.Namespace) -> int:
         raise TfparityError(_reference_alone_refusal(args))
     check_output_arguments(args)
     changes = pt_config(args)  # exit 2 on a malformed item, before any load
-    if args.budget is not None:
-        from ..compare.budgets import budgets_for
-
-        budgets_for(None).tensor_budget(
-            args.budget
-        )  # exit 2 on a malformed budget, before any load
-    if args.kl_budget is not None:
-        from ..compare.bootstrap import parse_limits
-
-        parse_limits(args.kl_budget)  # exit 2 on a malformed budget, before any load
+    CrosscheckOptions.from_arguments(  # exit 2 before any framework import
+        localise=args.localise,
+        referee=args.referee,
+        budget=args.budget,
+        kl_budget=args.kl_budget,
+        quantize=args.quantize,
+        attribute=args.attribute,
+        backend=args.backend,
+    )
     executions = execution_options(args)
     golden = bool(args.save_outputs or args.load_outputs)
     if golden and len(executions) > 1:
@@ -187,16 +187,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _refuse_backend_with(args: argparse.Namespace, golden: bool) -> None:
     """--backend jax|torch runs the keras-hub backbone in another process: what needs
-    the backbone in this one is refused (exit 2) rather than run on TensorFlow."""
-    if args.backend in (None, "tensorflow"):
-        return
-    for given, option in ((golden, "--save-outputs/--load-outputs"), (args.quantize, "--quantize")):
-        if given:
-            raise TfparityError(
-                f"{option} is not run with --backend {args.backend} yet: the keras-hub "
-                "model on another backend runs in a process of its own (use --backend "
-                "tensorflow)."
-            )
+    the backbone in this one is refused (exit 2) rather than run on TensorFlow (a
+    --quantize: by :meth:`CrosscheckOptions.from_arguments`)."""
+    if golden and args.backend not in (None, "tensorflow"):
+        raise TfparityError(
+            f"--save-outputs/--load-outputs is not run with --backend {args.backend} yet: "
+            "the keras-hub model on another backend runs in a process of its own (use "
+            "--backend tensorflow)."
+        )
 
 
 def _reference_alone_refusal(args: argparse.Namespace) -> str:

@@ -55,9 +55,10 @@ def _run_diagnose(args: argparse.Namespace) -> int:
     arrays = {k: None if f is None else _read_npy(f, flag) for k, (flag, f) in files.items()}
     names = InputNames(**{k: f"{flag} {f}" for k, (flag, f) in files.items()})
     inputs = diagnose_inputs(**arrays, names=names)  # bad files fail before the model loads
+    options = DiagnoseOptions.from_arguments(tolerance=tolerance(args))
     frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle)
-    report = check_diagnose(model, inputs, DiagnoseOptions(tolerance=tolerance(args)))
+    report = check_diagnose(model, inputs, options)
     print(render_diagnose(report))
     if args.json:
         write_json([report], args.json, top_level=TOP_LEVEL)

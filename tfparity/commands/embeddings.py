@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import math
 
-from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -44,9 +42,8 @@ def _run_embeddings(args: argparse.Namespace) -> int:
     from ..report.jsonio import write_json
     from ..report.sections import render_embeddings
 
-    options = TyingOptions(seed=args.seed)
-    if args.noise_scales:
-        options = TyingOptions(noise_scales=_scales(args.noise_scales), seed=args.seed)
+    # exit 2 before any framework import; an empty --noise-scales keeps the default
+    options = TyingOptions.from_arguments(noise_scales=args.noise_scales or None, seed=args.seed)
     frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     # with its LM head where the checkpoint holds one (exit 2 where the side has none)
@@ -57,16 +54,3 @@ def _run_embeddings(args: argparse.Namespace) -> int:
     if args.json:
         write_json([report], args.json, top_level=TOP_LEVEL)
     return EXIT_PASS if report.passed else EXIT_FAIL
-
-
-def _scales(text: str) -> tuple[float, ...]:
-    try:
-        scales = tuple(float(s) for s in text.split(",") if s.strip())
-    except ValueError as exc:
-        raise TfparityError(f"--noise-scales must be numbers separated by commas: {exc}") from exc
-    if not scales or any(not math.isfinite(s) or s < 0 for s in scales):
-        raise TfparityError(
-            f"--noise-scales '{text}': give at least one scale, each a finite number >= 0 "
-            "(NaN noise makes every round trip fail, Inf is no scale)."
-        )
-    return scales

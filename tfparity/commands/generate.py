@@ -67,17 +67,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import generate
-    from ..checks.generation.check import check_new_tokens
+    from ..checks.generation.check import GenerationOptions
     from ..report.generation import render_generation
     from ..report.jsonio import write_json
 
-    check_new_tokens(args.new_tokens)
+    GenerationOptions.from_arguments(  # exit 2 before any framework import
+        new_tokens=args.new_tokens,
+        embeds=not args.no_embeds,
+        kl_budget=args.kl_budget,
+        quantize=args.quantize,
+        backend=args.backend,
+    )
     inputs = input_options(args)
     changes = pt_config(args)
-    if args.kl_budget is not None:
-        from ..compare.bootstrap import parse_limits
-
-        parse_limits(args.kl_budget)  # exit 2 on a malformed budget, before any load
     frameworks_frozen(torch=True)
     start = time.perf_counter()
     report = generate(

@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run_gradients(args: argparse.Namespace) -> int:
     from ..api import gradients
+    from ..checks.gradients.check import GradientsOptions
     from ..errors import TfparityError
     from ..report.gradients import render_gradients
     from ..report.jsonio import write_json
@@ -56,18 +57,13 @@ def _run_gradients(args: argparse.Namespace) -> int:
     if args.no_pt and args.pt:
         raise TfparityError("Give --pt or --no-pt, not both.")
     changes = pt_config(args)
-    if changes and args.no_pt:
-        raise TfparityError("--pt-config changes the PyTorch reference; drop --no-pt.")
-    if args.no_pt and args.backend not in (None, "tensorflow"):
-        raise TfparityError(
-            f"--backend {args.backend} runs the TF-vs-PyTorch half only (the worker is "
-            "given token ids: no inputs_embeds path to compare), which --no-pt leaves "
-            "out: drop --no-pt."
-        )
-    if args.frozen and args.no_pt:
-        raise TfparityError(
-            "--frozen excludes PyTorch weights from the TF-vs-PyTorch report; drop --no-pt."
-        )
+    GradientsOptions.from_arguments(  # exit 2 before any framework import
+        seed=args.seed,
+        frozen=args.frozen,
+        with_reference=not args.no_pt,
+        pt_config=changes,
+        backend=args.backend,
+    )
     inputs = input_options(args)
     frameworks_frozen(torch=not args.no_pt)
     start = time.perf_counter()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -52,24 +51,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_modes(args: argparse.Namespace) -> int:
-    from ..api import load_model, make_batches
-    from ..checks.modes import DEFAULT_MODES, ModesOptions, check_modes
+    from ..api import check_modes, load_model
+    from ..checks.modes import ModesOptions
     from ..report.jsonio import write_json
     from ..report.modes import render_modes
 
     start = time.perf_counter()
-    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip()) if args.modes else None
-    if args.modes is not None and not modes:
-        raise TfparityError(
-            f"--modes '{args.modes}' names no mode; give e.g. --modes eager,xla,fp16."
-        )
-    options = ModesOptions(
-        devices=args.devices, modes=modes or DEFAULT_MODES, tolerance=tolerance(args)
-    )
+    # checked before any framework import; check_modes checks them the same way
+    ModesOptions.from_arguments(devices=args.devices, modes=args.modes)
     frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle)
-    batches = make_batches(model, input_options(args))
-    report = check_modes(model, batches, options)
+    report = check_modes(
+        model,
+        devices=args.devices,
+        modes=args.modes,
+        inputs=input_options(args),
+        tolerance=tolerance(args),
+    )
     report.details["seconds"] = round(time.perf_counter() - start, 2)
     print(render_modes(report, verbose=args.verbose))
     if args.json:

@@ -146,7 +146,10 @@ NAMING: dict[str, Naming] = {
     "modes": _TF_ALONE,
     "diagnose": _TF_ALONE,
     "embeddings": _TF_ALONE,
-    "positions": _TF_ALONE,
+    "positions": Naming(
+        takes=("MODEL", "--allow-pickle", "--head"),
+        refused={k: v for k, v in _TF_ALONE.refused.items() if k != "--head"},
+    ),
 }
 
 # The commands that run no model, and why (the table is complete: a test holds that).

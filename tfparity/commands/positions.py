@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import TfparityError
 from .common import (
     EXIT_FAIL,
     EXIT_PASS,
@@ -44,14 +43,12 @@ def _run_positions(args: argparse.Namespace) -> int:
     from ..report.jsonio import write_json
     from ..report.sections import render_positions
 
-    if args.permutations < 1:
-        raise TfparityError(f"--permutations must be at least 1 (got {args.permutations}).")
-    frameworks_frozen()
-    model = load_model(args.model, allow_pickle=args.allow_pickle)
-    batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))
-    options = PositionsOptions(
+    options = PositionsOptions.from_arguments(
         permutations=args.permutations, seed=args.seed, tolerance=tolerance(args)
-    )
+    )  # exit 2 before any framework import
+    frameworks_frozen()
+    model = load_model(args.model, allow_pickle=args.allow_pickle, head=args.head)
+    batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))
     report = check_positions(model, batches, options)
     print(render_positions(report))
     if args.json:

@@ -8,8 +8,8 @@ One module per concern:
 - :mod:`.stats`: one leaf's statistics over its batches;
 - :mod:`.nested`: nested outputs flattened and compared leaf by leaf;
 - :mod:`.referee`: the float64 referee's RMSEs, summed batch by batch;
-- :mod:`.judge`: the judges (tolerance, float64 referee, budget): each one's rule, text,
-  refusal of non-finite errors, and the known-difference match.
+- :mod:`.judge`: the judges (tolerance, float64 referee, budget, cross-backend referee):
+  each one's rule, text, refusal of non-finite errors, and the known-difference match.
 
 ``actual`` is the side under test (e.g. the ``inputs_embeds`` path, or TensorFlow),
 ``expected`` the reference (e.g. the ``input_ids`` path, or PyTorch).
@@ -20,12 +20,11 @@ from __future__ import annotations
 from ..trace import flatten, to_numpy  # a run's arrays, named: trace's, exported here too
 from .judge import (
     BudgetJudge,
+    CrossBackendReferee,
     Judge,
     Referee,
     ToleranceJudge,
-    judged_by_referee,
     known_difference_note,
-    referee_batches,
     within,
 )
 from .masks import POOLED_OUTPUTS, is_pooled, leaf_mask, valid_positions
@@ -45,6 +44,7 @@ __all__ = [
     "POOLED_OUTPUTS",
     "BudgetJudge",
     "Closeness",
+    "CrossBackendReferee",
     "Comparison",
     "Referee",
     "RefereeResult",
@@ -65,10 +65,8 @@ __all__ = [
     "flatten",
     "is_pooled",
     "Judge",
-    "judged_by_referee",
     "known_difference_note",
     "leaf_mask",
-    "referee_batches",
     "row_counts",
     "rmse",
     "row_rms",

@@ -1,6 +1,6 @@
 """The judges: what decides whether a compared tensor passes, each in one place.
 
-Three judges, one shape (as Polygraphy's pluggable compare functions, and as
+Four judges, one shape (as Polygraphy's pluggable compare functions, and as
 ``torch.testing`` puts every pair through one ``Pair``): ``judge(name, actual, expected,
 ...) -> Comparison`` and ``describe() -> str``, the line a report's ``judge`` detail says.
 
@@ -12,7 +12,15 @@ Three judges, one shape (as Polygraphy's pluggable compare functions, and as
   bound that lets the cross-check skip float64 runs (:meth:`Referee.settled`) live here
   and nowhere else;
 - :class:`BudgetJudge`: a quantised side's largest/mean error and cosine
-  (:class:`.budgets.Budget`).
+  (:class:`.budgets.Budget`);
+- :class:`CrossBackendReferee`: one Keras backend's output against the float64 truth,
+  the other backends standing in for the referee's float32 reference, under a ceiling
+  (``tfparity backends``, :mod:`tfparity.cross_backend.judge`).
+
+A check's compared tensors reach their judge through ``judge(...)``; where a check needs
+the referee's numbers, not a comparison (the taps, generation's steps), through
+:meth:`Referee.batches`; the sweep applies :meth:`Referee.allowed` to every row at once
+(thousands of items, one vector).
 
 The known difference of a port (where its divergence is expected, and why) is matched
 against a localised divergence here too (:func:`known_difference_note`), for the
@@ -30,7 +38,7 @@ import numpy as np
 
 from .budgets import Budget, judged_by_budget
 from .record import Comparison
-from .referee import RefereeResult, RefereeSums
+from .referee import RefereeResult, RefereeSums, unthreaded_rmse
 from .stats import compare_batches
 from .tolerance import Tolerance
 
@@ -46,19 +54,28 @@ SMALL_LEAF_FACTORS = {
 }  # fmt: skip
 
 
+Batches = Sequence[Any]  # one tensor's arrays, batch by batch
+Masks = Sequence[np.ndarray | None] | None  # the batches' attention masks
+
+
 class Judge(Protocol):
     """What decides one compared tensor. ``actual``/``expected``: the tensor's batches
     on the side under test and the reference; ``truth``: the float64 reference's, where
-    the judge needs one; ``masks``: the attention masks (padding is not judged)."""
+    the judge needs one (its batches, or their :class:`.referee.RefereeSums` where a
+    caller summed them as they came); ``masks``: the attention masks (padding is not
+    judged); ``slack``: an RMSE allowed beyond the judge's bound, where a caller knows of
+    rounding the reference's own error does not show (judges with no RMSE bound, a
+    tolerance or a budget, have none to widen)."""
 
     def judge(
         self,
         name: str,
-        actual: Sequence[Any],
-        expected: Sequence[Any],
+        actual: Batches,
+        expected: Batches,
         *,
-        masks: Sequence[np.ndarray | None] | None = None,
-        truth: Sequence[Any] | None = None,
+        masks: Masks = None,
+        truth: Batches | RefereeSums | None = None,
+        slack: float = 0.0,
     ) -> Comparison: ...
 
     def describe(self) -> str: ...
@@ -81,13 +98,7 @@ class ToleranceJudge:
     check_dtype: bool = True
 
     def judge(
-        self,
-        name: str,
-        actual: Sequence[Any],
-        expected: Sequence[Any],
-        *,
-        masks: Sequence[np.ndarray | None] | None = None,
-        truth: Sequence[Any] | None = None,
+        self, name: str, actual: Batches, expected: Batches, *, masks: Masks = None, **_: Any
     ) -> Comparison:
         return compare_batches(
             actual,
@@ -198,22 +209,25 @@ class Referee:
     def judge(
         self,
         name: str,
-        actual: Sequence[Any],
-        expected: Sequence[Any],
+        actual: Batches,
+        expected: Batches,
         *,
-        masks: Sequence[np.ndarray | None] | None = None,
-        truth: Sequence[Any] | None = None,
+        masks: Masks = None,
+        truth: Batches | RefereeSums | None = None,
         slack: float = 0.0,
     ) -> Comparison:
         """The comparison of ``actual`` and ``expected`` judged by the float64 ``truth``
-        (the allowed RMSE widened by ``slack``, where a caller knows of rounding the
-        reference's own error does not show); without a truth, by the dtypes' default
-        tolerance. A comparison that found a problem (shapes, NaN) keeps its verdict."""
+        (the allowed RMSE widened by ``slack``); without a truth, or with sums that
+        could not be refereed (:meth:`result`), by the dtypes' default tolerance. A
+        comparison that found a problem (shapes, NaN) keeps its verdict."""
         c = compare_batches(actual, expected, name=name, masks=masks, check_dtype=False)
         if truth is None or c.problem:
             return c
-        r = self.batches(name, actual, expected, truth, masks)
-        if slack:
+        if isinstance(truth, RefereeSums):
+            r = self.result(name, truth)
+        else:
+            r = self.batches(name, actual, expected, truth, masks)
+        if r is not None and slack:
             allowed = r.allowed_rmse + slack
             r = replace(r, allowed_rmse=allowed, passed=within(r.actual_rmse, allowed))
         return judged_by_referee(c, r, self)
@@ -234,19 +248,6 @@ def judged_by_referee(c: Comparison, r: RefereeResult | None, referee: Referee) 
     return replace(c, passed=r.passed, judge="referee", referee=bound)  # c is left as it was
 
 
-def referee_batches(
-    name: str,
-    actual: Sequence[Any],
-    reference: Sequence[Any],
-    truth: Sequence[Any],
-    *,
-    masks: Sequence[np.ndarray | None] | None = None,
-    referee: Referee = Referee(),
-) -> RefereeResult:
-    """Referee one named tensor over batches (:meth:`Referee.batches`)."""
-    return referee.batches(name, actual, reference, truth, masks)
-
-
 @dataclass(frozen=True)
 class BudgetJudge:
     """A quantised or reduced-precision side's budget (``quantisation``: its kind, None
@@ -256,13 +257,7 @@ class BudgetJudge:
     quantisation: str | None = None
 
     def judge(
-        self,
-        name: str,
-        actual: Sequence[Any],
-        expected: Sequence[Any],
-        *,
-        masks: Sequence[np.ndarray | None] | None = None,
-        truth: Sequence[Any] | None = None,
+        self, name: str, actual: Batches, expected: Batches, *, masks: Masks = None, **_: Any
     ) -> Comparison:
         c = compare_batches(actual, expected, name=name, masks=masks, check_dtype=False)
         return judged_by_budget(c, self.budget)
@@ -272,6 +267,60 @@ class BudgetJudge:
         what = f"quantised ({kind})" if kind else "float32"
         return f"{what}: judged by budgets: {self.budget.text()}; not by the float64 referee" + (
             " (a quantised model differs from float32 by design)" if kind else ""
+        )
+
+
+# The cross-backend rule's ceiling: a relative RMSE (float32's epsilon is 1.2e-7).
+DEFAULT_CEILING = 1e-4
+
+
+@dataclass(frozen=True)
+class CrossBackendReferee:
+    """One Keras backend's output of a layer against the float64 truth (``expected``:
+    the truth itself; ``truth`` and ``masks`` are not read: a layer is judged whole).
+    With ``e`` its RMSE to the truth and ``s`` the truth's RMS (or ``scale``), it passes
+    when
+
+        e <= min(factor x min(others) + floor x s,  ceiling x s)
+
+    ``others``: the other backends' RMSEs to the truth. The first term is
+    :class:`Referee`'s rule, the other backends standing in for its float32 reference:
+    each has float32 rounding of its own, so the smallest of theirs is how much one
+    float32 run of this layer may honestly err. Taking the others' (not a median over
+    all) keeps a faulty backend from widening its own bound, and works with two
+    backends. It cannot fail every backend at once (the best one is always within
+    ``factor`` of the rest), so the second term, a ``ceiling`` on the relative error
+    that float32 rounding does not come near in a small model, catches backends that
+    agree with each other but not with the truth (a layer that computes differently at
+    float64, or a fault shared by every backend). With no others the ceiling judges."""
+
+    referee: Referee = Referee()
+    ceiling: float = DEFAULT_CEILING
+    others: tuple[float, ...] = ()
+    # The RMS the floor and the ceiling are measured in (None: the truth's; a gradient
+    # that is zero in exact arithmetic is measured in its layer's other gradients).
+    scale: float | None = None
+
+    def judge(
+        self, name: str, actual: Batches, expected: Batches, *, slack: float = 0.0, **_: Any
+    ) -> Comparison:
+        c = compare_batches(actual, expected, name=name, check_dtype=False)
+        if c.problem:  # a shape or non-finite problem keeps its own verdict
+            return c
+        a, t = (np.concatenate([np.ravel(x) for x in side]) for side in (actual, expected))
+        referee = self.referee
+        scale = unthreaded_rmse(t, 0.0) if self.scale is None else self.scale
+        cap = self.ceiling * scale + referee.floor * scale
+        reference = min(self.others) if self.others else cap / referee.factor
+        r = referee.verdict(name, unthreaded_rmse(a, t), reference, scale, t.size)
+        allowed = min(r.allowed_rmse, cap) + slack
+        r = replace(r, allowed_rmse=allowed, passed=within(r.actual_rmse, allowed))
+        return judged_by_referee(c, r, referee)
+
+    def describe(self) -> str:
+        return (
+            f"{self.referee.describe()}, the other backends as the float32 reference; "
+            f"ceiling {self.ceiling:g} x RMS"
         )
 
 

@@ -1,21 +1,9 @@
 """The cross-backend check: one Keras 3 model's layers on each backend, judged by a
 float64 referee (numpy only; the processes are :mod:`tfparity.adapters.keras_backends`).
 
-The rule, per layer and backend ``b``, with ``e_b`` its RMSE to the float64 truth and
-``s`` the truth's RMS: ``b`` passes when
-
-    e_b <= min(factor x min_{o != b} e_o + floor x s,  ceiling x s)
-
-The first term is the cross-check's :class:`~tfparity.compare.judge.Referee` rule, the
-other backends standing in for its float32 reference: each has float32 rounding of its
-own, so the smallest of theirs is how much one float32 run of this layer may honestly
-err. Taking the others' (not a median over all) keeps a faulty backend from widening
-its own bound, and works with two backends. It cannot fail every backend at once (the
-best one is always within ``factor`` of the rest), so the second term, a ``ceiling`` on
-the relative error that float32 rounding does not come near in a small model, catches
-backends that agree with each other but not with the truth (a layer that computes
-differently at float64, or a fault shared by every backend). With one backend only the
-ceiling judges.
+The rule, per layer and backend, is :class:`~tfparity.compare.judge.CrossBackendReferee`;
+this module runs it over every layer, adds the half-precision scale test below, and
+names the first divergence.
 
 ``floor`` and ``ceiling`` are set for float32 layers. A layer that computes in float16
 or bfloat16 (a ``mixed_float16`` / ``mixed_bfloat16`` policy), or comes after one, has
@@ -44,14 +32,13 @@ from typing import Any
 import numpy as np
 
 from ..compare import Comparison
-from ..compare.judge import Referee, judged_by_referee, within
+from ..compare.judge import DEFAULT_CEILING, CrossBackendReferee, Referee
+from ..compare.referee import unthreaded_rmse
 from ..compare.rounding import HALF, UNIT_ROUNDOFF, coarsest, compute_dtype, widened
 from ..compare.scale import ScaleFit, scale_fit
-from ..compare.stats import compare_batches
 from ..results import Divergence, Report
 from .hints import layer_hints
 
-DEFAULT_CEILING = 1e-4  # relative RMSE; float32's epsilon is 1.2e-7
 # A half-precision layer's scale s against the truth must stand from 1, and from every
 # other backend's, by more than both to fail. Standard errors: the errors of
 # neighbouring elements are not independent (they share inputs and rounded weights), so
@@ -110,11 +97,6 @@ class LayerJudgement:
         return [b for b, c in self.comparisons.items() if not c.passed]
 
 
-def _rmse(a: np.ndarray, t: np.ndarray) -> float:
-    d = np.asarray(a, np.float64) - np.asarray(t, np.float64)
-    return float(np.sqrt(np.mean(d * d))) if d.size else 0.0
-
-
 def judge_layer(
     layer: str,
     outputs: Mapping[str, np.ndarray],
@@ -124,33 +106,27 @@ def judge_layer(
     rounding: str = "float32",
     scale: float | None = None,
 ) -> LayerJudgement:
-    """Every backend's output of ``layer`` against the truth, by the module's rule, its
-    floor and ceiling those of a layer rounding like ``rounding``; ``scale``, the RMS
-    that the floor and the ceiling are measured in, is the truth's own unless given (a
-    gradient that is zero in exact arithmetic is measured in its layer's other
-    gradients: :mod:`.backends_gradients`)."""
+    """Every backend's output of ``layer`` against the truth, by
+    :class:`CrossBackendReferee`, its floor and ceiling those of a layer rounding like
+    ``rounding``; ``scale``, the RMS that the floor and the ceiling are measured in, is
+    the truth's own unless given (a gradient that is zero in exact arithmetic is
+    measured in its layer's other gradients: :mod:`.gradients`)."""
     floor, ceiling = widened(referee.floor, ceiling, rounding)
-    referee = replace(referee, floor=floor)
     if scale is None:
-        scale = _rmse(truth, np.zeros_like(truth))
+        scale = unthreaded_rmse(truth, np.zeros_like(truth))
+    judge = CrossBackendReferee(replace(referee, floor=floor), ceiling, scale=scale)
     errors = {
-        b: _rmse(a, truth) if np.shape(a) == np.shape(truth) else np.inf for b, a in outputs.items()
+        b: unthreaded_rmse(a, truth) if np.shape(a) == np.shape(truth) else np.inf
+        for b, a in outputs.items()
     }
     judged = {}
     for backend, actual in outputs.items():
-        c = compare_batches([actual], [truth], name=f"{backend}:{layer}", check_dtype=False)
-        if c.problem:  # a shape or non-finite problem keeps its own verdict
-            judged[backend] = c
-            continue
-        others = [e for o, e in errors.items() if o != backend]
-        cap = ceiling * scale + referee.floor * scale
-        reference = min(others) if others else cap / referee.factor
-        r = referee.verdict(c.name, errors[backend], reference, scale, np.size(truth))
-        allowed = min(r.allowed_rmse, cap)
-        r = replace(r, allowed_rmse=allowed, passed=within(r.actual_rmse, allowed))
-        judged[backend] = judged_by_referee(c, r, referee)
+        others = tuple(e for o, e in errors.items() if o != backend)
+        judged[backend] = replace(judge, others=others).judge(
+            f"{backend}:{layer}", [actual], [truth]
+        )
     shaped = [a for a in outputs.values() if np.shape(a) == np.shape(truth)]
-    spread = max((_rmse(a, b) for a, b in combinations(shaped, 2)), default=0.0)
+    spread = max((unthreaded_rmse(a, b) for a, b in combinations(shaped, 2)), default=0.0)
     fits = _fits(outputs, truth) if rounding in HALF else {}
     floor = scale_floor(rounding)
     scaled = tuple(b for b in fits if judged[b].passed and _parts_in_scale(b, fits, floor))
@@ -241,8 +217,8 @@ def check_backends(
     report.details = {
         "backends": list(outputs.float32),
         "referee": {"backend": outputs.referee_backend, "dtype": "float64"},
-        "judge": f"{referee.describe()}, the other backends as the float32 reference; "
-        f"ceiling {ceiling:g} x RMS" + half_text(set(roundings.values()), referee, ceiling),
+        "judge": CrossBackendReferee(referee, ceiling).describe()
+        + half_text(set(roundings.values()), referee, ceiling),
         "ceiling": ceiling,
         "dtype_policies": layer_policies(outputs.layer_facts),
         "layers": [layer_row(j, outputs.parents.get(j.layer)) for j in judgements],

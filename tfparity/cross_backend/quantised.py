@@ -34,9 +34,9 @@ import numpy as np
 
 from ..compare import Comparison
 from ..compare.bootstrap import BootstrapVerdict, Limit, bootstrap_verdict
-from ..compare.budgets import Budget, budgets_for, judged_by_budget
+from ..compare.budgets import Budget, budgets_for
 from ..compare.distribution import position_metrics, summarise
-from ..compare.judge import within
+from ..compare.judge import BudgetJudge, within
 from ..compare.quantisation import keras_kind
 from ..compare.referee import rmse
 from ..compare.rounding import widened
@@ -119,8 +119,7 @@ def judge_one(
 ) -> Judged:
     """``actual`` against ``expected`` by the per-tensor ``budget`` and, with
     ``limits`` (logits), by the distribution budget over rows (each row an item)."""
-    c = compare_batches([actual], [expected], name=f"{backend} vs {against}", check_dtype=False)
-    c = judged_by_budget(c, budget)
+    c = BudgetJudge(budget).judge(f"{backend} vs {against}", [actual], [expected])
     if not limits or np.shape(actual) != np.shape(expected):
         return Judged(backend, against, c)
     metrics = position_metrics(expected, actual)
@@ -246,6 +245,9 @@ def check_quantised_backends(
     elif over:
         facts = {"text": _budget_text(q, output, judged)}
     report.details = {
+        # the second shape of a ``backends`` report, declared: its renderer is registered
+        # as ``backends:quantised`` (tfparity/report/__init__.py)
+        "variant": "quantised",
         "backends": backends,
         "referee": {"backend": q.referee_backend, "dtype": "float64", "of": "the float model"}
         if q.float_truth is not None

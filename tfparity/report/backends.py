@@ -8,12 +8,7 @@ from typing import Any
 from ..compare.rounding import compute_dtype
 from ..results import Report
 from .backends_quantised import CAPTION as QUANTISED_CAPTION
-from .backends_quantised import (
-    budget_lines,
-    divergence_lines,
-    quantised_verdict,
-    render_quantised_backends,
-)
+from .backends_quantised import budget_lines, divergence_lines, render_quantised_backends
 from .sections import table
 
 # The rows of the layer table an assertion message shows before and after the first
@@ -21,14 +16,6 @@ from .sections import table
 WINDOW = 3
 # The caption of the float report's layer table.
 CAPTION = "each cell: max abs diff to the referee, RMSE / referee RMS, verdict"
-
-
-def is_quantised(report: Report) -> bool:
-    """Whether ``report`` is a quantised run's (``--quantize``, or a quantised file):
-    both kinds are ``check`` ``backends`` (the JSON contract), and a quantised one has
-    its documented ``details.quantisation`` section. The one place the two are told
-    apart; the text, the verdict, the assertion message and the HTML ask it."""
-    return "quantisation" in report.details
 
 
 def _cell(cell: dict[str, Any] | None) -> str:
@@ -44,8 +31,6 @@ def _cell(cell: dict[str, Any] | None) -> str:
 def verdict(report: Report) -> str:
     """``PASS backends: ...`` or ``FAIL backends: ...`` naming backend and layer."""
     d = report.details
-    if is_quantised(report):
-        return quantised_verdict(report)
     taps = sum(1 for row in d["layers"] if row.get("parent"))  # sublayers inside a layer
     n = len(d["layers"]) - taps
     backends = ", ".join(d["backends"])
@@ -64,42 +49,63 @@ def verdict(report: Report) -> str:
     return f"FAIL backends: {f.get('text', 'see above')}"
 
 
-def render_report(report: Report, *, verbose: bool = False) -> str:
-    """The text report of either kind of ``tfparity backends`` run: a quantised one's
-    (:mod:`.backends_quantised`) or the layer table's; ``verbose`` changes nothing
-    (every row is shown)."""
-    if is_quantised(report):
-        return render_quantised_backends(report, _cell)
-    return render_backends(report)
+def render_quantised(report: Report, *, verbose: bool = False) -> str:
+    """The text report of a quantised run (:mod:`.backends_quantised`), with the float
+    report's cells; ``verbose`` changes nothing (every row is shown)."""
+    return render_quantised_backends(report, _cell)
 
 
-def assertion_message(reports: list[Report], full_report: str) -> str:
-    """``tfparity.assert_backends``'s failure, from the report's rows: the verdict line
-    first, then the layer table's rows around the first divergence, the sections below
-    the table (the quantisation's budget, the Hugging Face referee, the first divergence
-    with its hints, the gradients, the notes), then where the full report is."""
-    report = next((r for r in reports if not r.passed), reports[0])
+def rows(report: Report) -> list[str]:
+    """``tfparity.assert_backends``'s failure, from the report's rows: the layer table's
+    rows around the first divergence, the sections below the table (the Hugging Face
+    referee, the first divergence with its hints, the gradients) and the notes."""
+    return _shown(_window(report, CAPTION) + _below_table(report.details) + _notes(report))
+
+
+def quantised_rows(report: Report) -> list[str]:
+    """A quantised run's failure: the layer table's rows around the first divergence,
+    the quantisation's budget, the first divergence with its hints and the notes."""
     d = report.details
-    quantised = is_quantised(report)
+    return _shown(
+        _window(report, QUANTISED_CAPTION) + budget_lines(d) + divergence_lines(d) + _notes(report)
+    )
+
+
+def _window(report: Report, caption: str) -> list[str]:
+    """The layer table's caption and its rows from WINDOW before the first divergence
+    to WINDOW after it."""
+    d = report.details
     layers = d["layers"]
     names = [row["layer"] for row in layers]
     first = d["first_divergence"] or {}
     at = names.index(first["layer"]) if first.get("layer") in names else 0
     window = layers[max(0, at - WINDOW) : at + WINDOW + 1]
-    rows = [
+    cells = [
         (row["layer"], *(_cell(row["backends"].get(b)) for b in d["backends"])) for row in window
     ]
-    lines = [QUANTISED_CAPTION if quantised else CAPTION, *table(("layer", *d["backends"]), rows)]
-    if quantised:
-        lines += [*budget_lines(d), *divergence_lines(d)]
-    else:
-        lines += _below_table(d)
-    lines += [f"note: {n}" for n in report.notes]
-    return "\n".join([verdict(report), *(line for line in lines if line), full_report])
+    return [caption, *table(("layer", *d["backends"]), cells)]
 
 
-def render_backends(report: Report) -> str:
-    """The whole text report of ``tfparity backends``."""
+def _shown(lines: list[str]) -> list[str]:
+    """The message's lines without the report's blank ones (it stays short)."""
+    return [line for line in lines if line]
+
+
+def _notes(report: Report) -> list[str]:
+    return [f"note: {n}" for n in report.notes]
+
+
+def render_report(report: Report, *, verbose: bool = False) -> str:
+    """Either kind of ``tfparity backends`` report as the command prints it: the one its
+    ``details.variant`` declares (``quantised``), else the float run's layer table."""
+    if report.details.get("variant") == "quantised":
+        return render_quantised(report)
+    return render_backends(report)
+
+
+def render_backends(report: Report, *, verbose: bool = False) -> str:
+    """The whole text report of a float ``tfparity backends`` run; ``verbose`` changes
+    nothing (every row is shown)."""
     d = report.details
     referee = d["referee"]
     lines = [

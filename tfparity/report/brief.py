@@ -1,4 +1,5 @@
-"""The assertion helpers' failure message: what a red CI run prints.
+"""A tensor check's part of the assertion helpers' failure message: what a red CI run
+prints (:func:`tfparity.report.assertion_message` puts the parts together).
 
 The first divergence comes first, then the verdict and the model (pytest's one-line
 summary shows the first line, cut at the terminal's width), then the hint, the layers
@@ -27,18 +28,12 @@ MAX_TENSOR_ROWS = 2  # failing outputs listed (the JSON has all)
 _FACTS = ("judge", "reference", "device", "execution", "precision")
 
 
-def assertion_message(
-    reports: list[Report],
-    full_report: str,
-    *,
-    verdict: Callable[[Report], str] = verdict_line,
-) -> str:
-    """The message for ``reports`` (at least one failed); ``full_report`` is the last
-    line's text: where the full report was written, or how to get it. ``verdict``: the
+def rows(report: Report, *, verdict: Callable[[Report], str] = verdict_line) -> list[str]:
+    """The message's body for a tensor check's failed ``report``, from its rows: the
+    hint, what failed and by whose judgement, the layer table's rows around the first
+    divergence, the failing outputs and the first divergence's block. ``verdict``: the
     check's verdict line (default: the tensor checks')."""
-    failed = [r for r in reports if not r.passed] or reports
-    report = failed[0]
-    lines = [headline(report, verdict)]
+    lines = []
     d = report.first_divergence
     if d is not None and d.hint:
         lines.append(f"hint: {d.hint}")
@@ -57,10 +52,7 @@ def assertion_message(
     block = _block(report)
     if block:
         lines += ["", *block]
-    for other in failed[1:]:
-        lines.append(f"also {headline(other, verdict)}")
-    lines.append(full_report)
-    return "\n".join(lines)
+    return lines
 
 
 def headline(report: Report, verdict: Callable[[Report], str] = verdict_line) -> str:

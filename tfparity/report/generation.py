@@ -85,19 +85,22 @@ def _quantisation_lines(q: dict | None) -> list[str]:
     ]
 
 
-def assertion_message(reports: list[Report], full_report: str) -> str:
-    """What a failing :func:`~tfparity.assertions.assert_generation` says: the verdict
-    first (pytest's summary line shows it), the first divergence and its hint, the prompt
-    table, then where the full report is."""
-    report = next((r for r in reports if not r.passed), reports[0])
-    lines = [f"{verdict(report)} · {report.model}"]
+def headline(report: Report) -> str:
+    """A failing :func:`~tfparity.assertions.assert_generation`'s first line: the verdict
+    (pytest's summary line shows it) and the model."""
+    return f"{verdict(report)} · {report.model}"
+
+
+def rows(report: Report) -> list[str]:
+    """The message's body, from the report's rows: the first divergence and its hint,
+    then the prompt table."""
+    lines = []
     f = report.first_divergence
     if f is not None:
         lines.append(f"first divergence: {divergence_text(f)}")
         if f.hint:
             lines.append(f"hint: {f.hint}")
-    lines += ["", *prompt_table(report.details.get("generation", [])), "", full_report]
-    return "\n".join(lines)
+    return [*lines, "", *prompt_table(report.details.get("generation", [])), ""]
 
 
 def _fails(p: dict[str, Any]) -> bool:

@@ -57,6 +57,12 @@ def reports_to_dict(reports: list[Report]) -> dict:
     }
 
 
+def reports_from_dict(data: dict) -> list[Report]:
+    """The reports a ``--json`` file holds (the inverse of :func:`reports_to_dict`):
+    one, or each of ``reports`` where a command wrote several."""
+    return [Report.from_dict(part) for part in data.get("reports", [data])]
+
+
 def write_json(reports: list[Report], path: str | Path, *, top_level: Sequence[str] = ()) -> None:
     """Write ``reports``; ``top_level`` names ``details`` fields that a check's contract
     also puts at the top level of the file (they stay in ``details`` too)."""

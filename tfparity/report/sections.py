@@ -51,8 +51,10 @@ def embeddings_verdict(report: Report) -> str:
 
 
 def positions_verdict(report: Report) -> str:
-    """``PASS positions: equivariant yes, explicit positions match yes``."""
-    return _verdict(report, _positions_summary(report.details))
+    """``PASS positions: equivariant yes, explicit positions match yes``; on a FAIL, each
+    failed property with the fact that failed it (position_ids that change nothing,
+    or the output s4 moved and by how much)."""
+    return _verdict(report, _positions_summary(report))
 
 
 def render_diagnose(report: Report) -> str:
@@ -233,9 +235,37 @@ def render_positions(report: Report) -> str:
     return "\n".join([*lines, *_notes(report), "", positions_verdict(report)])
 
 
-def _positions_summary(d: dict) -> str:
+def _positions_summary(report: Report) -> str:
+    d = report.details
     verdicts = {True: "yes", False: "NO", None: "n/a"}
+    equivariant = f"equivariant {verdicts[d['equivariant']]}"
+    if d["equivariant"] is False:
+        equivariant += f" ({_equivariance_failure(report)})"
+    explicit = f"explicit positions match {verdicts[d['explicit_positions_match']]}"
+    worst = _worst_failure(report, "explicit_position_ids:")
+    if d["explicit_positions_match"] is False and worst is not None:
+        explicit += (
+            f" (position_ids equal to the defaults, passed explicitly, change "
+            f"{worst.name.split(':', 1)[1]} by up to {worst.max_abs_diff:.3g})"
+        )
+    return f"{equivariant}, {explicit}"
+
+
+def _equivariance_failure(report: Report) -> str:
+    """Why s4 is not s1: position_ids that change nothing never reach the model; else
+    the output that moved, and by how much."""
+    s1_s2 = report.details["scenarios"].get("s1_s2")
+    if s1_s2 is not None and s1_s2["max_abs_diff"] == 0.0:
+        return "permuting position_ids alone changes nothing: they do not reach the model"
+    worst = _worst_failure(report, "s4_vs_s1:")
+    if worst is None:
+        return "s4 differs from s1"
     return (
-        f"equivariant {verdicts[d['equivariant']]}, "
-        f"explicit positions match {verdicts[d['explicit_positions_match']]}"
+        f"tokens and position_ids permuted together move {worst.name.split(':', 1)[1]} by up "
+        f"to {worst.max_abs_diff:.3g}"
     )
+
+
+def _worst_failure(report: Report, prefix: str) -> Any:
+    failing = [c for c in report.comparisons if c.name.startswith(prefix) and not c.passed]
+    return max(failing, key=lambda c: c.max_abs_diff, default=None)

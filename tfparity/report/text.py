@@ -72,7 +72,9 @@ def verdict_line(report: Report) -> str:
     if report.passed:
         return f"PASS {report.check}: {n} {_tensors(n)} compared{worst_text}"
     differ = "differs" if n == 1 else "differ"
-    return f"FAIL {report.check}: {lead}{bad} of {n} {_tensors(n)} {differ}{worst_text}"
+    d = report.first_divergence
+    cause = f"; {d.cause}" if d is not None and d.cause else ""
+    return f"FAIL {report.check}: {lead}{bad} of {n} {_tensors(n)} {differ}{worst_text}{cause}"
 
 
 def _tensors(n: int) -> str:

@@ -58,7 +58,7 @@ class CalibratedReferee:
         e_r = self.low[name] / self.margin * s_r
         # The worst case sits at the smallest e_r: allowed minus worst grows with e_r.
         worst = np.sqrt(d * d + e_r * e_r + 2.0 * min(self.alignment, 1.0) * d * e_r)
-        allowed = self.referee.allowed(e_r, s_r - e_r, values)
+        allowed = self.referee.allowed(e_r, s_r - e_r, values)  # a bound, before any float64
         if worst <= allowed:
             return True, (1.0 - worst / allowed) if allowed > 0 else 0.0
         if d > (F + 1 + f) * self.high[name] * self.upper_margin * s_r + f * s_r:

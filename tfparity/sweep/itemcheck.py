@@ -142,6 +142,7 @@ def referee_verdicts(
         actual = row_rms(np.asarray(tf[name], np.float64) - t, mask, name)
         reference = row_rms(np.asarray(pt[name], np.float64) - t, mask, name)
         values = row_counts(t.shape, mask, name)
+        # the rule itself, not Referee.judge: one vector for every row (thousands of items)
         ok = within(actual, referee.allowed(reference, row_rms(t, mask, name), values))
         for r in range(rows):
             verdicts[r][name] = bool(ok[r])

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from tfparity import InputOptions
-
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
+def checkpoints(tmp_path_factory, save_tiny):
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config
 
     root = tmp_path_factory.mktemp("deberta-v2")
     found = {}
@@ -23,22 +21,12 @@ def checkpoints(tmp_path_factory):
         config = tiny_config("deberta-v2")
         config.share_att_key = shared
         torch.manual_seed(0)
-        transformers.DebertaV2Model(config).save_pretrained(root / name, safe_serialization=True)
-        tiny_tokenizer().save_pretrained(root / name)
-        found[name] = str(root / name)
+        found[name] = save_tiny(transformers.DebertaV2Model(config), root / name)
     return found
 
 
-def _report(directory: str):
-    from tfparity.api import crosscheck
-
-    inputs = InputOptions(random=2, seq_len=8)
-    (report,) = crosscheck(directory, pt=directory, inputs=inputs, reload=False)
-    return report
-
-
-def test_unshared_position_projections_are_named_as_not_loaded(checkpoints):
-    report = _report(checkpoints["unshared"])  # no TfparityError: not a config blame
+def test_unshared_position_projections_are_named_as_not_loaded(checkpoints, crosscheck_dir):
+    report = crosscheck_dir(checkpoints["unshared"])  # no TfparityError: not a config blame
     assert not report.passed
     (failure,) = [c for c in report.comparisons if c.name == "weights:missing from the port"]
     for text in (failure.problem, report.first_divergence.hint):
@@ -49,7 +37,7 @@ def test_unshared_position_projections_are_named_as_not_loaded(checkpoints):
     assert "computation itself differs" not in report.first_divergence.hint
 
 
-def test_shared_position_projections_pass_without_that_finding(checkpoints):
-    report = _report(checkpoints["shared"])
+def test_shared_position_projections_pass_without_that_finding(checkpoints, crosscheck_dir):
+    report = crosscheck_dir(checkpoints["shared"])
     assert report.passed, report.first_divergence
     assert not any("pos_proj" in n for n in report.notes), report.notes

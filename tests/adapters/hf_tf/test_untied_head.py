@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from tfparity import InputOptions
-
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
+def checkpoints(tmp_path_factory, save_tiny):
     """Tiny GPT-2 LMs saved as users save them: one untied with its own seeded head
     (``untied``), one tied as GPT-2 ships (``tied``)."""
     torch = pytest.importorskip("torch")
     import transformers
 
-    from tfparity.adapters.sources.tiny import tiny_config, tiny_tokenizer
+    from tfparity.adapters.sources.tiny import tiny_config
 
     root = tmp_path_factory.mktemp("gpt2-heads")
     found = {}
@@ -30,22 +28,12 @@ def checkpoints(tmp_path_factory):
         if not tie:
             with torch.no_grad():
                 model.lm_head.weight.normal_(0.0, 0.02)  # a head of its own
-        model.save_pretrained(root / name, safe_serialization=True)
-        tiny_tokenizer().save_pretrained(root / name)
-        found[name] = str(root / name)
+        found[name] = save_tiny(model, root / name)
     return found
 
 
-def _report(directory: str):
-    from tfparity.api import crosscheck
-
-    inputs = InputOptions(random=2, seq_len=8)
-    (report,) = crosscheck(directory, pt=directory, inputs=inputs, reload=False)
-    return report
-
-
-def test_an_untied_head_the_tf_class_cannot_hold_is_named(checkpoints):
-    report = _report(checkpoints["untied"])
+def test_an_untied_head_the_tf_class_cannot_hold_is_named(checkpoints, crosscheck_dir):
+    report = crosscheck_dir(checkpoints["untied"])
     assert not report.passed
     d = report.first_divergence
     assert d.layer == "head", d
@@ -57,7 +45,7 @@ def test_an_untied_head_the_tf_class_cannot_hold_is_named(checkpoints):
     assert "not part of the model checked" not in notes, notes
 
 
-def test_a_tied_head_passes_without_that_explanation(checkpoints):
-    report = _report(checkpoints["tied"])
+def test_a_tied_head_passes_without_that_explanation(checkpoints, crosscheck_dir):
+    report = crosscheck_dir(checkpoints["tied"])
     assert report.passed, report.first_divergence
     assert not any("untied" in note for note in report.notes), report.notes

@@ -71,6 +71,26 @@ def test_every_kind_of_side_keeps_to_the_hooks_not_the_entries():
         assert [e for e in entries if getattr(kind, e) is not getattr(TFSideBase, e)] == []
 
 
+def test_a_refusal_says_what_the_user_gave_not_tfparitys_class(sides):
+    """gradients and generate refuse a side they cannot drive by its name and what it
+    is in words (a callable of your own, a SavedModel, ...), never by tfparity's own
+    class (UserModel, SavedModelSide); every kind of side says what it is."""
+    from tfparity.adapters.exported.litert import LiteRTModel
+    from tfparity.adapters.exported.saved_model import SavedModelSide
+    from tfparity.adapters.interfaces.sides import TFSideBase
+
+    _, mine = sides
+    with pytest.raises(TfparityError) as refused:
+        mine.gradients(_batch([[1, 2]]), objective=None)
+    assert str(refused.value).startswith(
+        "mine (a callable of your own) cannot be differentiated here"
+    )
+    with pytest.raises(TfparityError, match="^mine is a callable of your own, which tfparity"):
+        mine.generator()
+    for kind in (TFModel, UserModel, SavedModelSide, LiteRTModel):
+        assert kind.side_kind is not TFSideBase.side_kind, kind
+
+
 # ----------------------------------------------------------------------------- weight map
 
 FFN_UP = "encoder.layer.1.intermediate.dense.weight"

@@ -8,6 +8,7 @@ loaded through the same map (:func:`port_head`)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("keras_hub")
@@ -17,7 +18,7 @@ from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir  # noqa: E40
 from tfparity.adapters.keras_hub.heads import KerasHubHeadTask, port_head  # noqa: E402
 from tfparity.adapters.keras_hub.side import import_keras_hub  # noqa: E402
 from tfparity.adapters.tf_common.quantize import quantize  # noqa: E402
-from tfparity.api import crosscheck, load_model  # noqa: E402
+from tfparity.api import check_embeds, crosscheck, load_model, make_batches  # noqa: E402
 from tfparity.architectures.faults import scale  # noqa: E402
 from tfparity.architectures.heads import Head  # noqa: E402
 
@@ -135,3 +136,28 @@ def test_an_int8_head_task_passes_its_budgets_with_the_distribution(files, name)
         d = report.details["distribution"]
         assert 0 <= d["kl_mean"] < 0.015 and d["same_top1"] >= 0.95
         assert "95% CI [" in render(report)
+
+
+def test_an_int8_tasks_embeds_path_reproduces_its_ids_path_exactly(files):
+    """A quantised token embedding holds int8 rows and a scale per row: the embeds fed are
+    its rows dequantised, and the task's lookup (Keras calls its quantized_call) answers
+    with them, so the two paths agree exactly. Its stored integers without the scale, or
+    one token's row scaled by 1.05, FAIL from hidden_states[0] on."""
+    side = load_model(files["int8"][1], pt=files["clf"])
+    batches = make_batches(side, FLOAT_INPUTS)
+    report = check_embeds(side, batches=batches)
+    assert report.passed, render(report)
+    assert max(c.max_abs_diff for c in report.comparisons) == 0
+    assert "logits" in [c.name for c in report.comparisons]
+    token = int(batches[0].input_ids[0, 1])
+
+    def one_row_scaled(batch):
+        rows = np.asarray(side.gather(batch.input_ids))
+        return np.where((batch.input_ids == token)[..., None], rows * 1.05, rows)
+
+    def without_scale(batch):
+        return np.asarray(side.word_embeddings())[batch.input_ids].astype(np.float32)
+
+    for embeds_fn in (one_row_scaled, without_scale):
+        report = check_embeds(side, batches=batches, embeds_fn=embeds_fn)
+        assert not report.passed and report.first_divergence.hidden_state == 0

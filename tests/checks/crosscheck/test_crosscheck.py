@@ -101,9 +101,24 @@ def test_untapped_architecture_gets_weight_hints_for_its_layer():
     assert report.passed is False and (d.hidden_state, d.layer, d.component) == (2, 1, None)
     assert "layer.1.ff.layer_1.bias is all zeros" in d.hint, d.hint
     assert d.hint.count("weight ") == 1, d.hint  # only the broken one
-    from tfparity.report.text import render
+    from tfparity.report.text import render, verdict_line
 
     assert "layer 1 (sub-layers not tapped)" in render(report)
+    assert d.cause.startswith("weight layer.1.ff.layer_1.bias is all zeros"), d.cause
+    assert verdict_line(report).endswith(f"; {d.cause}")  # the fact, not only in the hint
+
+
+def test_the_verdict_line_states_facts_found_not_likely_causes():
+    """A weight, config field, unported weight or reordered head is a fact found: the
+    first one is the verdict line's cause; a fitted activation or epsilon, or a note,
+    is a likely cause and stays in the hint."""
+    from tfparity.checks.crosscheck.localisation import known_cause
+    from tfparity.results import Hint
+
+    guesses = [Hint("activation", "gelu fits"), Hint("note", "the computation differs")]
+    assert known_cause(guesses) == ""
+    found = [*guesses, Hint("config", "config hidden_act: 'relu' (TF)"), Hint("weight", "w")]
+    assert known_cause(found) == "config hidden_act: 'relu' (TF) (and 1 more)"
 
 
 # ----------------------------------------------------------------------------- minilm
@@ -224,7 +239,7 @@ def test_last_hidden_state_is_compared_once_where_it_is_the_last_hidden_state(
     them together."""
     import dataclasses
 
-    import tfparity.checks.crosscheck.check as module
+    import tfparity.compare.judge as module  # where the leaf's judge compares
     from tfparity.report.text import grouped
 
     pt_model, batches = tiny_reference
@@ -261,12 +276,12 @@ def test_last_hidden_state_that_differs_anywhere_is_compared_on_its_own():
 
 
 def test_judging_by_the_referee_returns_a_new_comparison():
-    from tfparity.checks.crosscheck.check import _judged
     from tfparity.compare import Referee, RefereeResult, compare_arrays
+    from tfparity.compare.judge import judged_by_referee
 
     c = compare_arrays(np.ones((2, 3)), np.ones((2, 3)) + 1.0, name="x")
     r = RefereeResult("x", 1.0, 1.0, 3.0, 1.0, passed=True)
-    judged = _judged(c, r, Referee())
+    judged = judged_by_referee(c, r, Referee())
     assert judged is not c and judged.passed and judged.judge == "referee"
     assert not c.passed and c.judge != "referee"  # the tolerance verdict is left as it was
 

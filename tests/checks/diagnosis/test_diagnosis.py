@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tfparity import check_embeds
+from tfparity import check_embeds, render
 from tfparity.api import make_batches
 from tfparity.assertions import assert_embeds_parity
 from tfparity.checks.diagnosis import MATCH_DISTANCE, diagnose_embeddings
@@ -154,6 +154,11 @@ def test_check_embeds_and_assert_embeds_parity_give_the_diagnosis(minilm):
         assert not report.passed
         assert words in report.first_divergence.hint
         assert "A common cause" not in report.first_divergence.hint
+        assert words in render(report).splitlines()[-1]  # the verdict line says what it is
+    two = check_embeds(minilm, texts=TEXTS[:2], embeds_fn=lambda b: word[b.input_ids[::-1]])
+    assert "rows in another order (rows [1, 0])" in render(two).splitlines()[-1]
+    right = check_embeds(minilm, texts=texts, embeds_fn=lambda b: word[b.input_ids])
+    assert right.passed and right.first_divergence is None
     with pytest.raises(AssertionError, match="rounded through float16"):
         assert_embeds_parity(minilm, texts=texts, embeds_fn=cases["rounded through float16"])
 

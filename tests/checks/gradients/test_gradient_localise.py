@@ -28,23 +28,26 @@ def test_the_first_failing_gradient_from_the_top_names_its_layer():
     found = rows({f"{GRAD}hidden_states[1]", f"{GRAD}hidden_states[0]"})
     d = localise(found, [], _Side(), None, "TF", "PyTorch")
     assert (d.hidden_state, d.layer) == (1, 1) and "backward pass" in d.hint
+    assert d.cause == "layer 1's backward pass differs from its forward"  # the verdict line's
 
 
 def test_a_forward_divergence_is_named_instead():
     found = rows({f"{GRAD}hidden_states[1]", f"{GRAD}encoder.layer.1.output.dense.weight"})
     d = localise(found, [2, 1], _Side(), None, "TF", "PyTorch")
     assert (d.hidden_state, d.layer) == (1, 0) and "forward pass already differs" in d.hint
+    assert d.cause == "the forward pass already differs at hidden_states[1]"
     assert "encoder.layer.1.output.dense.weight" in d.hint
 
 
 def test_the_last_hidden_state_the_embeddings_and_weights_alone():
     d = localise(rows({f"{GRAD}hidden_states[2]"}), [], _Side(), None, "TF", "PyTorch")
-    assert d.layer == "head"
+    assert d.layer == "head" and "head or final norm" in d.cause
     d = localise(rows({f"{GRAD}inputs_embeds"}), [], _Side(), None, "TF", "PyTorch")
-    assert d.layer == "embeddings"
+    assert d.layer == "embeddings" and "embedding layer's backward pass" in d.cause
     only = rows({f"{GRAD}embeddings.LayerNorm.weight"})
     d = localise(only, [], _Side(), None, "TF", "PyTorch")
     assert d.layer == "weights" and "embeddings.LayerNorm.weight" in d.hint
+    assert d.cause == ""  # which weight's backward pass is wrong is not known
     table = weight_table(only, {}, {})
     assert (table["compared"], table["passed"]) == (2, 1)
     assert table["differing_most"][0]["name"] == "embeddings.LayerNorm.weight"

@@ -96,6 +96,10 @@ class LiteRTModel(TFSideBase):
         return self.runner.interpreter(keep=False)
 
     @property
+    def side_kind(self) -> str:
+        return "a LiteRT flatbuffer"
+
+    @property
     def quantisation(self) -> str | None:
         """The reduced precision read from the artefact (None: float32 throughout)."""
         return self.graph.quantisation()

@@ -83,6 +83,10 @@ class SavedModelSide(TFSideBase):
         return self.loaded
 
     @property
+    def side_kind(self) -> str:
+        return "a TensorFlow SavedModel"
+
+    @property
     def limits(self) -> Limits:
         return config_limits(self.config)
 

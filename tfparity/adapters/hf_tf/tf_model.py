@@ -105,6 +105,10 @@ class TFModel(TFSideBase):
         return True
 
     @property
+    def side_kind(self) -> str:
+        return "a Hugging Face TF model"
+
+    @property
     def head(self) -> Head:
         """The kind of model class this is (base, sequence classification, ...)."""
         return head_of_class(type(self.model).__name__) or Head.BASE

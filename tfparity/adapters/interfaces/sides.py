@@ -336,7 +336,7 @@ class TFSideBase:
 
     @property
     def side_kind(self) -> str:
-        """What kind of side this is, in words, for the refusals ("a KerasHubModel")."""
+        """What the user gave, in words, for the refusals ("a LiteRT flatbuffer")."""
         return f"a {type(self).__name__}"
 
     def bound(self, pt: Any) -> TFSide:
@@ -434,8 +434,8 @@ class TFSideBase:
         self, batch: Batch, objective: Any, embeds: bool, embeds_fn: Any, reference: Any
     ) -> Any:
         raise TfparityError(
-            f"{type(self).__name__} cannot be differentiated here: the gradients check "
-            "runs on Hugging Face TF models and keras-hub backbones."
+            f"{self.name} ({self.side_kind}) cannot be differentiated here: the gradients "  # type: ignore[attr-defined]
+            "check runs on Hugging Face TF models and keras-hub backbones."
         )
 
     def reloaded(self) -> TFSide | None:
@@ -472,7 +472,7 @@ class TFSideBase:
         export, a user's model); the message names the kind."""
         name = self.name  # type: ignore[attr-defined]
         raise TfparityError(
-            f"{name} is a {type(self).__name__}, which tfparity cannot generate with: "
+            f"{name} is {self.side_kind}, which tfparity cannot generate with: "
             "`tfparity generate` drives Hugging Face TF causal LMs and T5/mT5 seq2seq LMs "
             "(HF TF generate) and keras-hub CausalLM tasks (CausalLM.generate with a "
             "greedy sampler)."

@@ -99,7 +99,10 @@ class InProcess:
         return side.name
 
     def side_kind(self, side: Any) -> str:
-        return f"a {type(side).__name__}"
+        task = getattr(side, "task", None)
+        if task is None:
+            return f"a keras-hub backbone ({type(side.backbone).__name__})"
+        return f"a keras-hub task ({type(task).__name__})"
 
     def close(self) -> None:
         """Nothing to end: the model lives in this process."""

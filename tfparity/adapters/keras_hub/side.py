@@ -45,6 +45,7 @@ from ..sources.checkpoints import read_config, spec_tokenizer
 from ..sources.holdings import Holdings
 from ..sources.specs import KERAS_HUB, KERAS_HUB_EXTRA, ModelSpec, as_spec
 from ..tf_common.keras_weights import feed_forward_weights
+from ..tf_common.quantize import embedding_rows
 from .checkpoints import (
     checkpoint_of,
     preset_backbone,
@@ -323,20 +324,24 @@ class KerasHubModel(TFSideBase):
     def named_weights(self) -> list[tuple[str, Any]]:
         return [(w.path, w) for w in self.backbone.weights]
 
-    def word_embeddings(self) -> Any:
+    def token_embedding(self) -> Any:
+        """The ``Embedding`` layer holding the word-embedding table."""
         layer = self._lookup()
         inner = getattr(layer, "token_embedding", None)
-        return (inner if inner is not None else layer).embeddings
+        return inner if inner is not None else layer
+
+    def word_embeddings(self) -> Any:
+        return self.token_embedding().embeddings
 
     def gather(self, input_ids: np.ndarray) -> Any:
-        """Word embeddings for the ids, gathered from the backbone's token embedding."""
+        """Word embeddings for the ids, gathered from the backbone's token embedding (a
+        quantised table's rows dequantised, as its lookup does: :func:`embedding_rows`)."""
         self._refuse_embeds()
-        tf = import_tf()
         ids = np.asarray(input_ids)
         vocab = int(self.word_embeddings().shape[0])
         if ids.size and (ids.min() < 0 or ids.max() >= vocab):
             raise TfparityError(f"input_ids hold ids outside the vocabulary (0..{vocab - 1}).")
-        return tf.gather(tf.convert_to_tensor(self.word_embeddings()), ids)
+        return embedding_rows(self.token_embedding(), ids)
 
     def eager(self) -> KerasHubModel:
         return self

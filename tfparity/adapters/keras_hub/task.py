@@ -287,7 +287,7 @@ def task_run(backbone: Any, inputs_embeds: Any) -> Iterator[dict[str, Any]]:
     with ``inputs_embeds``, the token lookup (the token embedding called forward)
     answering with them; the head's reversed call of the same layer is its own."""
     seen: dict[str, Any] = {}
-    restore = [(backbone, backbone.call)]
+    restore = [(backbone, "call", backbone.call)]
     own_backbone = backbone.call
 
     def backbone_call(*args: Any, **kwargs: Any) -> Any:
@@ -298,17 +298,19 @@ def task_run(backbone: Any, inputs_embeds: Any) -> Iterator[dict[str, Any]]:
     backbone.call = backbone_call
     if inputs_embeds is not None:
         lookup = backbone.token_embedding
-        own_lookup = lookup.call
-        restore.append((lookup, own_lookup))
+        # Keras calls a quantised layer's quantized_call (its dequantising lookup), not call
+        method = "call" if getattr(lookup, "quantization_mode", None) is None else "quantized_call"
+        own_lookup = getattr(lookup, method)
+        restore.append((lookup, method, own_lookup))
         tf = import_tf()
         fed = tf.cast(tf.convert_to_tensor(inputs_embeds), lookup.compute_dtype)
 
         def lookup_call(inputs: Any, *args: Any, reverse: bool = False, **kwargs: Any) -> Any:
             return own_lookup(inputs, *args, reverse=True, **kwargs) if reverse else fed
 
-        lookup.call = lookup_call
+        setattr(lookup, method, lookup_call)
     try:
         yield seen
     finally:
-        for layer, call in reversed(restore):
-            layer.call = call
+        for layer, name, call in reversed(restore):
+            setattr(layer, name, call)

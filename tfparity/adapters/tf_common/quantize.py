@@ -181,3 +181,23 @@ def modes_text(modes: dict[int | str, str]) -> str:
             "embeddings" if part == "embeddings" else f"layer {part}"
         )
     return "; ".join(f"{m}: {', '.join(parts)}" for m, parts in sorted(by_mode.items()))
+
+
+def embedding_rows(layer: Any, ids: Any) -> Any:
+    """Rows ``ids`` of a Keras ``Embedding``'s table as its own lookup computes them: a
+    float table's rows, or a quantised one's stored integer rows divided by their
+    per-row scale (int8, and int4 with one scale a row: Keras's ``_int8_call``). A
+    quantised table holds no float matrix to gather from, so reading its integers
+    without the scale feeds the inputs_embeds path other embeddings than the ids path
+    computes. A table quantised in groups (int4 with a block size) has no per-row scale:
+    its own lookup gives its rows."""
+    import keras
+
+    ops = keras.ops
+    if getattr(layer, "quantization_mode", None) is None:
+        return ops.take(ops.convert_to_tensor(layer.embeddings), ids, axis=0)
+    scale = getattr(layer, "embeddings_scale", None)
+    if scale is None or len(scale.shape) != 1:
+        return layer(ids)
+    rows = ops.cast(ops.take(layer.embeddings, ids, axis=0), layer.compute_dtype)
+    return rows / ops.expand_dims(ops.take(scale, ids, axis=0), -1)

@@ -152,6 +152,10 @@ class UserModel(TFSideBase):
     # ------------------------------------------------------------------ facts
 
     @property
+    def side_kind(self) -> str:
+        return f"a {self.kind} of your own"
+
+    @property
     def head(self) -> Head:
         """The model class its reference loads: the one asked for, else its config's."""
         if self.chosen_head is not None:

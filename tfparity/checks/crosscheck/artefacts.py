@@ -20,7 +20,7 @@ verdict line leads with it. No framework call: configs are read, tokenizers call
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,15 +203,21 @@ def _failed(name: str, problem: str, count: int) -> Comparison:
 
 
 def tokenizers_judged(
-    reports: list[Report], tokenizer: Any, reference: Any, batches: Sequence[Any]
+    reports: list[Report],
+    tokenizer: Any,
+    reference_of: Callable[[], Any],
+    batches: Sequence[Any],
 ) -> list[Report]:
     """``reports`` saying whose tokenizer made the ids of the texts (``tokenizer``), and
-    judged on whether the reference's own (``reference``, None without one) makes the
-    same ids: a port checked on ids its reference's users never feed it proves nothing
-    about them."""
+    judged on whether the reference's own (``reference_of()``, None without one) makes
+    the same ids: a port checked on ids its reference's users never feed it proves
+    nothing about them. As they are where no tokenizer made the ids (``tokenizer``
+    None: ids given, or a side without one) or there are no texts; ``reference_of`` is
+    called only when there are (it may load the reference's tokenizer)."""
     texts = [t for b in batches for t in (b.texts or ())]
-    if not texts:
+    if not texts or tokenizer is None:
         return reports
+    reference = reference_of()
     if reference is not None and tokenizer_source(reference) == tokenizer_source(tokenizer):
         reference = None  # the very tokenizer that made the ids: nothing to compare
     found = tokenizer_findings(tokenizer, reference, texts)

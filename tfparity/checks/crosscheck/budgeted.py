@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ...compare import BudgetJudge, Comparison, failed_comparison
-from ...compare.budgets import Budget, budgets_for, judged_by_budget
+from ...compare import Comparison, failed_comparison
+from ...compare.budgets import Budget, budgets_for
 from ...compare.growth import (
     LayerError,
     LayerOver,
@@ -45,17 +45,10 @@ def budget_of(quantisation: str | None, given: str | Budget | None) -> Budget | 
     return budgets_for(quantisation).tensor_budget(given)
 
 
-def judge_line(quantisation: str | None, budget: Budget) -> str:
-    """The report's judge line (:meth:`BudgetJudge.describe`)."""
-    return BudgetJudge(budget, quantisation).describe()
-
-
-def judged(
-    comparisons: list[Comparison], agreement: Sequence[Agreement], budget: Budget
-) -> list[Comparison]:
-    """Every comparison judged by ``budget``, and a failing row for each agreement
-    under its share."""
-    rows = [judged_by_budget(c, budget) for c in comparisons]
+def agreement_failures(agreement: Sequence[Agreement], budget: Budget) -> list[Comparison]:
+    """A failing row for each agreement under ``budget``'s share (the tensors are judged
+    by its :class:`~tfparity.compare.judge.BudgetJudge`)."""
+    rows = []
     for a in agreement:
         if a.measure in ("label", "top-1") and a.rate < budget.agreement:
             rows.append(

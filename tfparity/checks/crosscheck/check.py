@@ -10,31 +10,35 @@ evidence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from ... import validation
 from ...adapters.interfaces.sides import Reference, TFSide
 from ...architectures import tapped_types
 from ...architectures.heads import LABELLED_HEADS, LM_HEADS, Head
 from ...compare import (
+    BudgetJudge,
     Comparison,
+    Judge,
     Referee,
     RefereeResult,
+    RefereeSums,
     Tolerance,
-    compare_batches,
+    ToleranceJudge,
     compare_output_batches,
-    judged_by_referee,
 )
-from ...compare.bootstrap import Limit
+from ...compare.bootstrap import Limit, parse_limits
 from ...compare.budgets import budgets_for
+from ...errors import TfparityError
 from ...inputs import Batch, note_inputs
 from ...results import Divergence, Report
 from ...trace import Trace, hidden_state_index
 from ...validation import nonfinite_weights, same_architecture
-from .. import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS
+from .. import DEFAULT_LOCALISE, DEFAULT_REFEREE_RUNS, LOCALISE_MODES, REFEREE_RUNS
 from . import budgeted, distribution
 from .agreement import task_agreement
 from .artefacts import Findings, label_findings, with_findings
@@ -75,6 +79,51 @@ class CrosscheckOptions:
     # between them are reported (tfparity/checks/crosscheck/gold.py); None: none given.
     labels: Sequence[str] | None = None
 
+    @classmethod
+    def from_arguments(
+        cls,
+        *,
+        tolerance: Tolerance | None = None,
+        localise: str = DEFAULT_LOCALISE,
+        referee: str = DEFAULT_REFEREE_RUNS,
+        budget: Any = None,
+        kl_budget: str | None = None,
+        labels: Sequence[Any] | None = None,
+        quantize: str | None = None,
+        attribute: bool = False,
+        backend: str | None = None,
+    ) -> CrosscheckOptions:
+        """The options :func:`tfparity.crosscheck` and ``tfparity crosscheck`` were
+        given, checked once for both before any framework import (exit 2 for a bad
+        one): the modes, ``budget`` and ``kl_budget`` parsed (a malformed one refused
+        before any model loads), a ``quantize`` request (with ``attribute``) that this
+        process can run. ``kl_budget`` is kept parsed here; with ``quantize`` the
+        caller hands it to the quantisation's judge instead (its own budget)."""
+        validation.tolerance(tolerance)
+        validation.one_of(localise, LOCALISE_MODES, "localise")
+        validation.one_of(referee, REFEREE_RUNS, "referee")
+        if isinstance(budget, str):
+            budgets_for(None).tensor_budget(budget)
+        limits = parse_limits(kl_budget) if kl_budget is not None else None
+        if quantize is not None or attribute:
+            from ...adapters.tf_common.quantize import check_request
+
+            check_request(quantize, attribute)
+        if quantize is not None and backend not in (None, "tensorflow"):
+            raise TfparityError(
+                f"--quantize is not run with --backend {backend} yet: the keras-hub "
+                "model on another backend runs in a process of its own (use --backend "
+                "tensorflow)."
+            )
+        return cls(
+            tolerance=tolerance,
+            localise=localise,
+            budget=budget,
+            referee_runs=referee,
+            kl_budget=limits,
+            labels=None if labels is None else tuple(str(x) for x in labels),
+        )
+
 
 def crosscheck(
     tf_model: TFSide,
@@ -99,22 +148,18 @@ def crosscheck(
     always = tapped and options.localise == "always"
     runs = run_all(tf_model, pt_model, batches, always, tf_traces, float64)
     masks = [b.attention_mask for b in batches]
-    refereed: dict[str, RefereeResult] = {}
     tf_judged, pt_judged = ([judged(t, gaps) for t in side] for side in (runs.tf, runs.pt))
     dropped = [n for n in runs.tf[0] if n not in tf_judged[0]] if runs.tf else []
+    judge: Judge = options.referee
+    if options.tolerance is not None:
+        judge = ToleranceJudge(options.tolerance, check_dtype=False)
     comparisons = compare_output_batches(
-        tf_judged,
-        pt_judged,
-        masks=masks,
-        tolerance=options.tolerance,
-        check_dtype=False,
-        compare=_refereeing(runs, options.referee, refereed),
+        tf_judged, pt_judged, masks=masks, compare=_judging(runs, judge)
     )
+    # the float64 verdicts, reported under a tolerance too
+    sums = {c.name: s for c in comparisons if (s := _float64_sums(runs, c.name)) is not None}
+    refereed = {n: r for n, s in sums.items() if (r := options.referee.result(n, s)) is not None}
     referees = [refereed.get(c.name) for c in comparisons]
-    if options.tolerance is None:
-        comparisons = [
-            _judged(c, r, options.referee) for c, r in zip(comparisons, referees, strict=True)
-        ]
     passed = all(c.passed for c in comparisons)
     broken = gap_failures(gaps) + nonfinite_weights(tf_model.named_weights(), "TF")
     broken += nonfinite_weights(pt_model.named_weights(), "PyTorch")
@@ -197,12 +242,15 @@ def _budgeted(
     differs; the error growth says which differs most)."""
     runs = run_all(tf_model, pt_model, batches, False, tf_traces, Float64Runs("none"))
     masks = [b.attention_mask for b in batches]
-    comparisons = compare_output_batches(runs.tf, runs.pt, masks=masks, check_dtype=False)
+    judge = BudgetJudge(budget, tf_model.quantisation)
+    comparisons = compare_output_batches(
+        runs.tf, runs.pt, masks=masks, compare=_judging(runs, judge)
+    )
     head = tf_model.head
     noise = {c.name: budget.max for c in comparisons}
     lm = head in LM_HEADS
     agreement = task_agreement(runs.tf, runs.pt, masks, language_model=lm, noise=noise)
-    comparisons = budgeted.judged(comparisons, agreement, budget)
+    comparisons += budgeted.agreement_failures(agreement, budget)
     lm_metrics = distribution.lm_distribution(runs.tf, runs.pt, batches, head)
     # a Keras-quantised file's LM head is judged by its mode's default too
     default = list(budgets_for(tf_model.quantisation).kl) if lm_metrics is not None else None
@@ -227,7 +275,7 @@ def _budgeted(
         details={
             "compares": f"{tf_model.framework} (actual) vs {pt_model.framework} (expected), same "
             "weights and inputs",
-            "judge": budgeted.judge_line(kind, budget),
+            "judge": judge.describe(),
             "reference": pt_model.name,
             **_model_class_facts(tf_model, pt_model),
             "batches": len(batches),
@@ -331,44 +379,47 @@ def _execution_facts(tf_model: TFSide) -> dict[str, Any]:
     return tf_model.execution.describe()
 
 
-def _refereeing(runs: Runs, referee: Referee, refereed: dict[str, RefereeResult]) -> Callable:
-    """A leaf comparison that also takes the leaf's float64 referee verdict (into
-    ``refereed``, by name) where every float64 run held it."""
-    done: dict[str, tuple[list, list, Comparison]] = {}
+_Done = dict[str, tuple[list, list, Comparison]]  # the leaves judged: name -> arrays, verdict
 
-    def compare(actual: list, expected: list, *, name: str, **kwargs: Any) -> Comparison:
-        comparison = _alias_of(name, actual, expected, done)
+
+def _judging(runs: Runs, judge: Judge) -> Callable:
+    """The leaf comparison: ``judge``'s, with the leaf's float64 sums as its truth where
+    every float64 run held them (:func:`_float64_sums`)."""
+    done: _Done = {}
+
+    def compare(actual: list, expected: list, *, name: str, masks: Any, **_: Any) -> Comparison:
+        comparison = _alias_of(name, actual, expected, done, runs.referee)
         if comparison is None:
-            comparison = compare_batches(actual, expected, name=name, **kwargs)
+            truth = _float64_sums(runs, name)
+            comparison = judge.judge(name, actual, expected, masks=masks, truth=truth)
         done[name] = (actual, expected, comparison)
-        sums = runs.referee.get(name)
-        if sums is not None and sums.batches == runs.float64_batches > 0:
-            verdict = referee.result(name, sums)
-            if verdict is not None:
-                refereed[name] = verdict
         return comparison
 
     return compare
 
 
+def _float64_sums(runs: Runs, name: str) -> RefereeSums | None:
+    """The leaf's referee sums where every float64 run held it, else None."""
+    sums = runs.referee.get(name)
+    return sums if sums is not None and sums.batches == runs.float64_batches > 0 else None
+
+
 def _alias_of(
-    name: str, actual: list, expected: list, done: dict[str, tuple[list, list, Comparison]]
+    name: str, actual: list, expected: list, done: _Done, sums: Mapping | None = None
 ) -> Comparison | None:
     """``last_hidden_state`` is the last of ``hidden_states`` in most models: where it
-    holds the very same arrays on both sides, that leaf's comparison is its own, renamed
-    (compared once; its referee verdict still comes from its own float64 sums)."""
+    holds the very same arrays on both sides, and its float64 ``sums`` are the same
+    too, that leaf's judged comparison is its own, renamed (judged once: the same
+    inputs give the same verdict)."""
     hidden = [n for n in done if hidden_state_index(n) is not None]
     if name != "last_hidden_state" or not hidden:
         return None
-    a, e, c = done[max(hidden, key=hidden_state_index)]
+    last = max(hidden, key=hidden_state_index)
+    a, e, c = done[last]
     pairs = zip([*a, *e], [*actual, *expected], strict=True)
     same = all(x.shape == y.shape and np.array_equal(x, y) for x, y in pairs)
+    same = same and (sums or {}).get(last) == (sums or {}).get(name)
     return replace(c, name=name) if same else None
-
-
-def _judged(c: Comparison, r: RefereeResult | None, referee: Referee) -> Comparison:
-    """``c`` judged by its referee verdict ``r``, with the bound that decided it."""
-    return judged_by_referee(c, r, referee)
 
 
 def _model_class_facts(tf_model: TFSide, pt_model: Reference) -> dict[str, str]:

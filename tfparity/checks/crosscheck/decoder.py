@@ -9,7 +9,7 @@ with the cross-check, which generation builds on: ``checks/generation`` imports
 from __future__ import annotations
 
 from ...adapters.interfaces.sides import ForwardPass, Reference, TFSide
-from ...compare import Comparison, Referee, referee_batches
+from ...compare import Comparison, Referee
 from ...results import Divergence
 from ...trace import EMBEDDINGS, decoder_state_index, layer_of, layer_text
 from . import hints
@@ -23,7 +23,7 @@ def decoder_divergence(
     if one.beyond_states is None:
         return None
     for k, (tf, pt, pt64) in enumerate(one.beyond_states()):
-        judged = referee_batches(f"decoder_hidden_states[{k}]", [tf], [pt], [pt64], referee=referee)
+        judged = referee.batches(f"decoder_hidden_states[{k}]", [tf], [pt], [pt64])
         if judged.passed:
             continue
         lead = f"{where}; the cross-check of {one.covers} passes; teacher-forced, "

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...adapters.interfaces.sides import TFSide
-from ...compare import Comparison, Tolerance, compare_output_batches
+from ...compare import BudgetJudge, Comparison, Tolerance, compare_output_batches
 from ...compare.budgets import judged_by_budget
 from ...inputs import Batch, note_inputs
 from ...results import Divergence, Report
@@ -32,7 +32,7 @@ from ...trace import Trace, hidden_state_index, layer_of, layer_text
 from ...validation import NothingComparedError
 from ..embeds import ensure_finite
 from ..modes import mode_tolerance, reference_magnitudes
-from .budgeted import budget_of, judge_line
+from .budgeted import budget_of
 
 LABEL = "export-vs-source"
 SOURCE_LABEL = "crosscheck-source"
@@ -90,7 +90,7 @@ def check_export_vs_source(
         details={
             "compares": f"the export (actual) vs its source {source.name} (expected), same inputs",
             "source": source.name,
-            "judge": judge_line(kind, budgeted)
+            "judge": BudgetJudge(budgeted, kind).describe()
             if budgeted is not None
             else "tolerance"
             if tolerance

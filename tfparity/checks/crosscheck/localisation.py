@@ -14,7 +14,7 @@ from ...adapters.interfaces.sides import Reference, TFSide
 from ...adapters.interfaces.weight_map import WeightMap
 from ...architectures import activation_name
 from ...architectures.heads import LABEL_OUTPUTS, SPAN_OUTPUTS, Head, reordered_outputs
-from ...compare import Comparison, Referee, RefereeResult, known_difference_note, referee_batches
+from ...compare import Comparison, Referee, RefereeResult, known_difference_note
 from ...results import Divergence, Hint
 from ...trace import EMBEDDINGS, hidden_state_index, layer_of
 from . import hints
@@ -39,25 +39,14 @@ def components_of(runs: Runs, masks: list, referee: Referee) -> list[Component]:
     for name in runs.pt_taps[0]:
         if not all(name in r for r in runs.tf_taps):
             continue
-        acc = referee_batches(
-            name,
-            [r[name] for r in runs.tf_taps],
-            [r[name] for r in runs.pt_taps],
-            [r[name] for r in runs.pt64_taps],
-            masks=masks,
-            referee=referee,
+        tf, pt, pt64 = (
+            [r[name] for r in side] for side in (runs.tf_taps, runs.pt_taps, runs.pt64_taps)
         )
+        acc = referee.batches(name, tf, pt, pt64, masks)
         iso = None
         if all(name in r for r in runs.isolated):
             # rmse(TF isolated, PT fp32) against rmse(PT fp64, PT fp32).
-            iso = referee_batches(
-                name,
-                [r[name] for r in runs.isolated],
-                [r[name] for r in runs.pt64_taps],
-                [r[name] for r in runs.pt_taps],
-                masks=masks,
-                referee=referee,
-            )
+            iso = referee.batches(name, [r[name] for r in runs.isolated], pt64, pt, masks)
         found.append(Component(name, acc, iso))
     return found
 
@@ -87,21 +76,22 @@ def localise(
     if decoder is not None:  # a seq2seq LM's decoder parts past its clean encoder
         return decoder
     if not hidden and all(hidden_state_index(c.name) is None for c in comparisons):
-        hint = _hint(tf_model, pt_model, "output", "output", runs, disagrees, varies)
-        return Divergence(None, "output", None, f"{NO_INTERMEDIATES} {hint}")
+        hint, cause = _hint(tf_model, pt_model, "output", "output", runs, disagrees, varies)
+        return Divergence(None, "output", None, f"{NO_INTERMEDIATES} {hint}", cause=cause)
     if not hidden:
         where = _past_hidden_states(tf_model, failing, comparisons)
-        hint = _hint(tf_model, pt_model, where, where, runs, disagrees, varies)
-        return Divergence(None, where, where if where != "output" else None, hint)
+        hint, cause = _hint(tf_model, pt_model, where, where, runs, disagrees, varies)
+        return Divergence(None, where, where if where != "output" else None, hint, cause=cause)
     k = hidden[0]
     if k == 0:
-        hint = _hint(tf_model, pt_model, "embeddings", "embeddings", runs, (), varies)
+        hint, cause = _hint(tf_model, pt_model, "embeddings", "embeddings", runs, (), varies)
         hint = _known(tf_model, pt_model, 0, "embeddings", "embeddings", hint)
-        return Divergence(0, "embeddings", "embeddings", hint)
+        return Divergence(0, "embeddings", "embeddings", hint, cause=cause)
     layer = layer_of(k)
     component = _component_of(layer, components)
-    hint = _hint(tf_model, pt_model, layer, component, runs, (), varies)
-    return Divergence(k, layer, component, _known(tf_model, pt_model, k, layer, component, hint))
+    hint, cause = _hint(tf_model, pt_model, layer, component, runs, (), varies)
+    hint = _known(tf_model, pt_model, k, layer, component, hint)
+    return Divergence(k, layer, component, hint, cause=cause)
 
 
 def _past_hidden_states(
@@ -149,7 +139,8 @@ def _hint(
     runs: Runs,
     disagrees: tuple[str, ...] = (),
     varies: Variation | None = None,
-) -> str:
+) -> tuple[str, str]:
+    """The hint, and the known cause the verdict line states (:func:`known_cause`)."""
     found = hints.config_differences(tf_model.config, pt_model.config, pt_model.config_changes)
     scope = pt_model.weight_scope(layer, component)
     if layer == "head":  # the head's own weights, and the pooler that feeds it
@@ -169,7 +160,8 @@ def _hint(
         found += _numeric_signature(tf_model, pt_model, layer, component, runs)
     stored = not pt_weights and not pt_model.weights()  # outputs only: no weights to compare
     if varies is not None:  # the cause: the config and weights may well agree
-        return "; ".join(h.text for h in [Hint("variation", varies.hint()), *found])
+        text = "; ".join(h.text for h in [Hint("variation", varies.hint()), *found])
+        return text, f"TF's outputs change from run to run (from {varies.where} on)"
     if not found:
         if disagrees:  # the caller names the field; say what follows, not "agrees"
             text = hints.disagreeing_note(disagrees, stored)
@@ -184,7 +176,21 @@ def _hint(
         else:
             text = hints.COMPUTATION_NOTE
         found.append(Hint("note", text))
-    return "; ".join(h.text for h in found)
+    return "; ".join(h.text for h in found), known_cause(found)
+
+
+# The hints that state a fact found (a weight, a config field, the head's order), not
+# a likely cause (an activation or epsilon fitted, a note).
+CAUSES = ("config", "weight", "unported", "permutation")
+
+
+def known_cause(found: list[Hint]) -> str:
+    """The first fact found, for the verdict line; ``(and N more)`` where there are
+    more; empty where the hint has only likely causes."""
+    facts = [h.text for h in found if h.kind in CAUSES]
+    if not facts:
+        return ""
+    return facts[0] + (f" (and {len(facts) - 1} more)" if len(facts) > 1 else "")
 
 
 def _reordered_head(

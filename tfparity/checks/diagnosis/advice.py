@@ -208,3 +208,32 @@ def _id_advice(mismatches: dict[str, Any]) -> str:
             "off-by-one in the id mapping."
         )
     return text
+
+
+def short_cause(found: Diagnosis) -> str | None:
+    """What the fed tensor is, in one clause for a verdict line (the advice says how to
+    fix it); None where the diagnosis could not name it, or nothing is wrong."""
+    if found.layout is not None:
+        lay = found.layout
+        how = (
+            f"with their rows in another order (rows {lay.rows})"
+            if lay.kind == "permuted"
+            else f"shifted along the sequence by {lay.shifts} (padding on another side)"
+        )
+        stage = lay.stage.replace("_", " ") if lay.stage == "word_embeddings" else lay.stage
+        return f"the embeddings fed are {stage} {how}"
+    if found.token_types is not None:
+        return f"the embeddings fed are {found.verdict} with other token_type_ids than given"
+    if found.verdict == "unknown":
+        return None
+    if found.verdict != "word_embeddings":
+        return f"the embeddings fed are {found.verdict}, not the word embeddings"
+    if not found.ids_all_match:
+        m = found.mismatches
+        off = f", every one off by {m['offset']:+d}" if m["offset"] is not None else ""
+        return f"the embeddings fed are word embeddings of other ids at {m['count']} positions{off}"
+    if found.rounding is not None:
+        r = found.rounding
+        rounded = f"rounded through {r.dtype} (up to {r.max_abs:.3g})"
+        return f"the embeddings fed are word embeddings {rounded}"
+    return None

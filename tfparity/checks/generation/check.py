@@ -30,8 +30,7 @@ import numpy as np
 
 from ...adapters.interfaces.greedy import GreedyRun, SameStart
 from ...adapters.interfaces.sides import Generator, Reference, TFSide
-from ...compare import Comparison, Referee, compare_arrays
-from ...compare.bootstrap import Limit
+from ...compare import Comparison, compare_arrays
 from ...compare.distribution import PositionMetrics
 from ...errors import TfparityError
 from ...inputs import Batch, Limits
@@ -39,7 +38,7 @@ from ...results import Divergence, Report
 from ..crosscheck import distribution
 from ..crosscheck.decoder import decoder_divergence
 from .distribution import forced_distribution
-from .quantised import QuantisedGeneration
+from .options import GenerationOptions, check_new_tokens
 from .steps import (
     Forced,
     PromptSteps,
@@ -49,7 +48,6 @@ from .steps import (
     judge_steps,
 )
 
-DEFAULT_NEW_TOKENS = 32
 # Prompts when none are given: short, so that a prompt and 32 new tokens fit the tiny
 # models' 64 positions (the other checks' built-in sentences run to 60 tokens there).
 DEFAULT_PROMPTS = (
@@ -57,24 +55,6 @@ DEFAULT_PROMPTS = (
     "Hello world.",
     "Numerical parity means that two implementations",
 )
-
-
-@dataclass(frozen=True)
-class GenerationOptions:
-    """``new_tokens`` greedy steps per prompt; ``embeds``: also generate from gathered
-    ``inputs_embeds`` on the TF side; ``localise``: cross-check the teacher-forced
-    sequence where tokens part by a defect, to name the layer."""
-
-    new_tokens: int = DEFAULT_NEW_TOKENS
-    referee: Referee = Referee()
-    embeds: bool = True
-    localise: bool = True
-    # Limits on the teacher-forced steps' distribution metrics (``--kl-budget``), judged
-    # by a bootstrap interval over prompts; None: reported only.
-    kl_budget: Sequence[Limit] | None = None
-    # ``generate --quantize``: the TF side is a quantised copy, judged by its mode's
-    # budget on the steps' distribution instead of the referee per step (.quantised)
-    quantised: QuantisedGeneration | None = None
 
 
 NO_STEPS = "--kl-budget judges the teacher-forced steps' logits, and no step compared any."
@@ -511,13 +491,6 @@ def prompts_of(batches: Sequence[Batch], new_tokens: int, limits: Limits) -> lis
             "ask for fewer new tokens or give shorter prompts."
         )
     return prompts
-
-
-def check_new_tokens(new_tokens: int, name: str = "new_tokens") -> None:
-    """A usage error (exit 2) for a step count that is not a positive int; ``name``: how
-    the caller's user gave it (``--generate`` in the sweep)."""
-    if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
-        raise TfparityError(f"{name} must be an int >= 1 (got {new_tokens!r}).")
 
 
 # ----------------------------------------------------------------------------- per prompt

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...compare import Referee, referee_batches, rmse
+from ...compare import Referee, rmse
 
 NOISE_FACTOR = 4.0  # noise = 4 x the referee's allowed RMSE (checks/crosscheck.py's _noise)
 TOP_K = 5
@@ -163,7 +163,7 @@ def judge_steps(
 
 def _step(k: int, tf_tokens, pt_tokens, forced: Forced, referee: Referee) -> Step:
     a, r, t = forced.tf[k], forced.pt[k], forced.pt64[k]
-    verdict = referee_batches(f"step {k}", [a], [r], [t], referee=referee)
+    verdict = referee.batches(f"step {k}", [a], [r], [t])
     noise = NOISE_FACTOR * verdict.allowed_rmse
     mine, theirs = int(np.argmax(a)), int(pt_tokens[k])
     flip = "agree"

@@ -32,7 +32,7 @@ from ...adapters.interfaces.gradients import GradientRun, Objective
 from ...adapters.interfaces.sides import Reference, TFSide
 from ...compare import (
     Comparison,
-    Referee,
+    Judge,
     Tolerance,
     ToleranceJudge,
     compare_batches,
@@ -48,20 +48,7 @@ from ...validation import same_architecture
 from ..embeds import NonFiniteOutputError, embeddings_hint
 from .frozen import excluded_note, excluded_weights
 from .localise import GRAD, failed, hidden_agree, hidden_table, localise, weight_table
-
-
-@dataclass(frozen=True)
-class GradientsOptions:
-    """``tolerance``: the ids-vs-embeds judge (None: float32's defaults) and, when given,
-    TF vs PyTorch's too instead of the float64 referee; ``embeds_fn(batch)``: your
-    embeddings, made inside the tape (default: the Keras-side gather)."""
-
-    seed: int = 0
-    tolerance: Tolerance | None = None
-    referee: Referee = Referee()
-    embeds_fn: Callable[[Batch], Any] | None = None
-    top_weights: int = 3
-    frozen: tuple[str, ...] = ()  # globs/substrings of PyTorch weights frozen on purpose
+from .options import GradientsOptions
 
 
 @dataclass
@@ -166,13 +153,11 @@ def _ids_vs_embeds(
 ) -> Report:
     masks = [b.attention_mask for b in batches]
     tol = options.tolerance
-    forward = _forward_failures(embeds.forward, ids.forward, masks, tol)
-    rows = [
-        compare_batches(
-            [np.asarray(embeds.losses)], [np.asarray(ids.losses)], name="loss", tolerance=tol
-        )
-    ]
-    rows += _hidden_rows(embeds.hidden, ids.hidden, masks, tol, None)
+    same_path = ToleranceJudge(tol, check_dtype=False)  # the forward values, as the embeds check
+    forward = _forward_failures(embeds.forward, ids.forward, masks, same_path)
+    judge = ToleranceJudge(tol)
+    rows = [judge.judge("loss", [np.asarray(embeds.losses)], [np.asarray(ids.losses)])]
+    rows += _hidden_rows(embeds.hidden, ids.hidden, masks, judge, None)
     word = ids.word
     # a matrix TF does not train gets no gradient on either path: nothing to compare
     untrained = word is not None and all(x.weights.get(word) is None for x in (ids, embeds))
@@ -257,13 +242,18 @@ def _tf_vs_pt(
     masks = [b.attention_mask for b in batches]
     _ensure_finite(truth, "PyTorch's float64 referee")
     _ensure_finite(pt, "PyTorch")
-    judge = _Judge(options.tolerance, options.referee)
+    judge: Judge = options.referee
+    if options.tolerance is not None:
+        judge = ToleranceJudge(options.tolerance, check_dtype=False)
     forward = _forward_failures(ids.forward, pt.forward, masks, judge, truth.forward)
-    losses = [np.asarray(x.losses) for x in (ids, pt, truth)]
-    scale = float(np.max(np.abs(losses[2])))
-    rows = [judge.rows("loss", *([x] for x in losses), None, scale=scale)]
+    losses = [[np.asarray(x.losses)] for x in (ids, pt, truth)]
+    slack = _slack(float(np.max(np.abs(losses[2][0]))))
+    rows = [judge.judge("loss", losses[0], losses[1], truth=losses[2], slack=slack)]
     no_path = embeds is None
-    embeds_skipped = no_path or bool(_forward_failures(embeds.forward, ids.forward, masks, None))
+    same_path = ToleranceJudge(check_dtype=False)
+    embeds_skipped = no_path or bool(
+        _forward_failures(embeds.forward, ids.forward, masks, same_path)
+    )
     rows += [] if embeds_skipped else _embeds_row(embeds, pt, truth, masks, judge)
     rows += _hidden_rows(ids.hidden, pt.hidden, masks, judge, truth.hidden)
     frozen = _frozen_notes(ids.weights, pt.frozen_rows)
@@ -303,7 +293,7 @@ def _tf_vs_pt(
             "compares": f"{tf_model.framework} (actual) vs PyTorch (expected) gradients, "
             "same weights and inputs",
             "scalar": ids.scalar,
-            "judge": judge.text(),
+            "judge": judge.describe(),
             "reference": pt_model.name,
             "batches": len(batches),
             "hidden_states": hidden_table(rows, forward, judge),
@@ -329,51 +319,29 @@ def _ensure_finite(side: Collected, where: str) -> None:
         )
 
 
-@dataclass
-class _Judge:
-    """A tolerance, or the float64 referee (tolerance None): the judges of
-    :mod:`tfparity.compare.judge`, with the referee's room for a lone number."""
+# Allowed beyond the referee's bound, in units of float32's epsilon: a single number
+# (the loss: PyTorch's own rounding of one sum is as likely tiny as not), and a weight
+# whose gradient is zero in exact arithmetic (a query's, with one token to attend to),
+# against the scale of all weights' gradients.
+EPSILONS = 8.0
 
-    tolerance: Tolerance | None
-    referee: Referee
 
-    def text(self) -> str:
-        if self.tolerance is not None:
-            return ToleranceJudge(self.tolerance).describe()
-        return self.referee.describe()
-
-    # Allowed beyond the referee's bound, in units of float32's epsilon: a single number
-    # (the loss: PyTorch's own rounding of one sum is as likely tiny as not), and a
-    # weight whose gradient is zero in exact arithmetic (a query's, with one token to
-    # attend to), against the scale of all weights' gradients (``scale``).
-    EPSILONS = 8.0
-
-    def rows(
-        self,
-        name: str,
-        actual: list,
-        expected: list,
-        truth: list | None,
-        masks: list | None,
-        scale: float = 0.0,
-    ) -> Comparison:
-        if self.tolerance is not None:
-            judge = ToleranceJudge(self.tolerance, check_dtype=False)
-            return judge.judge(name, actual, expected, masks=masks)
-        slack = self.EPSILONS * float(np.finfo(np.float32).eps) * scale
-        return self.referee.judge(name, actual, expected, masks=masks, truth=truth, slack=slack)
+def _slack(scale: float) -> float:
+    """The room beyond the referee's bound for a lone number of magnitude ``scale``."""
+    return EPSILONS * float(np.finfo(np.float32).eps) * scale
 
 
 def _embeds_row(
-    embeds: Collected, pt: Collected, truth: Collected, masks: list, judge: _Judge
+    embeds: Collected, pt: Collected, truth: Collected, masks: list, judge: Judge
 ) -> list[Comparison]:
     if any(x is None for x in embeds.embeds + pt.embeds + truth.embeds):
         return []
-    return [judge.rows(GRAD + "inputs_embeds", embeds.embeds, pt.embeds, truth.embeds, masks)]
+    name = GRAD + "inputs_embeds"
+    return [judge.judge(name, embeds.embeds, pt.embeds, masks=masks, truth=truth.embeds)]
 
 
 def _hidden_rows(
-    actual: list, expected: list, masks: list, judge: Any, truth: list | None
+    actual: list, expected: list, masks: list, judge: Judge, truth: list | None
 ) -> list[Comparison]:
     """One row per hidden state whose gradient both sides give (a TF model that returns
     a reshaped copy of a hidden state has none for it: see the note)."""
@@ -383,10 +351,7 @@ def _hidden_rows(
             continue
         a, e = [x[name] for x in actual], [x[name] for x in expected]
         t = [x[name] for x in truth] if truth is not None else None
-        if isinstance(judge, _Judge):
-            rows.append(judge.rows(GRAD + name, a, e, t, masks))
-        else:
-            rows.append(compare_batches(a, e, name=GRAD + name, masks=masks, tolerance=judge))
+        rows.append(judge.judge(GRAD + name, a, e, masks=masks, truth=t))
     return rows
 
 
@@ -406,10 +371,10 @@ def _unreachable_hidden_notes(actual: list, expected: list) -> list[str]:
 
 
 def _weight_rows(
-    actual: dict, expected: dict, truth: dict, judge: _Judge, frozen: dict[str, int]
+    actual: dict, expected: dict, truth: dict, judge: Judge, frozen: dict[str, int]
 ) -> tuple[list[Comparison], list[str]]:
     rows, unreached = [], []
-    scale = max((_rms([t]) for t in truth.values()), default=0.0)  # the largest gradients'
+    slack = _slack(max((_rms([t]) for t in truth.values()), default=0.0))  # largest gradients'
     for name, e in expected.items():
         if name not in actual and e is not None and np.any(e):
             rows.append(_not_differentiated(name, e))
@@ -427,7 +392,7 @@ def _weight_rows(
         a = a.reshape(e.shape) if a.shape != e.shape and a.size == e.size else a
         a, e, t = _touched_rows(a, e, t)
         truth_of = None if t is None else [t]
-        rows.append(judge.rows(GRAD + name, [a], [e], truth_of, None, scale=scale))
+        rows.append(judge.judge(GRAD + name, [a], [e], truth=truth_of, slack=slack))
     return rows, unreached
 
 
@@ -552,17 +517,13 @@ def _relation(actual: np.ndarray, expected: np.ndarray) -> str:
 
 
 def _forward_failures(
-    actual: list, expected: list, masks: list, judge: Any, truth: list | None = None
+    actual: list, expected: list, masks: list, judge: Judge, truth: list | None = None
 ) -> list[int]:
     """The hidden states whose forward values already differ, by index."""
     failing = []
     for name in expected[0]:
         a, e = [x[name] for x in actual], [x[name] for x in expected]
-        if isinstance(judge, _Judge):
-            t = [x[name] for x in truth] if truth is not None else None
-            c = judge.rows(name, a, e, t, masks)
-        else:
-            c = compare_batches(a, e, name=name, masks=masks, tolerance=judge, check_dtype=False)
-        if not c.passed:
+        t = [x[name] for x in truth] if truth is not None else None
+        if not judge.judge(name, a, e, masks=masks, truth=t).passed:
             failing.append(hidden_state_index(name))
     return failing

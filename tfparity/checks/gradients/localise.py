@@ -34,7 +34,9 @@ def localise(
             f"computation of {_layer_text(layer)} (tfparity crosscheck localises it to the "
             f"sub-layer){_known(tf_model, pt_model, k, layer)}"
         )
-        return Divergence(k, layer, EMBEDDINGS if layer == EMBEDDINGS else None, hint + top)
+        where = EMBEDDINGS if layer == EMBEDDINGS else None
+        cause = f"the forward pass already differs at hidden_states[{k}]"
+        return Divergence(k, layer, where, hint + top, cause=cause)
     hidden = sorted(
         ((k, c) for c in rows if (k := hidden_state_index(c.name.removeprefix(GRAD))) is not None),
         key=lambda kc: kc[0],
@@ -49,21 +51,26 @@ def localise(
                 f"state (hidden_states[{k}]) differs: the backward pass of the head or of the "
                 "final norm differs"
             )
-            return Divergence(k, "head", "head", hint + top)
+            cause = (
+                f"the backward pass of the head or final norm differs (grad of hidden_states[{k}])"
+            )
+            return Divergence(k, "head", "head", hint + top, cause=cause)
         hint = (
             f"The forward pass agrees and the gradient with respect to hidden_states[{k + 1}] "
             f"agrees, but the gradient with respect to hidden_states[{k}] differs: layer {k}'s "
             "backward pass differs from its forward (a custom gradient, a gradient-stopping or "
             "non-differentiable op)"
         )
-        return Divergence(k, k, None, hint + top)
+        cause = f"layer {k}'s backward pass differs from its forward"
+        return Divergence(k, k, None, hint + top, cause=cause)
     if failed(rows, GRAD + "inputs_embeds"):
         hint = (
             "Every hidden state's gradient agrees, but the gradient with respect to "
             "inputs_embeds differs: the embedding layer's backward pass (positions, "
             "token types, its norm) differs"
         )
-        return Divergence(0, "embeddings", "embeddings", hint + top)
+        cause = "the embedding layer's backward pass differs (grad of inputs_embeds)"
+        return Divergence(0, "embeddings", "embeddings", hint + top, cause=cause)
     hint = "Every hidden state's gradient agrees; only weights' gradients differ"
     place = _weight_place(rows, pt_model)
     if place is None:
