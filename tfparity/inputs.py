@@ -529,6 +529,8 @@ def make_batches(
             truncate=options.truncate or options.texts is None,
             positions_text=limits.positions_text() if limits.max_positions else None,
         )
+    # the input boundary: ids a side cannot embed are refused before any side (the
+    # PyTorch reference too) sees them; TFSideBase.run checks what callers build
     for batch in batches:
         check_limits(batch, limits)
     return batches

@@ -20,7 +20,7 @@ from ..adapters.interfaces.embeddings import EmbeddingParts
 from ..adapters.interfaces.sides import TFSide
 from ..compare import Comparison, Tolerance, compare_output_batches, to_numpy
 from ..errors import TfparityError
-from ..inputs import Batch, check_limits, integer_ids
+from ..inputs import Batch, integer_ids
 from ..results import Divergence, Report
 from ..trace import Trace
 from .diagnosis import diagnose_embeddings
@@ -132,7 +132,6 @@ def check_diagnose(
 ) -> Report:
     parts = model.embedding_parts()  # exit 2 on a side that does not expose them
     batch = inputs.batch
-    check_limits(batch, model.limits)
     _finite(np.asarray(inputs.embeds), "inputs_embeds")
     _check_width(inputs.embeds, parts)
     reference, comparisons = _compare_outputs(model, inputs, options)

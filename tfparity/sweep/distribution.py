@@ -121,7 +121,7 @@ def statistics(tally: DistributionTally) -> dict | None:
     }
 
 
-def check_limits(limits: Sequence[Limit]) -> None:
+def refuse_per_position_terms(limits: Sequence[Limit]) -> None:
     """Refuse (exit 2) the terms a sweep cannot judge from per-item values."""
     bad = [str(t) for t in limits if t.metric in PER_POSITION_ONLY]
     if bad:

@@ -18,7 +18,7 @@ from .._version import __version__
 from ..errors import TfparityError
 from .checks import CHECKS
 from .corpus import DEFAULT_CORPUS, CorpusInfo, check_shard, iter_items, scan
-from .distribution import check_limits
+from .distribution import refuse_per_position_terms
 from .engine import EngineStart, SweepEngine
 from .generate import GENERATE, check_generate_options
 from .local import LocalEngine
@@ -176,7 +176,7 @@ def _check_kl_budget(limits: Any, checks: tuple[str, ...]) -> None:
     sweep could judge, or whose terms need every position's KL."""
     if not limits:
         return
-    check_limits(limits)
+    refuse_per_position_terms(limits)
     if not {"crosscheck", GENERATE} & set(checks):
         raise TfparityError(
             "--kl-budget judges logits compared with PyTorch: the cross-check's LM head "
