@@ -7,7 +7,7 @@ The reports are small real runs of every command, read back from the JSON they w
 (tests/report/data/, made by scripts/report_samples.py; no model runs here), and, for
 the message's window and the budget section, made-up ``backends`` outputs as the
 judge's tests make them (numpy only, no backend process). ``sweep`` writes no Report:
-its summary.json renders with :func:`tfparity.report.sweep.render_summary`.
+``tfparity.render`` takes its result (its summary.json and output folder).
 """
 
 from __future__ import annotations
@@ -140,9 +140,14 @@ def test_render_prints_what_the_command_printed(sample_reports, sample_printed, 
 
 
 def test_the_sweep_summary_renders_what_the_command_printed(sample_json, sample_printed):
-    from tfparity.report.sweep import render_summary
+    """A sweep writes a summary, not a Report: ``tfparity.render`` takes its result."""
+    from pathlib import Path
 
-    assert render_summary(sample_json["sweep"], "sweep") == sample_printed["sweep"].rstrip("\n")
+    from tfparity.sweep import SweepResult
+
+    result = SweepResult(sample_json["sweep"], Path("sweep"))
+    assert tfparity.render(result) == sample_printed["sweep"].rstrip("\n")
+    assert tfparity.render(result, verbose=True) == tfparity.render(result)
 
 
 @pytest.mark.parametrize("name", REPORTS)

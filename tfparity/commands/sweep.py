@@ -146,7 +146,6 @@ def run(args: argparse.Namespace) -> int:
     from ..compare.bootstrap import parse_limits
     from ..errors import TfparityError
     from ..orchestration import compiles
-    from ..report.sweep import render_summary
     from ..sweep import SweepOptions, parse_shard, run_sweep
 
     checks = tuple(c.strip() for c in args.checks.split(",") if c.strip()) if args.checks else None
@@ -207,5 +206,5 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     from ..sweep.summary import sweep_passed
 
-    print(render_summary(result.summary, str(result.out), strict=args.strict))
+    print(result.text(strict=args.strict))
     return EXIT_PASS if sweep_passed(result.summary, strict=args.strict) else EXIT_FAIL

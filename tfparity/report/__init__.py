@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Protocol, runtime_checkable
 
 from ..results import Divergence, Report
 from . import backends, backends_quantised, brief, generation, gradients, modes, sections, text
@@ -110,9 +111,20 @@ def renderer_for(report: Report) -> Renderer:
     return RENDERERS.get(renderer_key(report), TENSORS)
 
 
-def render(report: Report, *, verbose: bool = False) -> str:
+@runtime_checkable
+class Summarised(Protocol):
+    """A run whose result is a summary rather than a :class:`Report` (a sweep's
+    ``SweepResult``): it renders itself, as its command prints it."""
+
+    def text(self, *, verbose: bool = False) -> str: ...
+
+
+def render(report: Report | Summarised, *, verbose: bool = False) -> str:
     """The text report of any check (``tfparity.render``): what its command prints;
-    ``verbose`` adds every failure's block where the check has them."""
+    ``verbose`` adds every failure's block where the check has them. A sweep's result
+    prints its summary, as ``tfparity sweep`` does."""
+    if isinstance(report, Summarised):
+        return report.text(verbose=verbose)
     return renderer_for(report).text(report, verbose=verbose)
 
 

@@ -55,6 +55,13 @@ class SweepResult:
     def passed(self) -> bool:
         return sweep_passed(self.summary)
 
+    def text(self, *, verbose: bool = False, strict: bool = False) -> str:
+        """What ``tfparity sweep`` prints (``tfparity.render(result)``); the full
+        figures are in summary.json, so ``verbose`` adds nothing."""
+        from ..report.sweep import render_summary
+
+        return render_summary(self.summary, str(self.out), strict=strict)
+
 
 def default_checks() -> tuple[str, ...]:
     from ..adapters.runtime.imports import torch_available
