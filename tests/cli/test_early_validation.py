@@ -25,6 +25,9 @@ REFUSED = [
     (["crosscheck", "--tf", "tiny:bert", "--pt", "tiny:brt"], "Unknown tiny architecture 'brt'"),
     (["sweep", "tiny:bret", "--texts", "corpus.txt"], "Unknown tiny architecture 'bret'"),
     (["embeddings", "./no-such-dir"], "no such directory"),
+    # an export given to a command that can name neither its source nor its reference
+    (["positions", "model.keras"], "Check an export with `tfparity check model.keras"),
+    (["modes", "model.tflite"], "does not take model.tflite, a LiteRT (.tflite) flatbuffer"),
 ]
 # The same commands with good arguments get past every early check: the command itself
 # is replaced by one that returns 0, so nothing loads.
@@ -58,6 +61,8 @@ print(json.dumps({"refused": results, "accepted": accepted, "loaded": loaded}))
 def early(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("early")
     (cwd / "corpus.txt").write_text("one line\n")
+    (cwd / "model.keras").write_bytes(b"PK")  # named only: refused before it is read
+    (cwd / "model.tflite").write_bytes(b"")
     cases = json.dumps({"refused": [argv for argv, _ in REFUSED], "accepted": ACCEPTED})
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT, cases],

@@ -300,4 +300,23 @@ def _parse_specs(args: argparse.Namespace) -> None:
             continue
         if args.command == "backends" and option == "MODEL" and not value.startswith(KERAS_HUB):
             continue
-        parse_spec(value)
+        spec = parse_spec(value)
+        if option == "MODEL":
+            _refuse_an_export(args.command, spec)
+
+
+def _refuse_an_export(command: str, spec) -> None:
+    """An export as MODEL of a command that can name neither its source nor its
+    reference: say so, and which commands check it, rather than ask for a --source the
+    command does not take."""
+    from ..adapters.sources.specs import EXPORT_KINDS
+
+    naming = NAMING[command]
+    if spec.kind not in EXPORT_KINDS or not {"--source", "--pt"} <= set(naming.refused):
+        return
+    raise TfparityError(
+        f"`tfparity {command}` does not take {spec.text}, {EXPORT_KINDS[spec.kind]}: "
+        f"{naming.refused['--source']}. Check an export with `tfparity check "
+        f"{spec.text} --source MODEL` or `tfparity crosscheck {spec.text} --pt MODEL` "
+        "(MODEL: the checkpoint it came from)."
+    )
