@@ -26,8 +26,8 @@ REFUSED = [
     (["sweep", "tiny:bret", "--texts", "corpus.txt"], "Unknown tiny architecture 'bret'"),
     (["embeddings", "./no-such-dir"], "no such directory"),
     # an export given to a command that can name neither its source nor its reference
-    (["positions", "model.keras"], "Check an export with `tfparity check model.keras"),
-    (["modes", "model.tflite"], "does not take model.tflite, a LiteRT (.tflite) flatbuffer"),
+    (["positions", "model.keras"], "(`tfparity check model.keras --source MODEL`"),
+    (["modes", "model.tflite"], "model.tflite is a LiteRT (.tflite) flatbuffer, an export"),
 ]
 # The same commands with good arguments get past every early check: the command itself
 # is replaced by one that returns 0, so nothing loads.

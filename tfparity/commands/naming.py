@@ -315,8 +315,8 @@ def _refuse_an_export(command: str, spec) -> None:
     if spec.kind not in EXPORT_KINDS or not {"--source", "--pt"} <= set(naming.refused):
         return
     raise TfparityError(
-        f"`tfparity {command}` does not take {spec.text}, {EXPORT_KINDS[spec.kind]}: "
-        f"{naming.refused['--source']}. Check an export with `tfparity check "
-        f"{spec.text} --source MODEL` or `tfparity crosscheck {spec.text} --pt MODEL` "
-        "(MODEL: the checkpoint it came from)."
+        f"{spec.text} is {EXPORT_KINDS[spec.kind]}, an export: it holds no Hugging Face "
+        "config or tokenizer, and only check, crosscheck and sweep take one, with the "
+        f"checkpoint it came from (`tfparity check {spec.text} --source MODEL`, "
+        f"`tfparity crosscheck {spec.text} --pt MODEL`)."
     )
