@@ -19,7 +19,7 @@ from ...errors import TfparityError
 from ...inputs import Batch
 from ..runtime.kernel_sets import KernelSet, OpenedArtefact, RunTensor
 from ..sources.specs import ModelSpec
-from .litert_graph import Graph
+from .litert_graph import Graph, flatbuffer_schema
 from .litert_runner import Kernels, Runner, hf_name, runtime_name
 
 
@@ -123,3 +123,30 @@ def _vocabulary(graph: Graph, runner: Runner, text: str) -> int:
         f"{text}: no embedding table found to draw random token ids from; name the model "
         "it was converted from (--source MODEL), which gives its vocabulary."
     )
+
+
+@dataclass(frozen=True)
+class RewrittenOp(Kernels):
+    """Kernels that run the first ``op`` (a builtin operator's name, ``SOFTMAX``) with
+    one of its options changed (``option`` set to ``value``, e.g. SOFTMAX's ``beta``):
+    how a test builds a kernel path that computes one op otherwise, and so sees
+    ``tfparity runtimes`` name it (``tfparity.testing.broken_kernel_set``)."""
+
+    op: str = "SOFTMAX"
+    option: str = "beta"
+    value: float = 1.05
+
+    def content(self, data: bytes) -> bytes:
+        import flatbuffers
+
+        schema = flatbuffer_schema()
+        model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+        code = getattr(schema.BuiltinOperator, self.op)
+        codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
+        op = next((o for o in model.subgraphs[0].operators if codes[o.opcodeIndex] == code), None)
+        if op is None or not hasattr(op.builtinOptions, self.option):
+            raise TfparityError(f"The flatbuffer has no {self.op} op with a '{self.option}'.")
+        setattr(op.builtinOptions, self.option, self.value)
+        builder = flatbuffers.Builder(len(data))
+        builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+        return bytes(builder.Output())
