@@ -102,10 +102,12 @@ class ArtefactKernels:
         known = {s.name: s for s in self.sets}
         unknown = [n for n in names if n not in known]
         if unknown or not names:
+            from ..sources.specs import EXPORT_KINDS
+
             raise TfparityError(
                 f"--sets {','.join(names) or '(empty)'}: "
                 f"{'unknown ' + ', '.join(repr(n) for n in unknown) if unknown else 'no set'}; "
-                f"a {self.kind} file runs on {', '.join(known)}."
+                f"{EXPORT_KINDS.get(self.kind, self.kind)} runs on {', '.join(known)}."
             )
         return tuple(s for s in self.sets if s.name in names)
 
