@@ -115,5 +115,5 @@ def test_a_file_that_is_no_artefact_with_kernel_sets_exits_2(tmp_path, capsys):
     assert "is not a LiteRT flatbuffer" in capsys.readouterr().err
     model = tmp_path / "m.keras"
     model.write_bytes(b"zip")
-    with pytest.raises(TfparityError, match="not an artefact with kernel sets"):
+    with pytest.raises(TfparityError, match="takes an artefact with kernel sets"):
         tfparity.check_runtimes(model)

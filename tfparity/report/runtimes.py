@@ -39,10 +39,10 @@ def verdict(report: Report) -> str:
     runs = report.details.get("runs", [])
     if report.passed:
         worst = max(report.tensors, key=lambda c: c.max_abs_diff, default=None)
-        most = (
-            f"; largest output difference {worst.max_abs_diff:.3g} ({worst.name})" if worst else ""
-        )
-        return f"PASS {report.check}: {len(runs)} runs agree{most}"
+        most = f"; largest difference {worst.max_abs_diff:.3g} ({worst.name})" if worst else ""
+        reference = report.details.get("reference")
+        agree = f"pass against {reference}" if reference else "agree"
+        return f"PASS {report.check}: {len(runs)} runs {agree}{most}"
     parted = [r for r in runs if not r["passed"]]
     said = []
     for r in parted:

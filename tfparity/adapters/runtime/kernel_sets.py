@@ -145,8 +145,8 @@ def kernels_for(kind: str | None, text: str) -> ArtefactKernels:
 
         files = " or ".join(EXPORT_KINDS.get(k, k) for k in KERNEL_SETS)
         raise TfparityError(
-            f"{text} is not an artefact with kernel sets: `tfparity runtimes` runs {files} "
-            "on each kernel set of its runtime."
+            f"`tfparity runtimes` takes an artefact with kernel sets, {files}, and runs it "
+            f"on each kernel set of its runtime: {text} is not one."
         )
     return KERNEL_SETS[kind]
 
