@@ -46,7 +46,8 @@ from .modes import TOLERANCE_SCALE, mode_tolerance
 class RuntimesOptions:
     """``sets``: the kernel sets to run (None: every one of the artefact's kind);
     ``threads``: the thread counts of the threaded sets; ``tolerance``: a fixed one
-    instead of the scaled rule (runs against each other only)."""
+    instead of the scaled rule (against each other) or of the float64 referee (against
+    the source)."""
 
     sets: tuple[str, ...] | None = None
     threads: tuple[int, ...] = (1,)
@@ -132,7 +133,7 @@ def check_runtimes(
     tensors: Tensors = {r.label: [r.tensors(b) for b in batches] for r in runs}
     rule = _rule(options)
     if reference is not None:
-        verdicts, comparisons, divergence = _against_source(opened, reference, batches)
+        verdicts, comparisons, divergence = _against_source(opened, reference, batches, options)
         passing = [label for label, ok in verdicts.items() if ok]
         parted = [label for label in verdicts if not verdicts[label]]
         partings = [
@@ -141,6 +142,9 @@ def check_runtimes(
             if passing and (p := first_parting(tensors, label, passing[0], rule)) is not None
         ]
         judge = "the float64 referee, each run against PyTorch (crosscheck's judge)"
+        if options.tolerance is not None:
+            t = options.tolerance
+            judge = f"each run against PyTorch: fixed atol {t.atol:g}, rtol {t.rtol:g}"
     else:
         partings, consensus = _against_each_other(tensors, rule)
         parted = sorted({p.label for p in partings}, key=list(tensors).index)
@@ -320,15 +324,17 @@ def _output_comparisons(
 
 
 def _against_source(
-    opened: OpenedArtefact, reference: Any, batches: Sequence[Batch]
+    opened: OpenedArtefact, reference: Any, batches: Sequence[Batch], options: RuntimesOptions
 ) -> tuple[dict[str, bool], list[Comparison], Any]:
-    """Each run cross-checked against PyTorch by the float64 referee: its verdict, its
-    comparisons named ``<run>:<tensor>``, and the first failing run's divergence."""
+    """Each run cross-checked against PyTorch by the float64 referee (by a fixed
+    tolerance where one is given): its verdict, its comparisons named
+    ``<run>:<tensor>``, and the first failing run's divergence."""
     from .crosscheck.check import CrosscheckOptions, crosscheck
 
+    judged = CrosscheckOptions(label="runtimes", tolerance=options.tolerance)
     verdicts, comparisons, divergence = {}, [], None
     for run in opened.runs:
-        report = crosscheck(run.side(), reference, batches, CrosscheckOptions(label="runtimes"))
+        report = crosscheck(run.side(), reference, batches, judged)
         verdicts[run.label] = report.passed
         comparisons += [replace(c, name=f"{run.label}:{c.name}") for c in report.comparisons]
         if divergence is None and report.first_divergence is not None:
