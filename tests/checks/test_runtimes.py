@@ -69,10 +69,10 @@ def test_a_broken_kernel_set_parts_named_with_its_first_tensor_and_op(flatbuffer
     assert f"FAIL runtimes: broken@1 parts at '{SOFTMAX}' (op SOFTMAX)" in text
     failed = {c.name for c in report.failures}
     assert f"broken@1:{SOFTMAX}" in failed and "broken@1:last_hidden_state" in failed
-    # two runs alone cannot say which is wrong: both are named, and the report says so
+    # two runs alone cannot tell which is wrong: both are named, and the report says so
     two = tfparity.check_runtimes(flatbuffer, sets="reference,broken")
     assert two.details["parting"] == ["reference@1", "broken@1"]
-    assert any("cannot say which" in n for n in two.notes)
+    assert any("which side is wrong cannot be told" in n for n in two.notes)
 
 
 def test_against_the_source_clean_sets_pass_and_the_broken_one_is_localised(flatbuffer, broken):

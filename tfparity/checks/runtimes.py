@@ -132,6 +132,7 @@ def check_runtimes(
     runs = opened.runs
     tensors: Tensors = {r.label: [r.tensors(b) for b in batches] for r in runs}
     rule = _rule(options)
+    tie = False
     if reference is not None:
         verdicts, comparisons, divergence = _against_source(opened, reference, batches, options)
         passing = [label for label, ok in verdicts.items() if ok]
@@ -146,7 +147,7 @@ def check_runtimes(
             t = options.tolerance
             judge = f"each run against PyTorch: fixed atol {t.atol:g}, rtol {t.rtol:g}"
     else:
-        partings, consensus = _against_each_other(tensors, rule)
+        partings, consensus, tie = _against_each_other(tensors, rule)
         parted = sorted({p.label for p in partings}, key=list(tensors).index)
         comparisons = _output_comparisons(runs, tensors, consensus, rule, batches)
         comparisons += [replace(p.comparison, name=f"{p.label}:{p.tensor}") for p in partings]
@@ -164,8 +165,11 @@ def check_runtimes(
         for r in runs
     ]
     notes = [p.sentence() for p in partings]
-    if reference is None and len(runs) == 2 and parted:
-        notes.append("Two runs that part cannot say which of them is wrong: add a third set.")
+    if tie:
+        notes.append(
+            "No group of runs that agree outnumbers the others, so which side is wrong "
+            "cannot be told: each is named against the other; run more sets or threads."
+        )
     report = Report(
         check="runtimes",
         model=name,
@@ -262,9 +266,11 @@ def _within(actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance) -> b
 
 def _against_each_other(
     tensors: Tensors, rule: Callable[[float], Tolerance]
-) -> tuple[list[Parting], str]:
+) -> tuple[list[Parting], str, bool]:
     """The partings of every run outside the consensus (the largest group of runs that
-    agree with each other), each against the consensus's first run; and that run."""
+    agree with each other), each against the consensus's first run; that run; and
+    whether groups tie for largest (no consensus: the first group's runs are then named
+    against the second's first run too)."""
     labels = list(tensors)
     agree = {a: {a} for a in labels}
     for i, a in enumerate(labels):
@@ -278,20 +284,17 @@ def _against_each_other(
             groups.append([x for x in labels if agree[x] == agree[a]])
     largest = max(len(g) for g in groups)
     leaders = [g for g in groups if len(g) == largest]
-    consensus = leaders[0]
+    consensus, tie = leaders[0], len(leaders) > 1
+    against = {x: consensus[0] for x in labels if x not in consensus}
+    if tie:
+        against.update({x: leaders[1][0] for x in consensus})
     partings = []
     for label in labels:
-        if label in consensus:
-            continue
-        parting = first_parting(tensors, label, consensus[0], rule)
-        if parting is not None:
-            partings.append(parting)
-    if len(leaders) > 1:  # no consensus: the first group is named against the second too
-        other = leaders[1][0]
-        parting = first_parting(tensors, consensus[0], other, rule)
-        if parting is not None:
-            partings.insert(0, parting)
-    return partings, consensus[0]
+        if label in against:
+            parting = first_parting(tensors, label, against[label], rule)
+            if parting is not None:
+                partings.append(parting)
+    return partings, consensus[0], tie
 
 
 def _output_comparisons(
