@@ -149,7 +149,7 @@ def check_runtimes(
     else:
         partings, consensus, tie = _against_each_other(tensors, rule)
         parted = sorted({p.label for p in partings}, key=list(tensors).index)
-        comparisons = _output_comparisons(runs, tensors, consensus, rule, batches)
+        comparisons = _output_comparisons(runs, tensors, consensus, rule)
         comparisons += [replace(p.comparison, name=f"{p.label}:{p.tensor}") for p in partings]
         divergence = None
         judge = _rule_text(options)
@@ -302,7 +302,6 @@ def _output_comparisons(
     tensors: Tensors,
     against: str,
     rule: Callable[[float], Tolerance],
-    batches: Sequence[Batch],
 ) -> list[Comparison]:
     """Each run's graph outputs against the consensus run's, named ``<run>:<output>``."""
     outputs = runs[0].outputs()
