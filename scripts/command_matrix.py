@@ -87,6 +87,7 @@ def commands(inputs: Path) -> tuple[Command, ...]:
         Command("generate", ("generate", "--random", "1", "--seq-len", "3", "--new-tokens", "2")),
         Command("gradients", ("gradients", *SMALL)),
         Command("modes", ("modes", "--modes", "graph", *SMALL)),
+        Command("runtimes", ("runtimes", *SMALL)),
         Command("sweep embeds", ("sweep", *sweep, "--checks", "embeds")),
         Command("sweep crosscheck", ("sweep", *sweep, "--checks", "crosscheck")),
         Command("sweep positions", ("sweep", *sweep, "--checks", "positions")),

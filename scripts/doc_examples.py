@@ -366,6 +366,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "litert-int8": lambda work: _litert(work / "int8.tflite", "dynamic-range int8"),
     "litert-fault": lambda work: _litert(work / "fault.tflite", "fp32", fault=True),
     "litert-mlm": lambda work: _litert_mlm(work),
+    "litert-fp32": lambda work: _litert(work / "bert.tflite", "fp32"),
     "keras-backends": lambda work: _keras_backends(work),
     "golden-bert": lambda work: _golden_bert(work),
     "keras-backends-mixed": lambda work: _keras_backends_mixed(work),
@@ -571,6 +572,26 @@ def _own_head(work: Path) -> tuple[int, str]:
     with contextlib.redirect_stdout(out):
         own_head.main()
     return 0, out.getvalue()
+
+
+def _runtimes_broken(work: Path) -> tuple[int, str]:
+    """`tfparity runtimes bert.tflite` with tfparity.testing's broken kernel set added to
+    LiteRT's (the reference kernels, but the first softmax's logits scaled by 1.05)."""
+    from dataclasses import replace
+
+    from tfparity import cli
+    from tfparity.adapters.runtime.kernel_sets import KERNEL_SETS
+    from tfparity.testing import broken_kernel_set
+
+    litert = KERNEL_SETS["litert"]
+    KERNEL_SETS["litert"] = replace(litert, sets=(*litert.sets, broken_kernel_set()))
+    out = io.StringIO()
+    try:
+        with _in(work), contextlib.redirect_stdout(out):
+            code = cli.main(["runtimes", "bert.tflite", "--threads", "1,2"])
+    finally:
+        KERNEL_SETS["litert"] = litert
+    return code, "tfparity runtimes bert.tflite --threads 1,2\n\n" + out.getvalue()
 
 
 # --- the examples -------------------------------------------------------------------
@@ -1227,6 +1248,36 @@ EXAMPLES: tuple[Example, ...] = (
         tested=False,
         why_untested="converts three flatbuffers first (15 s or more each); "
         "tests/adapters/exported/test_litert_quantised.py runs the same fault",
+    ),
+    Example(
+        "runtimes",
+        "docs/runtimes.md",
+        0,
+        ("runtimes", "bert.tflite", "--threads", "1,2"),
+        setup=("litert-fp32",),
+        tested=False,
+        why_untested="converts a flatbuffer first (7 s or more); "
+        "tests/checks/test_runtimes.py runs the same command on its own conversion",
+    ),
+    Example(
+        "runtimes-source",
+        "docs/runtimes.md",
+        0,
+        ("runtimes", "bert.tflite", "--source", "tiny:bert", "--threads", "1,2"),
+        setup=("litert-fp32",),
+        tested=False,
+        why_untested="converts a flatbuffer first (7 s or more); "
+        "tests/checks/test_runtimes.py judges the same sets against the source",
+    ),
+    Example(
+        "runtimes-broken",
+        "docs/runtimes.md",
+        1,
+        run=_runtimes_broken,
+        setup=("litert-fp32",),
+        tested=False,
+        why_untested="converts a flatbuffer first (7 s or more); "
+        "tests/checks/test_runtimes.py names the same set, tensor and op",
     ),
     Example(
         "litert-fault",

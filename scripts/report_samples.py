@@ -91,6 +91,9 @@ SAMPLES = (
     Sample("gradients", ("gradients", "tiny:bert", "--random", "1", "--seq-len", "6"), 0),
     Sample("modes", ("modes", "tiny:bert", *SMALL), 0),
     Sample(
+        "runtimes", ("runtimes", "bert.tflite", "--threads", "1,2", *SMALL), 0, ("litert-fp32",)
+    ),
+    Sample(
         "sweep",
         ("sweep", "tiny:gpt2/causal-lm", "--texts", "prompts5.txt", "--checks", "crosscheck")
         + ("--out", "sweep", "--progress", "none"),

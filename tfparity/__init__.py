@@ -21,6 +21,7 @@ _API = (
     "check_embeds",
     "check_modes",
     "check_positions",
+    "check_runtimes",
     "check_tying",
     "crosscheck",
     "diagnose",

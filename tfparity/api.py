@@ -21,6 +21,7 @@ from .orchestration import (
     generation_head,
     load_model,
     pair,
+    reference_for,
     reference_tokenizer,
     save_and_reload,
     tolerance_from,
@@ -466,6 +467,45 @@ def check_modes(
     options = ModesOptions.from_arguments(devices=devices, modes=modes, tolerance=tolerance)
     tf_model = load_model(model)
     return _check(tf_model, make_batches(tf_model, inputs), options)
+
+
+def check_runtimes(
+    artefact: Any,
+    *,
+    source: str | None = None,
+    sets: str | Sequence[str] | None = None,
+    threads: int | str | Sequence[int] | None = None,
+    signature: str | None = None,
+    inputs: InputOptions | None = None,
+    tolerance: Tolerance | None = None,
+) -> Report:
+    """One artefact (a ``.tflite`` path) on each of its kernel sets (``sets``: default
+    all; threaded ones at each of ``threads``, default 1 and up to 4): with ``source``
+    (the MODEL it was converted from) each run against PyTorch by the float64 referee,
+    else the runs against each other, naming the run that parts, its first tensor, the
+    op and the evidence (docs/runtimes.md)."""
+    import os
+
+    from .adapters.runtime.kernel_sets import kernels_for
+    from .adapters.sources.specs import as_spec
+    from .checks.runtimes import RuntimesOptions, random_inputs
+    from .checks.runtimes import check_runtimes as _check
+
+    check_input_arguments(inputs=inputs)
+    spec = as_spec(os.fspath(artefact))
+    kernels = kernels_for(spec.kind, spec.text)
+    options = RuntimesOptions.from_arguments(
+        kernels, sets=sets, threads=threads, tolerance=tolerance, cores=os.cpu_count() or 1
+    )
+    opened = kernels.opener().open_runs(
+        spec, source, kernels.named(options.sets), options.threads, signature
+    )
+    side, reference = opened.source_side, None
+    if side is not None:
+        batches, reference = make_batches(side, inputs), reference_for(side)
+    else:
+        batches = random_inputs(opened, inputs)
+    return _check(opened, batches, options, reference, spec.text)
 
 
 def generate(

@@ -69,6 +69,7 @@ COMMANDS = (
     "gradients",
     "sweep",
     "backends",
+    "runtimes",
     "merge",
 )
 

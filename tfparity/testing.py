@@ -33,6 +33,7 @@ __all__ = [
     "ffn_fault",
     "gradient_faults",
     "perturb_ffn",
+    "broken_kernel_set",
     "to_litert",
     "with_config",
 ]
@@ -70,6 +71,19 @@ def perturb_ffn(model: Any, layer: int = 1, factor: float = 1.1) -> str:
     variable = weights[name].variable
     scale(variable, factor)
     return name
+
+
+def broken_kernel_set(op: str = "SOFTMAX", option: str = "beta", value: float = 1.05) -> Any:
+    """A LiteRT kernel set (for ``tfparity runtimes``) that runs the reference kernels
+    but the first ``op`` with ``option`` set to ``value`` (default: a softmax whose
+    logits are scaled by 1.05): a broken kernel path, which the check must name with
+    that op's tensor. Register it for a test with ``monkeypatch.setitem(KERNEL_SETS,
+    "litert", replace(KERNEL_SETS["litert"], sets=(*sets, broken_kernel_set())))``."""
+    from .adapters.exported.litert_kernels import RewrittenOp
+    from .adapters.runtime.kernel_sets import KernelSet
+
+    what = f"the reference kernels, but the first {op} with {option}={value} (a test's)"
+    return KernelSet("broken", what, False, RewrittenOp("BUILTIN_REF", None, op, option, value))
 
 
 def to_litert(tf_model: Any, path: Any, **options: Any) -> Any:

@@ -143,6 +143,19 @@ NAMING: dict[str, Naming] = {
             "one installed)",
         },
     ),
+    "runtimes": Naming(
+        takes=("MODEL", "--source", "--signature"),
+        refused={
+            "--allow-pickle": "its source's PyTorch reference is loaded from safetensors "
+            "(a pickled checkpoint is not read here)",
+            "--tf": "MODEL is the artefact (a .tflite file) run on each kernel set",
+            "--pt": "each kernel set is judged against PyTorch from --source, the model the "
+            "artefact was converted from, else against the other sets",
+            "--pt-config": "each kernel set is judged against its source's own checkpoint",
+            "--head": "the artefact runs as converted, its head included",
+            "--backend": "it runs an artefact on its runtime's kernel sets, not on a Keras backend",
+        },
+    ),
     "modes": _TF_ALONE,
     "diagnose": _TF_ALONE,
     "embeddings": _TF_ALONE,

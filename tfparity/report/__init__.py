@@ -17,7 +17,17 @@ from functools import partial
 from typing import Protocol, runtime_checkable
 
 from ..results import Divergence, Report
-from . import backends, backends_quantised, brief, generation, gradients, modes, sections, text
+from . import (
+    backends,
+    backends_quantised,
+    brief,
+    generation,
+    gradients,
+    modes,
+    runtimes,
+    sections,
+    text,
+)
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,10 @@ RENDERERS: dict[str, Renderer] = {
     "diagnose": _details_check(sections.render_diagnose, sections.diagnose_verdict),
     "embeddings": _details_check(sections.render_embeddings, sections.embeddings_verdict),
     "positions": _details_check(sections.render_positions, sections.positions_verdict),
+    # one artefact on each kernel set: the verdict names the runs that part
+    "runtimes": Renderer(
+        runtimes.render_runtimes, runtimes.verdict, runtimes.verdict, runtimes.rows
+    ),
     "backends": _backends(backends.render_backends, backends.verdict, backends.rows),
     # --quantize, or a quantised file: the backends against each other on the quantised
     # model, and the budget against the float model (cross_backend/quantised.py)

@@ -74,7 +74,7 @@ class Graph:
 
     @classmethod
     def read(cls, data: bytes) -> Graph:
-        schema = _schema()
+        schema = flatbuffer_schema()
         model = schema.Model.GetRootAsModel(data, 0)
         graph = model.Subgraphs(0)
         types = {v: k for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
@@ -170,7 +170,7 @@ class Graph:
         return found
 
 
-def _schema() -> Any:
+def flatbuffer_schema() -> Any:
     """The flatbuffer schema module of whichever LiteRT runtime is installed."""
     try:
         from ai_edge_litert import schema_py_generated
@@ -196,7 +196,7 @@ def constants_of(data: bytes | bytearray) -> dict[str, Constant]:
     tensor's first name where the converter joined several with ``;``)."""
     import numpy as np
 
-    schema = _schema()
+    schema = flatbuffer_schema()
     model = schema.Model.GetRootAsModel(data, 0)
     graph = model.Subgraphs(0)
     types = {v: k for k, v in vars(schema.TensorType).items() if not k.startswith("_")}

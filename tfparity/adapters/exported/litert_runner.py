@@ -50,16 +50,42 @@ def runtime_name() -> str:
         return f"tf.lite.Interpreter (TensorFlow {import_tf().__version__})"
 
 
-def _interpreter(path: Path, preserve: bool) -> Any:
+@dataclass(frozen=True)
+class Kernels:
+    """Which kernels the interpreter runs a flatbuffer with: ``resolver``, the name of
+    the op resolver (``AUTO``: the optimised kernels with XNNPACK, LiteRT's default;
+    ``BUILTIN_REF``: the reference kernels; ``BUILTIN_WITHOUT_DEFAULT_DELEGATES``: the
+    optimised kernels without XNNPACK), and ``threads`` (None: the interpreter's own
+    choice). ``tfparity runtimes`` runs one file under several (:mod:`.litert_kernels`)."""
+
+    resolver: str = "AUTO"
+    threads: int | None = None
+
+    def content(self, data: bytes) -> bytes:
+        """The flatbuffer the interpreter is given: the file's, as shipped (a kernel set
+        that runs an op its own way, a test's broken one, rewrites it here)."""
+        return data
+
+
+def make_interpreter(path: Path, preserve: bool, kernels: Kernels = Kernels()) -> Any:
+    """An interpreter for the flatbuffer at ``path`` under ``kernels``, its tensors
+    allocated; ``preserve``: it keeps every intermediate tensor readable."""
     with warnings.catch_warnings():  # both warn: a deprecation, a debugging option
         warnings.simplefilter("ignore")
         try:
-            from ai_edge_litert.interpreter import Interpreter
+            from ai_edge_litert.interpreter import Interpreter, OpResolverType
         except ImportError:
-            Interpreter = import_tf().lite.Interpreter
+            tf = import_tf()
+            Interpreter, OpResolverType = tf.lite.Interpreter, tf.lite.experimental.OpResolverType
         try:
+            data = path.read_bytes()
+            content = kernels.content(data)
             interpreter = Interpreter(
-                model_path=str(path), experimental_preserve_all_tensors=preserve
+                model_path=str(path) if content is data else None,
+                model_content=None if content is data else content,
+                experimental_preserve_all_tensors=preserve,
+                experimental_op_resolver_type=getattr(OpResolverType, kernels.resolver),
+                num_threads=kernels.threads,
             )
             interpreter.allocate_tensors()
             return interpreter
@@ -76,13 +102,20 @@ class Runner:
     inputs: dict[str, str]  # role -> signature input name
     static: tuple[int | None, int | None]  # [batch, seq]; None where dynamic
     pad_id: int
+    kernels: Kernels = Kernels()
     _plain: Any = field(default=None, repr=False)
     _keeping: Any = field(default=None, repr=False)
     _runners: dict[bool, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, path: Path, pad_id: int | None, signature: str | None = None) -> Runner:
-        interpreter = _interpreter(path, preserve=False)
+    def open(
+        cls,
+        path: Path,
+        pad_id: int | None,
+        signature: str | None = None,
+        kernels: Kernels = Kernels(),
+    ) -> Runner:
+        interpreter = make_interpreter(path, False, kernels)
         signatures = interpreter.get_signature_list()
         if not signatures:
             raise TfparityError(
@@ -111,14 +144,14 @@ class Runner:
             raise TfparityError(f"{path}: signature '{name}' takes no token ids.")
         signature_shape = details[inputs["ids"]]["shape_signature"]
         static = tuple(int(d) if d > 0 else None for d in signature_shape[:2])
-        return cls(path, name, inputs, static, pad_id or 0, _plain=interpreter)  # type: ignore[arg-type]
+        return cls(path, name, inputs, static, pad_id or 0, kernels, _plain=interpreter)  # type: ignore[arg-type]
 
     def interpreter(self, keep: bool) -> Any:
         """The plain interpreter, or (``keep``) the one keeping intermediate tensors."""
         if not keep:
             return self._plain
         if self._keeping is None:
-            self._keeping = _interpreter(self.path, preserve=True)
+            self._keeping = make_interpreter(self.path, True, self.kernels)
         return self._keeping
 
     def output_names(self) -> list[str]:
