@@ -1,0 +1,186 @@
+"""The ONNX side on real files exported from tiny BERT with torch's legacy exporter: a
+clean export (dynamic axes, every hidden state an output, weights in a ``.onnx.data``
+file) passes against PyTorch with every hidden state compared; an export with one
+weight scaled by 1.05 (static ``[2, 16]`` inputs, no hidden-state outputs, so they come
+from the marked intermediates) fails localised to that layer and sub-layer with the
+hint naming the weight. Broken files exit 2 naming what is wrong. Files are exported
+once per module (about a second)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+torch = pytest.importorskip("torch")
+
+from tfparity import cli  # noqa: E402
+from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir  # noqa: E402
+
+INPUTS = ["--random", "5", "--seq-len", "12", "--batch-size", "3"]
+SCALED = "encoder.layer.1.intermediate.dense.weight"
+
+
+class _Outputs(torch.nn.Module):
+    """A BertModel returning a tuple (the legacy exporter names flat outputs)."""
+
+    def __init__(self, model, hidden: bool):
+        super().__init__()
+        self.m, self.hidden = model, hidden
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        out = self.m(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            output_hidden_states=self.hidden,
+        )
+        hidden = tuple(out.hidden_states) if self.hidden else ()
+        return (out.last_hidden_state, out.pooler_output, *hidden)
+
+
+def _export(model, path, *, hidden: bool, dynamic: bool, shape=(2, 16)):
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    ids = torch.randint(5, 100, shape)
+    args = (ids, torch.ones_like(ids), torch.zeros_like(ids))
+    outputs = ["last_hidden_state", "pooler_output"]
+    if hidden:
+        outputs += [f"hidden_states_{k}" for k in range(model.config.num_hidden_layers + 1)]
+    axes = {n: {0: "batch", 1: "sequence"} for n in names} if dynamic else None
+    torch.onnx.export(
+        _Outputs(model, hidden), args, str(path), dynamo=False, input_names=names,
+        output_names=outputs, dynamic_axes=axes, opset_version=17,
+    )  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    import onnx
+    import transformers
+
+    root = tmp_path_factory.mktemp("onnx")
+    ckpt = checkpoint_dir("bert")
+    model = transformers.BertModel.from_pretrained(str(ckpt), attn_implementation="eager").eval()
+    plain = _export(model, root / "plain.onnx", hidden=True, dynamic=True)
+    # the clean file keeps its weights in external data (saving converts the proto)
+    external = dict(save_as_external_data=True, all_tensors_to_one_file=True, size_threshold=0)
+    onnx.save_model(onnx.load(plain), root / "clean.onnx", location="clean.onnx.data", **external)
+    (root / "lost").mkdir()
+    onnx.save_model(onnx.load(plain), root / "lost" / "x.onnx", location="x.onnx.data", **external)
+    (root / "lost" / "x.onnx.data").unlink()
+    with torch.no_grad():
+        model.get_parameter(SCALED).mul_(1.05)
+    _export(model, root / "scaled.onnx", hidden=False, dynamic=False)
+    return {"ckpt": str(ckpt), "root": root}
+
+
+def _crosscheck(capsys, tmp_path, path, ckpt, *extra):
+    report = tmp_path / "report.json"
+    code = cli.main(["crosscheck", str(path), "--pt", ckpt, *INPUTS, "--json", str(report), *extra])
+    out = capsys.readouterr().out
+    return code, out, json.loads(report.read_text())
+
+
+def test_clean_export_with_external_data_passes_every_hidden_state(files, capsys, tmp_path):
+    path = files["root"] / "clean.onnx"
+    code, out, report = _crosscheck(capsys, tmp_path, path, files["ckpt"], "--localise", "always")
+    assert code == 0, out
+    names = {c["name"] for c in report["comparisons"]}
+    assert {"hidden_states[0]", "hidden_states[1]", "hidden_states[2]", "pooler_output"} <= names
+    assert all(c["passed"] for c in report["comparisons"])
+    assert report["details"]["compares"].startswith("ONNX Runtime 1.32.0 (CPUExecutionProvider)")
+    # the sub-layers came from the marked copy, every one within the referee's bound
+    components = {c["name"]: c["accumulated_ok"] for c in report["details"]["components"]}
+    assert {"layer_0.attention", "layer_1.intermediate", "layer_1.output"} <= set(components)
+    assert all(components.values())
+    assert "dynamic input shape [?x?]" in out
+    assert "optimised session (ORT_ENABLE_ALL" in out and "graph optimisation off" in out
+
+
+def test_a_weight_scaled_by_1_05_fails_localised_with_the_weight_named(files, capsys, tmp_path):
+    path = files["root"] / "scaled.onnx"
+    code, out, report = _crosscheck(capsys, tmp_path, path, files["ckpt"])
+    assert code == 1, out
+    d = report["first_divergence"]
+    assert (d["hidden_state"], d["layer"], d["component"]) == (2, 1, "intermediate")
+    assert SCALED in d["hint"] and "scaled by 1.05" in d["hint"], d["hint"]
+    passed = {c["name"]: c["passed"] for c in report["comparisons"]}
+    # hidden states are no outputs of this file: read from its intermediates
+    assert passed["hidden_states[1]"] and not passed["hidden_states[2]"]
+    assert "static input shape [2x16]" in out  # 5 rows of <= 12 tokens padded, cut back
+
+
+def _refused(capsys, path) -> str:
+    assert cli.main(["crosscheck", str(path), "--pt", "tiny:bert", "--random", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+def test_a_text_file_named_onnx_exits_2(tmp_path, capsys):
+    path = tmp_path / "x.onnx"
+    path.write_text("not a model\n")
+    assert "x.onnx is not an ONNX model" in _refused(capsys, path)
+
+
+def test_a_missing_external_data_file_exits_2_naming_it(files, capsys):
+    err = _refused(capsys, files["root"] / "lost" / "x.onnx")
+    assert "x.onnx.data is missing" in err
+
+
+def test_an_erfc_node_exits_2_naming_the_converter_and_the_fix(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("input_ids", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    node = helper.make_node("Erfc", ["input_ids"], ["y"], name="bert/intermediate/Erfc")
+    graph = helper.make_graph([node], "gelu", [x], [y])
+    path = tmp_path / "erfc.onnx"
+    path.write_bytes(helper.make_model(graph).SerializeToString())
+    err = _refused(capsys, path)
+    assert "node 'bert/intermediate/Erfc' is an Erfc op" in err
+    assert "no handler for TensorFlow's exact GELU" in err and "docs/onnx.md" in err
+
+
+def test_without_onnxruntime_the_extra_is_named(monkeypatch, tmp_path, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "onnxruntime" else real(n, *a)
+    )
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"\x08\x07")
+    assert "pip install 'tfparity[onnx]'" in _refused(capsys, path)
+
+
+def test_torch_and_tf_scopes_locate_layers_and_sub_layers():
+    from tfparity.adapters.onnx.graph import Graph, Produced
+
+    def produced(name, width=32):
+        return Produced(name + ":0", name, 3, width, True)
+
+    tf = "tf_bert_model/bert/encoder/layer_._{}/{}/dense/BiasAdd"
+    graph = Graph(
+        None,
+        [
+            produced("tf_bert_model/bert/embeddings/LayerNorm/batchnorm/add_1"),
+            produced(tf.format(0, "attention/output")),
+            produced(tf.format(0, "intermediate"), width=64),
+            produced(tf.format(0, "output")),
+            produced("/m/encoder/layer.1/attention/output/LayerNorm/LayerNormalization"),
+            produced("/m/encoder/layer.1/output/LayerNorm/LayerNormalization"),
+            produced("/m/pooler/dense/Gemm"),
+        ],
+        [],
+        [],
+    )
+    located = graph.located(32)
+    assert located["hidden_states[0]"].startswith("tf_bert_model/bert/embeddings/")
+    assert located["layer_0.intermediate"] == tf.format(0, "intermediate") + ":0"
+    assert located["hidden_states[1]"] == tf.format(0, "output") + ":0"
+    assert located["layer_1.attention"].startswith("/m/encoder/layer.1/attention/")
+    assert located["hidden_states[2]"].startswith("/m/encoder/layer.1/output/")
+    assert not any("pooler" in v for v in located.values())
