@@ -9,6 +9,7 @@ once per module (about a second)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -17,62 +18,26 @@ torch = pytest.importorskip("torch")
 
 from tfparity import cli  # noqa: E402
 from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir  # noqa: E402
+from tfparity.adapters.onnx.torch_export import export_torch  # noqa: E402
 
 INPUTS = ["--random", "5", "--seq-len", "12", "--batch-size", "3"]
 SCALED = "encoder.layer.1.intermediate.dense.weight"
 
 
-class _Outputs(torch.nn.Module):
-    """A BertModel returning a tuple (the legacy exporter names flat outputs)."""
-
-    def __init__(self, model, hidden: bool):
-        super().__init__()
-        self.m, self.hidden = model, hidden
-
-    def forward(self, input_ids, attention_mask, token_type_ids):
-        out = self.m(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            output_hidden_states=self.hidden,
-        )
-        hidden = tuple(out.hidden_states) if self.hidden else ()
-        return (out.last_hidden_state, out.pooler_output, *hidden)
-
-
-def _export(model, path, *, hidden: bool, dynamic: bool, shape=(2, 16)):
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    ids = torch.randint(5, 100, shape)
-    args = (ids, torch.ones_like(ids), torch.zeros_like(ids))
-    outputs = ["last_hidden_state", "pooler_output"]
-    if hidden:
-        outputs += [f"hidden_states_{k}" for k in range(model.config.num_hidden_layers + 1)]
-    axes = {n: {0: "batch", 1: "sequence"} for n in names} if dynamic else None
-    torch.onnx.export(
-        _Outputs(model, hidden), args, str(path), dynamo=False, input_names=names,
-        output_names=outputs, dynamic_axes=axes, opset_version=17,
-    )  # fmt: skip
-    return path
-
-
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    import onnx
     import transformers
 
     root = tmp_path_factory.mktemp("onnx")
     ckpt = checkpoint_dir("bert")
     model = transformers.BertModel.from_pretrained(str(ckpt), attn_implementation="eager").eval()
-    plain = _export(model, root / "plain.onnx", hidden=True, dynamic=True)
-    # the clean file keeps its weights in external data (saving converts the proto)
-    external = dict(save_as_external_data=True, all_tensors_to_one_file=True, size_threshold=0)
-    onnx.save_model(onnx.load(plain), root / "clean.onnx", location="clean.onnx.data", **external)
+    # the clean file keeps its weights in external data; a copy without its data file
+    clean = export_torch(model, root / "clean.onnx", external_data=True)
     (root / "lost").mkdir()
-    onnx.save_model(onnx.load(plain), root / "lost" / "x.onnx", location="x.onnx.data", **external)
-    (root / "lost" / "x.onnx.data").unlink()
+    shutil.copy(clean, root / "lost" / "clean.onnx")
     with torch.no_grad():
         model.get_parameter(SCALED).mul_(1.05)
-    _export(model, root / "scaled.onnx", hidden=False, dynamic=False)
+    export_torch(model, root / "scaled.onnx", hidden_states=False, dynamic=False)
     return {"ckpt": str(ckpt), "root": root}
 
 
@@ -126,8 +91,8 @@ def test_a_text_file_named_onnx_exits_2(tmp_path, capsys):
 
 
 def test_a_missing_external_data_file_exits_2_naming_it(files, capsys):
-    err = _refused(capsys, files["root"] / "lost" / "x.onnx")
-    assert "x.onnx.data is missing" in err
+    err = _refused(capsys, files["root"] / "lost" / "clean.onnx")
+    assert "clean.onnx.data is missing" in err
 
 
 def test_an_erfc_node_exits_2_naming_the_converter_and_the_fix(tmp_path, capsys):
