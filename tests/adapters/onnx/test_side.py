@@ -149,3 +149,36 @@ def test_torch_and_tf_scopes_locate_layers_and_sub_layers():
     assert located["layer_1.attention"].startswith("/m/encoder/layer.1/attention/")
     assert located["hidden_states[2]"].startswith("/m/encoder/layer.1/output/")
     assert not any("pooler" in v for v in located.values())
+
+
+def test_weights_are_named_from_tf2onnx_variables_and_legacy_matmuls():
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    up, bias, down = rng.normal(size=(4, 8)), rng.normal(size=8), rng.normal(size=(8, 4))
+    scope = "tf_bert_model/bert/encoder/layer_._1/intermediate/dense"
+    tensors = {
+        f"{scope}/Tensordot/ReadVariableOp:0": up,  # a TF kernel, [in, out]
+        f"{scope}/BiasAdd/ReadVariableOp:0": bias,
+        "onnx::MatMul_7": down,  # the legacy exporter's folded transpose
+    }
+    inits = [numpy_helper.from_array(v.astype(np.float32), n) for n, v in tensors.items()]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    node = helper.make_node(
+        "MatMul", ["x", "onnx::MatMul_7"], ["y"], name="/m/encoder/layer.0/output/dense/MatMul"
+    )
+    graph = helper.make_graph([node], "g", [x], [y], initializer=inits)
+    pt = {
+        "bert.encoder.layer.1.intermediate.dense.weight": up.T,
+        "bert.encoder.layer.1.intermediate.dense.bias": bias,
+        "bert.encoder.layer.0.output.dense.weight": down.T,
+        "bert.encoder.layer.0.output.dense.bias": bias,  # not in the graph: not found
+    }
+    from tfparity.adapters.onnx.graph import Graph
+
+    found = Graph(helper.make_model(graph), [], [], []).weights_for(pt)
+    assert set(found) == set(pt) - {"bert.encoder.layer.0.output.dense.bias"}
+    for name, value in found.items():
+        np.testing.assert_allclose(value, pt[name], rtol=1e-6)

@@ -12,6 +12,7 @@ legacy exporter: ``/bert/encoder/layer.0/output/LayerNorm/...``) or their TF op 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,13 @@ import numpy as np
 from ...architectures import tf_scopes, torch_scopes
 
 _FLOAT = 1  # onnx.TensorProto.FLOAT
+# tf2onnx names a weight after the op reading its variable: the TF variable it stands for
+_TF_WEIGHTS = (
+    (re.compile(r"^(.*?)/(?:Tensordot|MatMul)/ReadVariableOp:0$"), "kernel"),
+    (re.compile(r"^(.*)/BiasAdd/ReadVariableOp:0$"), "bias"),
+    (re.compile(r"^(.*/LayerNorm)/batchnorm/mul/ReadVariableOp:0$"), "gamma"),
+    (re.compile(r"^(.*/LayerNorm)/batchnorm/ReadVariableOp:0$"), "beta"),
+)
 
 
 @dataclass(frozen=True)
@@ -135,18 +143,21 @@ class Graph:
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The graph's float weights by the PyTorch names they stand for: initializers
-        named after parameters (a wrapper's prefix dropped), and the transposed copies
-        the legacy exporter folds a Linear's weight into (``onnx::MatMul_286``), named by
-        the module path of the MatMul or Gemm that reads them."""
+        named after parameters (a wrapper's prefix dropped) or after the TF op reading a
+        variable (tf2onnx), and the transposed copies the legacy exporter folds a
+        Linear's weight into (``onnx::MatMul_286``), named by the module path of the
+        MatMul or Gemm that reads them."""
         from onnx import numpy_helper
 
         suffixes = _suffix_index(pt_weights)
         values = {t.name: t for t in self.model.graph.initializer if t.data_type == _FLOAT}
         found: dict[str, np.ndarray] = {}
         for name, tensor in values.items():
-            pt = _match(name, suffixes)
+            tf_name, transpose = _tf_variable(name)
+            pt = _match(_pt_name(tf_name) if tf_name else name, suffixes)
             if pt is not None:
-                found[pt] = numpy_helper.to_array(tensor)
+                array = numpy_helper.to_array(tensor)
+                found[pt] = array.T if transpose else array
         for node in self.model.graph.node:
             if node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2:
                 continue
@@ -161,6 +172,22 @@ class Graph:
             trans_b = any(a.name == "transB" and a.i for a in node.attribute)
             found[pt] = array if trans_b else array.T
         return {k: v for k, v in found.items() if v.shape == np.shape(pt_weights[k])}
+
+
+def _tf_variable(name: str) -> tuple[str | None, bool]:
+    """The TF variable a tf2onnx initializer holds (``.../query/kernel:0``), and whether
+    it is a kernel (``[in, out]``: PyTorch's is its transpose); None for other names."""
+    for pattern, variable in _TF_WEIGHTS:
+        m = pattern.match(name)
+        if m:
+            return f"{m.group(1)}/{variable}:0", variable == "kernel"
+    return None, False
+
+
+def _pt_name(tf_name: str) -> str:
+    from transformers.modeling_tf_pytorch_utils import convert_tf_weight_name_to_pt_weight_name
+
+    return convert_tf_weight_name_to_pt_weight_name(tf_name, tf_weight_shape=())[0]
 
 
 def _suffix_index(pt_weights: dict[str, Any]) -> dict[str, list[str]]:

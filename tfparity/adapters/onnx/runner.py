@@ -87,13 +87,24 @@ class Runner:
         for start in range(0, b, rows):
             n = min(rows, b - start)
             feed = self._feed(batch, start, n, rows, seq)
-            raw = self.session.run(None, feed)
+            raw = self._call(self.session, None, feed)
             outs.append({k: cut(k, v, n, s) for k, v in zip(names, raw, strict=True)})
             if read:
-                values = self.marked().run(list(read), feed)
+                values = self._call(self.marked(), list(read), feed)
                 kept.append({k: cut("", v, n, s) for k, v in zip(read, values, strict=True)})
         joined = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
         return joined, {k: np.concatenate([c[k] for c in kept]) for k in read}
+
+    def _call(self, session: Any, names: list[str] | None, feed: dict[str, Any]) -> list[Any]:
+        """One session run; what ONNX Runtime refuses at run time is exit 2, named."""
+        try:
+            return session.run(names, feed)
+        except Exception as exc:  # ONNX Runtime raises its own classes, one per status code
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TfparityError(
+                f"ONNX Runtime failed running {self.path} on inputs "
+                f"{', '.join(f'{k} {list(v.shape)}' for k, v in feed.items())}: {first}"
+            ) from None
 
     def marked(self) -> Any:
         """The session of the copy with every intermediate marked, optimisation off."""
