@@ -182,3 +182,32 @@ def test_weights_are_named_from_tf2onnx_variables_and_legacy_matmuls():
     assert set(found) == set(pt) - {"bert.encoder.layer.0.output.dense.bias"}
     for name, value in found.items():
         np.testing.assert_allclose(value, pt[name], rtol=1e-6)
+
+
+def test_dynamo_name_scopes_place_generic_tensor_names():
+    from onnx import TensorProto, helper
+
+    from tfparity.adapters.onnx.graph import Graph
+
+    def node(op, out, *modules):
+        made = helper.make_node(op, ["x"], [out], name=f"node_{out}")
+        scopes = ["", "m", *modules, out]  # the exporter's list: modules, then the op
+        made.metadata_props.add(key="pkg.torch.onnx.name_scopes", value=repr(scopes))
+        return made
+
+    layer = "m.encoder.layer.1"
+    nodes = [
+        node("LayerNormalization", "layer_norm", "m.embeddings", "m.embeddings.LayerNorm"),
+        node("Gelu", "val_75", layer, f"{layer}.intermediate", f"{layer}.intermediate.act"),
+        node("LayerNormalization", "val_80", layer, f"{layer}.output", f"{layer}.output.LayerNorm"),
+        node("Relu", "val_81"),  # a node the exporter placed in no module
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", 32])
+    outs = [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes]
+    graph = Graph.read(helper.make_model(helper.make_graph(nodes, "g", [x], outs)))
+    assert graph.located(32) == {
+        "hidden_states[0]": "layer_norm",
+        "layer_1.intermediate": "val_75",
+        "hidden_states[2]": "val_80",
+        "layer_1.output": "val_80",
+    }

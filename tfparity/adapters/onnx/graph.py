@@ -21,6 +21,7 @@ import numpy as np
 from ...architectures import tf_scopes, torch_scopes
 
 _FLOAT = 1  # onnx.TensorProto.FLOAT
+_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 # tf2onnx names a weight after the op reading its variable: the TF variable it stands for
 _TF_WEIGHTS = (
     (re.compile(r"^(.*?)/(?:Tensordot|MatMul)/ReadVariableOp:0$"), "kernel"),
@@ -91,7 +92,7 @@ class Graph:
                     rank = len(dims)
                     width = dims[-1].dim_value if rank and dims[-1].HasField("dim_value") else None
                     float32 = info.type.tensor_type.elem_type == _FLOAT
-                produced.append(Produced(out, node.name or out, rank, width, float32))
+                produced.append(Produced(out, _scope(node) or out, rank, width, float32))
         inputs = []
         initialised = {t.name for t in model.graph.initializer}
         for i in model.graph.input:
@@ -162,9 +163,11 @@ class Graph:
             if node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2:
                 continue
             tensor = values.get(node.input[1])
-            if tensor is None or len(tensor.dims) != 2 or not node.name:
+            if tensor is None or len(tensor.dims) != 2 or not _scope(node):
                 continue
-            module = node.name.strip("/").rsplit("/", 1)[0].replace("/", ".")
+            module = _scope(node).strip("/").replace("/", ".")
+            if not _name_scopes(node):  # a node name: the module path and the op's name
+                module = module.rsplit(".", 1)[0]
             pt = _match(module + ".weight", suffixes)
             if pt is None or pt in found:
                 continue
@@ -172,6 +175,28 @@ class Graph:
             trans_b = any(a.name == "transB" and a.i for a in node.attribute)
             found[pt] = array if trans_b else array.T
         return {k: v for k, v in found.items() if v.shape == np.shape(pt_weights[k])}
+
+
+def _name_scopes(node: Any) -> list[str]:
+    """The module path the dynamo exporter records on a node (``pkg.torch.onnx.name_scopes``:
+    ``['', 'm', 'm.encoder', ..., 'linear_7']``, the op's own name last), else none."""
+    import ast
+
+    for prop in node.metadata_props:
+        if prop.key == _NAME_SCOPES:
+            try:
+                scopes = ast.literal_eval(prop.value)
+            except (ValueError, SyntaxError):
+                return []
+            return [str(s) for s in scopes] if isinstance(scopes, list) else []
+    return []
+
+
+def _scope(node: Any) -> str:
+    """Where a node lies: the deepest module the dynamo exporter recorded, else the node's
+    name (a module path from the legacy exporter, a TF op name from tf2onnx)."""
+    scopes = _name_scopes(node)
+    return scopes[-2] if len(scopes) >= 2 else node.name
 
 
 def _tf_variable(name: str) -> tuple[str | None, bool]:
