@@ -103,7 +103,9 @@ def open_session(model: bytes | str, name: Path, optimised: bool) -> Any:
     level = ort.GraphOptimizationLevel
     options.graph_optimization_level = level.ORT_ENABLE_ALL if optimised else level.ORT_DISABLE_ALL
     try:
-        return ort.InferenceSession(model, options, providers=[provider()])
+        # CUDA's first where present; the CPU's takes the nodes CUDA has no kernel for
+        providers = list(dict.fromkeys([provider(), "CPUExecutionProvider"]))
+        return ort.InferenceSession(model, options, providers=providers)
     except Exception as exc:  # ONNX Runtime raises its own classes, one per status code
         raise refusal(name, str(exc)) from None
 

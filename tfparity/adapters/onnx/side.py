@@ -30,7 +30,7 @@ from ..sources.holdings import Holdings
 from ..sources.specs import ModelSpec
 from .graph import Graph
 from .runner import Runner
-from .session import import_ort, provider, read_model
+from .session import import_ort, read_model
 
 
 def load_onnx(spec: ModelSpec, companion: Companion, head: Head | None = None) -> ONNXModel:
@@ -85,7 +85,8 @@ class ONNXModel(TFSideBase):
 
     @property
     def framework(self) -> str:
-        return f"ONNX Runtime {import_ort().__version__} ({provider()})"
+        """ONNX Runtime and the provider its session runs on first (CUDA's where present)."""
+        return f"ONNX Runtime {import_ort().__version__} ({self.runner.session.get_providers()[0]})"
 
     @property
     def head(self) -> Head:
