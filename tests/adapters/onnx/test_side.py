@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 pytest.importorskip("onnxruntime")
@@ -38,6 +39,9 @@ def files(tmp_path_factory):
     with torch.no_grad():
         model.get_parameter(SCALED).mul_(1.05)
     export_torch(model, root / "scaled.onnx", hidden_states=False, dynamic=False)
+    with torch.no_grad():
+        model.get_parameter(SCALED).div_(1.05)
+    export_torch(model, root / "ids.onnx", hidden_states=False, inputs=("input_ids",))
     return {"ckpt": str(ckpt), "root": root}
 
 
@@ -75,6 +79,22 @@ def test_a_weight_scaled_by_1_05_fails_localised_with_the_weight_named(files, ca
     # hidden states are no outputs of this file: read from its intermediates
     assert passed["hidden_states[1]"] and not passed["hidden_states[2]"]
     assert "static input shape [2x16]" in out  # 5 rows of <= 12 tokens padded, cut back
+
+
+def test_a_graph_without_a_mask_runs_unpadded_and_refuses_padding(files, capsys):
+    from tfparity.adapters.exported import load_export
+    from tfparity.adapters.sources.specs import parse_spec
+    from tfparity.errors import TfparityError
+    from tfparity.inputs import Batch
+
+    path = files["root"] / "ids.onnx"
+    assert cli.main(["crosscheck", str(path), "--pt", "tiny:bert"]) == 0  # the default texts
+    out = capsys.readouterr().out
+    assert "The ONNX graph takes no attention mask" in out and "ran unpadded" in out
+    side = load_export(parse_spec(str(path)), "tiny:bert")
+    padded = Batch(np.array([[5, 6, 7], [8, 9, 0]]), np.array([[1, 1, 1], [1, 1, 0]]))
+    with pytest.raises(TfparityError, match="takes no attention mask, and this batch holds"):
+        side.run(padded)
 
 
 def _refused(capsys, path) -> str:

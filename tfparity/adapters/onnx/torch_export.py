@@ -23,22 +23,25 @@ def export_torch(
     dynamic: bool = True,
     shape: tuple[int, int] = (2, 16),
     external_data: bool = False,
+    inputs: tuple[str, ...] = INPUT_NAMES,
 ) -> Path:
     """``model`` (a PyTorch BERT-style encoder) exported to ``path``: every hidden state
     an output (``hidden_states``), batch and sequence axes dynamic (``dynamic``) or fixed
-    at ``shape``, and the weights in ``<name>.onnx.data`` beside it (``external_data``)."""
+    at ``shape``, the weights in ``<name>.onnx.data`` beside it (``external_data``), and
+    taking ``inputs`` (a graph of ``input_ids`` alone has no attention mask)."""
     import torch
 
     path = Path(path)
     ids = torch.randint(5, 100, shape)
-    args = (ids, torch.ones_like(ids), torch.zeros_like(ids))
+    given = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    args = tuple(given.get(n, torch.zeros_like(ids)) for n in inputs)
     outputs = ["last_hidden_state", "pooler_output"]
     if hidden_states:
         outputs += [f"hidden_states_{k}" for k in range(model.config.num_hidden_layers + 1)]
-    axes = {n: {0: "batch", 1: "sequence"} for n in INPUT_NAMES} if dynamic else None
-    flat = _flat_class()(model, hidden_states)
+    axes = {n: {0: "batch", 1: "sequence"} for n in inputs} if dynamic else None
+    flat = _flat_class()(model, hidden_states, inputs)
     torch.onnx.export(
-        flat, args, str(path), dynamo=False, input_names=list(INPUT_NAMES),
+        flat, args, str(path), dynamo=False, input_names=list(inputs),
         output_names=outputs, dynamic_axes=axes, opset_version=17,
     )  # fmt: skip
     if external_data:
@@ -58,17 +61,13 @@ def _flat_class() -> Any:
     class Flat(torch.nn.Module):
         """The model returning a tuple: its outputs, then each hidden state."""
 
-        def __init__(self, model: Any, hidden_states: bool) -> None:
+        def __init__(self, model: Any, hidden_states: bool, inputs: tuple[str, ...]) -> None:
             super().__init__()
-            self.m, self.hidden_states = model, hidden_states
+            self.m, self.hidden_states, self.inputs = model, hidden_states, inputs
 
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            out = self.m(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                token_type_ids=token_type_ids,
-                output_hidden_states=self.hidden_states,
-            )
+        def forward(self, *tensors: Any) -> Any:
+            given = dict(zip(self.inputs, tensors, strict=True))
+            out = self.m(**given, output_hidden_states=self.hidden_states)
             hidden = tuple(out.hidden_states) if self.hidden_states else ()
             return (out.last_hidden_state, out.pooler_output, *hidden)
 
