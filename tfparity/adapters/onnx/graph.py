@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...architectures import tf_scopes, torch_scopes
+from ...errors import TfparityError
 
 _FLOAT = 1  # onnx.TensorProto.FLOAT
 _NAME_SCOPES = "pkg.torch.onnx.name_scopes"
@@ -114,7 +115,14 @@ class Graph:
         copy.CopyFrom(self.model)
         have = set(self.outputs)
         copy.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in have)
-        return copy.SerializeToString()
+        try:
+            return copy.SerializeToString()
+        except ValueError as exc:  # protobuf's 2 GB limit on one message
+            raise TfparityError(
+                f"The graph is too large to copy in memory with its intermediates marked "
+                f"({exc}): its hidden states and sub-layers cannot be read from inside it. "
+                "Export it with every hidden state as an output (hidden_states_<k>)."
+            ) from None
 
     # ------------------------------------------------------------------ layers
 
