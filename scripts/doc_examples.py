@@ -367,6 +367,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "litert-fault": lambda work: _litert(work / "fault.tflite", "fp32", fault=True),
     "litert-mlm": lambda work: _litert_mlm(work),
     "litert-fp32": lambda work: _litert(work / "bert.tflite", "fp32"),
+    "onnx": lambda work: _onnx(work),
     "keras-backends": lambda work: _keras_backends(work),
     "golden-bert": lambda work: _golden_bert(work),
     "keras-backends-mixed": lambda work: _keras_backends_mixed(work),
@@ -406,6 +407,23 @@ def _litert(path: Path, quantisation: str, fault: bool = False) -> None:
     if fault:
         perturb_ffn(model, layer=1, factor=1.1)
     to_litert(model, path, quantisation=quantisation)
+
+
+def _onnx(work: Path) -> None:
+    """tiny:bert's PyTorch model exported by torch's legacy exporter (``bert.onnx``), and
+    again with its layer-1 FFN up-projection scaled by 1.05 (``scaled.onnx``), as
+    tests/adapters/onnx/test_side.py makes them."""
+    import torch
+    import transformers
+
+    from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir
+    from tfparity.adapters.onnx.torch_export import export_torch
+
+    model = transformers.BertModel.from_pretrained(str(checkpoint_dir("bert"))).eval()
+    export_torch(model, work / "bert.onnx")
+    with torch.no_grad():
+        model.encoder.layer[1].intermediate.dense.weight.mul_(1.05)
+    export_torch(model, work / "scaled.onnx", hidden_states=False)
 
 
 def _litert_mlm(work: Path) -> None:
@@ -1299,6 +1317,26 @@ EXAMPLES: tuple[Example, ...] = (
         tested=False,
         why_untested="converts a flatbuffer first (15 s or more); "
         "tests/adapters/exported/test_litert.py checks the same localisation",
+    ),
+    Example(
+        "onnx-clean",
+        "docs/onnx.md",
+        0,
+        ("crosscheck", "bert.onnx", "--pt", "tiny:bert", "--localise", "always"),
+        setup=("onnx",),
+        tested=False,
+        why_untested="exports with torch first; tests/adapters/onnx/test_side.py runs the same",
+    ),
+    Example(
+        "onnx-fault",
+        "docs/onnx.md",
+        1,
+        ("crosscheck", "scaled.onnx", "--pt", "tiny:bert"),
+        setup=("onnx",),
+        keep=_divergence_and_hint,
+        tested=False,
+        why_untested="exports with torch first; tests/adapters/onnx/test_side.py checks the "
+        "same localisation",
     ),
     Example(
         "export-faulty",

@@ -180,7 +180,7 @@ def check_source(source: Any, tf_model: TFSide) -> Any:
     if tf_model.spec is None or not is_export(tf_model.spec):
         raise TfparityError(
             f"--source names the model an export came from, but {tf_model.name} is not an "
-            "export (a SavedModel directory, a .keras file, a .tflite file)."
+            "export (a SavedModel directory, a .keras, .tflite or .onnx file)."
         )
     parsed = as_spec(source)
     if is_export(parsed):

@@ -85,6 +85,7 @@ SPEC_LOADERS: dict[str, Callable[[ModelSpec, LoadRequest], TFSide]] = {
     "saved-model": _export_side,
     "keras-file": _export_side,
     "litert": _export_side,
+    "onnx": _export_side,
 }
 
 

@@ -62,6 +62,7 @@ _MACHINERY = frozenset(
         "generic",
         "keras_hub_layouts",
         "tf_scopes",
+        "torch_scopes",
     }
 )
 

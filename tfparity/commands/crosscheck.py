@@ -204,7 +204,7 @@ def _reference_alone_refusal(args: argparse.Namespace) -> str:
     return (
         f"--pt {args.pt} names the reference, but nothing names the TF model beside "
         f"it: MODEL ({args.model}) stands in for --tf only when it is an export (a "
-        "SavedModel directory, a .keras or .tflite file). Add --tf TF_MODEL, or drop "
+        "SavedModel directory, a .keras, .tflite or .onnx file). Add --tf TF_MODEL, or drop "
         "--pt to check MODEL against its own checkpoint."
     )
 

@@ -93,9 +93,9 @@ def test_existing_file_is_named_as_a_file_with_the_kinds_a_model_file_can_be(tmp
     assert message.startswith(f"'{path}' is a file, and a MODEL file is a Keras 3 .keras file")
     assert "LiteRT (.tflite)" in message and "no such directory" not in message
     assert f"part of the checkpoint in {tmp_path}: give that directory" in message
-    (tmp_path / "notes.onnx").write_text("x")  # a file of no checkpoint: no directory named
+    (tmp_path / "notes.pdf").write_text("x")  # a file of no checkpoint: no directory named
     with pytest.raises(TfparityError, match="is a file, and a MODEL file is") as info:
-        parse_spec(str(tmp_path / "notes.onnx"))
+        parse_spec(str(tmp_path / "notes.pdf"))
     assert "give that directory" not in str(info.value)
     (tmp_path / "model.keras").write_text("x")  # the other way: a .keras file is a MODEL
     assert parse_spec(str(tmp_path / "model.keras")).kind == "keras-file"

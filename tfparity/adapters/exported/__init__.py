@@ -1,4 +1,5 @@
-"""TF sides for what ships: a SavedModel, a ``.keras`` file, a LiteRT flatbuffer.
+"""TF sides for what ships: a SavedModel, a ``.keras`` file, a LiteRT flatbuffer (and an
+ONNX file, whose side lives in :mod:`tfparity.adapters.onnx`).
 
 An export holds the computation but not what a check needs around it: the Hugging Face
 config (layer count, vocabulary, positions) and the tokenizer. Those come from the
@@ -61,6 +62,10 @@ def load_export(
         from .litert import load_litert
 
         return load_litert(spec, found, signature, head)
+    if spec.kind == "onnx":
+        from ..onnx.side import load_onnx
+
+        return load_onnx(spec, found, head)
     raise TfparityError(f"Checking {EXPORT_KINDS[spec.kind]} is not supported yet.")
 
 

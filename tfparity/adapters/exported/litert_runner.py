@@ -29,7 +29,7 @@ from ...inputs import Batch
 from ..runtime.imports import import_tf
 
 # Signature input names, per role: Hugging Face serving names, keras-hub's, TF Hub's.
-_ROLES = {
+INPUT_ROLES = {
     "ids": ("input_ids", "token_ids", "input_word_ids"),
     "mask": ("attention_mask", "padding_mask", "input_mask"),
     "types": ("token_type_ids", "segment_ids", "input_type_ids"),
@@ -133,11 +133,11 @@ class Runner:
         details = interpreter.get_signature_runner(name).get_input_details()
         inputs = {}
         for input_name in details:
-            role = next((r for r, names in _ROLES.items() if input_name in names), None)
+            role = next((r for r, names in INPUT_ROLES.items() if input_name in names), None)
             if role is None:
                 raise TfparityError(
                     f"{path}: signature '{name}' takes '{input_name}', which tfparity does not "
-                    f"know; it feeds {', '.join(n for ns in _ROLES.values() for n in ns)}."
+                    f"know; it feeds {', '.join(n for ns in INPUT_ROLES.values() for n in ns)}."
                 )
             inputs[role] = input_name
         if "ids" not in inputs:
@@ -184,8 +184,8 @@ class Runner:
             n = min(rows, b - start)
             feed = self._feed(batch, start, n, rows, seq)
             raw = runner(**feed)
-            outs.append({hf_name(k): _cut(hf_name(k), v, n, s) for k, v in raw.items()})
-            kept.append({i: _cut("", interpreter.get_tensor(i), n, s) for i in keep})
+            outs.append({hf_name(k): cut(hf_name(k), v, n, s) for k, v in raw.items()})
+            kept.append({i: cut("", interpreter.get_tensor(i), n, s) for i in keep})
         joined = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
         return joined, {i: np.concatenate([k[i] for k in kept]) for i in keep}
 
@@ -219,11 +219,11 @@ class Runner:
             values, pad = parts[role]
             if values is None:  # no token types given: all segment 0
                 values = np.zeros_like(batch.input_ids)
-            feed[name] = _padded(np.asarray(values[start : start + n]), rows, seq, pad)
+            feed[name] = padded(np.asarray(values[start : start + n]), rows, seq, pad)
         return feed
 
 
-def _padded(x: np.ndarray, rows: int, seq: int, pad: int) -> np.ndarray:
+def padded(x: np.ndarray, rows: int, seq: int, pad: int) -> np.ndarray:
     """``x`` [n, s] as int32 [rows, seq]: tokens padded with ``pad``, rows with copies of
     the first row (their outputs are cut off)."""
     n, s = x.shape
@@ -233,7 +233,7 @@ def _padded(x: np.ndarray, rows: int, seq: int, pad: int) -> np.ndarray:
     return out
 
 
-def _cut(name: str, x: np.ndarray, n: int, s: int) -> np.ndarray:
+def cut(name: str, x: np.ndarray, n: int, s: int) -> np.ndarray:
     """An output cut back to the batch's ``n`` rows and (per-token outputs) ``s`` tokens."""
     x = np.array(x[:n])  # a copy: the interpreter reuses its buffers on the next call
     per_token = x.ndim >= 3 or name in SPAN_OUTPUTS

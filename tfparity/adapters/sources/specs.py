@@ -19,12 +19,15 @@ from ...errors import TfparityError
 DEFAULT_MODEL = "minilm"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
-Kind = Literal["dir", "hub", "minilm", "tiny", "keras-hub", "saved-model", "keras-file", "litert"]
+Kind = Literal[
+    "dir", "hub", "minilm", "tiny", "keras-hub", "saved-model", "keras-file", "litert", "onnx"
+]
 # Exports, recognised from what the path holds (no spec prefix): kind -> what it is.
 EXPORT_KINDS: dict[str, str] = {
     "saved-model": "a TensorFlow SavedModel directory (saved_model.pb)",
     "keras-file": "a Keras 3 .keras file",
     "litert": "a LiteRT (.tflite) flatbuffer",
+    "onnx": "an ONNX (.onnx) file",
 }
 KERAS_HUB = "keras-hub:"
 KERAS_HUB_EXTRA = "pip install 'tfparity[keras-hub]'"
@@ -104,7 +107,7 @@ def _file_refusal(text: str, path: Path) -> str:
     """Why the existing file ``text`` is not a MODEL: it is named as a file (it used to
     read "no such directory"), with the file kinds a MODEL can be, and, for a file of a
     Hugging Face checkpoint (config.json, weights, tokenizer files), its directory."""
-    kinds = " or ".join(EXPORT_KINDS[k] for k in ("keras-file", "litert"))
+    kinds = ", ".join(EXPORT_KINDS[k] for k in ("keras-file", "litert", "onnx"))
     why = (
         f"'{text}' is a file, and a MODEL file is {kinds}; other models are directories "
         "(a Hugging Face checkpoint with config.json and weights, a SavedModel) or specs "
@@ -142,9 +145,12 @@ def _export_kind(path: Path) -> str | None:
     """The export kind a path holds (see :data:`EXPORT_KINDS`), or None."""
     if path.is_dir():
         return "saved-model" if (path / "saved_model.pb").is_file() else None
-    if path.is_file() and path.suffix in (".keras", ".tflite"):
-        return "keras-file" if path.suffix == ".keras" else "litert"
+    if path.is_file():
+        return _FILE_KINDS.get(path.suffix)
     return None
+
+
+_FILE_KINDS = {".keras": "keras-file", ".tflite": "litert", ".onnx": "onnx"}
 
 
 def is_export(spec: ModelSpec) -> bool:

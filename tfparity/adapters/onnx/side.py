@@ -1,0 +1,231 @@
+"""The ONNX side: a ``.onnx`` file run by ONNX Runtime, checked like any TF side.
+
+An ONNX file holds the computation and its weights but no Hugging Face config and no
+tokenizer: those come from the *companion* spec (the model it was exported from, or
+its PyTorch reference), as for a LiteRT flatbuffer. Hidden states are the graph's
+outputs where it returns them (``hidden_states_<k>``), else its intermediate tensors put
+back onto layers by name (:meth:`.graph.Graph.located`); where the names give
+sub-layers, those are the cross-check's taps, so a divergence is localised inside the
+file. A graph cannot be entered mid-way, so there are no isolated runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...architectures.heads import Head, head_of_class
+from ...errors import TfparityError
+from ...inputs import Batch, Limits
+from ...trace import Trace
+from ..exported.litert_runner import hf_name
+from ..interfaces.sides import TFSideBase, config_limits
+from ..interfaces.weight_map import ValuesOnly, WeightMap
+from ..runtime.execution_options import ExecutionOptions
+from ..sources.checkpoints import Companion
+from ..sources.holdings import Holdings
+from ..sources.specs import ModelSpec
+from .graph import Graph
+from .runner import Runner
+from .session import import_ort, read_model
+
+
+def load_onnx(spec: ModelSpec, companion: Companion, head: Head | None = None) -> ONNXModel:
+    """The ONNX file ``spec`` names, with ``companion``'s config and tokenizer. ``head``
+    (``--head``): the kind of a graph that returns logits (default: the head the
+    companion spec names, else its config's architecture)."""
+    path = Path(spec.location)
+    graph = Graph.read(read_model(path))
+    runner = Runner.open(path, graph, getattr(companion.config, "pad_token_id", None))
+    model = ONNXModel(
+        name=spec.text,
+        runner=runner,
+        config=companion.config,
+        tokenizer=companion.tokenizer,
+        source=f"ONNX file {path} (config and tokenizer: {companion.text})",
+        spec=spec,
+        named_head=head or companion.head,
+    )
+    model.notes.append(model.describe())
+    return model
+
+
+@dataclass
+class ONNXModel(TFSideBase):
+    """An ONNX file under test, with its companion's config and tokenizer."""
+
+    name: str
+    runner: Runner
+    config: Any
+    tokenizer: Any | None
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+    spec: ModelSpec | None = None
+    # it holds every weight it computes with (its pooler perhaps made up: Holdings.export)
+    holdings: Holdings | None = field(default_factory=Holdings.export)
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
+    named_head: Head | None = None
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def model(self) -> Any:
+        return self.runner.session
+
+    @property
+    def graph(self) -> Graph:
+        return self.runner.graph
+
+    @property
+    def side_kind(self) -> str:
+        return "an ONNX file"
+
+    @property
+    def framework(self) -> str:
+        """ONNX Runtime and the provider its session runs on first (CUDA's where present)."""
+        return f"ONNX Runtime {import_ort().__version__} ({self.runner.session.get_providers()[0]})"
+
+    @property
+    def head(self) -> Head:
+        """Base, unless the graph returns logits: then the head ``--head`` names, else
+        the companion's."""
+        if not set(self.runner.output_names()) & {"logits", "start_logits"}:
+            return Head.BASE
+        if self.named_head is not None:
+            return self.named_head
+        named = (getattr(self.config, "architectures", None) or [""])[0]
+        return head_of_class("TF" + named) or head_of_class(named) or Head.BASE
+
+    @property
+    def limits(self) -> Limits:
+        """The config's limits, and no longer sequences than a static shape takes."""
+        limits = config_limits(self.config)
+        static = self.runner.static[1]
+        if static is None or (limits.max_positions and limits.max_positions <= static):
+            return limits
+        source = "the ONNX graph's static sequence length"
+        return replace(limits, max_positions=static, positions_source=source)
+
+    @property
+    def unmasked_reason(self) -> str | None:
+        if "mask" in self.runner.inputs:
+            return None
+        return "the ONNX graph takes no attention mask"
+
+    def describe(self) -> str:
+        shape = "x".join("?" if d is None else str(d) for d in self.runner.static)
+        kind = "dynamic" if self.runner.dynamic else "static"
+        padding = "" if self.runner.dynamic else " (inputs padded to it, padding cut off)"
+        inside = self._inside()
+        marked = (
+            f"; {len(inside)} tensors inside the graph (sub-layer outputs, hidden states "
+            "it does not output) read from a copy with every intermediate tensor marked as "
+            "an output and graph optimisation off (fusions would remove them)"
+            if inside
+            else ""
+        )
+        return (
+            f"ONNX: run by {self.framework}, {kind} input shape [{shape}]{padding}, inputs "
+            f"{', '.join(self.runner.inputs.values())}; graph outputs from the optimised "
+            f"session (ORT_ENABLE_ALL, as deployed){marked}."
+        )
+
+    def _located(self) -> dict[str, str]:
+        return self.graph.located(int(self.config.hidden_size))
+
+    def _inside(self) -> dict[str, str]:
+        """The located tensors the graph does not output: read from the marked copy."""
+        outputs = set(self.runner.graph.outputs)
+        return {k: v for k, v in self._located().items() if v not in outputs}
+
+    # ------------------------------------------------------------------ runs
+
+    def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
+        trace, _ = self._invoke(batch, taps=False)
+        return trace
+
+    def _refuse_embeds(self) -> None:
+        raise TfparityError(self._no_embeds())
+
+    @property
+    def inputs_embeds_reason(self) -> str | None:
+        return self._no_embeds()
+
+    def gather(self, input_ids: np.ndarray) -> Any:
+        raise TfparityError(self._no_embeds())
+
+    def word_embeddings(self) -> Any:
+        raise TfparityError(self._no_embeds())
+
+    def _no_embeds(self) -> str:
+        return (
+            f"{self.name} is an ONNX file: its graph takes token ids, so it has no "
+            "inputs_embeds path to check (run the embeds check on the model it came from)."
+        )
+
+    def _invoke(self, batch: Batch, taps: bool) -> tuple[Trace, dict[str, np.ndarray]]:
+        """Outputs and hidden states; with ``taps`` the sub-layer values too."""
+        outputs = set(self.runner.output_names())
+        graph_outputs = set(self.graph.outputs)
+        wanted = {
+            k: name
+            for k, name in self._located().items()
+            if (taps or k.startswith("hidden_states[")) and k not in outputs
+        }
+        inside = tuple(sorted({n for n in wanted.values() if n not in graph_outputs}))
+        out, kept = self.runner.run(batch, read=inside)
+        # a tap the graph also outputs (the last layer's output) is read from the outputs
+        arrays = {k: kept[n] if n in kept else out[hf_name(n)] for k, n in wanted.items()}
+        last = f"hidden_states[{self.config.num_hidden_layers}]"
+        if "last_hidden_state" in out and last not in out:  # HF: they are one tensor
+            arrays[last] = out["last_hidden_state"]
+        arrays.update(out)
+        hidden = {k: v for k, v in arrays.items() if k.startswith("hidden_states[")}
+        recorded = {k: v for k, v in arrays.items() if k.startswith("layer_")}
+        rest = {k: v for k, v in arrays.items() if k not in hidden and k not in recorded}
+        return Trace.from_output({**hidden, **rest}), recorded
+
+    # ------------------------------------------------------------------ other forms
+
+    def executed(self, options: ExecutionOptions) -> ONNXModel:
+        """Itself: ONNX Runtime runs the file as exported, on the provider named in the
+        report. A device, XLA or another precision asked for is refused, not ignored."""
+        if options.xla or options.precision != "fp32" or options.device not in (None, "cpu"):
+            raise TfparityError(
+                f"{self.name} runs on ONNX Runtime as exported: --device, --xla and "
+                "--precision do not apply."
+            )
+        return self
+
+    def eager(self) -> ONNXModel:
+        return self
+
+    # ------------------------------------------------------------------ localisation
+
+    def output_names(self, reference: Any) -> set[str]:
+        """The graph's outputs and the hidden states found inside it."""
+        names = set(self.runner.output_names())
+        names |= {k for k in self._located() if k.startswith("hidden_states[")}
+        if "last_hidden_state" in names:
+            names.add(f"hidden_states[{self.config.num_hidden_layers}]")
+        return names
+
+    def localisable(self) -> bool:
+        """Whether the graph's names give sub-layers (then they are its taps)."""
+        return any(k.startswith("layer_") for k in self._located())
+
+    def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
+        return self._invoke(batch, taps=True)
+
+    def isolated(
+        self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
+    ) -> dict[str, np.ndarray]:
+        """None: a graph runs whole, so no sub-layer is run on PyTorch's input."""
+        return {}
+
+    def weight_map(self) -> WeightMap:
+        """The graph's float weights by PyTorch name (:meth:`.graph.Graph.weights_for`)."""
+        return ValuesOnly(self.graph.weights_for)

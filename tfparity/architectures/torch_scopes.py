@@ -1,0 +1,37 @@
+"""How PyTorch module paths name layers in an exported graph: the scopes that survive
+``torch.onnx.export``.
+
+The legacy (TorchScript) exporter names each node after the module that made it,
+``/bert/encoder/layer.0/attention/self/query/MatMul``, so an ONNX file's intermediate
+tensors can be put back onto layers by name, as :mod:`.tf_scopes` does for TF op names.
+Hugging Face PyTorch models call block ``i`` ``layer.{i}`` (BERT family), ``h.{i}``
+(GPT-2), ``layers.{i}`` or ``block.{i}``; inside a BERT-family block the sub-layers
+are the modules the cross-check's taps are named after (``attention``,
+``intermediate``, ``output``).
+"""
+
+from __future__ import annotations
+
+import re
+
+_LAYER = re.compile(r"(?:^|[/.])(?:layer|layers|h|block)\.(\d+)(?:/|\.|$)")
+_COMPONENT = re.compile(
+    r"(?:^|[/.])(?:layer|layers)\.\d+[/.](attention|intermediate|output)(?:/|\.|$)"
+)
+_EMBEDDING = re.compile(r"(?:^|[/.])(?:embeddings|wte|wpe|embed_tokens)(?:/|\.|$)")
+
+
+def layer_of(scope: str) -> int | None:
+    """The block a node's module path lies in, or None outside the blocks."""
+    m = _LAYER.search(scope)
+    return int(m.group(1)) if m else None
+
+
+def component_of(scope: str) -> str | None:
+    """The sub-layer (tap component) a node lies in, where the model names them."""
+    m = _COMPONENT.search(scope)
+    return m.group(1) if m else None
+
+
+def is_embedding_scope(scope: str) -> bool:
+    return _EMBEDDING.search(scope) is not None
