@@ -87,3 +87,26 @@ def test_api_options_and_cli_share_one_referee_default():
         assert tuple(action.choices) == REFEREE_RUNS
     with pytest.raises(ValueError, match="'lazy' or 'full'"):
         api.crosscheck(TINY, referee="half")
+
+
+def test_a_tap_whose_shapes_differ_is_left_to_the_hidden_states():
+    """A wrong reference (a BERT export named with a GPT-2 --pt) gives sub-layers of
+    other widths: they are not refereed (the hidden states' comparison says why), and
+    the taps both sides shape alike still are."""
+    import numpy as np
+
+    from tfparity.checks.crosscheck.localisation import components_of
+    from tfparity.checks.crosscheck.runs import Runs
+    from tfparity.compare import Referee
+
+    rng = np.random.default_rng(0)
+    same = rng.normal(size=(1, 4, 8))
+    runs = Runs(
+        tf_taps=[{"layer_0.intermediate": np.zeros((1, 4, 32)), "layer_0.output": same * 1.05}],
+        pt_taps=[{"layer_0.intermediate": np.zeros((1, 4, 16)), "layer_0.output": same}],
+        pt64_taps=[{"layer_0.intermediate": np.zeros((1, 4, 16)), "layer_0.output": same}],
+        isolated=[{}],
+    )
+    found = components_of(runs, [np.ones((1, 4))], Referee())
+    assert [c.name for c in found] == ["layer_0.output"]
+    assert not found[0].accumulated.passed  # TF's ×1.05 is still judged

@@ -42,6 +42,8 @@ def components_of(runs: Runs, masks: list, referee: Referee) -> list[Component]:
         tf, pt, pt64 = (
             [r[name] for r in side] for side in (runs.tf_taps, runs.pt_taps, runs.pt64_taps)
         )
+        if any(np.shape(a) != np.shape(b) for a, b in zip(tf, pt, strict=True)):
+            continue  # another computation (a wrong --pt): the hidden states say so
         acc = referee.batches(name, tf, pt, pt64, masks)
         iso = None
         if all(name in r for r in runs.isolated):
