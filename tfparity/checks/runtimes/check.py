@@ -27,19 +27,20 @@ from typing import Any
 
 import numpy as np
 
-from .. import validation
-from ..adapters.runtime.kernel_sets import (
+from ... import validation
+from ...adapters.interfaces.sides import Reference
+from ...adapters.runtime.kernel_sets import (
     ArtefactKernels,
     KernelRun,
     OpenedArtefact,
     RunTensor,
     parse_threads,
 )
-from ..compare import Comparison, Tolerance, compare_batches
-from ..errors import TfparityError
-from ..inputs import Batch, InputOptions, note_inputs, random_batches
-from ..results import Report
-from .modes import TOLERANCE_SCALE, mode_tolerance
+from ...compare import Comparison, Tolerance, compare_batches
+from ...errors import TfparityError
+from ...inputs import Batch, InputOptions, note_inputs, random_batches
+from ...results import Report
+from ..modes import TOLERANCE_SCALE, mode_tolerance
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def check_runtimes(
     opened: OpenedArtefact,
     batches: Sequence[Batch],
     options: RuntimesOptions = RuntimesOptions(),
-    reference: Any = None,
+    reference: Reference | None = None,
     name: str = "",
 ) -> Report:
     """Every run of ``opened`` on ``batches``: against PyTorch (``reference``, with the
@@ -180,7 +181,7 @@ def check_runtimes(
         details={
             "runtime": opened.runtime,
             "judge": judge,
-            "reference": getattr(reference, "name", None),
+            "reference": None if reference is None else reference.name,
             "runs": rows,
             "parting": parted,
             "batches": len(batches),
@@ -331,7 +332,7 @@ def _against_source(
     """Each run cross-checked against PyTorch by the float64 referee (by a fixed
     tolerance where one is given): its verdict, its comparisons named
     ``<run>:<tensor>``, and the first failing run's divergence."""
-    from .crosscheck.check import CrosscheckOptions, crosscheck
+    from ..crosscheck.check import CrosscheckOptions, crosscheck
 
     judged = CrosscheckOptions(label="runtimes", tolerance=options.tolerance)
     verdicts, comparisons, divergence = {}, [], None
