@@ -65,7 +65,8 @@ def _run_runtimes(args: argparse.Namespace) -> int:
     RuntimesOptions.from_arguments(
         kernels, sets=args.sets, threads=args.threads, tolerance=tolerance(args)
     )
-    frameworks_frozen(torch=args.source is not None)
+    if kernels.tensorflow or args.source is not None:
+        frameworks_frozen(torch=args.source is not None)
     from ..api import check_runtimes
 
     report = check_runtimes(
