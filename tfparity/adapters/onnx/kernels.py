@@ -140,7 +140,7 @@ def open_runs(
         first = base.runner
     else:
         first = Runner.open(path, Graph.read(read_model(path)), None)
-    runs = []
+    runs, unread = [], {}
     with tempfile.TemporaryDirectory(prefix="tfparity-onnx-") as scratch:
         for kernel_set in sets:
             kernels = kernel_set.kernels
@@ -154,14 +154,18 @@ def open_runs(
                 saved = Path(scratch) / f"{label}.onnx"
                 session = _session(model, path, kernels.level, count, saved)
                 runner = replace(first, graph=graph, session=session, _marked=None)
-                reader, exposed = _exposed(runner, saved, count)
+                reader, exposed, why = _exposed(runner, saved, count)
                 runs.append(ONNXKernelRun(label, runner, reader, exposed, base))
+                unread.update({label: why} if why else {})
     ort = import_ort()
     kind = "dynamic" if first.dynamic else "static"
     shape = "x".join("?" if d is None else str(d) for d in first.static)
+    runtime = f"ONNX Runtime {ort.__version__} ({provider()}), {kind} input shape [{shape}]"
+    if unread:  # said where the check notes a run compared at its outputs only
+        runtime += f"; graph outputs only for {', '.join(unread)} ({next(iter(unread.values()))})"
     return OpenedArtefact(
         runs=list(runs),
-        runtime=f"ONNX Runtime {ort.__version__} ({provider()}), {kind} input shape [{shape}]",
+        runtime=runtime,
         vocabulary=_vocabulary(first.graph, first.inputs["ids"], spec.text),
         max_tokens=first.static[1],
         source_side=base,
@@ -200,28 +204,32 @@ def _providers() -> list[str]:
     return list(dict.fromkeys([provider(), "CPUExecutionProvider"]))
 
 
-def _exposed(runner: Runner, saved: Path, threads: int) -> tuple[Runner | None, list]:
+def _exposed(runner: Runner, saved: Path, threads: int) -> tuple[Runner | None, list, str]:
     """The runner reading every float tensor of the optimised graph at ``saved`` (its
-    nodes marked as outputs, run without optimising again), and those tensors (name,
-    op) in execution order; (None, the graph outputs) where that graph cannot be read
-    back, marked or loaded."""
+    nodes marked as outputs, run without optimising again), those tensors (name, op) in
+    execution order, and ""; (None, the graph outputs, why) where that graph cannot be
+    read back, marked or loaded."""
     outputs = runner.graph.outputs
     try:
         import onnx
+        from onnx.external_data_helper import load_external_data_for_model
 
-        optimised = onnx.load(str(saved))
+        # its weights stay where the file keeps them: in its own data file, if any
+        optimised = onnx.load(str(saved), load_external_data=False)
+        load_external_data_for_model(optimised, str(runner.path.parent))
         made = [(o, n.op_type) for n in optimised.graph.node for o in n.output if o]
         marked = Graph(optimised, [], [], [o.name for o in optimised.graph.output])
         data = marked.marked([o for o, _ in made])
         options = _options("ORT_DISABLE_ALL", threads)
         session = import_ort().InferenceSession(data, options, providers=_providers())
-    except Exception:  # not written, too large, or a node ORT writes but cannot load back
+    except Exception as exc:  # not written, too large, a node ORT cannot load back
         ops = {o: n.op_type for n in runner.graph.model.graph.node for o in n.output}
-        return None, [(o, ops.get(o, "output")) for o in outputs]
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        return None, [(o, ops.get(o, "output")) for o in outputs], why
     floats = {o.name for o in session.get_outputs() if o.type in _FLOATS and o.shape}
     exposed = [(o, op) for o, op in made if o in floats]
     exposed += [(o, "output") for o in outputs if o not in {n for n, _ in made}]
-    return replace(runner, _marked=session), exposed
+    return replace(runner, _marked=session), exposed, ""
 
 
 def _vocabulary(graph: Graph, ids: str, text: str) -> int:
