@@ -153,7 +153,7 @@ def open_runs(
                 label = f"{kernel_set.name}@{count}"
                 saved = Path(scratch) / f"{label}.onnx"
                 session = _session(model, path, kernels.level, count, saved)
-                runner = replace(first, graph=graph, session=session, _marked=None)
+                runner = first.reopened(graph, session)
                 reader, exposed, why = _exposed(runner, saved, count)
                 runs.append(ONNXKernelRun(label, runner, reader, exposed, base))
                 unread.update({label: why} if why else {})
@@ -218,6 +218,8 @@ def _exposed(runner: Runner, saved: Path, threads: int) -> tuple[Runner | None, 
         optimised = onnx.load(str(saved), load_external_data=False)
         load_external_data_for_model(optimised, str(runner.path.parent))
         made = [(o, n.op_type) for n in optimised.graph.node for o in n.output if o]
+        # marking needs the model and its outputs alone (no shape inference here: it
+        # knows no com.microsoft op)
         marked = Graph(optimised, [], [], [o.name for o in optimised.graph.output])
         data = marked.marked([o for o, _ in made])
         options = _options("ORT_DISABLE_ALL", threads)
@@ -229,7 +231,7 @@ def _exposed(runner: Runner, saved: Path, threads: int) -> tuple[Runner | None, 
     floats = {o.name for o in session.get_outputs() if o.type in _FLOATS and o.shape}
     exposed = [(o, op) for o, op in made if o in floats]
     exposed += [(o, "output") for o in outputs if o not in {n for n, _ in made}]
-    return replace(runner, _marked=session), exposed, ""
+    return runner.reopened(runner.graph, runner.session, session), exposed, ""
 
 
 def _vocabulary(graph: Graph, ids: str, text: str) -> int:
