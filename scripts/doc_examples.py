@@ -612,6 +612,26 @@ def _runtimes_broken(work: Path) -> tuple[int, str]:
     return code, "tfparity runtimes bert.tflite --threads 1,2\n\n" + out.getvalue()
 
 
+def _runtimes_onnx_broken(work: Path) -> tuple[int, str]:
+    """`tfparity runtimes bert.onnx` with tfparity.testing's broken ONNX kernel set added
+    (graph optimisation off, but the first Softmax's logits scaled by 1.05)."""
+    from dataclasses import replace
+
+    from tfparity import cli
+    from tfparity.adapters.runtime.kernel_sets import KERNEL_SETS
+    from tfparity.testing import broken_onnx_kernel_set
+
+    onnx = KERNEL_SETS["onnx"]
+    KERNEL_SETS["onnx"] = replace(onnx, sets=(*onnx.sets, broken_onnx_kernel_set()))
+    out = io.StringIO()
+    try:
+        with _in(work), contextlib.redirect_stdout(out):
+            code = cli.main(["runtimes", "bert.onnx", "--threads", "1,2"])
+    finally:
+        KERNEL_SETS["onnx"] = onnx
+    return code, "tfparity runtimes bert.onnx --threads 1,2\n\n" + out.getvalue()
+
+
 # --- the examples -------------------------------------------------------------------
 
 README = "README.md"
@@ -1296,6 +1316,36 @@ EXAMPLES: tuple[Example, ...] = (
         tested=False,
         why_untested="converts a flatbuffer first (7 s or more); "
         "tests/checks/test_runtimes.py names the same set, tensor and op",
+    ),
+    Example(
+        "runtimes-onnx",
+        "docs/runtimes.md",
+        0,
+        ("runtimes", "bert.onnx", "--threads", "1,2"),
+        setup=("onnx",),
+        tested=False,
+        why_untested="exports with torch first; "
+        "tests/checks/test_runtimes_onnx.py runs the same command on its own export",
+    ),
+    Example(
+        "runtimes-onnx-source",
+        "docs/runtimes.md",
+        0,
+        ("runtimes", "bert.onnx", "--source", "tiny:bert", "--threads", "1,2"),
+        setup=("onnx",),
+        tested=False,
+        why_untested="exports with torch first; "
+        "tests/checks/test_runtimes_onnx.py judges the levels against the source",
+    ),
+    Example(
+        "runtimes-onnx-broken",
+        "docs/runtimes.md",
+        1,
+        run=_runtimes_onnx_broken,
+        setup=("onnx",),
+        tested=False,
+        why_untested="exports with torch first; "
+        "tests/checks/test_runtimes_onnx.py names the same set, tensor and op",
     ),
     Example(
         "litert-fault",

@@ -479,7 +479,7 @@ def check_runtimes(
     inputs: InputOptions | None = None,
     tolerance: Tolerance | None = None,
 ) -> Report:
-    """One artefact (a ``.tflite`` path) on each of its kernel sets (``sets``: default
+    """One artefact (``.tflite``, ``.onnx``) on each of its kernel sets (``sets``: default
     all; threaded ones at each of ``threads``, default 1 and up to 4): with ``source``
     (the MODEL it was converted from) each run against PyTorch by the float64 referee,
     else the runs against each other, naming the run that parts, its first tensor, the

@@ -34,6 +34,7 @@ __all__ = [
     "gradient_faults",
     "perturb_ffn",
     "broken_kernel_set",
+    "broken_onnx_kernel_set",
     "to_litert",
     "with_config",
 ]
@@ -84,6 +85,19 @@ def broken_kernel_set(op: str = "SOFTMAX", option: str = "beta", value: float = 
 
     what = f"the reference kernels, but the first {op} with {option}={value} (a test's)"
     return KernelSet("broken", what, False, RewrittenOp("BUILTIN_REF", None, op, option, value))
+
+
+def broken_onnx_kernel_set(op: str = "Softmax", factor: float = 1.05) -> Any:
+    """An ONNX kernel set (for ``tfparity runtimes``) that runs the graph unoptimised
+    but the first ``op`` node on its first input times ``factor`` (default: a softmax
+    whose logits are scaled by 1.05, as :func:`broken_kernel_set` for LiteRT). Register
+    it with ``monkeypatch.setitem(KERNEL_SETS, "onnx", replace(KERNEL_SETS["onnx"],
+    sets=(*sets, broken_onnx_kernel_set())))``."""
+    from .adapters.onnx.kernels import ScaledInput
+    from .adapters.runtime.kernel_sets import KernelSet
+
+    what = f"graph optimisation off, but the first {op} on its input x {factor} (a test's)"
+    return KernelSet("broken", what, False, ScaledInput("ORT_DISABLE_ALL", op, factor))
 
 
 def to_litert(tf_model: Any, path: Any, **options: Any) -> Any:

@@ -25,10 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p = sub.add_parser(
         "runtimes",
-        help="one artefact (.tflite) on each kernel set of its runtime, threads 1 vs N",
-        description="Run one artefact (MODEL: a .tflite file) on each kernel set of its "
-        "runtime (LiteRT: the reference kernels, XNNPACK, the optimised kernels without "
-        "XNNPACK), the threaded ones at 1 and N threads, reading every computed tensor. "
+        help="one artefact (.tflite, .onnx) on each kernel set of its runtime, threads 1 vs N",
+        description="Run one artefact (MODEL: a .tflite or .onnx file) on each kernel set "
+        "of its runtime (LiteRT: the reference kernels, XNNPACK, the optimised kernels "
+        "without XNNPACK; ONNX Runtime: graph optimisation none, basic, all), at 1 and N "
+        "threads where threads apply, reading every computed tensor (ONNX: the tensors "
+        "two runs share, since fusions hide the ones they replace). "
         "With --source (the model it was converted from) each run is judged against "
         "PyTorch by the float64 referee; without, the runs are judged against each other "
         "and the run that parts from the rest is named with the first tensor where it "
@@ -65,7 +67,8 @@ def _run_runtimes(args: argparse.Namespace) -> int:
     RuntimesOptions.from_arguments(
         kernels, sets=args.sets, threads=args.threads, tolerance=tolerance(args)
     )
-    frameworks_frozen(torch=args.source is not None)
+    if kernels.tensorflow or args.source is not None:
+        frameworks_frozen(torch=args.source is not None)
     from ..api import check_runtimes
 
     report = check_runtimes(

@@ -70,7 +70,9 @@ def _cells(run: dict[str, Any]) -> list[str]:
             f"{p['position']}/{p['of']} {p['tensor']} (op {p['op']}): max abs diff "
             f"{p['max_abs_diff']:.3g} at {p['worst_index']} vs {p['against']}"
         )
-    return [run["run"], str(run["tensors"]), "ok" if run["passed"] else "FAIL", where]
+    count, shared = run["tensors"], run.get("compared", run["tensors"])
+    tensors = str(count) if shared >= count else f"{count} ({shared} shared)"
+    return [run["run"], tensors, "ok" if run["passed"] else "FAIL", where]
 
 
 def _aligned(rows: list[list[str]]) -> list[str]:

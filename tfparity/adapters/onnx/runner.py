@@ -13,7 +13,7 @@ repeat the first, and every tensor is cut back before it reaches a verdict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,13 @@ class Runner:
         static = (tuple(ids.dims[:2]) + (None, None))[:2]
         dtypes = {i.name: i.dtype for i in graph.inputs}
         return cls(path, graph, inputs, dtypes, static, pad_id or 0, session)  # type: ignore[arg-type]
+
+    def reopened(self, graph: Graph, session: Any, marked: Any = None) -> Runner:
+        """The same inputs fed to another session: of the file under other options, or
+        of a rewritten copy (``graph``), as ``tfparity runtimes`` opens one per kernel
+        set; ``marked``, the session intermediates are read from (None: made from
+        ``graph`` when first needed)."""
+        return replace(self, graph=graph, session=session, _marked=marked)
 
     @property
     def dynamic(self) -> bool:

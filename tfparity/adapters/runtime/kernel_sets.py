@@ -2,7 +2,7 @@
 ``tfparity runtimes FILE``.
 
 An artefact kind (a spec kind of :data:`~tfparity.adapters.sources.specs.EXPORT_KINDS`:
-``litert``, and ``onnx`` once its side lands) registers an :class:`ArtefactKernels`:
+``litert``, ``onnx``) registers an :class:`ArtefactKernels`:
 its kernel sets by name, which of them a thread count changes, and the module whose
 ``open_runs`` opens the file once per set and thread count. Adding a kind is one entry
 here plus that module: the check (:mod:`tfparity.checks.runtimes`), the command and the
@@ -88,11 +88,14 @@ class OpenedArtefact:
 class ArtefactKernels:
     """An artefact kind's kernel sets (the first is the baseline the others are compared
     with where no source is named) and the module that opens them: its
-    ``open_runs(spec, source, sets, threads, signature) -> OpenedArtefact``."""
+    ``open_runs(spec, source, sets, threads, signature) -> OpenedArtefact``;
+    ``tensorflow``: whether opening it needs TensorFlow (without a source: the CLI
+    starts it only for a kind that does)."""
 
     kind: str
     sets: tuple[KernelSet, ...]
     module: str
+    tensorflow: bool = True
 
     def named(self, names: Sequence[str] | None) -> tuple[KernelSet, ...]:
         """The sets ``names`` asks for, in the registry's order (None: all); an unknown
@@ -132,9 +135,34 @@ _LITERT = ArtefactKernels(
     module="tfparity.adapters.exported.litert_kernels",
 )
 
-# Artefact kind -> its kernel sets. ONNX registers ``onnx`` here (graph optimisation
-# levels none, basic, all; threads 1 and N).
-KERNEL_SETS: dict[str, ArtefactKernels] = {"litert": _LITERT}
+_ONNX = ArtefactKernels(
+    kind="onnx",
+    sets=(
+        KernelSet(
+            "none",
+            "ONNX Runtime, graph optimisation off (ORT_DISABLE_ALL)",
+            True,
+            "ORT_DISABLE_ALL",
+        ),
+        KernelSet(
+            "basic",
+            "ONNX Runtime, constant folding and redundant nodes removed (ORT_ENABLE_BASIC)",
+            True,
+            "ORT_ENABLE_BASIC",
+        ),
+        KernelSet(
+            "all",
+            "ONNX Runtime, every optimisation: fusions (ORT_ENABLE_ALL, the default)",
+            True,
+            "ORT_ENABLE_ALL",
+        ),
+    ),
+    module="tfparity.adapters.onnx.kernels",
+    tensorflow=False,
+)
+
+# Artefact kind -> its kernel sets.
+KERNEL_SETS: dict[str, ArtefactKernels] = {"litert": _LITERT, "onnx": _ONNX}
 
 
 def kernels_for(kind: str | None, text: str) -> ArtefactKernels:

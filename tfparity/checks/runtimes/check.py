@@ -15,6 +15,11 @@ threads change it, at N (:mod:`tfparity.adapters.runtime.kernel_sets`). Two ways
   it leaves the consensus, the op that made it and the evidence (the worst element).
   Two groups of one size have no consensus: each is named against the other.
 
+Two runs are compared on the tensors both expose, by name: a set that rewrites the
+graph (ONNX Runtime's fusions) hides the tensors inside what it fused, so a defect there
+shows at the next tensor both have, and a run sharing no intermediate with the run it
+is walked against is compared at the graph outputs alone (a note names it).
+
 XNNPACK and the reference kernels differ by about one unit of fp32 rounding on a tiny
 BERT (up to 0.97 x rtol x max|tensor| per tensor here); the rule allows 4.
 """
@@ -143,12 +148,14 @@ def check_runtimes(
             for label in parted
             if passing and (p := first_parting(tensors, label, passing[0], rule)) is not None
         ]
+        baseline = passing[0] if passing else runs[0].label
         judge = "the float64 referee, each run against PyTorch (crosscheck's judge)"
         if options.tolerance is not None:
             t = options.tolerance
             judge = f"each run against PyTorch: fixed atol {t.atol:g}, rtol {t.rtol:g}"
     else:
         partings, consensus, tie = _against_each_other(tensors, rule)
+        baseline = consensus
         parted = sorted({p.label for p in partings}, key=list(tensors).index)
         comparisons = _output_comparisons(runs, tensors, consensus, rule)
         comparisons += [replace(p.comparison, name=f"{p.label}:{p.tensor}") for p in partings]
@@ -161,6 +168,7 @@ def check_runtimes(
             "threads": int(r.label.rsplit("@", 1)[1]) if "@" in r.label else None,
             "passed": r.label not in parted,
             "tensors": len(tensors[r.label][0]),
+            "compared": shared_tensors(tensors, r.label, baseline),
             "parting": next((p.row() for p in partings if p.label == r.label), None),
         }
         for r in runs
@@ -171,6 +179,7 @@ def check_runtimes(
             "No group of runs that agree outnumbers the others, so which side is wrong "
             "cannot be told: each is named against the other; run more sets or threads."
         )
+    notes += _outputs_only(runs, tensors, baseline)
     report = Report(
         check="runtimes",
         model=name,
@@ -234,20 +243,44 @@ def _rule_text(options: RuntimesOptions) -> str:
 def first_parting(
     tensors: Tensors, label: str, against: str, rule: Callable[[float], Tolerance]
 ) -> Parting | None:
-    """The first tensor, in execution order, where run ``label`` leaves run ``against``
-    (each tensor judged by ``rule`` of ``against``'s magnitude); None where none does."""
+    """The first tensor, in ``against``'s execution order, where run ``label`` leaves
+    run ``against`` (each tensor judged by ``rule`` of ``against``'s magnitude); None
+    where none does. Only the tensors both runs expose are compared (by name: a set
+    that fuses ops hides the tensors inside the fusion); ``position``/``of`` count
+    those."""
     mine, theirs = tensors[label], tensors[against]
-    count = len(theirs[0])
-    for k in range(count):
-        actual = [batch[k].values for batch in mine]
+    index = {t.name: k for k, t in enumerate(mine[0])}
+    shared = [(k, index[t.name]) for k, t in enumerate(theirs[0]) if t.name in index]
+    for position, (k, j) in enumerate(shared, 1):
+        actual = [batch[j].values for batch in mine]
         expected = [batch[k].values for batch in theirs]
         tolerance = rule(max(_peak(x) for x in expected))
         if all(_within(a, e, tolerance) for a, e in zip(actual, expected, strict=True)):
             continue
         name = theirs[0][k].name
         found = compare_batches(actual, expected, name=name, tolerance=tolerance, check_dtype=False)
-        return Parting(label, against, name, theirs[0][k].op, k + 1, count, found)
+        return Parting(label, against, name, theirs[0][k].op, position, len(shared), found)
     return None
+
+
+def shared_tensors(tensors: Tensors, label: str, against: str) -> int:
+    """How many tensors runs ``label`` and ``against`` both expose (by name)."""
+    return len({t.name for t in tensors[label][0]} & {t.name for t in tensors[against][0]})
+
+
+def _outputs_only(runs: Sequence[KernelRun], tensors: Tensors, baseline: str) -> list[str]:
+    """A note naming the runs that share no tensor but the graph's outputs with the run
+    they are walked against (an optimised graph that fused every intermediate away, or
+    one whose intermediates could not be read)."""
+    outputs = set(runs[0].outputs())
+    mine = {t.name for t in tensors[baseline][0]}
+    alone = [r.label for r in runs if not ({t.name for t in tensors[r.label][0]} & mine) - outputs]
+    if not alone:
+        return []
+    return [
+        f"Compared at the graph outputs only: {', '.join(alone)} (no intermediate tensor "
+        f"in common with {baseline}, the run the others are walked against)."
+    ]
 
 
 def _peak(x: np.ndarray) -> float:
@@ -310,11 +343,12 @@ def _output_comparisons(
     for run in runs:
         if run.label == against:
             continue
+        index = {t.name: j for j, t in enumerate(tensors[run.label][0])}
         for k, tensor in enumerate(tensors[against][0]):
-            if tensor.name not in outputs:
+            if tensor.name not in outputs or tensor.name not in index:
                 continue
             expected = [t[k].values for t in tensors[against]]
-            actual = [t[k].values for t in tensors[run.label]]
+            actual = [t[index[tensor.name]].values for t in tensors[run.label]]
             c = compare_batches(
                 actual,
                 expected,
