@@ -30,7 +30,7 @@ from ...compare.growth import (
     unjudged,
     worst_layer,
 )
-from ...compare.quantisation import keras_mode
+from ...compare.quantisation import growth_mode
 from ...compare.tensor_metrics import tensor_errors
 from ...results import Divergence
 from ...trace import Trace, hidden_state_index, layer_of, layer_text
@@ -98,7 +98,7 @@ def growth_judged(
     per-layer growth limit of its mode; a mixed-mode one's layers each by their own
     (``modes``: layer -> mode). The layers over it, and ``details["growth"]``. Other
     kinds, and Keras modes no limit was measured for, are not held to it (empty)."""
-    mode = keras_mode(kind)
+    mode = growth_mode(kind)
     if mode is None or not has_limit(mode) or not rows:
         return [], {}
     over = over_limit(rows, mode, modes)
