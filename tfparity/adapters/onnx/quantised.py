@@ -30,7 +30,7 @@ ONNX = "onnx "  # the prefix of an ONNX-quantised side's kind
 _DYNAMIC_OPS = {"DynamicQuantizeLinear", "MatMulInteger", "ConvInteger"}
 _STATIC_OPS = {"QuantizeLinear", "QLinearMatMul", "QLinearConv", "QLinearAdd", "QLinearMul"}
 _SCALED_BY = {"DequantizeLinear", "QuantizeLinear"}  # their input 1 is a scale
-_INTEGER = {2, 3}  # onnx.TensorProto.UINT8, INT8
+_INTEGER = {2, 3, 6}  # onnx.TensorProto.UINT8, INT8, INT32 (a bias)
 _FLOAT = 1
 
 
@@ -59,6 +59,12 @@ class ScaleMap:
     weight: bool
     module: str
     layer: int | str | None
+
+    def named(self) -> str:
+        """The scale and the module reading it, dotted: ``onnx::MatMul_286_scale
+        (m.encoder.layer.1.intermediate.dense)``."""
+        module = self.module.strip("/").replace("/", ".")
+        return f"{self.scale} ({module.rsplit('.', 1)[0] if '/' in self.module else module})"
 
     def where(self) -> str:
         place = "embeddings" if self.layer == "embeddings" else f"layer {self.layer}"
@@ -146,8 +152,7 @@ def scales_text(graph: Any) -> str:
 
 def _says_layer(name: str) -> bool:
     """Whether a tensor's own name says its layer or the embeddings."""
-    path = name.replace(".", "/")
     return any(
-        names.layer_of(path) is not None or names.is_embedding_scope(path)
+        names.layer_of(name) is not None or names.is_embedding_scope(name)
         for names in (torch_scopes, tf_scopes)
     )

@@ -94,6 +94,11 @@ class ONNXModel(TFSideBase):
         """The int8 kind the graph's operators say (None: float), judged by its budget."""
         return self.graph.quantisation()
 
+    def scales_on(self, layer: int | str) -> list[str]:
+        """The weight scales placed on ``layer`` through the graph, each with the module
+        reading it (``onnx::MatMul_286_scale (encoder.layer.1.intermediate.dense)``)."""
+        return [m.named() for m in self.graph.weight_scales() if m.weight and m.layer == layer]
+
     @property
     def head(self) -> Head:
         """Base, unless the graph returns logits: then the head ``--head`` names, else
