@@ -368,6 +368,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "litert-mlm": lambda work: _litert_mlm(work),
     "litert-fp32": lambda work: _litert(work / "bert.tflite", "fp32"),
     "onnx": lambda work: _onnx(work),
+    "onnx-int8": lambda work: _onnx_int8(work),
     "keras-backends": lambda work: _keras_backends(work),
     "golden-bert": lambda work: _golden_bert(work),
     "keras-backends-mixed": lambda work: _keras_backends_mixed(work),
@@ -424,6 +425,34 @@ def _onnx(work: Path) -> None:
     with torch.no_grad():
         model.encoder.layer[1].intermediate.dense.weight.mul_(1.05)
     export_torch(model, work / "scaled.onnx", hidden_states=False)
+
+
+def _onnx_int8(work: Path) -> None:
+    """tiny:bert exported (``float.onnx``, no hidden-state outputs) and quantised by
+    ``quantize_dynamic`` to int8 (``bert-int8.onnx``), and that file with the scale of
+    layer 1's FFN up-projection (``onnx::MatMul_<n>_scale``) times 1.5
+    (``bert-int8-scale.onnx``), as tests/adapters/onnx/test_quantised.py makes them."""
+    import onnx
+    import transformers
+    from onnx import numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir
+    from tfparity.adapters.onnx.torch_export import export_torch
+
+    model = transformers.BertModel.from_pretrained(str(checkpoint_dir("bert"))).eval()
+    export_torch(model, work / "float.onnx", hidden_states=False)
+    quantize_dynamic(work / "float.onnx", work / "bert-int8.onnx", weight_type=QuantType.QInt8)
+    graph = onnx.load(work / "bert-int8.onnx")
+    names = {t.name: t for t in graph.graph.initializer}
+    (node,) = [
+        n
+        for n in graph.graph.node
+        if n.name.endswith("layer.1/intermediate/dense/MatMul_quant_scales_mul")
+    ]
+    (scale,) = [names[i] for i in node.input if i in names]
+    scale.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(scale) * 1.5, scale.name))
+    onnx.save(graph, work / "bert-int8-scale.onnx")
 
 
 def _litert_mlm(work: Path) -> None:
@@ -1387,6 +1416,27 @@ EXAMPLES: tuple[Example, ...] = (
         tested=False,
         why_untested="exports with torch first; tests/adapters/onnx/test_side.py checks the "
         "same localisation",
+    ),
+    Example(
+        "onnx-int8",
+        "docs/onnx.md",
+        0,
+        ("crosscheck", "bert-int8.onnx", "--pt", "tiny:bert"),
+        setup=("onnx-int8",),
+        tested=False,
+        why_untested="exports and quantises first; tests/adapters/onnx/test_quantised.py "
+        "runs the same",
+    ),
+    Example(
+        "onnx-int8-scale",
+        "docs/onnx.md",
+        1,
+        ("crosscheck", "bert-int8-scale.onnx", "--pt", "tiny:bert"),
+        setup=("onnx-int8",),
+        keep=_divergence_and_hint,
+        tested=False,
+        why_untested="exports and quantises first; tests/adapters/onnx/test_quantised.py "
+        "checks the same ranking and hint",
     ),
     Example(
         "export-faulty",

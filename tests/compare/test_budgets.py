@@ -102,3 +102,15 @@ def test_one_table_keyed_by_kind_per_tensor_and_kl():
     assert budgets_for(None).tensor_budget().max < budgets_for("float16").tensor_budget().max
     with pytest.raises(TfparityError, match="No default distribution budget for quantisation 'q3'"):
         budgets_for("keras q3").kl_limits()
+
+
+def test_onnx_int8_kinds_have_budgets_and_the_int8_growth_limit():
+    """ONNX Runtime's quantiser: dynamic int8 is held as LiteRT's dynamic range, static
+    int8 as full int8; both to int8's per-layer growth limit, unlike a LiteRT kind."""
+    from tfparity.compare.quantisation import growth_mode
+
+    assert budgets_for("onnx dynamic int8").tensor == BUDGETS["dynamic-range int8"].tensor
+    assert budgets_for("onnx static int8").tensor == BUDGETS["full int8"].tensor
+    assert budgets_for("onnx dynamic int8").kl and budgets_for("onnx static int8").kl
+    assert growth_mode("onnx dynamic int8") == growth_mode("keras int8") == "int8"
+    assert growth_mode("dynamic-range int8") is None and growth_mode(None) is None

@@ -24,3 +24,18 @@ def keras_mode(kind: str | None) -> str | None:
     """The mode of a Keras-quantised ``kind`` (``keras int8``: ``int8``); None for any
     other kind (float32, a LiteRT kind)."""
     return kind.removeprefix(KERAS) if kind and kind.startswith(KERAS) else None
+
+
+# The kinds of an ONNX file ONNX Runtime's quantiser wrote (read from its operators by
+# :mod:`tfparity.adapters.onnx.quantised`): int8 weights, activations quantised at run
+# time (quantize_dynamic) or by calibrated scales (quantize_static).
+ONNX_DYNAMIC_INT8 = "onnx dynamic int8"
+ONNX_STATIC_INT8 = "onnx static int8"
+
+
+def growth_mode(kind: str | None) -> str | None:
+    """The mode whose per-layer growth limit holds a side of ``kind``: a Keras mode's
+    own; an ONNX int8 kind's ``int8`` (8-bit weights, as Keras's int8); None for others."""
+    if kind in (ONNX_DYNAMIC_INT8, ONNX_STATIC_INT8):
+        return "int8"
+    return keras_mode(kind)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ...architectures import tf_scopes, torch_scopes
 from ...errors import TfparityError
+from .quantised import ScaleMap, quantisation, scale_map
 
 _FLOAT = 1  # onnx.TensorProto.FLOAT
 _NAME_SCOPES = "pkg.torch.onnx.name_scopes"
@@ -147,6 +148,16 @@ class Graph:
             if component is not None and (component == "intermediate" or p.width == width):
                 found[f"layer_{layer}.{component}"] = p.name
         return found
+
+    # ------------------------------------------------------------------ quantisation
+
+    def quantisation(self) -> str | None:
+        """The int8 kind the graph's operators say (:func:`.quantised.quantisation`)."""
+        return quantisation([n.op_type for n in self.model.graph.node])
+
+    def weight_scales(self) -> list[ScaleMap]:
+        """Each weight scale put on its layer through the node reading it."""
+        return scale_map(self.model.graph, _scope)
 
     # ------------------------------------------------------------------ weights
 

@@ -29,6 +29,7 @@ from ..sources.checkpoints import Companion
 from ..sources.holdings import Holdings
 from ..sources.specs import ModelSpec
 from .graph import Graph
+from .quantised import scales_text
 from .runner import Runner
 from .session import import_ort, read_model
 
@@ -89,6 +90,16 @@ class ONNXModel(TFSideBase):
         return f"ONNX Runtime {import_ort().__version__} ({self.runner.session.get_providers()[0]})"
 
     @property
+    def quantisation(self) -> str | None:
+        """The int8 kind the graph's operators say (None: float), judged by its budget."""
+        return self.graph.quantisation()
+
+    def scales_on(self, layer: int | str) -> list[str]:
+        """The weight scales placed on ``layer`` through the graph, each with the module
+        reading it (``onnx::MatMul_286_scale (encoder.layer.1.intermediate.dense)``)."""
+        return [m.named() for m in self.graph.weight_scales() if m.weight and m.layer == layer]
+
+    @property
     def head(self) -> Head:
         """Base, unless the graph returns logits: then the head ``--head`` names, else
         the companion's."""
@@ -130,7 +141,7 @@ class ONNXModel(TFSideBase):
         return (
             f"ONNX: run by {self.framework}, {kind} input shape [{shape}]{padding}, inputs "
             f"{', '.join(self.runner.inputs.values())}; graph outputs from the optimised "
-            f"session (ORT_ENABLE_ALL, as deployed){marked}."
+            f"session (ORT_ENABLE_ALL, as deployed){marked}{scales_text(self.graph)}."
         )
 
     def _located(self) -> dict[str, str]:

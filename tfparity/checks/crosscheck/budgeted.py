@@ -11,7 +11,7 @@ error growth names the layer that quantises worst.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -30,7 +30,7 @@ from ...compare.growth import (
     unjudged,
     worst_layer,
 )
-from ...compare.quantisation import keras_mode
+from ...compare.quantisation import growth_mode
 from ...compare.tensor_metrics import tensor_errors
 from ...results import Divergence
 from ...trace import Trace, hidden_state_index, layer_of, layer_text
@@ -98,7 +98,7 @@ def growth_judged(
     per-layer growth limit of its mode; a mixed-mode one's layers each by their own
     (``modes``: layer -> mode). The layers over it, and ``details["growth"]``. Other
     kinds, and Keras modes no limit was measured for, are not held to it (empty)."""
-    mode = keras_mode(kind)
+    mode = growth_mode(kind)
     if mode is None or not has_limit(mode) or not rows:
         return [], {}
     over = over_limit(rows, mode, modes)
@@ -126,9 +126,11 @@ def divergence(
     rows: Sequence[LayerError],
     quantisation: str | None,
     over: Sequence[LayerOver] = (),
+    scales_on: Callable[[int | str], list[str]] | None = None,
 ) -> Divergence | None:
     """The first hidden state over budget (else the layer over its growth limit, else the
-    first output), with the worst layer."""
+    first output), with the worst layer (and its scales, where ``scales_on`` names them:
+    the side's :meth:`~tfparity.adapters.interfaces.sides.TFSide.scales_on`)."""
     failing = [c for c in comparisons if not c.passed]
     if not failing:
         return None
@@ -137,6 +139,8 @@ def divergence(
     worst = worst_text(rows)
     if worst:
         hint += f"; the layer that quantises worst is {worst}"
+        scales = scales_on(worst_layer(rows).layer) if scales_on is not None else []
+        hint += f"; its weight scales: {', '.join(scales)}" if scales else ""
     if over:
         hint += f"; {over[0].text()}"
         hidden = hidden or [over[0].hidden_state]
