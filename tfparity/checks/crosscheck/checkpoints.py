@@ -106,6 +106,7 @@ def name_lacking(divergence: Divergence | None, gaps: Gaps) -> None:
         if p and not _names_any(p, gaps.port_lacks) and p != COMPUTATION_NOTE
     ]  # random weights: "config and weights agree" is not so
     divergence.hint = "; ".join([lacking, *kept])
+    divergence.cause = lacking  # the verdict line's fact: the port's gap, not a "differs"
 
 
 def _names_any(hint: str, weights: tuple[str, ...]) -> bool:
