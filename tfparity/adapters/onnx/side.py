@@ -138,8 +138,8 @@ class ONNXModel(TFSideBase):
 
     def _inside(self) -> dict[str, str]:
         """The located tensors the graph does not output: read from the marked copy."""
-        outputs = set(self.runner.graph.outputs)
-        return {k: v for k, v in self._located().items() if v not in outputs}
+        outputs = set(self.runner.graph.outputs) | set(self.runner.output_names())
+        return {k: v for k, v in self._located().items() if v not in outputs and k not in outputs}
 
     # ------------------------------------------------------------------ runs
 
