@@ -24,12 +24,14 @@ def export_torch(
     shape: tuple[int, int] = (2, 16),
     external_data: bool = False,
     inputs: tuple[str, ...] = INPUT_NAMES,
+    dynamo: bool = False,
 ) -> Path:
     """``model`` (a PyTorch BERT-style encoder, or one with a head) exported to ``path``:
     every hidden state an output (``hidden_states``), batch and sequence axes dynamic
     (``dynamic``) or fixed at ``shape``, the weights in ``<name>.onnx.data`` beside it
     (``external_data``), and taking ``inputs`` (a graph of ``input_ids`` alone has no
-    attention mask)."""
+    attention mask). ``dynamo``: torch.export's exporter (nodes named generically, each
+    with its module path in ``pkg.torch.onnx.name_scopes``) instead of the legacy one."""
     import torch
 
     path = Path(path)
@@ -43,6 +45,13 @@ def export_torch(
         outputs += [f"hidden_states_{k}" for k in range(model.config.num_hidden_layers + 1)]
     axes = {n: {0: "batch", 1: "sequence"} for n in inputs} if dynamic else None
     flat = _flat_class()(model, hidden_states, inputs, outputs)
+    if dynamo:
+        torch.onnx.export(
+            flat, args, str(path), dynamo=True, input_names=list(inputs), output_names=outputs,
+            dynamic_shapes=_dims(inputs) if dynamic else None, external_data=external_data,
+            verbose=False,
+        )  # fmt: skip
+        return path
     torch.onnx.export(
         flat, args, str(path), dynamo=False, input_names=list(inputs),
         output_names=outputs, dynamic_axes=axes, opset_version=17,
@@ -57,8 +66,18 @@ def export_torch(
     return path
 
 
+def _dims(inputs: tuple[str, ...]) -> dict[str, Any]:
+    """torch.export's dynamic batch and sequence axes for each of the wrapper's inputs."""
+    from torch.export import Dim
+
+    batch, sequence = Dim("batch"), Dim("sequence")
+    return {"tensors": tuple({0: batch, 1: sequence} for _ in inputs)}
+
+
 def _flat_class() -> Any:
     """The wrapper module, defined on first use: torch is imported only to export."""
+    import inspect
+
     import torch
 
     class Flat(torch.nn.Module):
@@ -70,10 +89,13 @@ def _flat_class() -> Any:
             super().__init__()
             self.m, self.hidden_states, self.inputs = model, hidden_states, inputs
             self.names = [n for n in names if not n.startswith("hidden_states_")]
+            # a decoder returns no cache (GPT-2's past_key_values): its outputs only
+            takes_cache = "use_cache" in inspect.signature(model.forward).parameters
+            self.extra = {"use_cache": False} if takes_cache else {}
 
         def forward(self, *tensors: Any) -> Any:
             given = dict(zip(self.inputs, tensors, strict=True))
-            out = self.m(**given, output_hidden_states=self.hidden_states)
+            out = self.m(**given, **self.extra, output_hidden_states=self.hidden_states)
             hidden = tuple(out.hidden_states) if self.hidden_states else ()
             return (*(out[n] for n in self.names), *hidden)
 
