@@ -54,10 +54,12 @@ def gpt2(tmp_path_factory):
 
 
 def test_a_gpt2_dynamo_export_passes_every_hidden_state_and_sub_layer(gpt2, capsys, tmp_path):
+    # tiny:gpt2's config names no class: the vocabulary-wide logits make it a causal LM
     code, out, report = _crosscheck(
-        capsys, tmp_path, gpt2["clean"], "--pt", gpt2["ckpt"], "--localise", "always"
+        capsys, tmp_path, gpt2["clean"], "--pt", "tiny:gpt2", "--localise", "always"
     )
     assert code == 0, out
+    assert report["details"]["head"] == "causal-lm"
     assert {c["name"] for c in report["comparisons"]} == HIDDEN | {"logits"}
     assert all(c["passed"] for c in report["comparisons"])
     assert "top-1 agreement (logits)" in out
