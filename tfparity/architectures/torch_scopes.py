@@ -27,6 +27,8 @@ _INPUT_TAPS = (
     (re.compile(r"(?:^|[/.])h\.(\d+)[/.]mlp[/.]c_proj(?:/|\.|$)"), "intermediate"),
 )
 _EMBEDDING = re.compile(r"(?:^|[/.])(?:embeddings|wte|wpe|embed_tokens)(?:/|\.|$)")
+# the norm after the last block (GPT-2's ln_f): Hugging Face's last hidden state is its output
+_FINAL_NORM = re.compile(r"(?:^|[/.])(?:ln_f|final_layer_norm|norm)(?:/|\.|$)")
 
 
 def layer_of(scope: str) -> int | None:
@@ -53,3 +55,8 @@ def input_tap_of(scope: str) -> tuple[int, str] | None:
 
 def is_embedding_scope(scope: str) -> bool:
     return _EMBEDDING.search(scope) is not None
+
+
+def is_final_norm_scope(scope: str) -> bool:
+    """Whether a node outside the blocks lies in the norm after the last one."""
+    return _FINAL_NORM.search(scope) is not None

@@ -32,8 +32,9 @@ def _crosscheck(capsys, tmp_path, path, *args):
 
 @pytest.fixture(scope="module")
 def gpt2(tmp_path_factory):
-    """The dynamo export of tiny GPT-2's LM (logits and every hidden state), and a copy
-    of it whose initializer ``h.1.mlp.c_fc.weight`` is scaled by 1.05 in the file."""
+    """The dynamo export of tiny GPT-2's LM (logits and every hidden state) edited twice:
+    a copy returning logits only (its hidden states read from inside it, the last after
+    ``ln_f``), and a copy whose initializer ``h.1.mlp.c_fc.weight`` is scaled by 1.05."""
     import onnx
     import transformers
     from onnx import numpy_helper
@@ -46,11 +47,17 @@ def gpt2(tmp_path_factory):
         inputs=("input_ids", "attention_mask"),
     )  # fmt: skip
     proto = onnx.load(clean)
+    logits_only = onnx.ModelProto()
+    logits_only.CopyFrom(proto)
+    kept = [o for o in proto.graph.output if o.name == "logits"]
+    del logits_only.graph.output[:]
+    logits_only.graph.output.extend(kept)
+    onnx.save_model(logits_only, root / "logits.onnx")  # its weights inline
     (weight,) = [t for t in proto.graph.initializer if t.name.endswith(SCALED)]
     weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * 1.05, weight.name))
     scaled = root / "scaled.onnx"
     onnx.save_model(proto, scaled, save_as_external_data=True, location="scaled.onnx.data")
-    return {"ckpt": str(ckpt), "clean": clean, "scaled": scaled}
+    return {"ckpt": str(ckpt), "clean": root / "logits.onnx", "scaled": scaled}
 
 
 def test_a_gpt2_dynamo_export_passes_every_hidden_state_and_sub_layer(gpt2, capsys, tmp_path):
@@ -62,7 +69,8 @@ def test_a_gpt2_dynamo_export_passes_every_hidden_state_and_sub_layer(gpt2, caps
     assert report["details"]["head"] == "causal-lm"
     assert {c["name"] for c in report["comparisons"]} == HIDDEN | {"logits"}
     assert all(c["passed"] for c in report["comparisons"])
-    assert "top-1 agreement (logits)" in out
+    assert "top-1 agreement (logits)" in out and "3 tensors inside the graph" not in out
+    assert "hidden states it does not output" in out  # all three read from inside
     # sub-layers from the name scopes: ln_2's and mlp.c_proj's inputs, the block's output
     components = {c["name"]: c["accumulated_ok"] for c in report["details"]["components"]}
     blocks = {f"layer_{i}.{c}" for i in (0, 1) for c in ("attention", "intermediate", "output")}

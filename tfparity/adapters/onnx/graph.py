@@ -137,23 +137,32 @@ class Graph:
         seen_layer = False
         by_name = {p.name: p for p in self.produced}
         block_out: dict[int, str] = {}
+        final = entry = None  # ln_f's output; the first block's input
         for p in self.produced:
             tap = torch_scopes.input_tap_of(p.scope)
             key = tap and f"layer_{tap[0]}.{tap[1]}"
             if key and key not in found:  # the first node in that module: its input
                 found.update(_input_tap(key, tap, p, by_name))
+            layer, component, embedding = _scope_facts(p.scope)
+            if layer == 0 and entry is None:
+                entry = _block_input(p, by_name, width)
             if p.rank != 3 or not p.float32:
                 continue
-            layer, component, embedding = _scope_facts(p.scope)
             if layer is None:
                 if not seen_layer and embedding and p.width == width:
                     found["hidden_states[0]"] = p.name
+                elif seen_layer and p.width == width and torch_scopes.is_final_norm_scope(p.scope):
+                    final = p.name  # Hugging Face's last hidden state: after ln_f
                 continue
             seen_layer = True
             if p.width == width:
                 found[f"hidden_states[{layer + 1}]"] = block_out[layer] = p.name
             if component is not None and (component == "intermediate" or p.width == width):
                 found[f"layer_{layer}.{component}"] = p.name
+        if entry:  # GPT-2's embeddings sum wte and wpe outside either's scope
+            found["hidden_states[0]"] = entry
+        if final and block_out:
+            found[f"hidden_states[{max(block_out) + 1}]"] = final
         for layer, name in block_out.items():  # input taps: output is the block's (GPT-2)
             if f"layer_{layer}.attention" in found:
                 found.setdefault(f"layer_{layer}.output", name)
@@ -206,6 +215,22 @@ def _input_tap(
         if p and p.rank == 3 and p.float32 and torch_scopes.input_tap_of(p.scope) != tap:
             return {key: name}
     return {}
+
+
+def _block_input(node: Produced, by_name: dict[str, Produced], width: int) -> str | None:
+    """The ``[batch, seq, width]`` float input of a node in the first block made outside
+    the blocks: the embeddings' output, hidden state 0."""
+    for name in node.inputs:
+        p = by_name.get(name)
+        if (
+            p
+            and p.rank == 3
+            and p.float32
+            and p.width == width
+            and _scope_facts(p.scope)[0] is None
+        ):
+            return name
+    return None
 
 
 def _name_scopes(node: Any) -> list[str]:
