@@ -369,6 +369,7 @@ SETUPS: dict[str, Callable[[Path], None]] = {
     "litert-fp32": lambda work: _litert(work / "bert.tflite", "fp32"),
     "onnx": lambda work: _onnx(work),
     "onnx-int8": lambda work: _onnx_int8(work),
+    "onnx-gpt2": lambda work: _onnx_gpt2(work),
     "keras-backends": lambda work: _keras_backends(work),
     "golden-bert": lambda work: _golden_bert(work),
     "keras-backends-mixed": lambda work: _keras_backends_mixed(work),
@@ -425,6 +426,28 @@ def _onnx(work: Path) -> None:
     with torch.no_grad():
         model.encoder.layer[1].intermediate.dense.weight.mul_(1.05)
     export_torch(model, work / "scaled.onnx", hidden_states=False)
+
+
+def _onnx_gpt2(work: Path) -> None:
+    """tiny:gpt2's LM exported by the dynamo exporter, its layer-1 FFN up-projection
+    scaled by 1.05 in the file (``gpt2-scaled.onnx``), as tests/adapters/onnx/
+    test_exports.py makes it."""
+    import onnx
+    import transformers
+    from onnx import numpy_helper
+
+    from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir
+    from tfparity.adapters.onnx.torch_export import export_torch
+
+    model = transformers.GPT2LMHeadModel.from_pretrained(str(checkpoint_dir("gpt2"))).eval()
+    path = export_torch(
+        model, work / "gpt2.onnx", dynamo=True, external_data=True,
+        inputs=("input_ids", "attention_mask"),
+    )  # fmt: skip
+    proto = onnx.load(path)
+    (weight,) = [t for t in proto.graph.initializer if t.name.endswith("h.1.mlp.c_fc.weight")]
+    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * 1.05, weight.name))
+    onnx.save_model(proto, work / "gpt2-scaled.onnx")
 
 
 def _onnx_int8(work: Path) -> None:
@@ -1416,6 +1439,17 @@ EXAMPLES: tuple[Example, ...] = (
         tested=False,
         why_untested="exports with torch first; tests/adapters/onnx/test_side.py checks the "
         "same localisation",
+    ),
+    Example(
+        "onnx-gpt2-fault",
+        "docs/onnx.md",
+        1,
+        ("crosscheck", "gpt2-scaled.onnx", "--pt", "tiny:gpt2"),
+        setup=("onnx-gpt2",),
+        keep=_divergence_and_hint,
+        tested=False,
+        why_untested="exports with torch.export first (10 s or more); "
+        "tests/adapters/onnx/test_exports.py checks the same localisation",
     ),
     Example(
         "onnx-int8",

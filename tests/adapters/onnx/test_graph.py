@@ -94,3 +94,40 @@ def test_dynamo_name_scopes_place_generic_tensor_names():
         "hidden_states[2]": "val_80",
         "layer_1.output": "val_80",
     }
+
+
+def test_gpt2_taps_are_module_inputs_and_its_hidden_states_the_blocks_ends():
+    """GPT-2's taps, as its PyTorch layout's: ln_2's input (attention), mlp.c_proj's
+    (intermediate), the block's output; hidden state 0 the first block's input (wte +
+    wpe, summed outside either's scope), the last ln_f's output (dynamo name scopes)."""
+
+    def made(name, scope, width=32, inputs=()):
+        return Produced(name, scope, 3, width, True, inputs)
+
+    nodes = [made("wte", "m.transformer.wte"), made("wpe", "m.transformer.wpe")]
+    nodes.append(made("embeds", "m.transformer", inputs=("wte", "wpe")))
+    previous = "embeds"
+    for i in (0, 1):
+        h = f"m.transformer.h.{i}"
+        nodes += [
+            made(f"ln1_{i}", h + ".ln_1", inputs=(previous,)),
+            made(f"attn_{i}", h + ".attn.c_proj", inputs=(f"ln1_{i}",)),
+            made(f"res1_{i}", h, inputs=(previous, f"attn_{i}")),
+            made(f"ln2_{i}", h + ".ln_2", inputs=(f"res1_{i}",)),
+            made(f"fc_{i}", h + ".mlp.c_fc", 128, (f"ln2_{i}",)),
+            made(f"act_{i}", h + ".mlp.act", 128, (f"fc_{i}",)),
+            made(f"proj_{i}", h + ".mlp.c_proj", inputs=(f"act_{i}",)),
+            made(f"res2_{i}", h, inputs=(f"res1_{i}", f"proj_{i}")),
+        ]
+        previous = f"res2_{i}"
+    nodes += [made("ln_f", "m.transformer.ln_f", inputs=(previous,))]
+    nodes += [made("logits", "m.lm_head", 100, ("ln_f",))]
+    located = Graph(None, nodes, [], []).located(32)
+    assert located == {
+        "hidden_states[0]": "embeds",
+        "hidden_states[1]": "res2_0",
+        "hidden_states[2]": "ln_f",
+        **{f"layer_{i}.attention": f"res1_{i}" for i in (0, 1)},
+        **{f"layer_{i}.intermediate": f"act_{i}" for i in (0, 1)},
+        **{f"layer_{i}.output": f"res2_{i}" for i in (0, 1)},
+    }

@@ -43,6 +43,7 @@ class Produced:
     rank: int | None
     width: int | None
     float32: bool
+    inputs: tuple[str, ...] = ()  # its node's inputs
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ class Graph:
                     rank = len(dims)
                     width = dims[-1].dim_value if rank and dims[-1].HasField("dim_value") else None
                     float32 = info.type.tensor_type.elem_type == _FLOAT
-                produced.append(Produced(out, _scope(node) or out, rank, width, float32))
+                scope = _scope(node) or out
+                produced.append(Produced(out, scope, rank, width, float32, tuple(node.input)))
         inputs = []
         initialised = {t.name for t in model.graph.initializer}
         for i in model.graph.input:
@@ -134,19 +136,37 @@ class Graph:
         last such tensor in that component's scope). Unnamed nodes give nothing."""
         found: dict[str, str] = {}
         seen_layer = False
+        by_name = {p.name: p for p in self.produced}
+        block_out: dict[int, str] = {}
+        final = entry = None  # ln_f's output; the first block's input
         for p in self.produced:
+            tap = torch_scopes.input_tap_of(p.scope)
+            key = tap and f"layer_{tap[0]}.{tap[1]}"
+            if key and key not in found:  # the first node in that module: its input
+                found.update(_input_tap(key, tap, p, by_name))
+            layer, component, embedding = _scope_facts(p.scope)
+            if layer == 0 and entry is None:
+                entry = _block_input(p, by_name, width)
             if p.rank != 3 or not p.float32:
                 continue
-            layer, component, embedding = _scope_facts(p.scope)
             if layer is None:
                 if not seen_layer and embedding and p.width == width:
                     found["hidden_states[0]"] = p.name
+                elif seen_layer and p.width == width and torch_scopes.is_final_norm_scope(p.scope):
+                    final = p.name  # Hugging Face's last hidden state: after ln_f
                 continue
             seen_layer = True
             if p.width == width:
-                found[f"hidden_states[{layer + 1}]"] = p.name
+                found[f"hidden_states[{layer + 1}]"] = block_out[layer] = p.name
             if component is not None and (component == "intermediate" or p.width == width):
                 found[f"layer_{layer}.{component}"] = p.name
+        if entry:  # GPT-2's embeddings sum wte and wpe outside either's scope
+            found["hidden_states[0]"] = entry
+        if final and block_out:
+            found[f"hidden_states[{max(block_out) + 1}]"] = final
+        for layer, name in block_out.items():  # input taps: output is the block's (GPT-2)
+            if f"layer_{layer}.attention" in found:
+                found.setdefault(f"layer_{layer}.output", name)
         return found
 
     # ------------------------------------------------------------------ quantisation
@@ -194,6 +214,34 @@ class Graph:
             trans_b = any(a.name == "transB" and a.i for a in node.attribute)
             found[pt] = array if trans_b else array.T
         return {k: v for k, v in found.items() if v.shape == np.shape(pt_weights[k])}
+
+
+def _input_tap(
+    key: str, tap: tuple[int, str], node: Produced, by_name: dict[str, Produced]
+) -> dict[str, str]:
+    """``{key: tensor}``: the first float ``[batch, seq, features]`` input of ``node`` made
+    outside its module (the value entering ``ln_2``), or nothing."""
+    for name in node.inputs:
+        p = by_name.get(name)
+        if p and p.rank == 3 and p.float32 and torch_scopes.input_tap_of(p.scope) != tap:
+            return {key: name}
+    return {}
+
+
+def _block_input(node: Produced, by_name: dict[str, Produced], width: int) -> str | None:
+    """The ``[batch, seq, width]`` float input of a node in the first block made outside
+    the blocks: the embeddings' output, hidden state 0."""
+    for name in node.inputs:
+        p = by_name.get(name)
+        if (
+            p
+            and p.rank == 3
+            and p.float32
+            and p.width == width
+            and _scope_facts(p.scope)[0] is None
+        ):
+            return name
+    return None
 
 
 def _name_scopes(node: Any) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...architectures import for_config
 from ...architectures.heads import Head, head_of_class
 from ...errors import TfparityError
 from ...inputs import Batch, Limits
@@ -108,7 +109,16 @@ class ONNXModel(TFSideBase):
         if self.named_head is not None:
             return self.named_head
         named = (getattr(self.config, "architectures", None) or [""])[0]
-        return head_of_class("TF" + named) or head_of_class(named) or Head.BASE
+        return head_of_class("TF" + named) or head_of_class(named) or self._lm_head()
+
+    def _lm_head(self) -> Head:
+        """Logits over the vocabulary (``tiny:gpt2``'s config names no class): the
+        family's language model, causal or masked; else none is known (base)."""
+        width = next((p.width for p in self.graph.produced if p.name == "logits"), None)
+        if width is None or width != getattr(self.config, "vocab_size", None):
+            return Head.BASE
+        causal = for_config(self.config).causal
+        return Head.CAUSAL_LM if causal else Head.MASKED_LM
 
     @property
     def limits(self) -> Limits:
@@ -149,8 +159,8 @@ class ONNXModel(TFSideBase):
 
     def _inside(self) -> dict[str, str]:
         """The located tensors the graph does not output: read from the marked copy."""
-        outputs = set(self.runner.graph.outputs)
-        return {k: v for k, v in self._located().items() if v not in outputs}
+        outputs = set(self.runner.graph.outputs) | set(self.runner.output_names())
+        return {k: v for k, v in self._located().items() if v not in outputs and k not in outputs}
 
     # ------------------------------------------------------------------ runs
 
