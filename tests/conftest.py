@@ -68,6 +68,7 @@ HEAVY_FIRST = (
     "test_backends_mixed.py",  # 15 s: four classifiers on the warm processes
     "test_backends_gradients.py",  # 15 s
     "test_saved_model.py",  # 50 s
+    "test_exports.py",  # 30-80 s: a dynamo GPT-2 export and a tf2onnx conversion
     "test_remote_side.py",  # 35 s: one JAX worker (crosscheck and gradients)
     "test_checkpoints.py",  # 35 s: TF ports, SavedModels, a flatbuffer and a .keras built
     "test_calibrated_referee.py",  # 35 s
