@@ -124,8 +124,6 @@ class TFSide(Protocol):
 
     layer_modes: Mapping[int | str, str]  # each part's quantisation mode, where mixed
 
-    def scales_on(self, layer: int | str) -> list[str]: ...  # its quantisation scales there
-
     @property
     def framework(self) -> str: ...  # what computes it, for the report's ``compares`` line
     @property
@@ -322,12 +320,6 @@ class TFSideBase:
         ...), which the cross-check judges by budgets; None: float32, judged as such.
         A side that runs in a chosen precision says so through ``execution`` instead."""
         return None
-
-    def scales_on(self, layer: int | str) -> list[str]:
-        """The quantisation scales the artefact holds for ``layer`` (an index or
-        ``embeddings``), named, for the hint on the layer that quantises worst; empty
-        where it holds none, or cannot say which layer each belongs to."""
-        return []
 
     @property
     def framework(self) -> str:

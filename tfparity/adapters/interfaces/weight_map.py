@@ -53,6 +53,12 @@ class WeightMap:
         """Block ``layer``'s weights around its activation, for the numeric hints."""
         return None
 
+    def scales_on(self, layer: int | str) -> list[str]:
+        """The quantisation scales the side holds for ``layer`` (an index or
+        ``embeddings``), named, for the hint on the layer that quantises worst; empty
+        where it holds none, or cannot say which layer each belongs to."""
+        return []
+
 
 def unmapped(
     pt_weights: dict[str, Any], mapped: set[str | None], prefix: str, contains: str
@@ -73,6 +79,10 @@ class ValuesOnly(WeightMap):
     export: a SavedModel's variables, a flatbuffer's constants)."""
 
     values: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+    scales: Callable[[int | str], list[str]] | None = None  # a quantised graph's, by layer
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return self.values(pt_weights)
+
+    def scales_on(self, layer: int | str) -> list[str]:
+        return [] if self.scales is None else self.scales(layer)

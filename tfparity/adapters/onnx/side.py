@@ -95,7 +95,7 @@ class ONNXModel(TFSideBase):
         """The int8 kind the graph's operators say (None: float), judged by its budget."""
         return self.graph.quantisation()
 
-    def scales_on(self, layer: int | str) -> list[str]:
+    def _scales_on(self, layer: int | str) -> list[str]:
         """The weight scales placed on ``layer`` through the graph, each with the module
         reading it (``onnx::MatMul_286_scale (encoder.layer.1.intermediate.dense)``)."""
         return [m.named() for m in self.graph.weight_scales() if m.weight and m.layer == layer]
@@ -249,4 +249,4 @@ class ONNXModel(TFSideBase):
 
     def weight_map(self) -> WeightMap:
         """The graph's float weights by PyTorch name (:meth:`.graph.Graph.weights_for`)."""
-        return ValuesOnly(self.graph.weights_for)
+        return ValuesOnly(self.graph.weights_for, self._scales_on)

@@ -130,7 +130,7 @@ def divergence(
 ) -> Divergence | None:
     """The first hidden state over budget (else the layer over its growth limit, else the
     first output), with the worst layer (and its scales, where ``scales_on`` names them:
-    the side's :meth:`~tfparity.adapters.interfaces.sides.TFSide.scales_on`)."""
+    the side's weight map's ``scales_on``)."""
     failing = [c for c in comparisons if not c.passed]
     if not failing:
         return None

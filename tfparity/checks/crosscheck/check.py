@@ -263,7 +263,7 @@ def _budgeted(
     over, growth_details = budgeted.growth_judged(rows, kind, modes)
     comparisons += budgeted.growth_failures(over, f"{kind} vs {pt_model.framework}")
     labels = _labels(tf_model, pt_model)
-    divergence = budgeted.divergence(comparisons, rows, kind, over, tf_model.scales_on)
+    divergence = budgeted.divergence(comparisons, rows, kind, over, tf_model.weight_map().scales_on)
     _name_num_labels(divergence, labels)
     report = Report(
         check=options.label,
