@@ -208,19 +208,7 @@ class Runner:
             )
 
     def _feed(self, batch: Batch, start: int, n: int, rows: int, seq: int) -> dict[str, Any]:
-        parts = {
-            "ids": (batch.input_ids, self.pad_id),
-            "mask": (batch.attention_mask, 0),
-            "types": (batch.token_type_ids, 0),
-            "positions": (batch.position_ids, 0),
-        }
-        feed = {}
-        for role, name in self.inputs.items():
-            values, pad = parts[role]
-            if values is None:  # no token types given: all segment 0
-                values = np.zeros_like(batch.input_ids)
-            feed[name] = padded(np.asarray(values[start : start + n]), rows, seq, pad)
-        return feed
+        return feed(batch, self.inputs, self.pad_id, slice(start, start + n), (rows, seq))
 
 
 def padded(x: np.ndarray, rows: int, seq: int, pad: int) -> np.ndarray:
@@ -244,3 +232,24 @@ def hf_name(output: str) -> str:
     """A signature output's Hugging Face name (``hidden_states_2`` -> ``hidden_states[2]``)."""
     m = _HIDDEN_OUTPUT.match(output)
     return f"hidden_states[{m.group(1)}]" if m else _OUTPUTS.get(output, output)
+
+
+def feed(
+    batch: Batch, inputs: dict[str, str], pad_id: int, rows: slice, shape: tuple[int, int]
+) -> dict[str, np.ndarray]:
+    """The graph's inputs by name (``inputs``: role -> name) for the batch's ``rows``,
+    padded to ``shape`` (ids with ``pad_id``, the rest with 0): one feeding rule for
+    every runtime that runs a graph whole (LiteRT, ONNX Runtime)."""
+    parts = {
+        "ids": (batch.input_ids, pad_id),
+        "mask": (batch.attention_mask, 0),
+        "types": (batch.token_type_ids, 0),
+        "positions": (batch.position_ids, 0),
+    }
+    fed = {}
+    for role, name in inputs.items():
+        values, pad = parts[role]
+        if values is None:  # no token types given: all segment 0
+            values = np.zeros_like(batch.input_ids)
+        fed[name] = padded(np.asarray(values[rows]), *shape, pad)
+    return fed

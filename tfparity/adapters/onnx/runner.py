@@ -21,7 +21,7 @@ import numpy as np
 
 from ...errors import TfparityError
 from ...inputs import Batch
-from ..exported.litert_runner import INPUT_ROLES, cut, hf_name, padded
+from ..exported.litert_runner import INPUT_ROLES, cut, feed, hf_name
 from .graph import Graph
 from .session import open_session
 
@@ -137,17 +137,5 @@ class Runner:
             )
 
     def _feed(self, batch: Batch, start: int, n: int, rows: int, seq: int) -> dict[str, Any]:
-        parts = {
-            "ids": (batch.input_ids, self.pad_id),
-            "mask": (batch.attention_mask, 0),
-            "types": (batch.token_type_ids, 0),
-            "positions": (batch.position_ids, 0),
-        }
-        feed = {}
-        for role, name in self.inputs.items():
-            values, pad = parts[role]
-            if values is None:  # no token types given: all segment 0
-                values = np.zeros_like(batch.input_ids)
-            x = padded(np.asarray(values[start : start + n]), rows, seq, pad)
-            feed[name] = x.astype(self.dtypes[name])
-        return feed
+        fed = feed(batch, self.inputs, self.pad_id, slice(start, start + n), (rows, seq))
+        return {name: x.astype(self.dtypes[name]) for name, x in fed.items()}
