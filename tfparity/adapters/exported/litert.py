@@ -17,17 +17,16 @@ any TF side; quantised or float16 (:attr:`LiteRTModel.quantisation`) by budgets
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...architectures.heads import Head, head_of_class
+from ...architectures.heads import Head
 from ...errors import TfparityError
-from ...inputs import Batch, Limits
+from ...inputs import Batch
 from ...trace import Trace
-from ..interfaces.sides import TFSideBase, config_limits
 from ..interfaces.weight_map import ValuesOnly, WeightMap
 from ..runtime.execution_options import ExecutionOptions
 from ..sources.checkpoints import Companion
@@ -35,6 +34,7 @@ from ..sources.holdings import Holdings
 from ..sources.specs import ModelSpec
 from .litert_graph import Graph
 from .litert_runner import Runner, runtime_name
+from .whole_graph import WholeGraphSide
 
 _KERNEL = re.compile(r"^(.*?)/(?:Tensordot/)?MatMul$")
 _BIAS = re.compile(r"^(.*)/BiasAdd$")
@@ -72,8 +72,15 @@ def load_litert(
 
 
 @dataclass
-class LiteRTModel(TFSideBase):
+class LiteRTModel(WholeGraphSide):
     """A LiteRT flatbuffer under test, with its companion's config and tokenizer."""
+
+    TAKES_IDS = "a LiteRT flatbuffer: its signature takes token ids"
+    STATIC_LENGTH = "the flatbuffer's static sequence length"  # not the model's positions
+    RUNS_AS = (
+        "runs on the LiteRT interpreter as converted (a quantised or float16 flatbuffer "
+        "says so itself)"
+    )
 
     name: str
     runner: Runner
@@ -105,34 +112,6 @@ class LiteRTModel(TFSideBase):
         return self.graph.quantisation()
 
     @property
-    def head(self) -> Head:
-        """Base, unless the flatbuffer returns logits: then the head ``--head`` names,
-        else the companion's (a reference of another class is then judged by what its
-        checkpoint holds: a head it lacks is exit 2, see
-        :mod:`tfparity.checks.crosscheck.checkpoints`)."""
-        outputs = set(self.runner.output_names())
-        if not outputs & {"logits", "start_logits"}:
-            return Head.BASE
-        if self.named_head is not None:
-            return self.named_head
-        named = (getattr(self.config, "architectures", None) or [""])[0]
-        return head_of_class("TF" + named) or head_of_class(named) or Head.BASE
-
-    @property
-    def limits(self) -> Limits:
-        """The config's limits, and no longer sequences than the static shape takes (the
-        inputs are then made no longer, and the report says what was cut)."""
-        limits = config_limits(self.config)
-        static = self.runner.static[1]
-        if static is None:
-            return limits
-        most = limits.max_positions
-        if most and most <= static:
-            return limits
-        source = "the flatbuffer's static sequence length"  # not the model's positions
-        return replace(limits, max_positions=static, positions_source=source)
-
-    @property
     def unmasked_reason(self) -> str | None:
         if "mask" in self.runner.inputs:
             return None
@@ -150,33 +129,12 @@ class LiteRTModel(TFSideBase):
     # ------------------------------------------------------------------ runs
 
     def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
-        if inputs_embeds is not None:
-            raise TfparityError(self._no_embeds())
         trace, _ = self._invoke(batch, taps=False)
         return trace
 
-    def _run_gathered(self, batch: Batch) -> Trace:
-        raise TfparityError(self._no_embeds())
-
-    def gather(self, input_ids: np.ndarray) -> Any:
-        raise TfparityError(self._no_embeds())
-
-    def word_embeddings(self) -> Any:
-        raise TfparityError(self._no_embeds())
-
-    @property
-    def inputs_embeds_reason(self) -> str | None:
-        return self._no_embeds()
-
-    def _no_embeds(self) -> str:
-        return (
-            f"{self.name} is a LiteRT flatbuffer: its signature takes token ids, so it has "
-            "no inputs_embeds path to check (run the embeds check on the model it came from)."
-        )
-
     def _invoke(self, batch: Batch, taps: bool) -> tuple[Trace, dict[str, np.ndarray]]:
         """Outputs and hidden states; with ``taps`` the sub-layer values too."""
-        located = self.graph.located(int(self.config.hidden_size))
+        located = self._located()
         outputs = set(self.runner.output_names())
         wanted = {
             k: i
@@ -196,42 +154,7 @@ class LiteRTModel(TFSideBase):
 
     # ------------------------------------------------------------------ other forms
 
-    def executed(self, options: ExecutionOptions) -> LiteRTModel:
-        """Itself: the interpreter runs the flatbuffer as converted, on the CPU. A device,
-        XLA or another precision asked for is refused rather than ignored."""
-        if options.xla or options.precision != "fp32" or options.device not in (None, "cpu"):
-            raise TfparityError(
-                f"{self.name} runs on the LiteRT interpreter as converted: --device, --xla "
-                "and --precision do not apply (a quantised or float16 flatbuffer says so itself)."
-            )
-        return self
-
-    def eager(self) -> LiteRTModel:
-        return self
-
     # ------------------------------------------------------------------ localisation
-
-    def output_names(self, reference: Any) -> set[str]:
-        """The signature's outputs and the hidden states found inside the flatbuffer."""
-        names = set(self.runner.output_names())
-        located = self.graph.located(int(self.config.hidden_size))
-        names |= {k for k in located if k.startswith("hidden_states[")}
-        if "last_hidden_state" in names:
-            names.add(f"hidden_states[{self.config.num_hidden_layers}]")
-        return names
-
-    def localisable(self) -> bool:
-        """Whether the flatbuffer's names give sub-layers (then they are its taps)."""
-        return any(k.startswith("layer_") for k in self.graph.located(self.config.hidden_size))
-
-    def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
-        return self._invoke(batch, taps=True)
-
-    def isolated(
-        self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
-    ) -> dict[str, np.ndarray]:
-        """None: a flatbuffer runs whole, so no sub-layer is run on PyTorch's input."""
-        return {}
 
     def weight_map(self) -> WeightMap:
         """The float32 dense kernels and biases held as constants, by PyTorch name (a

@@ -11,19 +11,18 @@ file. A graph cannot be entered mid-way, so there are no isolated runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...architectures import for_config
-from ...architectures.heads import Head, head_of_class
-from ...errors import TfparityError
-from ...inputs import Batch, Limits
+from ...architectures.heads import Head
+from ...inputs import Batch
 from ...trace import Trace
 from ..exported.litert_runner import hf_name
-from ..interfaces.sides import TFSideBase, config_limits
+from ..exported.whole_graph import WholeGraphSide
 from ..interfaces.weight_map import ValuesOnly, WeightMap
 from ..runtime.execution_options import ExecutionOptions
 from ..sources.checkpoints import Companion
@@ -56,8 +55,12 @@ def load_onnx(spec: ModelSpec, companion: Companion, head: Head | None = None) -
 
 
 @dataclass
-class ONNXModel(TFSideBase):
+class ONNXModel(WholeGraphSide):
     """An ONNX file under test, with its companion's config and tokenizer."""
+
+    TAKES_IDS = "an ONNX file: its graph takes token ids"
+    STATIC_LENGTH = "the ONNX graph's static sequence length"
+    RUNS_AS = "runs on ONNX Runtime as exported"
 
     name: str
     runner: Runner
@@ -100,18 +103,7 @@ class ONNXModel(TFSideBase):
         reading it (``onnx::MatMul_286_scale (encoder.layer.1.intermediate.dense)``)."""
         return [m.named() for m in self.graph.weight_scales() if m.weight and m.layer == layer]
 
-    @property
-    def head(self) -> Head:
-        """Base, unless the graph returns logits: then the head ``--head`` names, else
-        the companion's."""
-        if not set(self.runner.output_names()) & {"logits", "start_logits"}:
-            return Head.BASE
-        if self.named_head is not None:
-            return self.named_head
-        named = (getattr(self.config, "architectures", None) or [""])[0]
-        return head_of_class("TF" + named) or head_of_class(named) or self._lm_head()
-
-    def _lm_head(self) -> Head:
+    def _unnamed_head(self) -> Head:
         """Logits over the vocabulary (``tiny:gpt2``'s config names no class): the
         family's language model, causal or masked; else none is known (base)."""
         width = next((p.width for p in self.graph.produced if p.name == "logits"), None)
@@ -119,16 +111,6 @@ class ONNXModel(TFSideBase):
             return Head.BASE
         causal = for_config(self.config).causal
         return Head.CAUSAL_LM if causal else Head.MASKED_LM
-
-    @property
-    def limits(self) -> Limits:
-        """The config's limits, and no longer sequences than a static shape takes."""
-        limits = config_limits(self.config)
-        static = self.runner.static[1]
-        if static is None or (limits.max_positions and limits.max_positions <= static):
-            return limits
-        source = "the ONNX graph's static sequence length"
-        return replace(limits, max_positions=static, positions_source=source)
 
     @property
     def unmasked_reason(self) -> str | None:
@@ -154,9 +136,6 @@ class ONNXModel(TFSideBase):
             f"session (ORT_ENABLE_ALL, as deployed){marked}{scales_text(self.graph)}."
         )
 
-    def _located(self) -> dict[str, str]:
-        return self.graph.located(int(self.config.hidden_size))
-
     def _inside(self) -> dict[str, str]:
         """The located tensors the graph does not output: read from the marked copy."""
         outputs = set(self.runner.graph.outputs) | set(self.runner.output_names())
@@ -167,25 +146,6 @@ class ONNXModel(TFSideBase):
     def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
         trace, _ = self._invoke(batch, taps=False)
         return trace
-
-    def _refuse_embeds(self) -> None:
-        raise TfparityError(self._no_embeds())
-
-    @property
-    def inputs_embeds_reason(self) -> str | None:
-        return self._no_embeds()
-
-    def gather(self, input_ids: np.ndarray) -> Any:
-        raise TfparityError(self._no_embeds())
-
-    def word_embeddings(self) -> Any:
-        raise TfparityError(self._no_embeds())
-
-    def _no_embeds(self) -> str:
-        return (
-            f"{self.name} is an ONNX file: its graph takes token ids, so it has no "
-            "inputs_embeds path to check (run the embeds check on the model it came from)."
-        )
 
     def _invoke(self, batch: Batch, taps: bool) -> tuple[Trace, dict[str, np.ndarray]]:
         """Outputs and hidden states; with ``taps`` the sub-layer values too."""
@@ -211,41 +171,7 @@ class ONNXModel(TFSideBase):
 
     # ------------------------------------------------------------------ other forms
 
-    def executed(self, options: ExecutionOptions) -> ONNXModel:
-        """Itself: ONNX Runtime runs the file as exported, on the provider named in the
-        report. A device, XLA or another precision asked for is refused, not ignored."""
-        if options.xla or options.precision != "fp32" or options.device not in (None, "cpu"):
-            raise TfparityError(
-                f"{self.name} runs on ONNX Runtime as exported: --device, --xla and "
-                "--precision do not apply."
-            )
-        return self
-
-    def eager(self) -> ONNXModel:
-        return self
-
     # ------------------------------------------------------------------ localisation
-
-    def output_names(self, reference: Any) -> set[str]:
-        """The graph's outputs and the hidden states found inside it."""
-        names = set(self.runner.output_names())
-        names |= {k for k in self._located() if k.startswith("hidden_states[")}
-        if "last_hidden_state" in names:
-            names.add(f"hidden_states[{self.config.num_hidden_layers}]")
-        return names
-
-    def localisable(self) -> bool:
-        """Whether the graph's names give sub-layers (then they are its taps)."""
-        return any(k.startswith("layer_") for k in self._located())
-
-    def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
-        return self._invoke(batch, taps=True)
-
-    def isolated(
-        self, pt_taps: dict[str, np.ndarray], pt_hidden: list[np.ndarray], batch: Batch
-    ) -> dict[str, np.ndarray]:
-        """None: a graph runs whole, so no sub-layer is run on PyTorch's input."""
-        return {}
 
     def weight_map(self) -> WeightMap:
         """The graph's float weights by PyTorch name (:meth:`.graph.Graph.weights_for`)."""
