@@ -28,9 +28,7 @@ from ...errors import TfparityError
 from ...inputs import Batch
 from ...trace import Trace
 from ..interfaces.weight_map import ValuesOnly, WeightMap
-from ..runtime.execution_options import ExecutionOptions
 from ..sources.checkpoints import Companion
-from ..sources.holdings import Holdings
 from ..sources.specs import ModelSpec
 from .litert_graph import Graph
 from .litert_runner import Runner, runtime_name
@@ -82,19 +80,7 @@ class LiteRTModel(WholeGraphSide):
         "says so itself)"
     )
 
-    name: str
-    runner: Runner
-    graph: Graph
-    config: Any
-    tokenizer: Any | None
-    source: str = ""
-    notes: list[str] = field(default_factory=list)
-    spec: ModelSpec | None = None
-    # it holds every weight it computes with (its pooler perhaps made up: Holdings.export)
-    holdings: Holdings | None = field(default_factory=Holdings.export)
-    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
-    # --head, else the companion spec's: what a flatbuffer returning logits is checked as
-    named_head: Head | None = None
+    graph: Graph = field(kw_only=True)
 
     # ------------------------------------------------------------------ facts
 

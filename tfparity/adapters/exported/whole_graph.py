@@ -4,13 +4,13 @@ converted, and finds its hidden states and sub-layers inside the graph by name.
 
 Each kind keeps its fields, its runner and how it reads a tensor; this base holds the
 rules they share, so a fix to one (a head guessed, a static length, a refusal) is made
-once. A subclass has ``name``, ``config``, ``runner`` (``output_names()``, ``static``),
-``graph`` (``located(width)``) and ``named_head``, and sets the phrases below.
+once. A subclass adds its ``runner`` and ``graph`` (``located(width)``) and sets the
+phrases below.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,10 +21,14 @@ from ...inputs import Batch, Limits
 from ...trace import Trace
 from ..interfaces.sides import TFSideBase, config_limits
 from ..runtime.execution_options import ExecutionOptions
+from ..sources.holdings import Holdings
+from ..sources.specs import ModelSpec
 
 
+@dataclass
 class WholeGraphSide(TFSideBase):
-    """A file a runtime runs whole; see the module docstring."""
+    """A file a runtime runs whole, with its companion's config and tokenizer; see the
+    module docstring."""
 
     # "a LiteRT flatbuffer: its signature takes token ids"
     TAKES_IDS: ClassVar[str]
@@ -34,10 +38,17 @@ class WholeGraphSide(TFSideBase):
     RUNS_AS: ClassVar[str]
 
     name: str
+    runner: Any  # the kind's runner: ``output_names()``, ``static``, ``run(...)``
     config: Any
-    runner: Any
-    named_head: Head | None
-    graph: Any  # the kind's graph reader: ``located(width)``
+    tokenizer: Any | None
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+    spec: ModelSpec | None = None
+    # it holds every weight it computes with (its pooler perhaps made up: Holdings.export)
+    holdings: Holdings | None = field(default_factory=Holdings.export)
+    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
+    # --head, else the companion spec's: what a file returning logits is checked as
+    named_head: Head | None = None
 
     def _located(self) -> dict[str, Any]:
         return self.graph.located(int(self.config.hidden_size))

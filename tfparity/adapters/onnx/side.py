@@ -11,7 +11,7 @@ file. A graph cannot be entered mid-way, so there are no isolated runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,7 @@ from ...trace import Trace
 from ..exported.litert_runner import hf_name
 from ..exported.whole_graph import WholeGraphSide
 from ..interfaces.weight_map import ValuesOnly, WeightMap
-from ..runtime.execution_options import ExecutionOptions
 from ..sources.checkpoints import Companion
-from ..sources.holdings import Holdings
 from ..sources.specs import ModelSpec
 from .graph import Graph
 from .quantised import scales_text
@@ -61,18 +59,6 @@ class ONNXModel(WholeGraphSide):
     TAKES_IDS = "an ONNX file: its graph takes token ids"
     STATIC_LENGTH = "the ONNX graph's static sequence length"
     RUNS_AS = "runs on ONNX Runtime as exported"
-
-    name: str
-    runner: Runner
-    config: Any
-    tokenizer: Any | None
-    source: str = ""
-    notes: list[str] = field(default_factory=list)
-    spec: ModelSpec | None = None
-    # it holds every weight it computes with (its pooler perhaps made up: Holdings.export)
-    holdings: Holdings | None = field(default_factory=Holdings.export)
-    execution: ExecutionOptions = field(default_factory=ExecutionOptions)
-    named_head: Head | None = None
 
     # ------------------------------------------------------------------ facts
 
