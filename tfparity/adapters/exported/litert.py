@@ -129,16 +129,7 @@ class LiteRTModel(WholeGraphSide):
         }
         out, kept = self.runner.run(batch, keep=tuple(sorted(set(wanted.values()))))
         arrays = {k: self.graph.tensors[i].real(kept[i]) for k, i in wanted.items()}
-        last = f"hidden_states[{self.config.num_hidden_layers}]"
-        if "last_hidden_state" in out and last not in out:  # HF: they are one tensor
-            arrays[last] = out["last_hidden_state"]
-        arrays.update(out)
-        hidden = {k: v for k, v in arrays.items() if k.startswith("hidden_states[")}
-        recorded = {k: v for k, v in arrays.items() if k.startswith("layer_")}
-        rest = {k: v for k, v in arrays.items() if k not in hidden and k not in recorded}
-        return Trace.from_output({**hidden, **rest}), recorded
-
-    # ------------------------------------------------------------------ other forms
+        return self._traced(arrays, out)
 
     # ------------------------------------------------------------------ localisation
 

@@ -132,7 +132,24 @@ class WholeGraphSide(TFSideBase):
         return any(k.startswith("layer_") for k in self._located())
 
     def _invoke(self, batch: Batch, taps: bool) -> tuple[Trace, dict[str, np.ndarray]]:
+        """Outputs and hidden states; with ``taps`` the sub-layer values too (each kind
+        reads its tensors its own way, then :meth:`_traced`)."""
         raise NotImplementedError
+
+    def _traced(
+        self, inside: dict[str, np.ndarray], out: dict[str, np.ndarray]
+    ) -> tuple[Trace, dict[str, np.ndarray]]:
+        """The trace of one run, from the tensors read ``inside`` the graph (by hidden
+        state or tap name) and its outputs ``out``; and the sub-layer records."""
+        arrays = dict(inside)
+        last = f"hidden_states[{self.config.num_hidden_layers}]"
+        if "last_hidden_state" in out and last not in out:  # HF: they are one tensor
+            arrays[last] = out["last_hidden_state"]
+        arrays.update(out)
+        hidden = {k: v for k, v in arrays.items() if k.startswith("hidden_states[")}
+        recorded = {k: v for k, v in arrays.items() if k.startswith("layer_")}
+        rest = {k: v for k, v in arrays.items() if k not in hidden and k not in recorded}
+        return Trace.from_output({**hidden, **rest}), recorded
 
     def _tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
         return self._invoke(batch, taps=True)

@@ -146,16 +146,7 @@ class ONNXModel(WholeGraphSide):
         out, kept = self.runner.run(batch, read=inside)
         # a tap the graph also outputs (the last layer's output) is read from the outputs
         arrays = {k: kept[n] if n in kept else out[hf_name(n)] for k, n in wanted.items()}
-        last = f"hidden_states[{self.config.num_hidden_layers}]"
-        if "last_hidden_state" in out and last not in out:  # HF: they are one tensor
-            arrays[last] = out["last_hidden_state"]
-        arrays.update(out)
-        hidden = {k: v for k, v in arrays.items() if k.startswith("hidden_states[")}
-        recorded = {k: v for k, v in arrays.items() if k.startswith("layer_")}
-        rest = {k: v for k, v in arrays.items() if k not in hidden and k not in recorded}
-        return Trace.from_output({**hidden, **rest}), recorded
-
-    # ------------------------------------------------------------------ other forms
+        return self._traced(arrays, out)
 
     # ------------------------------------------------------------------ localisation
 
