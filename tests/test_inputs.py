@@ -7,10 +7,12 @@ is used for text batches; no model is loaded here.
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from tfparity.adapters.interfaces.sides import TFSideBase
 from tfparity.errors import TfparityError
 from tfparity.inputs import (
     DEFAULT_TEXTS,
@@ -288,30 +290,39 @@ def test_check_limits_sequence_longer_than_positions():
 # ---------------------------------------------------------------- make_batches
 
 
+class _Side(TFSideBase):
+    """What make_batches reads of a TF side (tokenizer, limits, pad token); it admits
+    each batch as every side does (TFSideBase.admit)."""
+
+    def __init__(self, tokenizer, limits, pad_token_id):
+        self.tokenizer, self.limits = tokenizer, limits
+        self.config = SimpleNamespace(pad_token_id=pad_token_id)
+
+
 def test_make_batches_default_texts(tok):
     limits = Limits(vocab_size=tok.vocab_size, max_positions=64, type_vocab_size=2)
-    batches = make_batches(tok, limits, tok.pad_token_id, InputOptions())
+    batches = make_batches(_Side(tok, limits, tok.pad_token_id), InputOptions())
     assert len(batches) == 1
     assert batches[0].texts == DEFAULT_TEXTS
     assert batches[0].shape[0] == len(DEFAULT_TEXTS)
     assert batches[0].shape[1] <= 64
-    two = make_batches(tok, limits, tok.pad_token_id, InputOptions(batch_size=2))
+    two = make_batches(_Side(tok, limits, tok.pad_token_id), InputOptions(batch_size=2))
     assert [b.texts for b in two] == [DEFAULT_TEXTS[0:2], DEFAULT_TEXTS[2:4], DEFAULT_TEXTS[4:]]
     with pytest.raises(TfparityError, match="No texts"):
-        make_batches(tok, limits, tok.pad_token_id, InputOptions(texts=()))
+        make_batches(_Side(tok, limits, tok.pad_token_id), InputOptions(texts=()))
 
 
 def test_make_batches_checks_limits_of_text_ids(tok):
     # A model whose vocabulary is smaller than the tokenizer's: ids are rejected.
     limits = Limits(vocab_size=10, max_positions=64)
     with pytest.raises(TfparityError, match="input_ids out of range"):
-        make_batches(tok, limits, 1, InputOptions(texts=("the quick brown fox",)))
+        make_batches(_Side(tok, limits, 1), InputOptions(texts=("the quick brown fox",)))
 
 
 def test_make_batches_random_path():
     options = InputOptions(random=5, seq_len=10, batch_size=4, seed=3, padding_side="left")
     # No tokenizer is needed for random ids.
-    batches = make_batches(None, LIMITS, 1, options)
+    batches = make_batches(_Side(None, LIMITS, 1), options)
     assert [b.shape for b in batches] == [(4, 10), (1, 10)]
     expected = random_batches(5, 10, 100, batch_size=4, seed=3, padding_side="left", avoid_ids=(1,))
     for got, want in zip(batches, expected, strict=True):
@@ -325,8 +336,11 @@ def test_make_batches_random_path():
 
 def test_make_batches_seq_len_above_max_positions():
     with pytest.raises(TfparityError, match="--seq-len 17 is more than the model's 16"):
-        make_batches(None, LIMITS, 1, InputOptions(random=2, seq_len=17))
-    assert make_batches(None, LIMITS, 1, InputOptions(random=2, seq_len=16))[0].shape == (2, 16)
+        make_batches(_Side(None, LIMITS, 1), InputOptions(random=2, seq_len=17))
+    assert make_batches(_Side(None, LIMITS, 1), InputOptions(random=2, seq_len=16))[0].shape == (
+        2,
+        16,
+    )
 
 
 # ---------------------------------------------------------------- --truncate in reports

@@ -41,7 +41,7 @@ def make_batches(model: Any, inputs: InputOptions | None = None) -> list[Batch]:
     validation.instance(inputs, InputOptions, "inputs", "an InputOptions or None")
     tf_model = load_model(model)
     options = inputs or InputOptions()
-    batches = _make(tf_model.tokenizer, tf_model.limits, tf_model.pad_token_id, options)
+    batches = _make(tf_model, options)
     reason = tf_model.unmasked_reason
     return batches if reason is None else unpadded(batches, options.batch_size, reason)
 

@@ -495,10 +495,10 @@ def check_input_arguments(*, texts: Any = None, inputs: Any = None, batches: Any
     validation.sequence_of(batches, Batch, "batches")
 
 
-def make_batches(
-    tokenizer: Any, limits: Limits, pad_token_id: int | None, options: InputOptions
-) -> list[Batch]:
-    """The batches ``options`` asks for, checked against the model's ``limits``."""
+def make_batches(side: Any, options: InputOptions) -> list[Batch]:
+    """The batches ``options`` asks for, by the TF ``side``'s tokenizer, limits and pad
+    token, each admitted by the side (:meth:`TFSideBase.admit`)."""
+    limits, pad_token_id = side.limits, side.pad_token_id
     if options.random is not None:
         if limits.max_positions and options.seq_len > limits.max_positions:
             raise TfparityError(
@@ -519,7 +519,7 @@ def make_batches(
         if not texts:
             raise TfparityError("No texts given.")
         batches = text_batches(
-            tokenizer,
+            side.tokenizer,
             texts,
             batch_size=options.batch_size,
             padding_side=options.padding_side,
@@ -529,10 +529,9 @@ def make_batches(
             truncate=options.truncate or options.texts is None,
             positions_text=limits.positions_text() if limits.max_positions else None,
         )
-    # the input boundary: ids a side cannot embed are refused before any side (the
-    # PyTorch reference too) sees them; TFSideBase.run checks what callers build
+    # checked by the side's own admit (its runs' one check) here, before PyTorch sees them
     for batch in batches:
-        check_limits(batch, limits)
+        side.admit(batch)
     return batches
 
 

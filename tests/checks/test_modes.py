@@ -48,7 +48,7 @@ def bert(load_tf_model):
 
 @pytest.fixture(scope="module")
 def batches(bert):
-    return make_batches(bert.tokenizer, bert.limits, bert.pad_token_id, RANDOM)
+    return make_batches(bert, RANDOM)
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +149,7 @@ def test_nan_in_a_weight_never_passes():
     values = matrix.numpy()
     values[:, 3] = np.nan
     matrix.assign(values)
-    batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, RANDOM)
+    batches = make_batches(model, RANDOM)
     with pytest.raises(NonFiniteOutputError, match="NaN"):
         check_modes(model, batches, ModesOptions(devices="cpu", modes=("xla", "fp16")))
 

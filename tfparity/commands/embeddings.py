@@ -48,7 +48,7 @@ def _run_embeddings(args: argparse.Namespace) -> int:
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     # with its LM head where the checkpoint holds one (exit 2 where the side has none)
     model = model.with_lm_head(allow_pickle=args.allow_pickle)
-    batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))
+    batches = make_batches(model, input_options(args))
     report = check_tying(model, batches, options)
     print(render_embeddings(report))
     if args.json:

@@ -48,7 +48,7 @@ def _run_positions(args: argparse.Namespace) -> int:
     )  # exit 2 before any framework import
     frameworks_frozen()
     model = load_model(args.model, allow_pickle=args.allow_pickle, head=args.head)
-    batches = make_batches(model.tokenizer, model.limits, model.pad_token_id, input_options(args))
+    batches = make_batches(model, input_options(args))
     report = check_positions(model, batches, options)
     print(render_positions(report))
     if args.json:

@@ -249,7 +249,7 @@ def _hub(args: argparse.Namespace, meta: dict[str, Any]) -> dict[str, np.ndarray
         seed=given["seed"],
         batch_size=max(len(given["texts"] or ()), given["random"] or 1),  # one batch: all rows
     )
-    batch = make_batches(side.tokenizer, side.limits, side.pad_token_id, options)[0]
+    batch = make_batches(side, options)[0]
     model = side.model  # the task (KerasHubCausalLM), else the backbone
     model.save(f"{args.out}.keras")
     feed = side.inputs(batch)

@@ -190,7 +190,7 @@ def test_padded_batches_given_to_an_export_without_a_mask_exit_2(tiny_bert_expor
     from tfparity.inputs import make_batches
 
     side = load_model(tiny_bert_export("clean-no-mask"), companion="tiny:bert")
-    padded = make_batches(side.tokenizer, side.limits, side.pad_token_id, MIXED)
+    padded = make_batches(side, MIXED)
     assert not padded[0].attention_mask.all()  # the texts do need padding
     with pytest.raises(TfparityError, match="takes no attention mask, and this batch holds"):
         crosscheck(side, pt="tiny:bert", batches=padded)

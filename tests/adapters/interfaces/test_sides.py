@@ -65,7 +65,7 @@ def test_every_kind_of_side_keeps_to_the_hooks_not_the_entries():
     from tfparity.adapters.interfaces.sides import TFSideBase
     from tfparity.adapters.keras_hub.side import KerasHubModel
 
-    entries = ("run", "run_gathered", "tapped_run", "gradients")
+    entries = ("run", "run_gathered", "tapped_run", "gradients", "admit")
     for kind in (TFModel, UserModel, KerasHubModel, SavedModelSide, LiteRTModel):
         assert issubclass(kind, TFSideBase)
         assert [e for e in entries if getattr(kind, e) is not getattr(TFSideBase, e)] == []

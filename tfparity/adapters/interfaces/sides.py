@@ -387,18 +387,18 @@ class TFSideBase:
         """A run with ``input_ids`` (default) or ``inputs_embeds``; all hidden states."""
         if inputs_embeds is not None:
             self._refuse_embeds()
-        self._admit(batch)
+        self.admit(batch)
         return self._run(batch, inputs_embeds)
 
     def run_gathered(self, batch: Batch) -> Trace:
         """The ``inputs_embeds`` path fed the word embeddings the batch's ids gather."""
         self._refuse_embeds()
-        self._admit(batch)
+        self.admit(batch)
         return self._run_gathered(batch)  # type: ignore[attr-defined]
 
     def tapped_run(self, batch: Batch) -> tuple[Trace, dict[str, np.ndarray]]:
         """An ``input_ids`` run and its sub-layer outputs (where ``localisable()``)."""
-        self._admit(batch)
+        self.admit(batch)
         return self._tapped_run(batch)
 
     def gradients(
@@ -414,14 +414,15 @@ class TFSideBase:
         ``embeds`` on ``inputs_embeds`` fed ``embeds_fn(batch)`` (default: a gather)."""
         if embeds or embeds_fn is not None:
             self._refuse_embeds()
-        self._admit(batch)
+        self.admit(batch)
         return self._gradients(batch, objective, embeds, embeds_fn, reference)
 
     def _refuse_embeds(self) -> None:
         """Refuse (exit 2) before the batch is read where a side has no inputs_embeds."""
 
-    def _admit(self, batch: Batch) -> None:
-        """The one place a batch is checked against the side's limits."""
+    def admit(self, batch: Batch) -> None:
+        """The one place a batch is checked against the side's limits (exit 2): by its
+        runs, and by :func:`tfparity.inputs.make_batches` before any side sees it."""
         check_limits(batch, self.limits)  # type: ignore[attr-defined]
 
     def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
