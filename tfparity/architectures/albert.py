@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, LMHead, Positions
+from .base import Architecture, LMHead, Positions, hf_classes
 from .bert import HINT_FIELDS, TINY
 from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .keras_hub_layouts import (
@@ -120,10 +120,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="albert",
         family="albert",
-        tf_class="TFAlbertModel",
-        pt_class="AlbertModel",
-        tf_head_class="TFAlbertForMaskedLM",
-        pt_head_class="AlbertForMaskedLM",
+        **hf_classes("Albert"),
         tiny={**TINY, "embedding_size": 16},
         positions=Positions.ABSOLUTE,
         lm_head=LMHead(

@@ -95,6 +95,19 @@ class Renamed:
     what: str
 
 
+def hf_classes(stem: str, head: str = "ForMaskedLM") -> dict[str, str]:
+    """The class names of a family named as transformers names most: ``{stem}Model`` and
+    the head ``{stem}{head}`` in PyTorch, each with ``TF`` before it in TensorFlow; spread
+    into an :class:`Architecture` (``**hf_classes("Bert")``)."""
+    pt_class, pt_head_class = f"{stem}Model", f"{stem}{head}"
+    return {
+        "tf_class": f"TF{pt_class}",
+        "pt_class": pt_class,
+        "tf_head_class": f"TF{pt_head_class}",
+        "pt_head_class": pt_head_class,
+    }
+
+
 class ArchitectureFacts(Protocol):
     """What a family provides for one model type (:class:`Architecture` is one)."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, KnownDifference, LMHead, Positions
+from .base import Architecture, KnownDifference, LMHead, Positions, hf_classes
 from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .keras_hub_layouts import (
     ENCODER_FAULTS,
@@ -208,10 +208,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="bert",
         family="bert",
-        tf_class="TFBertModel",
-        pt_class="BertModel",
-        tf_head_class="TFBertForMaskedLM",
-        pt_head_class="BertForMaskedLM",
+        **hf_classes("Bert"),
         tiny=TINY,
         positions=Positions.ABSOLUTE,
         lm_head=MLM_HEAD,

@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-from .base import Architecture, Positions
+from .base import Architecture, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS, TINY
 
 ARCHITECTURES = (
     Architecture(
         model_type="convbert",
         family="convbert",
-        tf_class="TFConvBertModel",
-        pt_class="ConvBertModel",
-        tf_head_class="TFConvBertForMaskedLM",
-        pt_head_class="ConvBertForMaskedLM",
+        **hf_classes("ConvBert"),
         tiny={**TINY, "embedding_size": 16},
         positions=Positions.ABSOLUTE,
         hint_fields=(*HINT_FIELDS, "head_ratio", "conv_kernel_size", "num_groups"),

@@ -3,16 +3,13 @@ table) and the embeddings scaled by ``sqrt(n_embd)`` on both paths."""
 
 from __future__ import annotations
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, hf_classes
 
 ARCHITECTURES = (
     Architecture(
         model_type="ctrl",
         family="ctrl",
-        tf_class="TFCTRLModel",
-        pt_class="CTRLModel",
-        tf_head_class="TFCTRLLMHeadModel",
-        pt_head_class="CTRLLMHeadModel",
+        **hf_classes("CTRL", "LMHeadModel"),
         tiny=dict(n_embd=32, n_layer=2, n_head=4, dff=64, n_positions=64),
         positions=Positions.ABSOLUTE,
         causal=True,

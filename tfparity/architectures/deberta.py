@@ -4,7 +4,7 @@ types, as the released checkpoints are configured."""
 
 from __future__ import annotations
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, hf_classes
 from .bert import FFN_WEIGHT, TINY
 
 HINT_FIELDS = (
@@ -28,10 +28,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="deberta",
         family="deberta",
-        tf_class="TFDebertaModel",
-        pt_class="DebertaModel",
-        tf_head_class="TFDebertaForMaskedLM",
-        pt_head_class="DebertaForMaskedLM",
+        **hf_classes("Deberta"),
         tiny=TINY_DEBERTA,
         positions=Positions.RELATIVE,
         embeddings=EmbeddingTables(position=None, token_type=None),

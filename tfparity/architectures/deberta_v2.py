@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, Positions, Renamed
+from .base import Architecture, EmbeddingTables, Positions, Renamed, hf_classes
 from .bert import EPSILON, FFN_WEIGHT, GELU_NEW, BertLayout
 from .deberta import HINT_FIELDS, TINY_DEBERTA
 from .faults import Expect, Fault, Part, Parts, encoder_faults, in_place, roll_rows
@@ -104,10 +104,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="deberta-v2",
         family="deberta-v2",
-        tf_class="TFDebertaV2Model",
-        pt_class="DebertaV2Model",
-        tf_head_class="TFDebertaV2ForMaskedLM",
-        pt_head_class="DebertaV2ForMaskedLM",
+        **hf_classes("DebertaV2"),
         tiny={
             **TINY_DEBERTA,
             "position_buckets": 16,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, LMHead, Positions
+from .base import Architecture, EmbeddingTables, LMHead, Positions, hf_classes
 from .faults import Fault, Part, Parts, Setting, encoder_faults
 from .keras_hub_layouts import (
     KerasHubLayout,
@@ -94,10 +94,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="distilbert",
         family="distilbert",
-        tf_class="TFDistilBertModel",
-        pt_class="DistilBertModel",
-        tf_head_class="TFDistilBertForMaskedLM",
-        pt_head_class="DistilBertForMaskedLM",
+        **hf_classes("DistilBert"),
         tiny=dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=64),
         positions=Positions.ABSOLUTE,
         embeddings=EmbeddingTables(token_type=None),

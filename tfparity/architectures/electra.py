@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-from .base import Architecture, LMHead, Positions
+from .base import Architecture, LMHead, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS, LAYOUT, TINY
 
 ARCHITECTURES = (
     Architecture(
         model_type="electra",
         family="electra",
-        tf_class="TFElectraModel",
-        pt_class="ElectraModel",
-        tf_head_class="TFElectraForMaskedLM",
-        pt_head_class="ElectraForMaskedLM",
+        **hf_classes("Electra"),
         tiny={**TINY, "embedding_size": 16},
         positions=Positions.ABSOLUTE,
         lm_head=LMHead(

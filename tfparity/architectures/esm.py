@@ -6,17 +6,14 @@
 
 from __future__ import annotations
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, hf_classes
 from .bert import FFN_WEIGHT, TINY
 
 ARCHITECTURES = (
     Architecture(
         model_type="esm",
         family="esm",
-        tf_class="TFEsmModel",
-        pt_class="EsmModel",
-        tf_head_class="TFEsmForMaskedLM",
-        pt_head_class="EsmForMaskedLM",
+        **hf_classes("Esm"),
         tiny={
             **TINY,
             "position_embedding_type": "rotary",

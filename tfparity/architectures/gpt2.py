@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, LMHead, Positions
+from .base import Architecture, EmbeddingTables, LMHead, Positions, hf_classes
 from .faults import Fault, Part, Parts, Setting, decoder_faults
 from .keras_hub_layouts import (
     KerasHubLayout,
@@ -95,10 +95,7 @@ FAULTS: tuple[Fault, ...] = decoder_faults(
 GPT2 = Architecture(
     model_type="gpt2",
     family="gpt2",
-    tf_class="TFGPT2Model",
-    pt_class="GPT2Model",
-    tf_head_class="TFGPT2LMHeadModel",
-    pt_head_class="GPT2LMHeadModel",
+    **hf_classes("GPT2", "LMHeadModel"),
     tiny=TINY,
     positions=Positions.ABSOLUTE,
     causal=True,

@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, hf_classes
 
 ARCHITECTURES = (
     Architecture(
         model_type="gptj",
         family="gptj",
-        tf_class="TFGPTJModel",
-        pt_class="GPTJModel",
-        tf_head_class="TFGPTJForCausalLM",
-        pt_head_class="GPTJForCausalLM",
+        **hf_classes("GPTJ", "ForCausalLM"),
         tiny=dict(n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=64, n_inner=64),
         positions=Positions.ROTARY,
         causal=True,

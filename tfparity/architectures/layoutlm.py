@@ -3,17 +3,14 @@ not given, on both paths)."""
 
 from __future__ import annotations
 
-from .base import Architecture, Positions
+from .base import Architecture, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS, TINY
 
 ARCHITECTURES = (
     Architecture(
         model_type="layoutlm",
         family="layoutlm",
-        tf_class="TFLayoutLMModel",
-        pt_class="LayoutLMModel",
-        tf_head_class="TFLayoutLMForMaskedLM",
-        pt_head_class="LayoutLMForMaskedLM",
+        **hf_classes("LayoutLM"),
         tiny={**TINY, "max_2d_position_embeddings": 128},
         positions=Positions.ABSOLUTE,
         hint_fields=(*HINT_FIELDS, "max_2d_position_embeddings"),

@@ -4,7 +4,7 @@ inside the model)."""
 
 from __future__ import annotations
 
-from .base import Architecture, Positions
+from .base import Architecture, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS
 from .roberta import TINY_ROBERTA
 
@@ -12,10 +12,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="longformer",
         family="longformer",
-        tf_class="TFLongformerModel",
-        pt_class="LongformerModel",
-        tf_head_class="TFLongformerForMaskedLM",
-        pt_head_class="LongformerForMaskedLM",
+        **hf_classes("Longformer"),
         tiny={**TINY_ROBERTA, "attention_window": 4},
         positions=Positions.PADDING_AWARE,
         hint_fields=(*HINT_FIELDS, "attention_window"),

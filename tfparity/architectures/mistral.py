@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Architecture, EmbeddingTables, KnownDifference, Positions
+from .base import Architecture, EmbeddingTables, KnownDifference, Positions, hf_classes
 from .faults import Expect, Fault, Part, Parts, Setting, decoder_faults, in_place, scale
 from .llama import GatedDecoderLayout, keras_hub_decoder
 from .sublayers import Tap
@@ -88,10 +88,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="mistral",
         family="mistral",
-        tf_class="TFMistralModel",
-        pt_class="MistralModel",
-        tf_head_class="TFMistralForCausalLM",
-        pt_head_class="MistralForCausalLM",
+        **hf_classes("Mistral", "ForCausalLM"),
         tiny=dict(
             hidden_size=32,
             num_hidden_layers=2,

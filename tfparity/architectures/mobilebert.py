@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, Positions
+from .base import Architecture, Positions, hf_classes
 from .bert import TINY, BertLayout
 from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .sublayers import FeedForward, extended_mask
@@ -105,10 +105,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="mobilebert",
         family="mobilebert",
-        tf_class="TFMobileBertModel",
-        pt_class="MobileBertModel",
-        tf_head_class="TFMobileBertForMaskedLM",
-        pt_head_class="MobileBertForMaskedLM",
+        **hf_classes("MobileBert"),
         tiny={
             **TINY,
             "embedding_size": 16,

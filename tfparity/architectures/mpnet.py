@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, hf_classes
 from .bert import EPSILON, FFN_WEIGHT, GELU_NEW, TINY, BertLayout
 from .faults import Expect, Fault, Part, Parts, encoder_faults, in_place, zero
 from .sublayers import FeedForward, extended_mask
@@ -74,10 +74,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="mpnet",
         family="mpnet",
-        tf_class="TFMPNetModel",
-        pt_class="MPNetModel",
-        tf_head_class="TFMPNetForMaskedLM",
-        pt_head_class="MPNetForMaskedLM",
+        **hf_classes("MPNet"),
         tiny={**TINY, "max_position_embeddings": TINY["max_position_embeddings"] + 2},
         positions=Positions.PADDING_AWARE,
         embeddings=EmbeddingTables(token_type=None),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, KnownDifference, Positions
+from .base import Architecture, EmbeddingTables, KnownDifference, Positions, hf_classes
 from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
 
 
@@ -64,10 +64,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="openai-gpt",
         family="openai-gpt",
-        tf_class="TFOpenAIGPTModel",
-        pt_class="OpenAIGPTModel",
-        tf_head_class="TFOpenAIGPTLMHeadModel",
-        pt_head_class="OpenAIGPTLMHeadModel",
+        **hf_classes("OpenAIGPT", "LMHeadModel"),
         tiny=dict(n_embd=32, n_layer=2, n_head=4, n_positions=64),
         positions=Positions.ABSOLUTE,
         causal=True,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, hf_classes
 from .faults import Fault, Part, Parts, Setting, decoder_faults
 from .sublayers import AlwaysApplies, FeedForward, Tap
 
@@ -98,10 +98,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="opt",
         family="opt",
-        tf_class="TFOPTModel",
-        pt_class="OPTModel",
-        tf_head_class="TFOPTForCausalLM",
-        pt_head_class="OPTForCausalLM",
+        **hf_classes("OPT", "ForCausalLM"),
         tiny=dict(
             hidden_size=32,
             num_hidden_layers=2,

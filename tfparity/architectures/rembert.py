@@ -3,17 +3,14 @@ width, and a separate output embedding width."""
 
 from __future__ import annotations
 
-from .base import Architecture, Positions
+from .base import Architecture, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS, TINY
 
 ARCHITECTURES = (
     Architecture(
         model_type="rembert",
         family="rembert",
-        tf_class="TFRemBertModel",
-        pt_class="RemBertModel",
-        tf_head_class="TFRemBertForMaskedLM",
-        pt_head_class="RemBertForMaskedLM",
+        **hf_classes("RemBert"),
         tiny={**TINY, "input_embedding_size": 16, "output_embedding_size": 16},
         positions=Positions.ABSOLUTE,
         hint_fields=(*HINT_FIELDS, "input_embedding_size", "output_embedding_size"),

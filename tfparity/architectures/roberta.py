@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .base import Architecture, KnownDifference, LMHead, Positions
+from .base import Architecture, KnownDifference, LMHead, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS, LAYOUT, TINY
 from .keras_hub_layouts import (
     KerasHubLayout,
@@ -37,10 +37,7 @@ LM_HEAD = LMHead(
 ROBERTA = Architecture(
     model_type="roberta",
     family="roberta",
-    tf_class="TFRobertaModel",
-    pt_class="RobertaModel",
-    tf_head_class="TFRobertaForMaskedLM",
-    pt_head_class="RobertaForMaskedLM",
+    **hf_classes("Roberta"),
     tiny=TINY_ROBERTA,
     positions=Positions.PADDING_AWARE,
     lm_head=LM_HEAD,
@@ -74,10 +71,7 @@ ARCHITECTURES = (
     replace(
         ROBERTA,
         model_type="xlm-roberta",
-        tf_class="TFXLMRobertaModel",
-        pt_class="XLMRobertaModel",
-        tf_head_class="TFXLMRobertaForMaskedLM",
-        pt_head_class="XLMRobertaForMaskedLM",
+        **hf_classes("XLMRoberta"),
         keras_hub=replace(
             ROBERTA.keras_hub,
             backbone="XLMRobertaBackbone",
@@ -97,10 +91,7 @@ ARCHITECTURES = (
         ROBERTA,
         model_type="camembert",
         keras_hub=None,  # keras-hub has no converter for it
-        tf_class="TFCamembertModel",
-        pt_class="CamembertModel",
-        tf_head_class="TFCamembertForMaskedLM",
-        pt_head_class="CamembertForMaskedLM",
+        **hf_classes("Camembert"),
     ),
     # Pre-LayerNorm blocks: BERT's sub-layer taps would read pre-norm values, so this
     # one is localised to the layer.
@@ -108,10 +99,7 @@ ARCHITECTURES = (
         ROBERTA,
         model_type="roberta-prelayernorm",
         keras_hub=None,  # keras-hub has no converter for it
-        tf_class="TFRobertaPreLayerNormModel",
-        pt_class="RobertaPreLayerNormModel",
-        tf_head_class="TFRobertaPreLayerNormForMaskedLM",
-        pt_head_class="RobertaPreLayerNormForMaskedLM",
+        **hf_classes("RobertaPreLayerNorm"),
         sublayers=None,
     ),
 )

@@ -3,17 +3,14 @@ no position table in the embeddings)."""
 
 from __future__ import annotations
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS, TINY
 
 ARCHITECTURES = (
     Architecture(
         model_type="roformer",
         family="roformer",
-        tf_class="TFRoFormerModel",
-        pt_class="RoFormerModel",
-        tf_head_class="TFRoFormerForMaskedLM",
-        pt_head_class="RoFormerForMaskedLM",
+        **hf_classes("RoFormer"),
         tiny={**TINY, "embedding_size": 32},
         positions=Positions.ROTARY,
         embeddings=EmbeddingTables(position=None),

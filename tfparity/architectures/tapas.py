@@ -4,17 +4,14 @@ column, row, rank, ...; ``type_vocab_sizes``), summed into the embeddings. Witho
 
 from __future__ import annotations
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS, TINY
 
 ARCHITECTURES = (
     Architecture(
         model_type="tapas",
         family="tapas",
-        tf_class="TFTapasModel",
-        pt_class="TapasModel",
-        tf_head_class="TFTapasForMaskedLM",
-        pt_head_class="TapasForMaskedLM",
+        **hf_classes("Tapas"),
         tiny={**TINY, "type_vocab_sizes": [3, 16, 16, 2, 16, 16, 10]},
         positions=Positions.ABSOLUTE,
         # seven token-type tables, not one: none is read as "the" token-type table

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, IdsOnlyTransform, Positions
+from .base import Architecture, EmbeddingTables, IdsOnlyTransform, Positions, hf_classes
 
 
 def _scaled(tf: Any, embeds: Any, ids: Any, config: Any) -> Any:
@@ -26,10 +26,7 @@ ARCHITECTURES = (
     Architecture(
         model_type="xglm",
         family="xglm",
-        tf_class="TFXGLMModel",
-        pt_class="XGLMModel",
-        tf_head_class="TFXGLMForCausalLM",
-        pt_head_class="XGLMForCausalLM",
+        **hf_classes("XGLM", "ForCausalLM"),
         tiny=dict(
             d_model=32,
             num_layers=2,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .base import Architecture, EmbeddingTables, Positions
+from .base import Architecture, EmbeddingTables, Positions, hf_classes
 
 TINY = dict(
     emb_dim=32,
@@ -22,10 +22,7 @@ TINY = dict(
 XLM = Architecture(
     model_type="xlm",
     family="xlm",
-    tf_class="TFXLMModel",
-    pt_class="XLMModel",
-    tf_head_class="TFXLMWithLMHeadModel",
-    pt_head_class="XLMWithLMHeadModel",
+    **hf_classes("XLM", "WithLMHeadModel"),
     tiny=TINY,
     positions=Positions.ABSOLUTE,
     embeddings=EmbeddingTables(token_type=None, layer_norm=None),
@@ -39,10 +36,7 @@ ARCHITECTURES = (
         XLM,
         model_type="flaubert",
         family="xlm",
-        tf_class="TFFlaubertModel",
-        pt_class="FlaubertModel",
-        tf_head_class="TFFlaubertWithLMHeadModel",
-        pt_head_class="FlaubertWithLMHeadModel",
+        **hf_classes("Flaubert", "WithLMHeadModel"),
         hint_fields=(*XLM.hint_fields, "pre_norm", "layerdrop"),
     ),
 )

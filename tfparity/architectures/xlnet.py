@@ -3,16 +3,13 @@ plain encoder (no memory), localised to the layer."""
 
 from __future__ import annotations
 
-from .base import Architecture, EmbeddingTables, LMHead, Positions
+from .base import Architecture, EmbeddingTables, LMHead, Positions, hf_classes
 
 ARCHITECTURES = (
     Architecture(
         model_type="xlnet",
         family="xlnet",
-        tf_class="TFXLNetModel",
-        pt_class="XLNetModel",
-        tf_head_class="TFXLNetLMHeadModel",
-        pt_head_class="XLNetLMHeadModel",
+        **hf_classes("XLNet", "LMHeadModel"),
         tiny=dict(d_model=32, n_layer=2, n_head=4, d_inner=64, use_mems_eval=False),
         positions=Positions.RELATIVE,
         embeddings=EmbeddingTables(position=None, token_type=None, layer_norm=None),
