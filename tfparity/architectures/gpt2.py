@@ -20,7 +20,7 @@ from .keras_hub_layouts import (
     pre_norm_decoder_taps,
     preset_fields,
 )
-from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
+from .sublayers import FeedForward, SameBlocks, Tap, decoder_taps, extended_mask
 
 TINY = dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=2)
 
@@ -29,21 +29,10 @@ def _h(main: Any, i: int) -> Any:
     return main.h[i]
 
 
-class Gpt2Layout(AlwaysApplies):
-    def tf_taps(self, main: Any) -> dict[str, Tap]:
-        return self._taps(main.h)
-
-    def pt_taps(self, model: Any) -> dict[str, Tap]:
-        return self._taps(model.h)
-
+class Gpt2Layout(SameBlocks):
     @staticmethod
-    def _taps(blocks: Any) -> dict[str, Tap]:
-        taps = {}
-        for i, block in enumerate(blocks):
-            taps[f"layer_{i}.attention"] = Tap(block.ln_2, "in")
-            taps[f"layer_{i}.intermediate"] = Tap(block.mlp.c_proj, "in")
-            taps[f"layer_{i}.output"] = Tap(block)
-        return taps
+    def block_taps(block: Any) -> dict[str, Tap]:
+        return decoder_taps(block, Tap(block.ln_2, "in"), block.mlp.c_proj)
 
     def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
         block = _h(main, i)

@@ -23,7 +23,7 @@ from .keras_hub_layouts import (
     decoder_config,
     gated_decoder_taps,
 )
-from .sublayers import AlwaysApplies, FeedForward, Tap
+from .sublayers import AlwaysApplies, FeedForward, Tap, decoder_taps, layer_taps
 
 HINT_FIELDS = (
     "hidden_act",
@@ -60,16 +60,11 @@ class GatedDecoderLayout(AlwaysApplies):
         raise TfparityError("transformers has no TensorFlow model for this architecture.")
 
     def pt_taps(self, model: Any) -> dict[str, Tap]:
-        return self.layer_taps(model.layers)
+        return layer_taps(model.layers, self.block_taps)
 
     @staticmethod
-    def layer_taps(layers: Any) -> dict[str, Tap]:
-        taps = {}
-        for i, layer in enumerate(layers):
-            taps[f"layer_{i}.attention"] = Tap(layer.post_attention_layernorm, "in")
-            taps[f"layer_{i}.intermediate"] = Tap(layer.mlp.down_proj, "in")
-            taps[f"layer_{i}.output"] = Tap(layer)
-        return taps
+    def block_taps(layer: Any) -> dict[str, Tap]:
+        return decoder_taps(layer, Tap(layer.post_attention_layernorm, "in"), layer.mlp.down_proj)
 
     def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
         raise TfparityError("transformers has no TensorFlow model for this architecture.")

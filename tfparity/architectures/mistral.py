@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import Architecture, EmbeddingTables, KnownDifference, Positions, hf_classes
+from .base import Architecture, KnownDifference, Positions, hf_classes
 from .faults import Expect, Fault, Part, Parts, Setting, decoder_faults, in_place, scale
-from .llama import GatedDecoderLayout, keras_hub_decoder
-from .sublayers import Tap
+from .llama import DECODER_TABLES, TINY, GatedDecoderLayout, keras_hub_decoder
+from .sublayers import Tap, layer_taps
 
 
 def _layer(main: Any, i: int) -> Any:
@@ -30,7 +30,7 @@ class MistralLayout(GatedDecoderLayout):
     """Llama's layer layout, with the HF TF side: the same taps in ``main.layers``."""
 
     def tf_taps(self, main: Any) -> dict[str, Tap]:
-        return self.layer_taps(main.layers)
+        return layer_taps(main.layers, self.block_taps)
 
     def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
         block = _layer(main, i)
@@ -89,23 +89,10 @@ ARCHITECTURES = (
         model_type="mistral",
         family="mistral",
         **hf_classes("Mistral", "ForCausalLM"),
-        tiny=dict(
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=8,
-            intermediate_size=64,
-            max_position_embeddings=64,
-            sliding_window=None,
-            bos_token_id=0,
-            eos_token_id=2,
-        ),
+        tiny={**TINY, "sliding_window": None},  # Llama's (untied, as Mistral's default)
         positions=Positions.ROTARY,
         causal=True,
-        embeddings=EmbeddingTables(
-            word="embed_tokens", position=None, token_type=None, layer_norm=None
-        ),
+        embeddings=DECODER_TABLES,
         sublayers=MistralLayout(),
         hint_fields=(
             "hidden_act",

@@ -16,24 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Architecture, EmbeddingTables, KnownDifference, Positions, hf_classes
-from .sublayers import AlwaysApplies, FeedForward, Tap, extended_mask
+from .sublayers import FeedForward, SameBlocks, Tap, decoder_taps, extended_mask
 
 
-class OpenAIGPTLayout(AlwaysApplies):
-    def tf_taps(self, main: Any) -> dict[str, Tap]:
-        return self._taps(main.h)
-
-    def pt_taps(self, model: Any) -> dict[str, Tap]:
-        return self._taps(model.h)
-
+class OpenAIGPTLayout(SameBlocks):
     @staticmethod
-    def _taps(blocks: Any) -> dict[str, Tap]:
-        taps = {}
-        for i, block in enumerate(blocks):
-            taps[f"layer_{i}.attention"] = Tap(block.ln_1)
-            taps[f"layer_{i}.intermediate"] = Tap(block.mlp.c_proj, "in")
-            taps[f"layer_{i}.output"] = Tap(block)
-        return taps
+    def block_taps(block: Any) -> dict[str, Tap]:
+        return decoder_taps(block, Tap(block.ln_1), block.mlp.c_proj)
 
     def isolate_block(self, main: Any, i: int, x: Any, mask: Any, pt: Any) -> dict:
         block = main.h[i]

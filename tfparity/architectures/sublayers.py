@@ -82,6 +82,35 @@ class AlwaysApplies:
         return True
 
 
+def layer_taps(blocks: Any, block_taps: Callable[[Any], dict[str, Tap]]) -> dict[str, Tap]:
+    """Every block's taps under the names all layouts give them, ``layer_{i}.{component}``;
+    ``block_taps(block)`` gives one block's by component."""
+    return {
+        f"layer_{i}.{component}": tap
+        for i, block in enumerate(blocks)
+        for component, tap in block_taps(block).items()
+    }
+
+
+def decoder_taps(block: Any, attention: Tap, down: Any) -> dict[str, Tap]:
+    """A decoder block's taps: ``attention`` (the first residual sum, or the norm of it),
+    the activation as the down-projection ``down``'s input, and the block's output."""
+    return {"attention": attention, "intermediate": Tap(down, "in"), "output": Tap(block)}
+
+
+class SameBlocks(AlwaysApplies):
+    """Mixin: a layout whose TF main layer and PyTorch model both keep their blocks in
+    ``BLOCKS`` (GPT's ``h``), each tapped by the layout's ``block_taps(block)``."""
+
+    BLOCKS = "h"
+
+    def tf_taps(self, main: Any) -> dict[str, Tap]:
+        return layer_taps(getattr(main, self.BLOCKS), self.block_taps)  # type: ignore[attr-defined]
+
+    def pt_taps(self, model: Any) -> dict[str, Tap]:
+        return layer_taps(getattr(model, self.BLOCKS), self.block_taps)  # type: ignore[attr-defined]
+
+
 def extended_mask(mask: Any) -> Any:
     """``[batch, seq]`` 1/0 -> the additive ``[batch, 1, 1, seq]`` mask HF TF builds."""
     return (1.0 - mask[:, None, None, :]) * -10000.0
