@@ -173,7 +173,8 @@ class Runner:
                 f"{self.path} takes sequences of {seq} tokens at most (its static shape); "
                 f"this batch has {s}. Give --seq-len {seq} or shorter texts."
             )
-        self._refuse_padding(batch, seq)
+        graph = f"{self.path}'s signature '{self.signature}'"
+        refuse_padding(batch, self.inputs, seq, graph, "Convert it with a dynamic sequence length")
         interpreter = self.interpreter(bool(keep))
         runner = self._runners.get(bool(keep))
         if runner is None:
@@ -188,24 +189,6 @@ class Runner:
             kept.append({i: cut("", interpreter.get_tensor(i), n, s) for i in keep})
         joined = {k: np.concatenate([o[k] for o in outs]) for k in outs[0]}
         return joined, {i: np.concatenate([k[i] for k in kept]) for i in keep}
-
-    def _refuse_padding(self, batch: Batch, seq: int) -> None:
-        """Exit 2 where padding would reach a signature with no mask to exclude it: the
-        batch's own, or the tokens a static shape adds."""
-        if "mask" in self.inputs:
-            return
-        if not batch.attention_mask.all():
-            raise TfparityError(
-                f"{self.path}'s signature '{self.signature}' takes no attention mask, and this "
-                "batch holds padding; give batches without padding, each of one length."
-            )
-        if batch.input_ids.shape[1] < seq:
-            raise TfparityError(
-                f"{self.path}'s signature '{self.signature}' takes no attention mask and "
-                f"exactly {seq} tokens (its static shape): shorter sequences would be padded "
-                f"and the padding attended to. Convert it with a dynamic sequence length or an "
-                "attention_mask input."
-            )
 
     def _feed(self, batch: Batch, start: int, n: int, rows: int, seq: int) -> dict[str, Any]:
         return feed(batch, self.inputs, self.pad_id, slice(start, start + n), (rows, seq))
@@ -232,6 +215,25 @@ def hf_name(output: str) -> str:
     """A signature output's Hugging Face name (``hidden_states_2`` -> ``hidden_states[2]``)."""
     m = _HIDDEN_OUTPUT.match(output)
     return f"hidden_states[{m.group(1)}]" if m else _OUTPUTS.get(output, output)
+
+
+def refuse_padding(batch: Batch, inputs: Any, seq: int, graph: str, remedy: str) -> None:
+    """Exit 2 where padding would reach a graph (``graph``, in words) whose ``inputs``
+    hold no mask to exclude it: the batch's own, or the tokens a static shape adds;
+    ``remedy`` says how to make one without a static length."""
+    if "mask" in inputs:
+        return
+    if not batch.attention_mask.all():
+        raise TfparityError(
+            f"{graph} takes no attention mask, and this batch holds padding; give batches "
+            "without padding, each of one length."
+        )
+    if batch.input_ids.shape[1] < seq:
+        raise TfparityError(
+            f"{graph} takes no attention mask and exactly {seq} tokens (its static shape): "
+            f"shorter sequences would be padded and the padding attended to. {remedy} or an "
+            "attention_mask input."
+        )
 
 
 def feed(

@@ -21,7 +21,7 @@ import numpy as np
 
 from ...errors import TfparityError
 from ...inputs import Batch
-from ..exported.litert_runner import INPUT_ROLES, cut, feed, hf_name
+from ..exported.litert_runner import INPUT_ROLES, cut, feed, hf_name, refuse_padding
 from .graph import Graph
 from .session import open_session
 
@@ -87,7 +87,9 @@ class Runner:
                 f"{self.path} takes sequences of {seq} tokens at most (its static shape); "
                 f"this batch has {s}. Give --seq-len {seq} or shorter texts."
             )
-        self._refuse_padding(batch, seq)
+        refuse_padding(
+            batch, self.inputs, seq, str(self.path), "Export it with a dynamic sequence axis"
+        )
         names = [hf_name(n) for n in self.graph.outputs]
         outs: list[dict[str, np.ndarray]] = []
         kept: list[dict[str, np.ndarray]] = []
@@ -119,22 +121,6 @@ class Runner:
             names = [p.name for p in self.graph.produced]
             self._marked = open_session(self.graph.marked(names), self.path, optimised=False)
         return self._marked
-
-    def _refuse_padding(self, batch: Batch, seq: int) -> None:
-        """Exit 2 where padding would reach a graph with no mask input to exclude it."""
-        if "mask" in self.inputs:
-            return
-        if not batch.attention_mask.all():
-            raise TfparityError(
-                f"{self.path} takes no attention mask, and this batch holds padding; give "
-                "batches without padding, each of one length."
-            )
-        if batch.input_ids.shape[1] < seq:
-            raise TfparityError(
-                f"{self.path} takes no attention mask and exactly {seq} tokens (its static "
-                "shape): shorter sequences would be padded and the padding attended to. "
-                "Export it with a dynamic sequence axis or an attention_mask input."
-            )
 
     def _feed(self, batch: Batch, start: int, n: int, rows: int, seq: int) -> dict[str, Any]:
         fed = feed(batch, self.inputs, self.pad_id, slice(start, start + n), (rows, seq))
