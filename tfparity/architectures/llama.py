@@ -33,7 +33,7 @@ HINT_FIELDS = (
     "num_key_value_heads",
     "head_dim",
 )
-TINY = dict(
+DECODER_TINY = dict(  # a tiny Llama-style decoder (Mistral's too)
     hidden_size=32,
     num_hidden_layers=2,
     num_attention_heads=4,
@@ -43,8 +43,8 @@ TINY = dict(
     max_position_embeddings=64,
     bos_token_id=0,
     eos_token_id=2,
-    tie_word_embeddings=False,
 )
+TINY = {**DECODER_TINY, "tie_word_embeddings": False}
 DECODER_TABLES = EmbeddingTables(
     word="embed_tokens", position=None, token_type=None, layer_norm=None
 )

@@ -18,7 +18,7 @@ import numpy as np
 
 from .base import Architecture, KnownDifference, Positions, hf_classes
 from .faults import Expect, Fault, Part, Parts, Setting, decoder_faults, in_place, scale
-from .llama import DECODER_TABLES, TINY, GatedDecoderLayout, keras_hub_decoder
+from .llama import DECODER_TABLES, DECODER_TINY, GatedDecoderLayout, keras_hub_decoder
 from .sublayers import Tap, layer_taps
 
 
@@ -89,7 +89,7 @@ ARCHITECTURES = (
         model_type="mistral",
         family="mistral",
         **hf_classes("Mistral", "ForCausalLM"),
-        tiny={**TINY, "sliding_window": None},  # Llama's (untied, as Mistral's default)
+        tiny={**DECODER_TINY, "sliding_window": None},
         positions=Positions.ROTARY,
         causal=True,
         embeddings=DECODER_TABLES,

@@ -17,30 +17,25 @@ from __future__ import annotations
 
 import re
 
-_LAYER = re.compile(r"(?:^|[/.])(?:layer|layers|h|block)\.(\d+)(?:/|\.|$)")
-_COMPONENT = re.compile(
-    r"(?:^|[/.])(?:layer|layers)\.\d+[/.](attention|intermediate|output)(?:/|\.|$)"
+from .tf_scopes import ScopeNames
+
+TORCH = ScopeNames(
+    layer=re.compile(r"(?:^|[/.])(?:layer|layers|h|block)\.(\d+)(?:/|\.|$)"),
+    component=re.compile(
+        r"(?:^|[/.])(?:layer|layers)\.\d+[/.](attention|intermediate|output)(?:/|\.|$)"
+    ),
+    embedding=re.compile(r"(?:^|[/.])(?:embeddings|wte|wpe|embed_tokens)(?:/|\.|$)"),
 )
+layer_of, component_of = TORCH.layer_of, TORCH.component_of
+is_embedding_scope = TORCH.is_embedding_scope
+
 # (module path, component): the tap is the input of that module (GPT-2's layout)
 _INPUT_TAPS = (
     (re.compile(r"(?:^|[/.])h\.(\d+)[/.]ln_2(?:/|\.|$)"), "attention"),
     (re.compile(r"(?:^|[/.])h\.(\d+)[/.]mlp[/.]c_proj(?:/|\.|$)"), "intermediate"),
 )
-_EMBEDDING = re.compile(r"(?:^|[/.])(?:embeddings|wte|wpe|embed_tokens)(?:/|\.|$)")
 # the norm after the last block (GPT-2's ln_f): Hugging Face's last hidden state is its output
 _FINAL_NORM = re.compile(r"(?:^|[/.])(?:ln_f|final_layer_norm|norm)(?:/|\.|$)")
-
-
-def layer_of(scope: str) -> int | None:
-    """The block a node's module path lies in, or None outside the blocks."""
-    m = _LAYER.search(scope)
-    return int(m.group(1)) if m else None
-
-
-def component_of(scope: str) -> str | None:
-    """The sub-layer (tap component) a node lies in, where the model names them."""
-    m = _COMPONENT.search(scope)
-    return m.group(1) if m else None
 
 
 def input_tap_of(scope: str) -> tuple[int, str] | None:
@@ -51,10 +46,6 @@ def input_tap_of(scope: str) -> tuple[int, str] | None:
         if m:
             return int(m.group(1)), component
     return None
-
-
-def is_embedding_scope(scope: str) -> bool:
-    return _EMBEDDING.search(scope) is not None
 
 
 def is_final_norm_scope(scope: str) -> bool:
