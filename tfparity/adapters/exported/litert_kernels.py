@@ -17,20 +17,18 @@ from typing import Any
 
 from ...errors import TfparityError
 from ...inputs import Batch
-from ..runtime.kernel_sets import KernelSet, OpenedArtefact, RunTensor
+from ..runtime.kernel_sets import KernelRunBase, KernelSet, OpenedArtefact, RunTensor
 from ..sources.specs import ModelSpec
 from .litert_graph import Graph, flatbuffer_schema
 from .litert_runner import Kernels, Runner, hf_name, runtime_name
 
 
 @dataclass
-class LiteRTKernelRun:
-    """The flatbuffer under one kernel set at one thread count."""
+class LiteRTKernelRun(KernelRunBase):
+    """The flatbuffer under one kernel set at one thread count (``base``: the LiteRTModel
+    with its source's config)."""
 
-    label: str
-    runner: Runner
     graph: Graph
-    base: Any = None  # the LiteRTModel with its source's config (None: no source)
 
     def tensors(self, batch: Batch) -> list[RunTensor]:
         made = {i: op.code for op in self.graph.operators for i in op.outputs}
@@ -53,11 +51,6 @@ class LiteRTKernelRun:
             for i in by_index
             if i < len(self.graph.tensors)
         }
-
-    def side(self) -> Any:
-        if self.base is None:
-            return None
-        return replace(self.base, runner=self.runner, name=f"{self.base.name} [{self.label}]")
 
 
 def open_runs(
@@ -93,7 +86,7 @@ def open_runs(
             else:
                 kernels = Kernels(str(kernels), count)
             runner = Runner.open(path, pad, signature, kernels)
-            runs.append(LiteRTKernelRun(f"{kernel_set.name}@{count}", runner, graph, base))
+            runs.append(LiteRTKernelRun(f"{kernel_set.name}@{count}", runner, graph, base=base))
     first = runs[0].runner
     return OpenedArtefact(
         runs=list(runs),

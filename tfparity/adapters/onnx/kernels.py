@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...errors import TfparityError
 from ...inputs import Batch
 from ..exported.litert_runner import hf_name
-from ..runtime.kernel_sets import KernelSet, OpenedArtefact, RunTensor
+from ..runtime.kernel_sets import KernelRunBase, KernelSet, OpenedArtefact, RunTensor
 from ..sources.specs import ModelSpec
 from .graph import Graph
 from .runner import Runner
@@ -86,16 +86,14 @@ def _float32(value: float) -> Any:
 
 
 @dataclass
-class ONNXKernelRun:
+class ONNXKernelRun(KernelRunBase):
     """The file under one kernel set at one thread count: ``runner`` runs the session as
     deployed (its outputs), ``reader`` the optimised graph with its tensors marked
-    (None: the outputs alone), ``exposed`` those tensors (name, op) in execution order."""
+    (None: the outputs alone), ``exposed`` those tensors (name, op) in execution order;
+    ``base``: the ONNXModel with its source's config."""
 
-    label: str
-    runner: Runner
     reader: Runner | None
     exposed: list[tuple[str, str]]
-    base: Any = None  # the ONNXModel with its source's config (None: no source)
 
     def tensors(self, batch: Batch) -> list[RunTensor]:
         outputs = set(self.runner.graph.outputs)
@@ -109,11 +107,6 @@ class ONNXKernelRun:
 
     def outputs(self) -> dict[str, str]:
         return {name: hf_name(name) for name in self.runner.graph.outputs}
-
-    def side(self) -> Any:
-        if self.base is None:
-            return None
-        return replace(self.base, runner=self.runner, name=f"{self.base.name} [{self.label}]")
 
 
 def open_runs(
@@ -155,7 +148,7 @@ def open_runs(
                 session = _session(model, path, kernels.level, count, saved)
                 runner = first.reopened(graph, session)
                 reader, exposed, why = _exposed(runner, saved, count)
-                runs.append(ONNXKernelRun(label, runner, reader, exposed, base))
+                runs.append(ONNXKernelRun(label, runner, reader, exposed, base=base))
                 unread.update({label: why} if why else {})
     ort = import_ort()
     kind = "dynamic" if first.dynamic else "static"

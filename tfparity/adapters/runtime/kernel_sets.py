@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -67,6 +67,22 @@ class KernelRun(Protocol):
         """The artefact under this set as a TF side (its config and tokenizer from the
         source), for the float64 referee to judge; None where no source was named."""
         ...
+
+
+@dataclass
+class KernelRunBase:
+    """What every kind's :class:`KernelRun` holds: its ``label``, the ``runner`` of the
+    artefact under its set, and ``base``, the artefact as a TF side with its source's
+    config and tokenizer (None: no source was named)."""
+
+    label: str
+    runner: Any
+    base: Any = field(default=None, kw_only=True)
+
+    def side(self) -> Any:
+        if self.base is None:
+            return None
+        return replace(self.base, runner=self.runner, name=f"{self.base.name} [{self.label}]")
 
 
 @dataclass
