@@ -1,8 +1,9 @@
 """``tfparity generate`` on an ONNX causal LM with its KV cache (tiny GPT-2 exported once
 per session by ``export_with_cache``, conftest.py): the clean file's greedy tokens agree
 with PyTorch's and its cached steps with the graph's recomputation; the file with one
-weight scaled by 1.05 fails, localised to that layer; a graph without cache inputs is
-exit 2 naming what it lacks. The export costs about 20 s: slow (it runs in CI)."""
+weight scaled by 1.05 fails, localised to that layer; one with a layer's present key
+and value swapped fails the cache against the recomputation alone; a graph without
+cache inputs is exit 2 naming what it lacks. The export costs about 20 s: slow (it runs in CI)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,34 @@ def test_a_cached_export_with_c_fc_scaled_fails_localised_to_layer_1(gpt2_cached
     assert (d["layer"], d["component"]) == (1, "intermediate"), d
     assert "teacher-forced sequence" in d["hint"] and SCALED in d["hint"], d["hint"]
     assert f"crosscheck {gpt2_cached['scaled']} --pt {gpt2_cached['ckpt']}" in d["hint"]
+
+
+def test_a_cache_wired_wrong_fails_against_the_recomputation(gpt2_cached, capsys, tmp_path):
+    # layer 1's present key and value swapped: the prefill and the recomputation are
+    # untouched (they run on an empty past), every later step reads the wrong tensors
+    swapped = _swapped(gpt2_cached["clean"], tmp_path / "swapped.onnx", "present.1")
+    code, out, report = _generate(
+        capsys, tmp_path, swapped, "--pt", "tiny:gpt2", "--new-tokens", "4", *TEXTS[:2]
+    )
+    assert code == 1, out
+    (row,) = report["details"]["generation"]
+    assert row["cache_failures"] == [1, 2, 3] and not row["defects"]
+    failing = [c["name"] for c in report["comparisons"] if not c["passed"]]
+    assert failing == ["prompt 0: TF cache"]
+
+
+def _swapped(path, out, prefix):
+    """A copy of the graph at ``path`` whose outputs ``{prefix}.key`` and ``.value``
+    trade places (their producing nodes' outputs renamed)."""
+    import onnx
+
+    model = onnx.load(path)
+    names = {f"{prefix}.key": f"{prefix}.value", f"{prefix}.value": f"{prefix}.key"}
+    for node in model.graph.node:
+        node.output[:] = [names.get(o, o) for o in node.output]
+        node.input[:] = [names.get(i, i) for i in node.input]
+    onnx.save_model(model, out)
+    return out
 
 
 def test_the_api_generates_on_an_onnx_cache(gpt2_cached):
