@@ -79,11 +79,9 @@ class Runner:
         return self.static == (None, None)
 
     def output_names(self) -> list[str]:
-        """The outputs a plain run reads, by Hugging Face name (not the cache's)."""
-        return [hf_name(n) for n in self._read()]
-
-    def _read(self) -> list[str]:
-        return [n for n in self.graph.outputs if not is_present(n)]
+        """The model's outputs by Hugging Face name: not the cache's (``present.*``,
+        which :meth:`run` returns too, for the kernel sets to compare)."""
+        return [hf_name(n) for n in self.graph.outputs if not is_present(n)]
 
     def run(
         self, batch: Batch, read: tuple[str, ...] = ()
@@ -101,15 +99,14 @@ class Runner:
                 f"this batch has {s}. Give --seq-len {seq} or shorter texts."
             )
         self._refuse_padding(batch, seq)
-        graph_names = self._read()
-        names = [hf_name(n) for n in graph_names]
+        names = [hf_name(n) for n in self.graph.outputs]
         outs: list[dict[str, np.ndarray]] = []
         kept: list[dict[str, np.ndarray]] = []
         for start in range(0, b, rows):
             n = min(rows, b - start)
             feed = self._feed(batch, start, n, rows, seq)
-            raw = self._call(self.session, graph_names, feed)
-            outs.append({k: cut(k, v, n, s) for k, v in zip(names, raw, strict=True)})
+            raw = self._call(self.session, None, feed)
+            outs.append({k: _cut(k, v, n, s) for k, v in zip(names, raw, strict=True)})
             if read:
                 values = self._call(self.marked(), list(read), feed)
                 kept.append({k: cut("", v, n, s) for k, v in zip(read, values, strict=True)})
@@ -178,6 +175,13 @@ class Runner:
         wanted = ["logits", *self.cache.outputs]
         logits, *presents = self._call(self.session, wanted, {**fed, **past})
         return logits, self.cache.carried(dict(zip(self.cache.outputs, presents, strict=True)))
+
+
+def _cut(name: str, x: np.ndarray, n: int, s: int) -> np.ndarray:
+    """An output cut back to the batch (:func:`~..exported.litert_runner.cut`); a present
+    key or value ``[batch, heads, sequence, head_dim]`` by its rows only (its sequence
+    is the past's and the batch's, and a cache graph is dynamic: nothing padded)."""
+    return np.array(x[:n]) if is_present(name) else cut(name, x, n, s)
 
 
 def _positions(shape: tuple[int, ...], done: int) -> np.ndarray:

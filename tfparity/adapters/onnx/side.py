@@ -28,7 +28,7 @@ from ..interfaces.sides import Generator
 from ..interfaces.weight_map import ValuesOnly, WeightMap
 from ..sources.checkpoints import Companion
 from ..sources.specs import ModelSpec
-from .cache import no_cache
+from .cache import is_present, no_cache
 from .generation import ONNXGenerator
 from .graph import Graph
 from .quantised import scales_text
@@ -162,6 +162,7 @@ class ONNXModel(WholeGraphSide):
         }
         inside = tuple(sorted({n for n in wanted.values() if n not in graph_outputs}))
         out, kept = self.runner.run(batch, read=inside)
+        out = {k: v for k, v in out.items() if not is_present(k)}  # the cache: no HF output
         # a tap the graph also outputs (the last layer's output) is read from the outputs
         arrays = {k: kept[n] if n in kept else out[hf_name(n)] for k, n in wanted.items()}
         return self._traced(arrays, out)
