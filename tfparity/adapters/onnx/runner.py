@@ -39,8 +39,8 @@ class Runner:
     pad_id: int
     session: Any = field(repr=False)
     _marked: Any = field(default=None, repr=False)
-    # the KV cache a causal LM graph takes and returns; None: it takes none. Fed empty
-    # (length 0) in a plain run, and its present outputs are not read there
+    # the KV cache a causal LM graph takes and returns; None: it takes none. A plain run
+    # feeds it empty (length 0); its present outputs are no model output (output_names)
     cache: Cache | None = None
 
     @classmethod
@@ -169,6 +169,7 @@ class Runner:
             "ids": ids,
             "mask": np.ones((ids.shape[0], done + ids.shape[1]), ids.dtype),
             "positions": _positions(ids.shape, done),
+            "types": np.zeros_like(ids),
         }
         fed = {name: parts[role] for role, name in self.inputs.items() if role in parts}
         fed = {name: np.asarray(x).astype(self.dtypes[name]) for name, x in fed.items()}
