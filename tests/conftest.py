@@ -69,6 +69,7 @@ HEAVY_FIRST = (
     "test_backends_gradients.py",  # 15 s
     "test_saved_model.py",  # 50 s
     "test_exports.py",  # 30-80 s: a dynamo GPT-2 export and a tf2onnx conversion
+    "test_generate.py",  # 10 s: ONNX generation; the GPT-2 export test_exports.py shares
     "test_remote_side.py",  # 35 s: one JAX worker (crosscheck and gradients)
     "test_checkpoints.py",  # 35 s: TF ports, SavedModels, a flatbuffer and a .keras built
     "test_calibrated_referee.py",  # 35 s
@@ -101,6 +102,8 @@ SHARING = {
     "test_backends_shapes.py": "keras backend processes",
     "test_sweep_ray.py": "ray cluster",
     "test_sweep_generate.py": "ray cluster",
+    "test_exports.py": "onnx gpt2 cache export",  # tests/adapters/onnx/conftest.py
+    "test_generate.py": "onnx gpt2 cache export",
 }
 
 

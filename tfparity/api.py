@@ -537,7 +537,9 @@ def generate(
     Face TF causal LM; ``keras-hub:<SPEC>``, its keras-hub ``CausalLM`` task, whose own
     ``generate`` runs with a greedy sampler), or a T5/mT5 seq2seq LM (a spec such as
     ``tiny:t5`` loads ``TFT5ForConditionalGeneration``): the prompt feeds the encoder and
-    the decoder's tokens are judged; a defect is localised in the encoder, if there.
+    the decoder's tokens are judged; a defect is localised in the encoder, if there. An
+    ONNX file (a ``.onnx`` path, its config from ``pt``) whose graph takes and returns
+    its KV cache generates on ONNX Runtime, one call a step on that cache (docs/onnx.md).
     ``pt``: the PyTorch reference, as for :func:`crosscheck` (default: loaded afresh from
     ``model``'s spec). ``new_tokens``: greedy steps per prompt (default 32). Prompts:
     ``texts``, else ``inputs`` (texts or seeded random ids), else three short built-in

@@ -31,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "generation started from gathered inputs_embeds with the ids path. Where tokens "
         "part by a defect, the cross-check of the teacher-forced sequence names the layer. "
         "A T5/mT5 loads as its seq2seq LM: the prompt feeds the encoder, the decoder's "
-        "tokens are judged, and a defect is localised in the encoder when it is there.",
+        "tokens are judged, and a defect is localised in the encoder when it is there. "
+        "An ONNX causal LM exported with its KV cache (past_key_values.* inputs, present.* "
+        "outputs) generates on ONNX Runtime on that cache, against --pt (docs/onnx.md).",
     )
     add_model_naming(p, "generate")
     p.add_argument(

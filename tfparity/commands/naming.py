@@ -102,7 +102,9 @@ NAMING: dict[str, Naming] = {
         takes=("MODEL", "--allow-pickle", "--tf", "--pt", "--pt-config", "--backend"),
         refused={
             "--source": "generation runs the model's own generate (Hugging Face TF, a "
-            "keras-hub CausalLM), which an export does not have",
+            "keras-hub CausalLM), which an export does not have; an ONNX file with its KV "
+            "cache generates on that cache against --pt, its reference, which also gives "
+            "its config and tokenizer (docs/onnx.md)",
             "--signature": "generation runs the model's own generate (Hugging Face TF, a "
             "keras-hub CausalLM), which an export does not have",
             "--head": "generate loads the LM head itself: causal-lm, or seq2seq-lm for T5/mT5",

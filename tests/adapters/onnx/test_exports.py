@@ -1,6 +1,7 @@
 """The ONNX side on the exporters users run, each file made once per module: a tiny
-GPT-2 LM through torch's dynamo exporter (weights in external data, nodes named
-generically, module paths in ``pkg.torch.onnx.name_scopes``), a tiny BERT classifier
+GPT-2 LM with its KV cache through torch's dynamo exporter (made once per session,
+conftest.py: weights in external data, nodes named generically, module paths in
+``pkg.torch.onnx.name_scopes``), a tiny BERT classifier
 through the legacy exporter, and a tiny TFBertModel through tf2onnx with the Erfc handler.
 Each clean file passes with every hidden state compared; a file with one weight off
 fails where that weight is, named. The dynamo export and the tf2onnx conversion cost
@@ -32,33 +33,12 @@ def _crosscheck(capsys, tmp_path, path, *args):
 
 
 @pytest.fixture(scope="module")
-def gpt2(tmp_path_factory):
-    """The dynamo export of tiny GPT-2's LM (logits and every hidden state) edited twice:
-    a copy returning logits only (its hidden states read from inside it, the last after
-    ``ln_f``), and a copy whose initializer ``h.1.mlp.c_fc.weight`` is scaled by 1.05."""
-    import onnx
-    import transformers
-    from onnx import numpy_helper
-
-    root = tmp_path_factory.mktemp("onnx-gpt2")
-    ckpt = checkpoint_dir("gpt2")
-    model = transformers.GPT2LMHeadModel.from_pretrained(str(ckpt), attn_implementation="eager")
-    clean = export_torch(
-        model.eval(), root / "gpt2.onnx", dynamo=True, external_data=True,
-        inputs=("input_ids", "attention_mask"),
-    )  # fmt: skip
-    proto = onnx.load(clean)
-    logits_only = onnx.ModelProto()
-    logits_only.CopyFrom(proto)
-    kept = [o for o in proto.graph.output if o.name == "logits"]
-    del logits_only.graph.output[:]
-    logits_only.graph.output.extend(kept)
-    onnx.save_model(logits_only, root / "logits.onnx")  # its weights inline
-    (weight,) = [t for t in proto.graph.initializer if t.name.endswith(SCALED)]
-    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * 1.05, weight.name))
-    scaled = root / "scaled.onnx"
-    onnx.save_model(proto, scaled, save_as_external_data=True, location="scaled.onnx.data")
-    return {"ckpt": str(ckpt), "clean": root / "logits.onnx", "scaled": scaled}
+def gpt2(gpt2_cached):
+    """The session's dynamo export of tiny GPT-2's LM with its KV cache (conftest.py):
+    ``clean``, its copy without a cache returning logits only (its hidden states read
+    from inside it, the last after ``ln_f``); ``scaled``, the cached graph (run with an
+    empty past) whose initializer ``h.1.mlp.c_fc.weight`` is scaled by 1.05."""
+    return {**gpt2_cached, "clean": gpt2_cached["plain"]}
 
 
 @pytest.mark.slow

@@ -475,8 +475,8 @@ class TFSideBase:
         raise TfparityError(
             f"{name} is {self.side_kind}, which tfparity cannot generate with: "
             "`tfparity generate` drives Hugging Face TF causal LMs and T5/mT5 seq2seq LMs "
-            "(HF TF generate) and keras-hub CausalLM tasks (CausalLM.generate with a "
-            "greedy sampler)."
+            "(HF TF generate), keras-hub CausalLM tasks (CausalLM.generate with a "
+            "greedy sampler) and ONNX causal LMs exported with their KV cache."
         )
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from ...errors import TfparityError
 from ...inputs import Batch
 from ..exported.litert_runner import INPUT_ROLES, cut, feed, hf_name, refuse_padding
+from .cache import Cache, cache_of, is_past, is_present
 from .graph import Graph
 from .session import open_session
 
@@ -38,12 +39,19 @@ class Runner:
     pad_id: int
     session: Any = field(repr=False)
     _marked: Any = field(default=None, repr=False)
+    # the KV cache a causal LM graph takes and returns; None: it takes none. A plain run
+    # feeds it empty (length 0); its present outputs are no model output (output_names)
+    cache: Cache | None = None
 
     @classmethod
-    def open(cls, path: Path, graph: Graph, pad_id: int | None) -> Runner:
+    def open(cls, path: Path, graph: Graph, pad_id: int | None, config: Any = None) -> Runner:
+        """The file's deployed session and its inputs' roles; ``config`` (Hugging Face's)
+        gives a cache's heads where the graph leaves them dynamic."""
         session = open_session(str(path), path, optimised=True)  # what it refuses first
         inputs: dict[str, str] = {}
         for i in graph.inputs:
+            if is_past(i.name):  # the cache's: fed empty, or by the generator
+                continue
             role = next((r for r, names in INPUT_ROLES.items() if i.name in names), None)
             if role is None:
                 raise TfparityError(
@@ -56,7 +64,8 @@ class Runner:
         ids = next(i for i in graph.inputs if i.name == inputs["ids"])
         static = (tuple(ids.dims[:2]) + (None, None))[:2]
         dtypes = {i.name: i.dtype for i in graph.inputs}
-        return cls(path, graph, inputs, dtypes, static, pad_id or 0, session)  # type: ignore[arg-type]
+        cache = cache_of(graph.inputs, graph.outputs, config)
+        return cls(path, graph, inputs, dtypes, static, pad_id or 0, session, cache=cache)  # type: ignore[arg-type]
 
     def reopened(self, graph: Graph, session: Any, marked: Any = None) -> Runner:
         """The same inputs fed to another session: of the file under other options, or
@@ -70,7 +79,9 @@ class Runner:
         return self.static == (None, None)
 
     def output_names(self) -> list[str]:
-        return [hf_name(n) for n in self.graph.outputs]
+        """The model's outputs by Hugging Face name: not the cache's (``present.*``,
+        which :meth:`run` returns too, for the kernel sets to compare)."""
+        return [hf_name(n) for n in self.graph.outputs if not is_present(n)]
 
     def run(
         self, batch: Batch, read: tuple[str, ...] = ()
@@ -97,7 +108,7 @@ class Runner:
             n = min(rows, b - start)
             feed = self._feed(batch, start, n, rows, seq)
             raw = self._call(self.session, None, feed)
-            outs.append({k: cut(k, v, n, s) for k, v in zip(names, raw, strict=True)})
+            outs.append({k: _cut(k, v, n, s) for k, v in zip(names, raw, strict=True)})
             if read:
                 values = self._call(self.marked(), list(read), feed)
                 kept.append({k: cut("", v, n, s) for k, v in zip(read, values, strict=True)})
@@ -123,5 +134,45 @@ class Runner:
         return self._marked
 
     def _feed(self, batch: Batch, start: int, n: int, rows: int, seq: int) -> dict[str, Any]:
+        if "positions" in self.inputs and batch.position_ids is None:
+            batch = replace(batch, position_ids=_positions(batch.input_ids.shape, 0))
         fed = feed(batch, self.inputs, self.pad_id, slice(start, start + n), (rows, seq))
+        if self.cache is not None:  # no past: the graph computes as one without a cache
+            fed.update(self.cache.empty(rows))
         return {name: x.astype(self.dtypes[name]) for name, x in fed.items()}
+
+    # ------------------------------------------------------------------ the cache
+
+    def step(
+        self, input_ids: np.ndarray, past: dict[str, np.ndarray], done: int
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """One cached step on the deployed session: ``input_ids`` [1, n] after ``done``
+        tokens whose keys and values ``past`` holds (empty for the prefill). The logits
+        [1, n, vocab] and the past for the next step (the graph's present outputs)."""
+        assert self.cache is not None
+        ids = np.asarray(input_ids)
+        parts = {
+            "ids": ids,
+            "mask": np.ones((ids.shape[0], done + ids.shape[1]), ids.dtype),
+            "positions": _positions(ids.shape, done),
+            "types": np.zeros_like(ids),
+        }
+        fed = {name: parts[role] for role, name in self.inputs.items() if role in parts}
+        fed = {name: np.asarray(x).astype(self.dtypes[name]) for name, x in fed.items()}
+        wanted = ["logits", *self.cache.outputs]
+        logits, *presents = self._call(self.session, wanted, {**fed, **past})
+        return logits, self.cache.carried(dict(zip(self.cache.outputs, presents, strict=True)))
+
+
+def _cut(name: str, x: np.ndarray, n: int, s: int) -> np.ndarray:
+    """An output cut back to the batch (:func:`~..exported.litert_runner.cut`); a present
+    key or value ``[batch, heads, sequence, head_dim]`` by its rows only (its sequence
+    is the past's and the batch's, and a cache graph is dynamic: nothing padded)."""
+    return np.array(x[:n]) if is_present(name) else cut(name, x, n, s)
+
+
+def _positions(shape: tuple[int, ...], done: int) -> np.ndarray:
+    """Position ids ``done``, ``done + 1``, ... for each row: a Hugging Face model's own
+    where it is given none (after ``done`` cached tokens)."""
+    rows, n = shape[0], shape[1]
+    return np.broadcast_to(np.arange(done, done + n), (rows, n)).copy()

@@ -19,13 +19,17 @@ import numpy as np
 
 from ...architectures import for_config
 from ...architectures.heads import Head
+from ...errors import TfparityError
 from ...inputs import Batch
 from ...trace import Trace
 from ..exported.litert_runner import hf_name
 from ..exported.whole_graph import WholeGraphSide
+from ..interfaces.sides import Generator
 from ..interfaces.weight_map import ValuesOnly, WeightMap
 from ..sources.checkpoints import Companion
 from ..sources.specs import ModelSpec
+from .cache import is_present, no_cache
+from .generation import ONNXGenerator
 from .graph import Graph
 from .quantised import scales_text
 from .runner import Runner
@@ -38,7 +42,8 @@ def load_onnx(spec: ModelSpec, companion: Companion, head: Head | None = None) -
     companion spec names, else its config's architecture)."""
     path = Path(spec.location)
     graph = Graph.read(read_model(path))
-    runner = Runner.open(path, graph, getattr(companion.config, "pad_token_id", None))
+    pad_id = getattr(companion.config, "pad_token_id", None)
+    runner = Runner.open(path, graph, pad_id, companion.config)
     model = ONNXModel(
         name=spec.text,
         runner=runner,
@@ -73,6 +78,12 @@ class ONNXModel(WholeGraphSide):
     @property
     def side_kind(self) -> str:
         return "an ONNX file"
+
+    @property
+    def command_name(self) -> str:
+        """The file and the companion it takes its config from (``--pt``), for advice."""
+        inner = self.spec.inner if self.spec is not None else None
+        return self.name if inner is None else f"{self.name} --pt {inner.text}"
 
     @property
     def framework(self) -> str:
@@ -116,9 +127,16 @@ class ONNXModel(WholeGraphSide):
             if inside
             else ""
         )
+        cache = self.runner.cache
+        cached = (
+            f" and a KV cache of {cache.layers} layers (past_key_values.* in, fed empty "
+            "outside generation; present.* out)"
+            if cache is not None
+            else ""
+        )
         return (
             f"ONNX: run by {self.framework}, {kind} input shape [{shape}]{padding}, inputs "
-            f"{', '.join(self.runner.inputs.values())}; graph outputs from the optimised "
+            f"{', '.join(self.runner.inputs.values())}{cached}; graph outputs from the optimised "
             f"session (ORT_ENABLE_ALL, as deployed){marked}{scales_text(self.graph)}."
         )
 
@@ -144,9 +162,26 @@ class ONNXModel(WholeGraphSide):
         }
         inside = tuple(sorted({n for n in wanted.values() if n not in graph_outputs}))
         out, kept = self.runner.run(batch, read=inside)
+        out = {k: v for k, v in out.items() if not is_present(k)}  # the cache: no HF output
         # a tap the graph also outputs (the last layer's output) is read from the outputs
         arrays = {k: kept[n] if n in kept else out[hf_name(n)] for k, n in wanted.items()}
         return self._traced(arrays, out)
+
+    # ------------------------------------------------------------------ generation
+
+    def generator(self) -> Generator:
+        """Greedy decoding on the graph's KV cache (:mod:`.generation`); refused (exit 2)
+        for a graph without cache inputs, naming what it lacks and how to export it."""
+        cache = self.runner.cache
+        if cache is None:
+            inputs = [i.name for i in self.graph.inputs]
+            raise no_cache(self.name, inputs, list(self.graph.outputs))
+        if not self.runner.dynamic:
+            raise TfparityError(
+                f"{self.name} has a static input shape, so no step can feed one token on "
+                "its cache: export it with dynamic batch and sequence axes."
+            )
+        return ONNXGenerator(self, cache)
 
     # ------------------------------------------------------------------ localisation
 
