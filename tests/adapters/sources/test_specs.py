@@ -153,3 +153,17 @@ def test_a_symlink_to_a_model_directory_is_that_directory(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     Path("link").symlink_to("real")
     assert parse_spec("link") == ModelSpec("link", "dir", str(model.resolve()))
+
+
+@pytest.mark.parametrize("name", ["model.onnx", "out/bert.tflite", "task.keras"])
+def test_a_missing_export_file_is_named_as_a_missing_file_not_a_hub_id(name, tmp_path, capsys):
+    """A typo in an export's path says "no such file", with the kind it was meant as,
+    also where crosscheck's --pt would otherwise ask for a TF model beside it."""
+    from tfparity.cli import main
+
+    path = str(tmp_path / name)
+    with pytest.raises(TfparityError, match="no such file"):
+        parse_spec(path)
+    assert main(["crosscheck", path, "--pt", "tiny:bert"]) == 2
+    err = capsys.readouterr().err
+    assert "no such file" in err and "--tf" not in err and "Traceback" not in err

@@ -90,6 +90,9 @@ def parse_spec(text: str) -> ModelSpec:
         return ModelSpec(text, "dir", str(path.resolve()))
     if path.is_file():
         raise TfparityError(_file_refusal(text, path))
+    if path.suffix in _FILE_KINDS:  # a typo in an export's path, not a hub id
+        kind = EXPORT_KINDS[_FILE_KINDS[path.suffix]]
+        raise TfparityError(f"'{text}' is not a model: no such file (meant as {kind}?).")
     if path.exists() or text.startswith((".", "/", "~")) or not _HUB_ID.match(text):
         raise TfparityError(
             f"'{text}' is not a model: no such directory, and not a Hugging "
