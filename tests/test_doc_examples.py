@@ -70,7 +70,7 @@ def test_a_rerun_with_other_digits_is_not_stale():
     other = f"{artefact}; max abs diff 1.19e-06 (hidden_states[0])"
     assert doc_examples.differences(worst, other) == []
     assert doc_examples.differences(worst, worst.replace("0 of 4", "1 of 4")) != []
-    cache = "FAIL generate: prompt 0: TF cache: cached step 1 differs: RMSE 0.18 over {} allowed"
+    cache = "FAIL generate: prompt 0: cache: cached step 1 differs: RMSE 0.18 over {} allowed"
     assert doc_examples.differences(cache.format("3.3e-07"), cache.format("2.76e-07")) == []
     assert doc_examples.differences(cache, cache.replace("step 1", "step 2")) != []
 

@@ -135,7 +135,7 @@ def _generation(g: dict, decoding: str | None) -> list[str]:
         )
     lines.append(
         f"  why: near-tie {v['near-tie']} (rounding, not a defect), defect {v['defect']}, "
-        f"cache {v['cache']}; TF cache inconsistent in {g['items_cache_inconsistent']} items"
+        f"cache {v['cache']}; cache inconsistent in {g['items_cache_inconsistent']} items"
     )
     if g["items_logits_off"]:
         lines.append(

@@ -3,7 +3,7 @@ decoded alone (no padding) for N greedy tokens on both sides, each through its o
 cache, and judged by the generation check itself
 (:func:`tfparity.checks.generation.check.judge_prompts`): the tokens agreed, the first
 divergent step with both sides' margins, a near-tie flip told from a defect by the
-float64 referee on the teacher-forced logits, the TF cache against its recomputation.
+float64 referee on the teacher-forced logits, the side's KV cache against its recomputation.
 
 What the sweep adds is the bookkeeping: which models and options it can honour (refused
 with exit 2 otherwise), how long an item may be (its prompt and N tokens must fit the

@@ -148,7 +148,7 @@ def test_a_fault_only_in_the_tasks_cached_decoding_is_caught_by_cache_consistenc
     (p,) = report.details["generation"]
     assert not report.passed and p["cache_failures"] == [0, 1, 2, 3]
     assert not p["embeds_failures"] and not p["defects"]  # recomputation is untouched
-    assert [c.name for c in report.failures] == ["prompt 0: TF cache"]
+    assert [c.name for c in report.failures] == ["prompt 0: cache"]
     assert np.isfinite([s["cache_rmse"] for s in p["steps"]]).all()
 
 

@@ -43,7 +43,7 @@ def test_a_cached_export_generates_as_pytorch_on_its_cache(gpt2_cached, capsys, 
         assert row["tf_tokens"] == row["pt_tokens"]
         assert not row["cache_failures"] and not row["defects"]
     names = {c["name"] for c in report["comparisons"]}
-    assert names == {f"prompt {i}: {k}" for i in (0, 1) for k in ("tokens", "TF cache")}
+    assert names == {f"prompt {i}: {k}" for i in (0, 1) for k in ("tokens", "cache")}
     assert all(c["passed"] for c in report["comparisons"])
 
 
@@ -72,7 +72,7 @@ def test_a_cache_wired_wrong_fails_against_the_recomputation(gpt2_cached, capsys
     (row,) = report["details"]["generation"]
     assert row["cache_failures"] == [1, 2, 3] and not row["defects"]
     failing = [c["name"] for c in report["comparisons"] if not c["passed"]]
-    assert failing == ["prompt 0: TF cache"]
+    assert failing == ["prompt 0: cache"]
 
 
 def _swapped(path, out, prefix):

@@ -113,7 +113,7 @@ def test_a_fault_only_in_cached_decoding_is_caught_by_cache_consistency(fault):
         assert p["cache_failures"][0] == fault.first_step
         assert p["steps"][0]["cache_ok"]  # step 0 runs on the prompt, without a cache
         assert not p["embeds_failures"]  # tfparity's own loop does not call the fault
-    cache = [c for c in report.failures if c.name.endswith("TF cache")]
+    cache = [c for c in report.failures if c.name.endswith("cache")]
     assert cache and f"cached step {fault.first_step} differs from recomputation" in (
         cache[0].problem
     )

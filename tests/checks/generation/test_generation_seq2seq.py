@@ -123,7 +123,7 @@ def test_a_corrupt_kv_cache_fails_the_cache_and_nothing_else():
     row = report.details["generation"][0]
     assert row["cache_failures"] == list(range(fault.first_step, N))
     assert not row["defects"]  # fed PyTorch's tokens without a cache, TF agrees
-    assert [c.name for c in report.failures] == ["prompt 0: TF cache"]
+    assert [c.name for c in report.failures] == ["prompt 0: cache"]
 
 
 @pytest.mark.parametrize(

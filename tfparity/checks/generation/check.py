@@ -189,14 +189,14 @@ def _recomputed(
 
 def _comparisons(run: _Prompt, flips: bool = True) -> list[Comparison]:
     """Per prompt: the tokens (teacher-forced logits, judged by their flips; reported
-    only with ``flips`` False, a quantised side's), the TF cache against recomputation,
+    only with ``flips`` False, a quantised side's), the side's KV cache against recomputation,
     and the start from ``inputs_embeds`` (where it ran)."""
     s, i = run.steps, run.index
     tokens = _tokens_problem(s) if flips else None
     found = [
         _judged(f"prompt {i}: tokens", run.forced.tf, run.forced.pt, tokens),
         _judged(
-            f"prompt {i}: TF cache",
+            f"prompt {i}: cache",
             run.tf.logits,
             run.recomputed,
             _steps_problem(s, "cache", "cached step {k} differs from recomputation"),
@@ -499,7 +499,7 @@ def prompts_of(batches: Sequence[Batch], new_tokens: int, limits: Limits) -> lis
 @dataclass
 class PromptVerdict:
     """One prompt judged alone: its row (as in a report's ``details["generation"]``) and
-    its comparisons (the tokens, the TF cache, the start from ``inputs_embeds`` where it
+    its comparisons (the tokens, the cache, the start from ``inputs_embeds`` where it
     ran), each with the verdict :func:`check_generation` gives it."""
 
     row: dict
@@ -514,7 +514,7 @@ class PromptVerdict:
 
     @property
     def failing(self) -> list[str]:
-        """The failing comparisons by what they compare: "tokens", "TF cache", ..."""
+        """The failing comparisons by what they compare: "tokens", "cache", ..."""
         return [c.name.split(": ", 1)[-1] for c in self.comparisons if not c.passed]
 
     @property
