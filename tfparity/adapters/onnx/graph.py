@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from ...architectures import tf_scopes, torch_scopes
+from ...compare.dequantised import DequantisedWeight
 from ...errors import TfparityError
-from .quantised import ScaleMap, quantisation, scale_map
+from .quantised import ScaleMap, quantisation, read_back_node, scale_map
 
 _FLOAT = 1  # onnx.TensorProto.FLOAT
 _NAME_SCOPES = "pkg.torch.onnx.name_scopes"
@@ -179,6 +180,57 @@ class Graph:
         """Each weight scale put on its layer through the node reading it."""
         return scale_map(self.model.graph, _scope)
 
+    def dequantised(self, pt_weights: dict[str, np.ndarray]) -> list[DequantisedWeight]:
+        """Each int8 weight read back through its scale and zero point, by the PyTorch
+        name it stands for and in PyTorch's layout (a MatMul's ``[in, out]`` transposed),
+        to be held within half a step of it (:mod:`tfparity.compare.dequantised`)."""
+        from onnx import numpy_helper
+
+        graph = self.model.graph
+        initializers = {t.name: t for t in graph.initializer}
+        readers: dict[str, list[Any]] = {}
+        for node in graph.node:
+            for name in node.input:
+                readers.setdefault(name, []).append(node)
+        suffixes = _suffix_index(pt_weights)
+        found = []
+        for m in self.weight_scales():
+            node = read_back_node(m, readers, initializers)
+            if not m.weight or node is None:
+                continue
+            array = numpy_helper.to_array
+            step = array(initializers[m.scale]).astype(np.float64)
+            zero_at = 2 if node.op_type == "DequantizeLinear" else 3  # MatMulInteger's b
+            zero = node.input[zero_at] if len(node.input) > zero_at else ""
+            values = array(initializers[m.scaled]).astype(np.float64)
+            values -= array(initializers[zero]).astype(np.float64) if zero in initializers else 0
+            if step.ndim == 1 and step.size > 1:  # per channel, along the node's axis
+                axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+                step = np.expand_dims(
+                    step, [d for d in range(values.ndim) if d != axis % values.ndim]
+                )
+            values = values * step
+            user = (
+                node
+                if node.op_type != "DequantizeLinear"
+                else next(iter(readers.get(node.output[0], [])), None)
+            )
+            name = m.scaled.removesuffix("_quantized")
+            pt = None if name.startswith("onnx::") else _match(name, suffixes)
+            if pt is None and user is not None and _scope(user):
+                module = _scope(user).strip("/").replace("/", ".")
+                pt = _match(
+                    (module if _name_scopes(user) else module.rsplit(".", 1)[0]) + ".weight",
+                    suffixes,
+                )
+            if pt is None:
+                continue
+            if user is not None and values.ndim == 2 and _transposed(user):
+                values, step = values.T, np.broadcast_to(step, values.shape).T
+            if values.shape == np.shape(pt_weights[pt]):
+                found.append(DequantisedWeight(pt, m.named(), m.layer, values, step))
+        return found
+
     # ------------------------------------------------------------------ weights
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -242,6 +294,14 @@ def _block_input(node: Produced, by_name: dict[str, Produced], width: int) -> st
         ):
             return name
     return None
+
+
+def _transposed(node: Any) -> bool:
+    """Whether the weight ``node`` reads as its input 1 is PyTorch's transposed: a
+    MatMul's is ``[in, out]``, a Gemm's too unless ``transB``."""
+    if node.op_type in ("MatMul", "MatMulInteger"):
+        return True
+    return node.op_type == "Gemm" and not any(a.name == "transB" and a.i for a in node.attribute)
 
 
 def _name_scopes(node: Any) -> list[str]:

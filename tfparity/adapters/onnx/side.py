@@ -152,4 +152,4 @@ class ONNXModel(WholeGraphSide):
 
     def weight_map(self) -> WeightMap:
         """The graph's float weights by PyTorch name (:meth:`.graph.Graph.weights_for`)."""
-        return ValuesOnly(self.graph.weights_for, self._scales_on)
+        return ValuesOnly(self.graph.weights_for, self._scales_on, self.graph.dequantised)
