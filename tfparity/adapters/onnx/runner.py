@@ -38,10 +38,13 @@ class Runner:
     pad_id: int
     session: Any = field(repr=False)
     _marked: Any = field(default=None, repr=False)
+    device: str | None = None  # --device: the providers (session.providers); None: CUDA's first
 
     @classmethod
-    def open(cls, path: Path, graph: Graph, pad_id: int | None) -> Runner:
-        session = open_session(str(path), path, optimised=True)  # what it refuses first
+    def open(
+        cls, path: Path, graph: Graph, pad_id: int | None, device: str | None = None
+    ) -> Runner:
+        session = open_session(str(path), path, True, device)  # what it refuses first
         inputs: dict[str, str] = {}
         for i in graph.inputs:
             role = next((r for r, names in INPUT_ROLES.items() if i.name in names), None)
@@ -56,7 +59,7 @@ class Runner:
         ids = next(i for i in graph.inputs if i.name == inputs["ids"])
         static = (tuple(ids.dims[:2]) + (None, None))[:2]
         dtypes = {i.name: i.dtype for i in graph.inputs}
-        return cls(path, graph, inputs, dtypes, static, pad_id or 0, session)  # type: ignore[arg-type]
+        return cls(path, graph, inputs, dtypes, static, pad_id or 0, session, None, device)  # type: ignore[arg-type]
 
     def reopened(self, graph: Graph, session: Any, marked: Any = None) -> Runner:
         """The same inputs fed to another session: of the file under other options, or
@@ -64,6 +67,12 @@ class Runner:
         set; ``marked``, the session intermediates are read from (None: made from
         ``graph`` when first needed)."""
         return replace(self, graph=graph, session=session, _marked=marked)
+
+    def on(self, device: str | None) -> Runner:
+        """The same file on the providers ``device`` asks for (``--device``): its
+        session made again, the marked one when first needed."""
+        session = open_session(str(self.path), self.path, True, device)
+        return replace(self, session=session, _marked=None, device=device)
 
     @property
     def dynamic(self) -> bool:
@@ -117,7 +126,7 @@ class Runner:
         """The session of the copy with every intermediate marked, optimisation off."""
         if self._marked is None:
             names = [p.name for p in self.graph.produced]
-            self._marked = open_session(self.graph.marked(names), self.path, optimised=False)
+            self._marked = open_session(self.graph.marked(names), self.path, False, self.device)
         return self._marked
 
     def _refuse_padding(self, batch: Batch, seq: int) -> None:

@@ -11,7 +11,7 @@ file. A graph cannot be entered mid-way, so there are no isolated runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,13 @@ import numpy as np
 
 from ...architectures import for_config
 from ...architectures.heads import Head
+from ...errors import TfparityError
 from ...inputs import Batch
 from ...trace import Trace
 from ..exported.litert_runner import hf_name
 from ..exported.whole_graph import WholeGraphSide
 from ..interfaces.weight_map import ValuesOnly, WeightMap
+from ..runtime.execution_options import ExecutionOptions
 from ..sources.checkpoints import Companion
 from ..sources.specs import ModelSpec
 from .graph import Graph
@@ -126,6 +128,24 @@ class ONNXModel(WholeGraphSide):
         """The located tensors the graph does not output: read from the marked copy."""
         outputs = set(self.runner.graph.outputs) | set(self.runner.output_names())
         return {k: v for k, v in self._located().items() if v not in outputs and k not in outputs}
+
+    def executed(self, options: ExecutionOptions) -> ONNXModel:
+        """The file on the providers ``--device`` asks for: ``cpu`` the CPU's alone,
+        ``gpu:N`` CUDA's on GPU N with the CPU's after it (exit 2 where ONNX Runtime has
+        no CUDA); none named, CUDA's where present (the default). XLA or another
+        precision is refused rather than ignored."""
+        if options.xla or options.precision != "fp32":
+            raise TfparityError(f"{self.name} {self.RUNS_AS}: --xla and --precision do not apply.")
+        if options.device is None or options.device == self.runner.device:
+            return self
+        ran = replace(
+            self,
+            runner=self.runner.on(options.device),
+            execution=replace(options, graph=False, auto=False),
+            notes=[n for n in self.notes if not n.startswith("ONNX: run by")],
+        )
+        ran.notes.append(ran.describe())
+        return ran
 
     # ------------------------------------------------------------------ runs
 
