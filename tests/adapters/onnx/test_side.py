@@ -192,3 +192,31 @@ def test_cuda_is_chosen_where_present_and_device_picks_the_provider(files, monke
     else:
         with pytest.raises(TfparityError, match="has no CUDAExecutionProvider.*onnxruntime-gpu"):
             side.executed(ExecutionOptions(device="/device:GPU:0"))
+
+
+def test_assert_crosscheck_on_an_onnx_path_both_ways(files):
+    """The pytest assertion takes a ``.onnx`` path with a PyTorch reference spec: the
+    clean file passes (on ``--tfparity-device cpu``, the plugin's context, its CPU
+    provider); the file with a weight x1.05 raises AssertionError naming the layer,
+    sub-layer and weight."""
+    from tfparity import assert_crosscheck
+    from tfparity.assertions import HelperContext, helper_context
+    from tfparity.inputs import InputOptions
+
+    inputs = InputOptions(random=5, seq_len=12, batch_size=3)
+    with helper_context(HelperContext(device="cpu")) as context:
+        (report,) = assert_crosscheck(
+            str(files["root"] / "clean.onnx"), files["ckpt"], inputs=inputs
+        )
+    assert report.passed and context.reports == [report]
+    assert (
+        report.details["compares"].startswith("ONNX Runtime")
+        and "(CPUExecutionProvider)" in (report.details["compares"])
+    )
+    assert report.details["device"] == "cpu:0"
+    with pytest.raises(AssertionError) as raised:
+        assert_crosscheck(str(files["root"] / "scaled.onnx"), files["ckpt"], inputs=inputs)
+    message = str(raised.value)
+    assert message.startswith("layer 1 intermediate diverges (hidden_states[2]): FAIL crosscheck")
+    assert f"{SCALED} is PyTorch's scaled by 1.05" in message
+    assert not raised.value.reports[0].passed
