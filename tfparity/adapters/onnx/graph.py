@@ -13,7 +13,7 @@ legacy exporter: ``/bert/encoder/layer.0/output/LayerNorm/...``) or their TF op 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -71,6 +71,9 @@ class Graph:
     produced: list[Produced]
     inputs: list[GraphInput]
     outputs: list[str]
+    # what is read from the graph once: located tensors by width, the weight scales (a
+    # side asks for them on every run; the graph does not change)
+    _found: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def read(cls, model: Any) -> Graph:
@@ -131,6 +134,12 @@ class Graph:
     # ------------------------------------------------------------------ layers
 
     def located(self, width: int) -> dict[str, str]:
+        """:meth:`locate`'s answer, found once per graph and width (a copy)."""
+        if ("located", width) not in self._found:
+            self._found["located", width] = self.locate(width)
+        return dict(self._found["located", width])
+
+    def locate(self, width: int) -> dict[str, str]:
         """Tensor names by what they are: ``hidden_states[k]`` (the last float tensor of
         ``width`` features in the embeddings' scope, k = 0, or in layer k-1's) and the
         sub-layer taps ``layer_{i}.{component}`` where the names give components (the
@@ -177,8 +186,10 @@ class Graph:
         return quantisation([n.op_type for n in self.model.graph.node])
 
     def weight_scales(self) -> list[ScaleMap]:
-        """Each weight scale put on its layer through the node reading it."""
-        return scale_map(self.model.graph, _scope)
+        """Each weight scale put on its layer through the node reading it (found once)."""
+        if "scales" not in self._found:
+            self._found["scales"] = scale_map(self.model.graph, _scope)
+        return list(self._found["scales"])
 
     def dequantised(self, pt_weights: dict[str, np.ndarray]) -> list[DequantisedWeight]:
         """Each int8 weight read back through its scale and zero point, by the PyTorch
