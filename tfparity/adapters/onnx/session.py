@@ -104,6 +104,8 @@ def providers(device: str | None = None) -> list[Any]:
     kind, _, index = device.lower().rsplit("device:", 1)[-1].lstrip("/").partition(":")
     if kind == "cpu":
         return [CPU]
+    if kind != "gpu":
+        raise TfparityError(f"--device {device}: an ONNX file runs on cpu or gpu:N.")
     if CUDA not in import_ort().get_available_providers():
         raise TfparityError(
             f"--device {device} asks for a GPU, but this ONNX Runtime has no "
