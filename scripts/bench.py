@@ -42,6 +42,8 @@
     against the bare per-backend processes (KERAS_BACKEND, keras + keras_hub, load the
     file, one forward pass), alternated over rounds, wall and CPU time
     (scripts/bench_backends.py);
+(o) ONNX: `crosscheck` of MODEL's legacy ONNX export against the bare passes it needs
+    (the file on ONNX Runtime, PyTorch fp32 and fp64) (scripts/bench_onnx.py);
 (y) requantisation: `crosscheck` of a stored int8 .keras with and without its exact check
     against a fresh quantisation of its source (scripts/bench_requantisation.py);
 (g) generate: `tfparity.generate` on a tiny GPT-2 causal LM (3 prompts x 32 new tokens,
@@ -96,7 +98,7 @@ def main() -> int:
     )
     p.add_argument(
         "--only",
-        help="comma-separated subset of a,b,c,d,e,f,g,h,k,l,q,t,y (r: e's referees only; "
+        help="comma-separated subset of a,b,c,d,e,f,g,h,k,l,o,q,t,y (r: e's referees only; "
         "x: e's cross-check overhead only)",
     )
     p.add_argument("--gen-model", default="tiny:gpt2/causal-lm", help="causal LM for (g)")
@@ -106,7 +108,7 @@ def main() -> int:
     sweep_items = args.sweep_items or (245 if q else 1000)
     naive_items = args.naive_items or (40 if q else 120)
     mem_items = args.mem_items or (300 if q else 1000)
-    only = set((args.only or "a,b,c,d,e,f,g,h,k,l,q,t,y").split(","))
+    only = set((args.only or "a,b,c,d,e,f,g,h,k,l,o,q,t,y").split(","))
 
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
@@ -135,6 +137,10 @@ def main() -> int:
         generation(args.gen_model, 32)
     if "l" in only:
         litert_overhead(args.model, texts, 64 if q else 256)
+    if "o" in only:
+        from bench_onnx import onnx_overhead
+
+        onnx_overhead(args.model, texts, 64 if q else 256)
     if "k" in only:
         head_check_overhead(texts, args.cross_sentences or 248, rounds=7)
     if "q" in only:

@@ -5,12 +5,13 @@
 
 Each command (``check`` ... ``sweep --checks positions``) runs in this process through
 ``tfparity.cli.main`` on each kind of MODEL (tiny checkpoints with their heads, a
-keras-hub spec, files a user has: a saved keras-hub task, a ``.keras`` of their own,
-a SavedModel, a LiteRT flatbuffer, a quantised ``.keras``) on the smallest inputs. A pair
-ends in a verdict (exit 0 PASS, 1 FAIL) or in exit 2 with tfparity's message naming why
-that command does not take that model. Anything else (an exception escaping ``main``,
-the catch-all "please report it") is a CRASH, which tests/cli/test_command_matrix.py
-refuses. That test runs the same pairs and holds the page to their outcomes.
+keras-hub spec, files a user has: a saved keras-hub task, a ``.keras`` of their own, a
+SavedModel, a LiteRT flatbuffer, an ONNX file, a quantised ``.keras``) on the smallest
+inputs. A pair ends in a verdict (exit 0 PASS, 1 FAIL) or in exit 2 with tfparity's
+message naming why that command does not take that model. Anything else (an exception
+escaping ``main``, the catch-all "please report it") is a CRASH, which
+tests/cli/test_command_matrix.py refuses. That test runs the same pairs and holds the
+page to their outcomes.
 
 ``backends`` is not in the matrix: it takes Keras 3 models only and needs its warm
 backend processes; tests/cross_backend/test_backends*.py run it on keras-hub specs,
@@ -198,6 +199,19 @@ def litert_file(root: Path) -> Path:
     return to_litert(TFModel.load("tiny:bert"), root / "bert.tflite")
 
 
+def onnx_file(root: Path) -> Path:
+    """tiny:bert's PyTorch model exported to ONNX by torch's legacy exporter (dynamic
+    axes, every hidden state an output), as a user exports it for checking."""
+    import transformers
+
+    from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir
+    from tfparity.adapters.onnx.torch_export import export_torch
+
+    ckpt = str(checkpoint_dir("bert"))
+    model = transformers.BertModel.from_pretrained(ckpt, attn_implementation="eager").eval()
+    return export_torch(model, root / "bert.onnx")
+
+
 def saved_model_dir(root: Path) -> Path:
     """tiny:bert as a SavedModel, hidden states and an inputs_embeds signature included
     (tests/conftest.py's ``tiny_bert_export("clean")``, which the test hands in)."""
@@ -207,7 +221,15 @@ def saved_model_dir(root: Path) -> Path:
     return export_saved_model(TFModel.load("tiny:bert"), root / "clean", inputs_embeds=True)
 
 
-FILE_KINDS = ("hub-task", "user-functional", "user-subclassed", "savedmodel", "litert", "quantised")
+FILE_KINDS = (
+    "hub-task",
+    "user-functional",
+    "user-subclassed",
+    "savedmodel",
+    "litert",
+    "onnx",
+    "quantised",
+)
 
 
 def file_kinds(
@@ -223,6 +245,7 @@ def file_kinds(
         Kind("user-subclassed", "your .keras, subclassed", str(subclassed), "tiny:bert"),
         Kind("savedmodel", "SavedModel", str(saved_model(root)), "tiny:bert"),
         Kind("litert", "LiteRT flatbuffer", str(litert_file(root)), "tiny:bert"),
+        Kind("onnx", "ONNX file (PyTorch export)", str(onnx_file(root)), "tiny:bert"),
         Kind("quantised", "quantised .keras (int8 keras-hub task)", str(task_int8), ckpt),
     )
 

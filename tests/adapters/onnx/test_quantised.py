@@ -3,7 +3,8 @@ tiny BERT exported with torch's legacy exporter: ``quantize_dynamic`` int8 passe
 default budget, and the same file with one weight scale (named ``onnx::MatMul_<n>_scale``,
 no layer in its name) times 1.5 fails, its layer first in the ranking and the scale
 named in the hint, placed on its layer through the graph; ``quantize_static`` int8 with a
-tiny calibration reader passes its own. Files are made once per module."""
+tiny calibration reader passes its own, and with one weight scale times 1.5 fails, the
+weight read back through that scale named. Files are made once per module."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ INPUTS = ["--random", "5", "--seq-len", "12", "--batch-size", "3"]
 # The FFN up-projection of layer 1: quantize_dynamic joins its weight's scale with the
 # activation's in a Mul named after the MatMul's module path.
 DAMAGED_NODE = "/m/encoder/layer.1/intermediate/dense/MatMul_quant_scales_mul"
+STATIC_MATMUL = "/m/encoder/layer.1/intermediate/dense/MatMul"  # reads the dequantised weight
 FACTOR = 1.5  # the smallest of 1.05, 1.2, 1.3, 1.5 the per-layer limit catches with margin
 
 
@@ -55,14 +57,25 @@ def files(tmp_path_factory):
     float_path = export_torch(model, root / "float.onnx", hidden_states=False)
     quantize_dynamic(float_path, root / "dynamic.onnx", weight_type=QuantType.QInt8)
     quantize_static(float_path, root / "static.onnx", _Calibration())
-    damaged = onnx.load(root / "dynamic.onnx")
-    (node,) = [n for n in damaged.graph.node if n.name == DAMAGED_NODE]
-    initializers = {t.name: t for t in damaged.graph.initializer}
-    (scale,) = [i for i in node.input if i in initializers]
-    tensor = initializers[scale]
-    tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) * FACTOR, scale))
-    onnx.save(damaged, root / "damaged.onnx")
-    return {"ckpt": str(ckpt), "root": root, "scale": scale}
+
+    def damage(name: str, node_name: str, scale: str | None = None) -> str:
+        damaged = onnx.load(root / f"{name}.onnx")
+        initializers = {t.name: t for t in damaged.graph.initializer}
+        if scale is None:
+            (node,) = [n for n in damaged.graph.node if n.name == node_name]
+            (scale,) = [i for i in node.input if i in initializers]
+        tensor = initializers[scale]
+        tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) * FACTOR, scale))
+        onnx.save(damaged, root / f"{name}_damaged.onnx")
+        return scale
+
+    scale = damage("dynamic", DAMAGED_NODE)
+    # the static file's weight scale: the DequantizeLinear feeding that MatMul its weight
+    static = onnx.load(root / "static.onnx").graph.node
+    (matmul,) = [n for n in static if n.name == STATIC_MATMUL]
+    (dq,) = [n for n in static if matmul.input[1] in n.output]
+    static_scale = damage("static", "", dq.input[1])
+    return {"ckpt": str(ckpt), "root": root, "scale": scale, "static_scale": static_scale}
 
 
 def _crosscheck(capsys, tmp_path, path, ckpt):
@@ -114,7 +127,7 @@ def test_clean_dynamic_int8_passes_its_default_budget(files, capsys, tmp_path):
 
 
 def test_one_scale_times_1_5_fails_its_layer_first_and_the_scale_named(files, capsys, tmp_path):
-    path = files["root"] / "damaged.onnx"
+    path = files["root"] / "dynamic_damaged.onnx"
     code, out, report = _crosscheck(capsys, tmp_path, path, files["ckpt"])
     assert code == 1, out
     details = report["details"]
@@ -134,3 +147,25 @@ def test_clean_static_int8_passes_its_default_budget(files, capsys, tmp_path):
     assert code == 0, out
     assert report["details"]["quantisation"] == "onnx static int8"
     assert report["details"]["growth"]["verdict"] == "PASS"
+
+
+def test_static_int8_with_one_weight_scale_times_1_5_fails_its_scale_named(files, capsys, tmp_path):
+    """Static int8 re-quantises every activation to a calibrated range, which clips most
+    of what a x1.5 weight adds (its layer's growth stays under the limit): the weight read
+    back through its scale is 40-odd steps off PyTorch's, a clean one within half."""
+    path = files["root"] / "static_damaged.onnx"
+    code, out, report = _crosscheck(capsys, tmp_path, path, files["ckpt"])
+    assert code == 1, out
+    details = report["details"]
+    assert details["quantisation"] == "onnx static int8"
+    assert details["layer_ranking"][0]["layer"] == 1
+    (row,) = [c for c in report["comparisons"] if not c["passed"]]
+    assert row["name"] == "weight scale: encoder.layer.1.intermediate.dense.weight"
+    divergence = report["first_divergence"]
+    assert (divergence["hidden_state"], divergence["layer"]) == (2, 1)
+    scale = files["static_scale"]
+    assert "layer" not in scale  # onnx::MatMul_<n>_scale, placed through the graph
+    assert divergence["hint"].startswith(
+        f"weight scale {scale} (m.encoder.layer.1.intermediate.dense) reads "
+        "encoder.layer.1.intermediate.dense.weight back as the reference's x1.5"
+    )

@@ -139,3 +139,84 @@ def test_without_onnxruntime_the_extra_is_named(monkeypatch, tmp_path, capsys):
     path = tmp_path / "m.onnx"
     path.write_bytes(b"\x08\x07")
     assert "pip install 'tfparity[onnx]'" in _refused(capsys, path)
+
+
+class _Recorded:
+    """An InferenceSession that records the providers it was given and runs on the CPU
+    (there is no GPU here), saying it runs on the first it was given."""
+
+    calls: list = []
+    real: object = None  # onnxruntime's own InferenceSession
+
+    def __init__(self, model, options, providers):
+        _Recorded.calls.append(providers)
+        self._given = providers
+        self._session = _Recorded.real(model, options, providers=["CPUExecutionProvider"])
+
+    def get_providers(self):
+        return [p if isinstance(p, str) else p[0] for p in self._given]
+
+    def __getattr__(self, name):
+        return getattr(self._session, name)
+
+
+@pytest.mark.parametrize("cuda", [True, False])
+def test_cuda_is_chosen_where_present_and_device_picks_the_provider(files, monkeypatch, cuda):
+    """Where ONNX Runtime has CUDA's provider it goes first, the CPU's after it, and the
+    header names it; ``--device cpu`` gives the CPU's alone, ``gpu:1`` CUDA's on GPU 1.
+    Without CUDA the CPU's alone, and a GPU asked for is exit 2."""
+    import onnxruntime
+
+    from tfparity.adapters.exported import load_export
+    from tfparity.adapters.runtime.execution_options import ExecutionOptions
+    from tfparity.adapters.sources.specs import parse_spec
+    from tfparity.errors import TfparityError
+
+    monkeypatch.setattr(_Recorded, "real", onnxruntime.InferenceSession)
+    monkeypatch.setattr(_Recorded, "calls", [])
+    cpu, gpu = "CPUExecutionProvider", "CUDAExecutionProvider"
+    monkeypatch.setattr(onnxruntime, "InferenceSession", _Recorded)
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: [gpu, cpu][not cuda :])
+    side = load_export(parse_spec(str(files["root"] / "clean.onnx")), files["ckpt"])
+    assert _Recorded.calls == [[gpu, cpu] if cuda else [cpu]]
+    assert f"({gpu if cuda else cpu})" in side.framework
+    on_cpu = side.executed(ExecutionOptions(device="/job:localhost/device:CPU:0"))
+    assert _Recorded.calls[-1] == [cpu] and f"({cpu})" in on_cpu.framework
+    assert on_cpu.notes[-1].startswith(
+        f"ONNX: run by ONNX Runtime {onnxruntime.__version__} ({cpu})"
+    )
+    if cuda:
+        on_gpu = side.executed(ExecutionOptions(device="/device:GPU:1"))
+        assert _Recorded.calls[-1] == [(gpu, {"device_id": 1}), cpu]
+        assert f"({gpu})" in on_gpu.framework
+    else:
+        with pytest.raises(TfparityError, match="has no CUDAExecutionProvider.*onnxruntime-gpu"):
+            side.executed(ExecutionOptions(device="/device:GPU:0"))
+
+
+def test_assert_crosscheck_on_an_onnx_path_both_ways(files):
+    """The pytest assertion takes a ``.onnx`` path with a PyTorch reference spec: the
+    clean file passes (on ``--tfparity-device cpu``, the plugin's context, its CPU
+    provider); the file with a weight x1.05 raises AssertionError naming the layer,
+    sub-layer and weight."""
+    from tfparity import assert_crosscheck
+    from tfparity.assertions import HelperContext, helper_context
+    from tfparity.inputs import InputOptions
+
+    inputs = InputOptions(random=5, seq_len=12, batch_size=3)
+    with helper_context(HelperContext(device="cpu")) as context:
+        (report,) = assert_crosscheck(
+            str(files["root"] / "clean.onnx"), files["ckpt"], inputs=inputs
+        )
+    assert report.passed and context.reports == [report]
+    assert (
+        report.details["compares"].startswith("ONNX Runtime")
+        and "(CPUExecutionProvider)" in (report.details["compares"])
+    )
+    assert report.details["device"] == "cpu:0"
+    with pytest.raises(AssertionError) as raised:
+        assert_crosscheck(str(files["root"] / "scaled.onnx"), files["ckpt"], inputs=inputs)
+    message = str(raised.value)
+    assert message.startswith("layer 1 intermediate diverges (hidden_states[2]): FAIL crosscheck")
+    assert f"{SCALED} is PyTorch's scaled by 1.05" in message
+    assert not raised.value.reports[0].passed

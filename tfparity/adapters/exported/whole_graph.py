@@ -108,7 +108,8 @@ class WholeGraphSide(TFSideBase):
     def executed(self, options: ExecutionOptions) -> WholeGraphSide:
         """Itself: the runtime runs the file as converted. A device, XLA or another
         precision asked for is refused rather than ignored."""
-        if options.xla or options.precision != "fp32" or options.device not in (None, "cpu"):
+        on_gpu = options.device is not None and "CPU" not in options.device.upper()
+        if options.xla or options.precision != "fp32" or on_gpu:
             raise TfparityError(
                 f"{self.name} {self.RUNS_AS}: --device, --xla and --precision do not apply."
             )

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ...compare.dequantised import DequantisedWeight
 from ...results import Hint
 
 
@@ -59,6 +60,15 @@ class WeightMap:
         where it holds none, or cannot say which layer each belongs to."""
         return []
 
+    def dequantised(
+        self, pt_weights: Callable[[], dict[str, np.ndarray]]
+    ) -> tuple[list[DequantisedWeight], dict[str, np.ndarray]]:
+        """The side's integer weights read back through their scales, by PyTorch's names,
+        each to lie within half a step of PyTorch's; and PyTorch's weights. Empty where it
+        holds none (``pt_weights`` is then not called: a model's weights are copied only
+        where they are compared)."""
+        return [], {}
+
 
 def unmapped(
     pt_weights: dict[str, Any], mapped: set[str | None], prefix: str, contains: str
@@ -80,9 +90,19 @@ class ValuesOnly(WeightMap):
 
     values: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
     scales: Callable[[int | str], list[str]] | None = None  # a quantised graph's, by layer
+    # a quantised graph's integer weights read back (WeightMap.dequantised)
+    read_back: Callable[[dict[str, np.ndarray]], list[DequantisedWeight]] | None = None
 
     def weights_for(self, pt_weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return self.values(pt_weights)
 
     def scales_on(self, layer: int | str) -> list[str]:
         return [] if self.scales is None else self.scales(layer)
+
+    def dequantised(
+        self, pt_weights: Callable[[], dict[str, np.ndarray]]
+    ) -> tuple[list[DequantisedWeight], dict[str, np.ndarray]]:
+        if self.read_back is None:
+            return [], {}
+        reference = pt_weights()
+        return (self.read_back(reference) if reference else []), reference

@@ -13,14 +13,15 @@ legacy exporter: ``/bert/encoder/layer.0/output/LayerNorm/...``) or their TF op 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ...architectures import tf_scopes, torch_scopes
+from ...compare.dequantised import DequantisedWeight
 from ...errors import TfparityError
-from .quantised import ScaleMap, quantisation, scale_map
+from .quantised import ScaleMap, quantisation, read_back_node, scale_map
 
 _FLOAT = 1  # onnx.TensorProto.FLOAT
 _NAME_SCOPES = "pkg.torch.onnx.name_scopes"
@@ -70,6 +71,9 @@ class Graph:
     produced: list[Produced]
     inputs: list[GraphInput]
     outputs: list[str]
+    # what is read from the graph once: located tensors by width, the weight scales (a
+    # side asks for them on every run; the graph does not change)
+    _found: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def read(cls, model: Any) -> Graph:
@@ -130,6 +134,12 @@ class Graph:
     # ------------------------------------------------------------------ layers
 
     def located(self, width: int) -> dict[str, str]:
+        """:meth:`locate`'s answer, found once per graph and width (a copy)."""
+        if ("located", width) not in self._found:
+            self._found["located", width] = self.locate(width)
+        return dict(self._found["located", width])
+
+    def locate(self, width: int) -> dict[str, str]:
         """Tensor names by what they are: ``hidden_states[k]`` (the last float tensor of
         ``width`` features in the embeddings' scope, k = 0, or in layer k-1's) and the
         sub-layer taps ``layer_{i}.{component}`` where the names give components (the
@@ -176,8 +186,61 @@ class Graph:
         return quantisation([n.op_type for n in self.model.graph.node])
 
     def weight_scales(self) -> list[ScaleMap]:
-        """Each weight scale put on its layer through the node reading it."""
-        return scale_map(self.model.graph, _scope)
+        """Each weight scale put on its layer through the node reading it (found once)."""
+        if "scales" not in self._found:
+            self._found["scales"] = scale_map(self.model.graph, _scope)
+        return list(self._found["scales"])
+
+    def dequantised(self, pt_weights: dict[str, np.ndarray]) -> list[DequantisedWeight]:
+        """Each int8 weight read back through its scale and zero point, by the PyTorch
+        name it stands for and in PyTorch's layout (a MatMul's ``[in, out]`` transposed),
+        to be held within half a step of it (:mod:`tfparity.compare.dequantised`)."""
+        from onnx import numpy_helper
+
+        graph = self.model.graph
+        initializers = {t.name: t for t in graph.initializer}
+        readers: dict[str, list[Any]] = {}
+        for node in graph.node:
+            for name in node.input:
+                readers.setdefault(name, []).append(node)
+        suffixes = _suffix_index(pt_weights)
+        found = []
+        for m in self.weight_scales():
+            node = read_back_node(m, readers, initializers)
+            if not m.weight or node is None:
+                continue
+            array = numpy_helper.to_array
+            step = array(initializers[m.scale]).astype(np.float64)
+            zero_at = 2 if node.op_type == "DequantizeLinear" else 3  # MatMulInteger's b
+            zero = node.input[zero_at] if len(node.input) > zero_at else ""
+            values = array(initializers[m.scaled]).astype(np.float64)
+            values -= array(initializers[zero]).astype(np.float64) if zero in initializers else 0
+            if step.ndim == 1 and step.size > 1:  # per channel, along the node's axis
+                axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+                step = np.expand_dims(
+                    step, [d for d in range(values.ndim) if d != axis % values.ndim]
+                )
+            values = values * step
+            user = (
+                node
+                if node.op_type != "DequantizeLinear"
+                else next(iter(readers.get(node.output[0], [])), None)
+            )
+            name = m.scaled.removesuffix("_quantized")
+            pt = None if name.startswith("onnx::") else _match(name, suffixes)
+            if pt is None and user is not None and _scope(user):
+                module = _scope(user).strip("/").replace("/", ".")
+                pt = _match(
+                    (module if _name_scopes(user) else module.rsplit(".", 1)[0]) + ".weight",
+                    suffixes,
+                )
+            if pt is None:
+                continue
+            if user is not None and values.ndim == 2 and _transposed(user):
+                values, step = values.T, np.broadcast_to(step, values.shape).T
+            if values.shape == np.shape(pt_weights[pt]):
+                found.append(DequantisedWeight(pt, m.named(), m.layer, values, step))
+        return found
 
     # ------------------------------------------------------------------ weights
 
@@ -242,6 +305,14 @@ def _block_input(node: Produced, by_name: dict[str, Produced], width: int) -> st
         ):
             return name
     return None
+
+
+def _transposed(node: Any) -> bool:
+    """Whether the weight ``node`` reads as its input 1 is PyTorch's transposed: a
+    MatMul's is ``[in, out]``, a Gemm's too unless ``transB``."""
+    if node.op_type in ("MatMul", "MatMulInteger"):
+        return True
+    return node.op_type == "Gemm" and not any(a.name == "transB" and a.i for a in node.attribute)
 
 
 def _name_scopes(node: Any) -> list[str]:

@@ -33,7 +33,7 @@ from ..runtime.kernel_sets import KernelRunBase, KernelSet, OpenedArtefact, RunT
 from ..sources.specs import ModelSpec
 from .graph import Graph
 from .runner import Runner
-from .session import import_ort, provider, read_model, refusal
+from .session import import_ort, provider, providers, read_model, refusal
 
 _FLOATS = ("tensor(float)", "tensor(double)", "tensor(float16)", "tensor(bfloat16)")
 
@@ -192,9 +192,9 @@ def _options(level: str, threads: int) -> Any:
     return options
 
 
-def _providers() -> list[str]:
+def _providers() -> list[Any]:
     """CUDA's first where present; the CPU's takes the nodes CUDA has no kernel for."""
-    return list(dict.fromkeys([provider(), "CPUExecutionProvider"]))
+    return providers()
 
 
 def _exposed(runner: Runner, saved: Path, threads: int) -> tuple[Runner | None, list, str]:

@@ -133,6 +133,24 @@ def _placed(
     return first, None
 
 
+def read_back_node(
+    scale: ScaleMap, readers: dict[str, list[Any]], initializers: dict[str, Any]
+) -> Any | None:
+    """The node that reads ``scale``'s weight back to float, whose zero point goes with
+    it: the ``DequantizeLinear`` reading the scale (quantize_static, or a table's rows
+    gathered first), else the ``MatMulInteger`` reading the weight (quantize_dynamic);
+    None for a scale no integer initializer goes with."""
+    if scale.scaled not in initializers:
+        return None
+    for node in readers.get(scale.scale, []):
+        if node.op_type == "DequantizeLinear":
+            return node
+    for node in readers.get(scale.scaled, []):
+        if node.op_type in ("MatMulInteger", "ConvInteger") and node.input[1] == scale.scaled:
+            return node
+    return None
+
+
 def scales_text(graph: Any) -> str:
     """The report note's words on a quantised graph (``graph``: a :class:`.graph.Graph`):
     its kind, and how many weight scales were put on a layer through the graph because

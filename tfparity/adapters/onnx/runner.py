@@ -42,12 +42,20 @@ class Runner:
     # the KV cache a causal LM graph takes and returns; None: it takes none. A plain run
     # feeds it empty (length 0); its present outputs are no model output (output_names)
     cache: Cache | None = None
+    device: str | None = None  # --device: the providers (session.providers); None: CUDA's first
 
     @classmethod
-    def open(cls, path: Path, graph: Graph, pad_id: int | None, config: Any = None) -> Runner:
+    def open(
+        cls,
+        path: Path,
+        graph: Graph,
+        pad_id: int | None,
+        config: Any = None,
+        device: str | None = None,
+    ) -> Runner:
         """The file's deployed session and its inputs' roles; ``config`` (Hugging Face's)
         gives a cache's heads where the graph leaves them dynamic."""
-        session = open_session(str(path), path, optimised=True)  # what it refuses first
+        session = open_session(str(path), path, True, device)  # what it refuses first
         inputs: dict[str, str] = {}
         for i in graph.inputs:
             if is_past(i.name):  # the cache's: fed empty, or by the generator
@@ -65,7 +73,9 @@ class Runner:
         static = (tuple(ids.dims[:2]) + (None, None))[:2]
         dtypes = {i.name: i.dtype for i in graph.inputs}
         cache = cache_of(graph.inputs, graph.outputs, config)
-        return cls(path, graph, inputs, dtypes, static, pad_id or 0, session, cache=cache)  # type: ignore[arg-type]
+        return cls(
+            path, graph, inputs, dtypes, static, pad_id or 0, session, cache=cache, device=device
+        )  # type: ignore[arg-type]
 
     def reopened(self, graph: Graph, session: Any, marked: Any = None) -> Runner:
         """The same inputs fed to another session: of the file under other options, or
@@ -73,6 +83,12 @@ class Runner:
         set; ``marked``, the session intermediates are read from (None: made from
         ``graph`` when first needed)."""
         return replace(self, graph=graph, session=session, _marked=marked)
+
+    def on(self, device: str | None) -> Runner:
+        """The same file on the providers ``device`` asks for (``--device``): its
+        session made again, the marked one when first needed."""
+        session = open_session(str(self.path), self.path, True, device)
+        return replace(self, session=session, _marked=None, device=device)
 
     @property
     def dynamic(self) -> bool:
@@ -130,7 +146,7 @@ class Runner:
         """The session of the copy with every intermediate marked, optimisation off."""
         if self._marked is None:
             names = [p.name for p in self.graph.produced]
-            self._marked = open_session(self.graph.marked(names), self.path, optimised=False)
+            self._marked = open_session(self.graph.marked(names), self.path, False, self.device)
         return self._marked
 
     def _feed(self, batch: Batch, start: int, n: int, rows: int, seq: int) -> dict[str, Any]:

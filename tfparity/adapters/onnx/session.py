@@ -84,28 +84,50 @@ def _not_onnx(path: Path, why: str) -> TfparityError:
     )
 
 
+CUDA = "CUDAExecutionProvider"
+CPU = "CPUExecutionProvider"
+
+
 def provider() -> str:
-    """The execution provider sessions run on: CUDA's where ONNX Runtime has it, else
-    the CPU's."""
-    available = import_ort().get_available_providers()
-    return (
-        "CUDAExecutionProvider" if "CUDAExecutionProvider" in available else "CPUExecutionProvider"
-    )
+    """The execution provider sessions run on by default: CUDA's where ONNX Runtime has
+    it, else the CPU's."""
+    return CUDA if CUDA in import_ort().get_available_providers() else CPU
 
 
-def open_session(model: bytes | str, name: Path, optimised: bool) -> Any:
+def providers(device: str | None = None) -> list[Any]:
+    """The providers a session is given, in ONNX Runtime's order of preference, for
+    ``--device`` (``device``: a TF device name or ``cpu``/``gpu:N``; None: CUDA's where
+    ONNX Runtime has it). CUDA's always has the CPU's after it, which takes the nodes
+    CUDA has no kernel for. A GPU asked of an ONNX Runtime without CUDA is exit 2."""
+    if device is None:
+        return list(dict.fromkeys([provider(), CPU]))
+    kind, _, index = device.lower().rsplit("device:", 1)[-1].lstrip("/").partition(":")
+    if kind == "cpu":
+        return [CPU]
+    if kind != "gpu":
+        raise TfparityError(f"--device {device}: an ONNX file runs on cpu or gpu:N.")
+    if CUDA not in import_ort().get_available_providers():
+        raise TfparityError(
+            f"--device {device} asks for a GPU, but this ONNX Runtime has no "
+            f"CUDAExecutionProvider (it has {', '.join(import_ort().get_available_providers())}): "
+            "pip install onnxruntime-gpu, or use --device cpu."
+        )
+    return [(CUDA, {"device_id": int(index or 0)}), CPU]
+
+
+def open_session(model: bytes | str, name: Path, optimised: bool, device: str | None = None) -> Any:
     """An ``InferenceSession`` of ``model`` (a path, so ONNX Runtime finds external data,
     or serialised bytes) with graph optimisation all on (``optimised``: as deployed) or
-    off (the localising run, whose intermediates must exist as the file has them)."""
+    off (the localising run, whose intermediates must exist as the file has them), on
+    the providers ``device`` asks for (:func:`providers`)."""
     ort = import_ort()
     options = ort.SessionOptions()
     options.log_severity_level = 3
     level = ort.GraphOptimizationLevel
     options.graph_optimization_level = level.ORT_ENABLE_ALL if optimised else level.ORT_DISABLE_ALL
+    chosen = providers(device)
     try:
-        # CUDA's first where present; the CPU's takes the nodes CUDA has no kernel for
-        providers = list(dict.fromkeys([provider(), "CPUExecutionProvider"]))
-        return ort.InferenceSession(model, options, providers=providers)
+        return ort.InferenceSession(model, options, providers=chosen)
     except Exception as exc:  # ONNX Runtime raises its own classes, one per status code
         raise refusal(name, str(exc)) from None
 

@@ -11,7 +11,7 @@ file. A graph cannot be entered mid-way, so there are no isolated runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..exported.litert_runner import hf_name
 from ..exported.whole_graph import WholeGraphSide
 from ..interfaces.sides import Generator
 from ..interfaces.weight_map import ValuesOnly, WeightMap
+from ..runtime.execution_options import ExecutionOptions
 from ..sources.checkpoints import Companion
 from ..sources.specs import ModelSpec
 from .cache import is_present, no_cache
@@ -145,6 +146,24 @@ class ONNXModel(WholeGraphSide):
         outputs = set(self.runner.graph.outputs) | set(self.runner.output_names())
         return {k: v for k, v in self._located().items() if v not in outputs and k not in outputs}
 
+    def executed(self, options: ExecutionOptions) -> ONNXModel:
+        """The file on the providers ``--device`` asks for: ``cpu`` the CPU's alone,
+        ``gpu:N`` CUDA's on GPU N with the CPU's after it (exit 2 where ONNX Runtime has
+        no CUDA); none named, CUDA's where present (the default). XLA or another
+        precision is refused rather than ignored."""
+        if options.xla or options.precision != "fp32":
+            raise TfparityError(f"{self.name} {self.RUNS_AS}: --xla and --precision do not apply.")
+        if options.device is None or options.device == self.runner.device:
+            return self
+        ran = replace(
+            self,
+            runner=self.runner.on(options.device),
+            execution=replace(options, graph=False, auto=False),
+            notes=[n for n in self.notes if not n.startswith("ONNX: run by")],
+        )
+        ran.notes.append(ran.describe())
+        return ran
+
     # ------------------------------------------------------------------ runs
 
     def _run(self, batch: Batch, inputs_embeds: Any) -> Trace:
@@ -187,4 +206,4 @@ class ONNXModel(WholeGraphSide):
 
     def weight_map(self) -> WeightMap:
         """The graph's float weights by PyTorch name (:meth:`.graph.Graph.weights_for`)."""
-        return ValuesOnly(self.graph.weights_for, self._scales_on)
+        return ValuesOnly(self.graph.weights_for, self._scales_on, self.graph.dequantised)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...compare import Comparison, failed_comparison
 from ...compare.budgets import Budget, budgets_for
+from ...compare.dequantised import StepsOff, steps_off
 from ...compare.growth import (
     LayerError,
     LayerOver,
@@ -91,6 +92,27 @@ def growth_failures(over: Sequence[LayerOver], what: str, alone: str = "") -> li
     ]
 
 
+def scale_failures(weights: Any, pt_weights: Callable[[], dict[str, Any]]) -> list[StepsOff]:
+    """The side's integer weights (``weights``: its weight map) read back through their
+    scales more than a step from PyTorch's (:mod:`tfparity.compare.dequantised`);
+    ``pt_weights`` is called only where the side holds such weights."""
+    stored, reference = weights.dequantised(pt_weights)
+    return steps_off(stored, reference)
+
+
+def scale_rows(off: Sequence[StepsOff]) -> list[Comparison]:
+    """A failing row per weight its scale reads back off the reference's."""
+    return [
+        failed_comparison(
+            f"weight scale: {s.weight.name}",
+            f"Off the reference's weight: {s.text()}; the scale, not the rounding, is wrong.",
+            list(s.weight.values.shape),
+            "float64",
+        )
+        for s in off
+    ]
+
+
 def growth_judged(
     rows: Sequence[LayerError], kind: str | None, modes: dict[int | str, str] | None = None
 ) -> tuple[list[LayerOver], dict[str, Any]]:
@@ -127,10 +149,12 @@ def divergence(
     quantisation: str | None,
     over: Sequence[LayerOver] = (),
     scales_on: Callable[[int | str], list[str]] | None = None,
+    scales_off: Sequence[StepsOff] = (),
 ) -> Divergence | None:
     """The first hidden state over budget (else the layer over its growth limit, else the
     first output), with the worst layer (and its scales, where ``scales_on`` names them:
-    the side's weight map's ``scales_on``)."""
+    the side's weight map's ``scales_on``); a weight scale off its weight
+    (``scales_off``) is the divergence before any, at its layer's output."""
     failing = [c for c in comparisons if not c.passed]
     if not failing:
         return None
@@ -144,6 +168,11 @@ def divergence(
     if over:
         hint += f"; {over[0].text()}"
         hidden = hidden or [over[0].hidden_state]
+    placed = [s for s in scales_off if s.weight.layer is not None]
+    if placed:
+        layer = placed[0].weight.layer
+        k = 0 if layer == "embeddings" else int(layer) + 1  # type: ignore[arg-type]
+        return Divergence(k, layer_of(k), None, f"{placed[0].text()}; {hint}")
     if not hidden:
         return Divergence(None, "head", "head", hint)
     k = hidden[0]

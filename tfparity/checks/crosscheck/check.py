@@ -262,8 +262,11 @@ def _budgeted(
     modes = tf_model.layer_modes if "+" in (kind or "") else None
     over, growth_details = budgeted.growth_judged(rows, kind, modes)
     comparisons += budgeted.growth_failures(over, f"{kind} vs {pt_model.framework}")
+    weights = tf_model.weight_map()
+    off = budgeted.scale_failures(weights, pt_model.weights)
+    comparisons += budgeted.scale_rows(off)
     labels = _labels(tf_model, pt_model)
-    divergence = budgeted.divergence(comparisons, rows, kind, over, tf_model.weight_map().scales_on)
+    divergence = budgeted.divergence(comparisons, rows, kind, over, weights.scales_on, off)
     _name_num_labels(divergence, labels)
     report = Report(
         check=options.label,
