@@ -429,21 +429,18 @@ def _onnx(work: Path) -> None:
 
 
 def _onnx_gpt2(work: Path) -> None:
-    """tiny:gpt2's LM exported by the dynamo exporter, its layer-1 FFN up-projection
-    scaled by 1.05 in the file (``gpt2-scaled.onnx``), as tests/adapters/onnx/
-    test_exports.py makes it."""
+    """tiny:gpt2's LM exported with its KV cache by the dynamo exporter, its layer-1 FFN
+    up-projection scaled by 1.05 in the file (``gpt2-scaled.onnx``), as tests/adapters/
+    onnx/conftest.py makes it (a cross-check feeds the cache empty)."""
     import onnx
     import transformers
     from onnx import numpy_helper
 
     from tfparity.adapters.hf_tf.tiny_checkpoints import checkpoint_dir
-    from tfparity.adapters.onnx.torch_export import export_torch
+    from tfparity.adapters.onnx.torch_export import export_with_cache
 
     model = transformers.GPT2LMHeadModel.from_pretrained(str(checkpoint_dir("gpt2"))).eval()
-    path = export_torch(
-        model, work / "gpt2.onnx", dynamo=True, external_data=True,
-        inputs=("input_ids", "attention_mask"),
-    )  # fmt: skip
+    path = export_with_cache(model, work / "gpt2.onnx", external_data=True)
     proto = onnx.load(path)
     (weight,) = [t for t in proto.graph.initializer if t.name.endswith("h.1.mlp.c_fc.weight")]
     weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * 1.05, weight.name))

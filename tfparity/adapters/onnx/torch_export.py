@@ -29,14 +29,13 @@ def export_torch(
     shape: tuple[int, int] = (2, 16),
     external_data: bool = False,
     inputs: tuple[str, ...] = INPUT_NAMES,
-    dynamo: bool = False,
 ) -> Path:
     """``model`` (a PyTorch BERT-style encoder, or one with a head) exported to ``path``:
     every hidden state an output (``hidden_states``), batch and sequence axes dynamic
     (``dynamic``) or fixed at ``shape``, the weights in ``<name>.onnx.data`` beside it
     (``external_data``), and taking ``inputs`` (a graph of ``input_ids`` alone has no
-    attention mask). ``dynamo``: torch.export's exporter (nodes named generically, each
-    with its module path in ``pkg.torch.onnx.name_scopes``) instead of the legacy one."""
+    attention mask). By torch's legacy exporter, which names each node by its module path
+    (a causal LM goes through :func:`export_with_cache`, the dynamo exporter)."""
     import torch
 
     path = Path(path)
@@ -50,13 +49,6 @@ def export_torch(
         outputs += [f"hidden_states_{k}" for k in range(model.config.num_hidden_layers + 1)]
     axes = {n: {0: "batch", 1: "sequence"} for n in inputs} if dynamic else None
     flat = _flat_class()(model, hidden_states, inputs, outputs)
-    if dynamo:
-        torch.onnx.export(
-            flat, args, str(path), dynamo=True, input_names=list(inputs), output_names=outputs,
-            dynamic_shapes=_dims(inputs) if dynamic else None, external_data=external_data,
-            verbose=False,
-        )  # fmt: skip
-        return path
     torch.onnx.export(
         flat, args, str(path), dynamo=False, input_names=list(inputs),
         output_names=outputs, dynamic_axes=axes, opset_version=17,
@@ -140,14 +132,6 @@ def _cached_class() -> Any:
             return (out.logits, *present)
 
     return WithCache
-
-
-def _dims(inputs: tuple[str, ...]) -> dict[str, Any]:
-    """torch.export's dynamic batch and sequence axes for each of the wrapper's inputs."""
-    from torch.export import Dim
-
-    batch, sequence = Dim("batch"), Dim("sequence")
-    return {"tensors": tuple({0: batch, 1: sequence} for _ in inputs)}
 
 
 def _flat_class() -> Any:
