@@ -31,11 +31,13 @@ def keras_mode(kind: str | None) -> str | None:
 # time (quantize_dynamic) or by calibrated scales (quantize_static).
 ONNX_DYNAMIC_INT8 = "onnx dynamic int8"
 ONNX_STATIC_INT8 = "onnx static int8"
+ONNX_INT8 = "onnx int8"  # their per-layer growth mode (compare/growth.py)
 
 
 def growth_mode(kind: str | None) -> str | None:
     """The mode whose per-layer growth limit holds a side of ``kind``: a Keras mode's
-    own; an ONNX int8 kind's ``int8`` (8-bit weights, as Keras's int8); None for others."""
+    own; an ONNX int8 kind's ``onnx int8`` (Keras int8's limit, a first block of its
+    own); None for others."""
     if kind in (ONNX_DYNAMIC_INT8, ONNX_STATIC_INT8):
-        return "int8"
+        return ONNX_INT8
     return keras_mode(kind)

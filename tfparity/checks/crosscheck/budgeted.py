@@ -76,13 +76,19 @@ def growth(tf: Sequence[Trace], pt: Sequence[Trace], masks: Sequence[Any]) -> li
     )
 
 
+# The rows that judge no tensor by its budget (their names): a layer over its growth
+# limit, and a weight its scale reads back off the reference's.
+GROWTH_ROW = ": growth "
+SCALE_ROW = "weight scale: "
+
+
 def growth_failures(over: Sequence[LayerOver], what: str, alone: str = "") -> list[Comparison]:
     """A failing row per layer over its growth limit (:mod:`tfparity.compare.growth`),
     named by the layer and its factor; ``what`` says against what (``quantised int8 vs
     float``); ``alone``: ``--attribute``'s hint, where it ran."""
     return [
         failed_comparison(
-            f"{what}: growth (hidden_states[{o.hidden_state}])",
+            f"{what}{GROWTH_ROW}(hidden_states[{o.hidden_state}])",
             f"Over the per-layer budget: {o.text()}: a correct quantisation adds far less "
             f"at one layer (docs/quantised.md); look at this layer's quantised weights{alone}.",
             [1],
@@ -104,7 +110,7 @@ def scale_rows(off: Sequence[StepsOff]) -> list[Comparison]:
     """A failing row per weight its scale reads back off the reference's."""
     return [
         failed_comparison(
-            f"weight scale: {s.weight.name}",
+            f"{SCALE_ROW}{s.weight.name}",
             f"Off the reference's weight: {s.text()}; the scale, not the rounding, is wrong.",
             list(s.weight.values.shape),
             "float64",
@@ -159,20 +165,24 @@ def divergence(
     if not failing:
         return None
     hidden = sorted(k for c in failing if (k := hidden_state_index(c.name)) is not None)
-    hint = f"over the {quantisation or 'float32'} budget from here"
+    budgeted = [c for c in failing if GROWTH_ROW not in c.name and SCALE_ROW not in c.name]
+    hint = f"over the {quantisation or 'float32'} budget from here; " if budgeted else ""
     worst = worst_text(rows)
     if worst:
-        hint += f"; the layer that quantises worst is {worst}"
+        hint += f"the layer that quantises worst is {worst}; "
         scales = scales_on(worst_layer(rows).layer) if scales_on is not None else []
-        hint += f"; its weight scales: {', '.join(scales)}" if scales else ""
+        hint += f"its weight scales: {', '.join(scales)}; " if scales else ""
     if over:
-        hint += f"; {over[0].text()}"
+        hint += f"{over[0].text()}; "
         hidden = hidden or [over[0].hidden_state]
+    hint = hint.removesuffix("; ")
     placed = [s for s in scales_off if s.weight.layer is not None]
+    first = (placed or list(scales_off))[:1]  # the fact found first: a scale read back wrong
+    hint = "; ".join([*(s.text() for s in first), *([hint] if hint else [])])
     if placed:
         layer = placed[0].weight.layer
         k = 0 if layer == "embeddings" else int(layer) + 1  # type: ignore[arg-type]
-        return Divergence(k, layer_of(k), None, f"{placed[0].text()}; {hint}")
+        return Divergence(k, layer_of(k), None, hint)
     if not hidden:
         return Divergence(None, "head", "head", hint)
     k = hidden[0]
