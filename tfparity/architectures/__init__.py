@@ -19,7 +19,6 @@ from typing import Any
 
 from .base import (
     Architecture,
-    ArchitectureFacts,
     EmbeddingTables,
     IdsOnlyTransform,
     KnownDifference,
@@ -31,7 +30,6 @@ from .sublayers import COMPONENTS, FeedForward, SubLayers, Tap
 __all__ = [
     "COMPONENTS",
     "Architecture",
-    "ArchitectureFacts",
     "EmbeddingTables",
     "Fault",
     "FeedForward",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
 from .faults import Fault
 from .findings import KnownDifference
@@ -106,29 +106,6 @@ def hf_classes(stem: str, head: str = "ForMaskedLM") -> dict[str, str]:
         "tf_head_class": f"TF{pt_head_class}",
         "pt_head_class": pt_head_class,
     }
-
-
-class ArchitectureFacts(Protocol):
-    """What a family provides for one model type (:class:`Architecture` is one)."""
-
-    model_type: str
-    family: str
-    tf_class: str | None
-    pt_class: str
-    tiny: Mapping[str, Any] | None
-    positions: Positions
-    causal: bool
-    pt_seq2seq_class: str | None
-    embeddings: EmbeddingTables
-    ids_only: IdsOnlyTransform | None
-    lm_head: LMHead | None
-    sublayers: SubLayers | None
-    hint_fields: tuple[str, ...]
-    faults: tuple[Fault, ...]
-    ffn_weight: str | None
-    keras_hub: KerasHubLayout | None
-
-    def sublayers_for(self, config: Any) -> SubLayers | None: ...
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .base import Architecture, KnownDifference, Positions, hf_classes
 from .faults import Expect, Fault, Part, Parts, Setting, decoder_faults, in_place, scale
-from .llama import DECODER_TABLES, DECODER_TINY, GatedDecoderLayout, keras_hub_decoder
+from .llama import DECODER_TABLES, DECODER_TINY, HINT_FIELDS, GatedDecoderLayout, keras_hub_decoder
 from .sublayers import Tap, layer_taps
 
 
@@ -94,14 +94,7 @@ ARCHITECTURES = (
         causal=True,
         embeddings=DECODER_TABLES,
         sublayers=MistralLayout(),
-        hint_fields=(
-            "hidden_act",
-            "rms_norm_eps",
-            "rope_theta",
-            "sliding_window",
-            "num_key_value_heads",
-            "head_dim",
-        ),
+        hint_fields=HINT_FIELDS,
         faults=FAULTS,
         ffn_weight="layers.{layer}.mlp.up_proj.weight",
         keras_hub=keras_hub_decoder(

@@ -8,14 +8,13 @@ import argparse
 from ..compare.quantisation import MODES
 from ..errors import TfparityError
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_html_plot_arguments,
+    add_json_argument,
     check_plot_argument,
+    finish,
     given_texts,
     non_negative_int,
     tolerance_value,
-    write_outputs,
 )
 from .naming import add_model_naming
 
@@ -104,7 +103,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="at most N backend processes at once (default: every one, started before the "
         "model is prepared; 1: one after another)",
     )
-    p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
+    add_json_argument(p)
     add_html_plot_arguments(p.add_argument_group("reports"))
     p.set_defaults(func=_run_backends)
 
@@ -123,7 +122,6 @@ def _jobs(value: str) -> int:
 def _run_backends(args: argparse.Namespace) -> int:
     from ..cross_backend import backends
     from ..report import render
-    from ..report.jsonio import write_json
 
     if args.random < 1 or args.seq_len < 1:
         raise TfparityError("--random and --seq-len must be at least 1.")
@@ -149,7 +147,4 @@ def _run_backends(args: argparse.Namespace) -> int:
         jobs=args.jobs,
     )
     print(render(report))
-    if args.json:
-        write_json([report], args.json, top_level=TOP_LEVEL)
-    write_outputs(args, [report])
-    return EXIT_PASS if report.passed else EXIT_FAIL
+    return finish(args, [report], TOP_LEVEL)

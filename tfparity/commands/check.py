@@ -6,8 +6,6 @@ import argparse
 import time
 
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_execution_arguments,
     add_input_arguments,
     add_output_arguments,
@@ -15,12 +13,12 @@ from .common import (
     add_report_arguments,
     check_output_arguments,
     execution_options,
+    finish,
     frameworks_frozen,
     golden_reference,
     input_options,
     pt_config,
     tolerance,
-    write_outputs,
 )
 from .naming import add_model_naming
 
@@ -57,7 +55,6 @@ def _run_check(args: argparse.Namespace) -> int:
     from ..checks.embeds import EmbedsOptions, check_embeds
     from ..errors import TfparityError
     from ..orchestration import check_source
-    from ..report.jsonio import write_json
     from ..report.text import render
 
     start = time.perf_counter()
@@ -98,10 +95,7 @@ def _run_check(args: argparse.Namespace) -> int:
         reports.append(report)
     if not keras_hub and _wants_crosscheck(args):
         reports.append(_crosscheck(args, *shared, batches))
-    if args.json:
-        write_json(reports, args.json)
-    write_outputs(args, reports)
-    return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
+    return finish(args, reports)
 
 
 def _keras_hub_only_embeds(args: argparse.Namespace) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+from collections.abc import Sequence
 
 from ..checks import DEFAULT_REFEREE_RUNS, REFEREE_RUNS
 from ..errors import TfparityError
@@ -119,10 +120,15 @@ def non_empty(text: str) -> str:
     return text
 
 
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+def add_json_argument(parser: argparse.ArgumentParser) -> None:
+    """--json PATH: every command that writes one report file takes it the same way."""
     parser.add_argument(
         "--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)"
     )
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json_argument(parser)
     add_tolerance_arguments(parser)
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="print every failing tensor's full message"
@@ -377,6 +383,20 @@ def write_outputs(args: argparse.Namespace, reports: list) -> None:
         else:
             note = f"Plot not included: matplotlib is not installed ({INSTALL_HINT})."
         write_html(reports, args.html, images, note)
+
+
+def finish(args: argparse.Namespace, reports: list, top_level: Sequence[str] = ()) -> int:
+    """How a command ends once its reports are printed: --json (``top_level``: the
+    details fields its contract also puts at the top of the file), then --html/--plot
+    where the command takes them, then the exit code: 0 when every report passed, 1
+    otherwise."""
+    if args.json:
+        from ..report.jsonio import write_json
+
+        write_json(reports, args.json, top_level=top_level)
+    if hasattr(args, "html"):
+        write_outputs(args, reports)
+    return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
 
 
 def add_kl_budget_argument(p: argparse.ArgumentParser, logits: str, items: str) -> None:

@@ -9,8 +9,6 @@ from ..checks import DEFAULT_LOCALISE, LOCALISE_MODES
 from ..compare.quantisation import MODES
 from ..errors import TfparityError
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_execution_arguments,
     add_input_arguments,
     add_kl_budget_argument,
@@ -19,12 +17,12 @@ from .common import (
     add_report_arguments,
     check_output_arguments,
     execution_options,
+    finish,
     frameworks_frozen,
     golden_reference,
     input_options,
     pt_config,
     tolerance,
-    write_outputs,
 )
 from .naming import add_model_naming
 
@@ -108,7 +106,6 @@ def run(args: argparse.Namespace) -> int:
     from ..checks.crosscheck.export_source import export_verdict
     from ..checks.crosscheck.gold import read_labels
     from ..orchestration import export_spec
-    from ..report.jsonio import write_json
     from ..report.text import render
 
     if args.pt is not None and args.tf is None and not export_spec(args.model):
@@ -179,10 +176,7 @@ def run(args: argparse.Namespace) -> int:
     if verdict:
         print(verdict)
     print(f"crosscheck wall time: {time.perf_counter() - start:.1f} s")
-    if args.json:
-        write_json(reports, args.json)
-    write_outputs(args, reports)
-    return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
+    return finish(args, reports)
 
 
 def _refuse_backend_with(args: argparse.Namespace, golden: bool) -> None:

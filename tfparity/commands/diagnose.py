@@ -7,9 +7,8 @@ from typing import Any
 
 from ..errors import TfparityError
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_report_arguments,
+    finish,
     frameworks_frozen,
     tolerance,
 )
@@ -42,7 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run_diagnose(args: argparse.Namespace) -> int:
     from ..api import load_model
     from ..checks.diagnose import DiagnoseOptions, InputNames, check_diagnose, diagnose_inputs
-    from ..report.jsonio import write_json
     from ..report.sections import render_diagnose
 
     files = {
@@ -60,9 +58,7 @@ def _run_diagnose(args: argparse.Namespace) -> int:
     model = load_model(args.model, allow_pickle=args.allow_pickle)
     report = check_diagnose(model, inputs, options)
     print(render_diagnose(report))
-    if args.json:
-        write_json([report], args.json, top_level=TOP_LEVEL)
-    return EXIT_PASS if report.passed else EXIT_FAIL
+    return finish(args, [report], TOP_LEVEL)
 
 
 def _read_npy(path: str, flag: str) -> Any:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_input_arguments,
+    add_json_argument,
+    finish,
     frameworks_frozen,
     input_options,
 )
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="S,S,...",
         help="noise norms relative to the embedding norm (default 0,0.25,0.5,1,2,4,8)",
     )
-    p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
+    add_json_argument(p)
     p.set_defaults(func=_run_embeddings)
 
 
@@ -39,7 +39,6 @@ def _run_embeddings(args: argparse.Namespace) -> int:
     from ..api import load_model
     from ..checks.tying import TyingOptions, check_tying
     from ..inputs import make_batches
-    from ..report.jsonio import write_json
     from ..report.sections import render_embeddings
 
     # exit 2 before any framework import; an empty --noise-scales keeps the default
@@ -51,6 +50,4 @@ def _run_embeddings(args: argparse.Namespace) -> int:
     batches = make_batches(model, input_options(args))
     report = check_tying(model, batches, options)
     print(render_embeddings(report))
-    if args.json:
-        write_json([report], args.json, top_level=TOP_LEVEL)
-    return EXIT_PASS if report.passed else EXIT_FAIL
+    return finish(args, [report], TOP_LEVEL)

@@ -7,10 +7,10 @@ import time
 
 from ..compare.quantisation import MODES
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_input_arguments,
+    add_json_argument,
     add_kl_budget_argument,
+    finish,
     frameworks_frozen,
     input_options,
     pt_config,
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(--kl-budget overrides it), its tokens reported (docs/generate.md)",
     )
     add_input_arguments(p)
-    p.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH ('-': stdout)")
+    add_json_argument(p)
     p.add_argument(
         "-v",
         "--verbose",
@@ -71,7 +71,6 @@ def run(args: argparse.Namespace) -> int:
     from ..api import generate
     from ..checks.generation.check import GenerationOptions
     from ..report.generation import render_generation
-    from ..report.jsonio import write_json
 
     GenerationOptions.from_arguments(  # exit 2 before any framework import
         new_tokens=args.new_tokens,
@@ -98,6 +97,4 @@ def run(args: argparse.Namespace) -> int:
     )
     print(render_generation(report, verbose=args.verbose))
     print(f"\ngenerate wall time: {time.perf_counter() - start:.1f} s")
-    if args.json:
-        write_json([report], args.json)
-    return EXIT_PASS if report.passed else EXIT_FAIL
+    return finish(args, [report])

@@ -6,10 +6,9 @@ import argparse
 import time
 
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_input_arguments,
     add_report_arguments,
+    finish,
     frameworks_frozen,
     input_options,
     pt_config,
@@ -52,7 +51,6 @@ def _run_gradients(args: argparse.Namespace) -> int:
     from ..checks.gradients.check import GradientsOptions
     from ..errors import TfparityError
     from ..report.gradients import render_gradients
-    from ..report.jsonio import write_json
 
     if args.no_pt and args.pt:
         raise TfparityError("Give --pt or --no-pt, not both.")
@@ -83,6 +81,4 @@ def _run_gradients(args: argparse.Namespace) -> int:
         print(render_gradients(report, verbose=args.verbose))
         print()
     print(f"gradients wall time: {time.perf_counter() - start:.1f} s")
-    if args.json:
-        write_json(reports, args.json)
-    return EXIT_PASS if all(r.passed for r in reports) else EXIT_FAIL
+    return finish(args, reports)

@@ -7,10 +7,9 @@ import argparse
 import time
 
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_input_arguments,
     add_report_arguments,
+    finish,
     frameworks_frozen,
     input_options,
     non_empty,
@@ -53,7 +52,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run_modes(args: argparse.Namespace) -> int:
     from ..api import check_modes, load_model
     from ..checks.modes import ModesOptions
-    from ..report.jsonio import write_json
     from ..report.modes import render_modes
 
     start = time.perf_counter()
@@ -70,6 +68,4 @@ def _run_modes(args: argparse.Namespace) -> int:
     )
     report.details["seconds"] = round(time.perf_counter() - start, 2)
     print(render_modes(report, verbose=args.verbose))
-    if args.json:
-        write_json([report], args.json)
-    return EXIT_PASS if report.passed else EXIT_FAIL
+    return finish(args, [report])

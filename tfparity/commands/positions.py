@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_input_arguments,
     add_report_arguments,
+    finish,
     frameworks_frozen,
     input_options,
     tolerance,
@@ -40,7 +39,6 @@ def _run_positions(args: argparse.Namespace) -> int:
     from ..api import load_model
     from ..checks.positions import PositionsOptions, check_positions
     from ..inputs import make_batches
-    from ..report.jsonio import write_json
     from ..report.sections import render_positions
 
     options = PositionsOptions.from_arguments(
@@ -51,6 +49,4 @@ def _run_positions(args: argparse.Namespace) -> int:
     batches = make_batches(model, input_options(args))
     report = check_positions(model, batches, options)
     print(render_positions(report))
-    if args.json:
-        write_json([report], args.json, top_level=TOP_LEVEL)
-    return EXIT_PASS if report.passed else EXIT_FAIL
+    return finish(args, [report], TOP_LEVEL)

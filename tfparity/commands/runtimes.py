@@ -6,10 +6,9 @@ import argparse
 import time
 
 from .common import (
-    EXIT_FAIL,
-    EXIT_PASS,
     add_input_arguments,
     add_report_arguments,
+    finish,
     frameworks_frozen,
     input_options,
     tolerance,
@@ -58,7 +57,6 @@ def _run_runtimes(args: argparse.Namespace) -> int:
     from ..adapters.runtime.kernel_sets import kernels_for
     from ..adapters.sources.specs import as_spec
     from ..checks.runtimes import RuntimesOptions
-    from ..report.jsonio import write_json
     from ..report.runtimes import render_runtimes
 
     start = time.perf_counter()
@@ -82,6 +80,4 @@ def _run_runtimes(args: argparse.Namespace) -> int:
     )
     report.details["seconds"] = round(time.perf_counter() - start, 2)
     print(render_runtimes(report, verbose=args.verbose))
-    if args.json:
-        write_json([report], args.json)
-    return EXIT_PASS if report.passed else EXIT_FAIL
+    return finish(args, [report])

@@ -11,7 +11,7 @@ from typing import Any
 from ..results import Report
 from .quantisation import distribution_lines
 from .sections import table
-from .text import divergence_text
+from .text import divergence_lines
 
 _FACTS = (
     "compares",
@@ -38,11 +38,7 @@ def render_generation(report: Report, *, verbose: bool = False) -> str:
     lines += distribution_lines(d.get("distribution"))
     lines += _quantisation_lines(d.get("quantisation"))
     lines += [f"note: {n}" for n in report.notes]
-    if report.first_divergence is not None:
-        f = report.first_divergence
-        lines += ["", f"first divergence: {divergence_text(f)}"]
-        if f.hint:
-            lines.append(f"hint: {f.hint}")
+    lines += divergence_lines(report)
     lines += ["", verdict(report)]
     return "\n".join(lines)
 
@@ -94,13 +90,12 @@ def headline(report: Report) -> str:
 def rows(report: Report) -> list[str]:
     """The message's body, from the report's rows: the first divergence and its hint,
     then the prompt table."""
-    lines = []
-    f = report.first_divergence
-    if f is not None:
-        lines.append(f"first divergence: {divergence_text(f)}")
-        if f.hint:
-            lines.append(f"hint: {f.hint}")
-    return [*lines, "", *prompt_table(report.details.get("generation", [])), ""]
+    return [
+        *divergence_lines(report, gap=False),
+        "",
+        *prompt_table(report.details.get("generation", [])),
+        "",
+    ]
 
 
 def _fails(p: dict[str, Any]) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..results import Report
 from .sections import table
-from .text import divergence_text, failing_summary, verdict_line
+from .text import divergence_lines, failing_summary, verdict_line
 
 
 def render_gradients(report: Report, *, verbose: bool = False) -> str:
@@ -35,11 +35,7 @@ def render_gradients(report: Report, *, verbose: bool = False) -> str:
         ]
     lines += _weights_lines(report)
     lines += [f"note: {n}" for n in report.notes]
-    if report.first_divergence is not None:
-        div = report.first_divergence
-        lines += ["", f"first divergence: {divergence_text(div)}"]
-        if div.hint:
-            lines.append(f"hint: {div.hint}")
+    lines += divergence_lines(report)
     if report.failures and verbose:
         lines += ["", *(c.message() + "\n" for c in report.failures)]
     elif report.failures:

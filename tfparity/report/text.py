@@ -43,12 +43,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
     lines.extend(requantisation_lines(report.details.get("requantisation")))
     for note in report.notes:
         lines.append(f"note: {note}")
-    if report.first_divergence is not None:
-        d = report.first_divergence
-        lines.append("")
-        lines.append(f"first divergence: {divergence_text(d)}")
-        if d.hint:
-            lines.append(f"hint: {d.hint}")
+    lines.extend(divergence_lines(report))
     failing = report.failures
     if failing and verbose:
         lines.extend(["", *(_failure_block(c, twins) + "\n" for c, twins in grouped(failing))])
@@ -79,6 +74,16 @@ def verdict_line(report: Report) -> str:
 
 def _tensors(n: int) -> str:
     return "tensor" if n == 1 else "tensors"
+
+
+def divergence_lines(report: Report, gap: bool = True) -> list[str]:
+    """``first divergence: ...`` and its ``hint: ...``, as every text report words them
+    (after a blank line where ``gap``); none where the runs never part."""
+    d = report.first_divergence
+    if d is None:
+        return []
+    hint = [f"hint: {d.hint}"] if d.hint else []
+    return [""] * gap + [f"first divergence: {divergence_text(d)}", *hint]
 
 
 def divergence_text(d: Divergence) -> str:

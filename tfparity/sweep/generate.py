@@ -31,7 +31,7 @@ VERDICTS = ("agree", "near-tie", "cache", "defect")
 
 
 def check_generate_options(
-    model: Any, new_tokens: Any, checks: tuple[str, ...], execution: Any, tolerance: Any
+    new_tokens: Any, checks: tuple[str, ...], execution: Any, tolerance: Any
 ) -> None:
     """Refuse (exit 2) what ``--generate`` cannot honour, before any model loads: a step
     count that is not a positive int, and the ways of running that apply to the batched

@@ -120,7 +120,7 @@ def run_sweep(
     check_shard(options.shard, info)
     execution = _execution(options, checks, info.items, model)
     if options.generate is not None:
-        check_generate_options(model, options.generate, checks, execution, options.tolerance)
+        check_generate_options(options.generate, checks, execution, options.tolerance)
     out = Path(out)
     name = model if isinstance(model, str) else model.name
     manifest = _manifest(name, checks, info, options, pt)

@@ -42,7 +42,7 @@ def record_gradients(
 
     graph = has_graph(model)
     probed, probes, consumers = _probed(keras, model, inputs) if graph else (model, {}, {})
-    dtype = _float_dtype(inputs, model)
+    dtype = _float_dtype(model)
     trainable = list(probed.trainable_variables)
     floats = [k for k, a in enumerate(inputs) if np.asarray(a).dtype.kind == "f"]
     loss = _loss(keras, probed, inputs, floats, len(trainable), seed, dtype)
@@ -91,7 +91,7 @@ def _weights_backwards(model: Any, graph: bool) -> list[tuple[str, list[tuple[st
     ]
 
 
-def _float_dtype(inputs: list[np.ndarray], model: Any) -> str:
+def _float_dtype(model: Any) -> str:
     """The run's float dtype: the model's weights' (float64 in the referee's twin)."""
     dtypes = {str(v.dtype) for v in model.weights if "float" in str(v.dtype)}
     return "float64" if "float64" in dtypes else "float32"

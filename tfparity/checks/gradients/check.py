@@ -190,7 +190,7 @@ def _ids_vs_embeds(
             "judge": "tolerance",
             "batches": len(batches),
             "word_embeddings": word,
-            "hidden_states": hidden_table(rows, forward, None),
+            "hidden_states": hidden_table(rows, forward),
         },
         notes=list(tf_model.notes) + ([_untrained_word_note(word)] if untrained else []),
     )
@@ -296,7 +296,7 @@ def _tf_vs_pt(
             "judge": judge.describe(),
             "reference": pt_model.name,
             "batches": len(batches),
-            "hidden_states": hidden_table(rows, forward, judge),
+            "hidden_states": hidden_table(rows, forward),
             "weights": weight_table(rows, ids.weights, pt.weights),
             "excluded_weights": excluded,
         },

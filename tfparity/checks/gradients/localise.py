@@ -158,7 +158,7 @@ def hidden_agree(rows: list[Comparison]) -> bool:
 # ----------------------------------------------------------------------------- tables
 
 
-def hidden_table(rows: list[Comparison], forward: list[int], judge: Any) -> list[dict[str, Any]]:
+def hidden_table(rows: list[Comparison], forward: list[int]) -> list[dict[str, Any]]:
     table = []
     for c in rows:
         bare = c.name.removeprefix(GRAD)
