@@ -70,6 +70,7 @@ HEAVY_FIRST = (
     "test_saved_model.py",  # 50 s
     "test_exports.py",  # 30-80 s: a dynamo GPT-2 export and a tf2onnx conversion
     "test_generate.py",  # 10 s: ONNX generation; the GPT-2 export test_exports.py shares
+    "test_litert.py",  # 45 s with test_litert_requantise.py and test_runtimes.py (SHARING)
     "test_remote_side.py",  # 35 s: one JAX worker (crosscheck and gradients)
     "test_checkpoints.py",  # 35 s: TF ports, SavedModels, a flatbuffer and a .keras built
     "test_calibrated_referee.py",  # 35 s
@@ -78,7 +79,6 @@ HEAVY_FIRST = (
     "test_remote_generation.py",  # 30 s: one torch worker
     "test_quantize_attribute.py",  # 25 s
     "test_architectures.py",  # 25 s
-    "test_litert.py",  # 25 s: four conversions
     "test_sweep.py",  # 25 s
     "test_generation.py",  # 20 s
     "test_signatures.py",  # 20 s
