@@ -70,6 +70,7 @@ HEAVY_FIRST = (
     "test_saved_model.py",  # 50 s
     "test_exports.py",  # 30-80 s: a dynamo GPT-2 export and a tf2onnx conversion
     "test_generate.py",  # 10 s: ONNX generation; the GPT-2 export test_exports.py shares
+    "test_litert.py",  # 45 s with test_litert_requantise.py and test_runtimes.py (SHARING)
     "test_remote_side.py",  # 35 s: one JAX worker (crosscheck and gradients)
     "test_checkpoints.py",  # 35 s: TF ports, SavedModels, a flatbuffer and a .keras built
     "test_calibrated_referee.py",  # 35 s
@@ -78,7 +79,6 @@ HEAVY_FIRST = (
     "test_remote_generation.py",  # 30 s: one torch worker
     "test_quantize_attribute.py",  # 25 s
     "test_architectures.py",  # 25 s
-    "test_litert.py",  # 25 s: four conversions
     "test_sweep.py",  # 25 s
     "test_generation.py",  # 20 s
     "test_signatures.py",  # 20 s
@@ -92,7 +92,8 @@ HEAVY_FIRST = (
 # Files that share a session resource beyond one module run on one xdist worker, as one
 # unit (`pytest -n 2`): each worker would otherwise start its own. The warm Keras backend
 # processes (the plugin's ``tfparity_backend_workers``, about 25 s of imports per
-# worker) and the local Ray cluster (``ray_cluster``).
+# worker), the local Ray cluster (``ray_cluster``) and the flatbuffers of
+# ``tiny_bert_litert``.
 SHARING = {
     "test_backends.py": "keras backend processes",
     "test_backends_hub.py": "keras backend processes",
@@ -102,6 +103,9 @@ SHARING = {
     "test_backends_shapes.py": "keras backend processes",
     "test_sweep_ray.py": "ray cluster",
     "test_sweep_generate.py": "ray cluster",
+    "test_litert.py": "tiny bert flatbuffers",  # tiny_bert_litert
+    "test_litert_requantise.py": "tiny bert flatbuffers",
+    "test_runtimes.py": "tiny bert flatbuffers",
     "test_exports.py": "onnx gpt2 cache export",  # tests/adapters/onnx/conftest.py
     "test_generate.py": "onnx gpt2 cache export",
 }
@@ -272,6 +276,39 @@ def tiny_bert_export(tmp_path_factory):
     LiteRT tests convert them too."""
     root = str(tmp_path_factory.mktemp("exports"))
     return lambda kind="clean": _export(root, kind)
+
+
+# ----------------------------------------------------------------- flatbuffers (LiteRT)
+# Converted once per session (seconds each): tests/adapters/exported/test_litert*.py and
+# tests/checks/runtimes/ convert the same tiny:bert, on one xdist worker (SHARING).
+
+LITERT_KINDS = {
+    "fp32": {},
+    "int8": {"quantisation": "dynamic-range int8"},
+    "full": {"quantisation": "full int8"},
+    "fault": {"hidden_states": True},
+}
+
+
+@functools.cache
+def _litert(root: str, kind: str):
+    from tfparity.adapters.hf_tf.tf_model import TFModel
+    from tfparity.testing import perturb_ffn, to_litert
+
+    model = _load("tiny:bert")  # converting reads the weights, changes none
+    if kind == "fault":
+        model = TFModel.load("tiny:bert")
+        perturb_ffn(model, layer=1, factor=1.1)
+    return to_litert(model, Path(root) / f"{kind}.tflite", **LITERT_KINDS[kind])
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_litert(tmp_path_factory):
+    """``tiny_bert_litert(kind)`` -> a LiteRT flatbuffer of tiny:bert at the static
+    [2, 16]: ``fp32``, ``int8`` (dynamic-range), ``full`` (full int8) or ``fault`` (float32,
+    a layer-1 FFN weight scaled by 1.1, hidden states returned). Read-only."""
+    root = str(tmp_path_factory.mktemp("litert"))
+    return lambda kind: _litert(root, kind)
 
 
 # Floats that the CPU's kernels may move between two sweeps of the same items (another

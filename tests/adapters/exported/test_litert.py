@@ -1,7 +1,8 @@
 """The LiteRT side on real flatbuffers converted from tiny BERT: a clean float32 model
 passes against PyTorch, one with a layer-1 FFN fault fails localised to layer 1 inside
 the flatbuffer, a dynamic-range int8 model is recognised and judged by budgets with its
-worst layer named. Flatbuffers are converted once per module (static [2, 16] inputs)."""
+worst layer named. Flatbuffers are converted once per session (static [2, 16] inputs:
+conftest's ``tiny_bert_litert``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from tfparity.adapters.sources.specs import parse_spec
 from tfparity.api import crosscheck
 from tfparity.errors import TfparityError
 from tfparity.inputs import Batch, InputOptions
-from tfparity.testing import perturb_ffn, to_litert
 
 # 5 random sequences of up to 12 tokens in batches of 3: every batch is padded to the
 # static [2, 16] (rows in chunks of 2, tokens to 16) and cut back.
@@ -22,20 +22,8 @@ INPUTS = InputOptions(random=5, seq_len=12, batch_size=3)
 
 
 @pytest.fixture(scope="module")
-def flatbuffers(tmp_path_factory):
-    from tfparity.adapters.hf_tf.tf_model import TFModel
-
-    root = tmp_path_factory.mktemp("litert")
-    clean = TFModel.load("tiny:bert")
-    paths = {
-        "fp32": to_litert(clean, root / "fp32.tflite"),
-        "int8": to_litert(clean, root / "int8.tflite", quantisation="dynamic-range int8"),
-        "full": to_litert(clean, root / "full.tflite", quantisation="full int8"),
-    }
-    broken = TFModel.load("tiny:bert")
-    perturb_ffn(broken, layer=1, factor=1.1)
-    paths["fault"] = to_litert(broken, root / "fault.tflite", hidden_states=True)
-    return paths
+def flatbuffers(tiny_bert_litert):
+    return {kind: tiny_bert_litert(kind) for kind in ("fp32", "int8", "full", "fault")}
 
 
 def side(path):

@@ -1,7 +1,8 @@
 """A quantised LiteRT flatbuffer against a fresh conversion of its float source: the
 converter is deterministic for dynamic-range int8 and float16 (a clean file reproduces
 constant for constant); one scale x1.05 and one output channel negated are named; a
-full-integer file is said not to be reproducible. Each file is converted once."""
+full-integer file is said not to be reproducible. Each file is converted once (the
+int8 one per session: conftest's ``tiny_bert_litert``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from tfparity.adapters.sources.specs import parse_spec
 from tfparity.api import make_batches
 from tfparity.compare.requantisation import compare_requantised
 from tfparity.inputs import InputOptions
-from tfparity.testing import to_litert
 
 FFN = "bert/encoder/layer_._1/intermediate/dense/Tensordot/MatMul"
 
@@ -28,9 +28,11 @@ def source():
 
 
 @pytest.fixture(scope="module")
-def files(source, tmp_path_factory):
+def files(tiny_bert_litert, tmp_path_factory):
+    """tiny:bert's dynamic-range int8 file (conftest's, test_litert.py's too), and copies
+    of it with the FFN kernel damaged."""
     root = tmp_path_factory.mktemp("litert-requantise")
-    int8 = to_litert(source, root / "int8.tflite", quantisation="dynamic-range int8")
+    int8 = tiny_bert_litert("int8")
     paths = {"int8": int8}
     paths["scale"] = damaged(int8, root / "scale.tflite", lambda c: c.scales.__imul__(1.05))
     paths["negated"] = damaged(int8, root / "negated.tflite", lambda c: c.values[3].__imul__(-1))

@@ -1,4 +1,4 @@
-"""``tfparity runtimes`` on a real flatbuffer converted from tiny BERT (once per module):
+"""``tfparity runtimes`` on a real flatbuffer converted from tiny BERT (once per session):
 the clean file passes on every LiteRT kernel set, against each other and against PyTorch
 by the float64 referee; a kernel set whose softmax kernel scales its logits by 1.05 (a
 test's set, registered for the test: the production path judges it) fails, named with
@@ -24,11 +24,8 @@ SOFTMAX = re.compile(r"tf_bert_model(_\d+)?/bert/encoder/layer_\._0/attention/se
 
 
 @pytest.fixture(scope="module")
-def flatbuffer(tmp_path_factory):
-    from tfparity.adapters.hf_tf.tf_model import TFModel
-    from tfparity.testing import to_litert
-
-    return to_litert(TFModel.load("tiny:bert"), tmp_path_factory.mktemp("rt") / "fp32.tflite")
+def flatbuffer(tiny_bert_litert):
+    return tiny_bert_litert("fp32")  # converted once per session (test_litert.py's too)
 
 
 @pytest.fixture
