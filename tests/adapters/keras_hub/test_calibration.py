@@ -123,9 +123,12 @@ def test_a_bad_calibration_file_exits_2_naming_what_is_wrong(arrays, said, tmp_p
         np.save(path, np.zeros((2, 8), np.int32))
     elif arrays is not None:
         np.savez(path, **arrays)
-    argv = ["crosscheck", "--tf", "gptq.keras", "--pt", "tiny:llama/causal-lm"]
+    model = tmp_path / "gptq.keras"  # never loaded: the calibration is read first
+    model.write_bytes(b"")
+    argv = ["crosscheck", "--tf", str(model), "--pt", "tiny:llama/causal-lm"]
     assert cli.main([*argv, "--calibration", str(path)]) == 2
-    assert said in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert said in err and path.name in err, err
 
 
 def test_calibration_for_a_model_with_no_gptq_layer_exits_2(gptq):
