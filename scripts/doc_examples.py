@@ -187,10 +187,16 @@ PASS_WORST = re.compile(
 )
 # a measured value in a verdict line's head (an RMSE, a bound): kernel rounding moves it
 FLOAT = re.compile(r"(?<![\w.\[])[-+]?(?:\d*\.\d+(?:e[-+]?\d+)?|\d+e[-+]?\d+)%?(?![\w\]])", re.I)
+# a measured value in brackets (a confidence interval's ends, [3.01e-16, 4.44e-15]):
+# masked too, where an index in brackets (hidden_states[4]) stays exact
+BRACKETED_FLOAT = re.compile(
+    r"(?<=[\[ ])[-+]?(?:\d*\.\d+(?:e[-+]?\d+)?|\d+e[-+]?\d+)(?=[\],])", re.I
+)
 
 
 def _mask(text: str) -> str:
     """Numbers -> ``#``, but for the counts of tensors."""
+    text = BRACKETED_FLOAT.sub("#", text)
     parts, last = [], 0
     for kept in TENSOR_COUNT.finditer(text):
         parts += [NUMBER.sub("#", text[last : kept.start()]), kept[0]]
@@ -209,7 +215,7 @@ def _normal(line: str) -> str:
         return line
     if re.match(r"^(also )?(PASS|FAIL) ", body):
         head, sep, tail = PASS_WORST.sub(r"\1 (#)", body).partition(";")
-        return FLOAT.sub("#", head) + sep + _mask(tail)
+        return FLOAT.sub("#", BRACKETED_FLOAT.sub("#", head)) + sep + _mask(tail)
     return _mask(line)
 
 

@@ -73,6 +73,10 @@ def test_a_rerun_with_other_digits_is_not_stale():
     cache = "FAIL generate: prompt 0: cache: cached step 1 differs: RMSE 0.18 over {} allowed"
     assert doc_examples.differences(cache.format("3.3e-07"), cache.format("2.76e-07")) == []
     assert doc_examples.differences(cache, cache.replace("step 1", "step 2")) != []
+    # a bootstrap interval's ends are measured values too (KL noise near 1e-15)
+    kl = "budget PASS: kl_mean<=0.01 PASS (8.8e-16, 95% CI [{}, 4.44e-15]); same_top1 CI [1, 1]"
+    assert doc_examples.differences(kl.format("3.01e-16"), kl.format("8.58e-17")) == []
+    assert doc_examples.differences(kl, kl.replace("[1, 1]", "[0, 1]")) != []
 
 
 @pytest.mark.parametrize(
