@@ -138,3 +138,56 @@ def test_a_quantised_export_is_judged_against_its_source_by_its_budgets(files, s
     first, *_ = crosscheck(str(files["int8"]), source="tiny:bert", inputs=inputs)
     assert first.check == "export-vs-source" and first.passed
     assert "int8" in first.details["judge"]
+
+
+def users_int8(model, path, hidden_states=False):
+    """tiny:bert converted as the TF docs show a user: their own serving function (ids and
+    mask in, no token types; ``last_hidden_state`` out, the hidden states where asked),
+    the Keras model handed to the converter, dynamic-range int8."""
+    import tensorflow as tf
+
+    spec = [tf.TensorSpec([2, 16], tf.int32, name=n) for n in ("input_ids", "attention_mask")]
+
+    @tf.function(input_signature=spec)
+    def serve(input_ids, attention_mask):
+        out = model.model(input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        found = {"last_hidden_state": out.last_hidden_state}
+        if hidden_states:
+            found.update({f"hidden_states_{k}": h for k, h in enumerate(out.hidden_states)})
+        return found
+
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [serve.get_concrete_function()], model.model
+    )
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    path.write_bytes(converter.convert())
+    return path
+
+
+def test_a_users_own_conversion_without_token_types_or_pooler_reproduces_both_ways(
+    source, tmp_path, capsys
+):
+    """The fresh conversion takes the file's inputs and outputs: a model served without
+    token types folds its token-type row into a constant, one without ``pooler_output``
+    has no pooler. Converted with tfparity's defaults instead, a clean file failed."""
+    from tfparity import cli
+
+    clean = users_int8(source, tmp_path / "users.tflite")
+    scaled = damaged(clean, tmp_path / "scaled.tflite", lambda c: c.scales.__imul__(1.05))
+    base = ["crosscheck", "--pt", "tiny:bert", "--random", "2", "--seq-len", "10", "--tf"]
+    assert cli.main([*base, str(clean)]) == 0
+    out = capsys.readouterr().out
+    assert "requantisation: reproduces the LiteRT converter's fresh dynamic-range int8" in out
+    assert cli.main([*base, str(scaled)]) == 1
+    out = capsys.readouterr().out
+    assert f"{FFN}/scale" in out and "scaled by 1.05" in out
+
+
+def test_a_file_with_hidden_state_outputs_is_reproduced_with_them(source, tmp_path):
+    path = users_int8(source, tmp_path / "hidden.tflite", hidden_states=True)
+    twin = litert_twin(side(path), source)
+    assert twin.skipped is None
+    assert compare_requantised(twin.stored, twin.fresh).reproduces
+    (batch,) = make_batches(side(path), InputOptions(random=2, seq_len=10, batch_size=2))
+    assert set(twin.run_fresh(batch)) == set(twin.run_stored(batch))  # hidden states too
+    assert "hidden_states[2]" in twin.run_fresh(batch)

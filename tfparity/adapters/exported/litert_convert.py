@@ -36,6 +36,8 @@ def to_litert(
     seq: int = 16,
     hidden_states: bool = False,
     calibration: Sequence[str] | None = None,
+    inputs: Sequence[str] | None = None,
+    outputs: Sequence[str] | None = None,
 ) -> Path:
     """Convert ``tf_model`` (a :class:`~tfparity.adapters.hf_tf.tf_model.TFModel`) to a LiteRT
     flatbuffer at ``path`` with static input shapes ``[batch, seq]``; ``quantisation``:
@@ -43,7 +45,12 @@ def to_litert(
     adds ``supported_types=[float16]``; full int8 adds a representative dataset, the
     ``calibration`` texts tokenized to ``[batch, seq]`` or else seeded random ids, so
     activations are quantised too, with float kernels where an operator has no integer
-    one, the converter's default)."""
+    one, the converter's default). ``inputs``: the signature's inputs after
+    ``input_ids`` (default: ``attention_mask``, and ``token_type_ids`` where the model has
+    a token-type table); ``outputs``: the Hugging Face outputs it returns (default: all
+    but the hidden states). A file converted otherwise holds other weights (a model
+    served without token types folds its token-type row into a constant; one without
+    ``pooler_output`` has no pooler), so reproducing a file takes its own."""
     if quantisation not in QUANTISATIONS:
         raise TfparityError(
             f"Unknown quantisation {quantisation!r}; one of {', '.join(QUANTISATIONS)}."
@@ -51,14 +58,19 @@ def to_litert(
     tf = import_tf()
     model = tf_model.model
     types = bool(getattr(tf_model.config, "type_vocab_size", 0))
-    names = ["input_ids", "attention_mask"] + (["token_type_ids"] if types else [])
+    default = ["attention_mask"] + (["token_type_ids"] if types else [])
+    names = ["input_ids", *(default if inputs is None else inputs)]
     signature = [tf.TensorSpec([batch, seq], tf.int32, name=n) for n in names]
 
+    def kept(name: str, value: Any) -> bool:
+        wanted = outputs is None or name in outputs
+        return name != "hidden_states" and value is not None and wanted
+
     @tf.function(input_signature=signature)
-    def serve(*inputs: Any) -> dict[str, Any]:
-        kwargs = dict(zip(names[1:], inputs[1:], strict=True))
-        out = model(inputs[0], output_hidden_states=True, training=False, **kwargs)
-        found = {k: v for k, v in out.items() if k != "hidden_states" and v is not None}
+    def serve(*tensors: Any) -> dict[str, Any]:
+        kwargs = dict(zip(names[1:], tensors[1:], strict=True))
+        out = model(tensors[0], output_hidden_states=True, training=False, **kwargs)
+        found = {k: v for k, v in out.items() if kept(k, v)}
         if hidden_states:
             found.update({f"hidden_states_{k}": h for k, h in enumerate(out.hidden_states)})
         return found

@@ -112,13 +112,26 @@ def _reference_source(reference: Any, head: Any) -> tuple[Any, str]:
 
 
 def _converted(export: Any, source: Any, kind: str, path: Path) -> Path:
-    """``source`` converted as ``export`` was: the same recipe, static shape and
-    hidden-state outputs."""
+    """``source`` converted as ``export`` was: the same recipe, static shape, inputs and
+    outputs (hidden states among them or not)."""
     from .litert_convert import to_litert
+    from .litert_runner import INPUT_ROLES
 
-    batch, seq = export.runner.static
-    hidden = any(n.startswith("hidden_states_") for n in export.runner.output_names())
-    return to_litert(source, path, quantisation=kind, batch=batch, seq=seq, hidden_states=hidden)
+    runner = export.runner
+    batch, seq = runner.static
+    names = runner.output_names()
+    hidden = any(n.startswith("hidden_states[") for n in names)
+    inputs = [INPUT_ROLES[role][0] for role in INPUT_ROLES if role in runner.inputs]
+    return to_litert(
+        source,
+        path,
+        quantisation=kind,
+        batch=batch,
+        seq=seq,
+        hidden_states=hidden,
+        inputs=[n for n in inputs if n != "input_ids"],
+        outputs=[n for n in names if not n.startswith("hidden_states[")],
+    )
 
 
 def variables(data: bytes) -> dict[str, QuantisedVariable]:
