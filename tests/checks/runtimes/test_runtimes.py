@@ -58,6 +58,7 @@ def test_a_broken_kernel_set_parts_named_with_its_first_tensor_and_op(flatbuffer
     row = next(r for r in report.details["runs"] if r["run"] == "broken@1")
     parting = row["parting"]
     assert SOFTMAX.fullmatch(parting["tensor"])
+    assert not any("--source MODEL" in n for n in report.notes)  # a float file's parting
     assert (parting["op"], parting["against"]) == ("SOFTMAX", "reference@1")
     assert parting["max_abs_diff"] > parting["atol"] and parting["position"] > 1
     assert all(r["passed"] for r in report.details["runs"] if r["run"] != "broken@1")
@@ -69,6 +70,22 @@ def test_a_broken_kernel_set_parts_named_with_its_first_tensor_and_op(flatbuffer
     two = tfparity.check_runtimes(flatbuffer, sets="reference,broken")
     assert two.details["parting"] == ["reference@1", "broken@1"]
     assert any("which side is wrong cannot be told" in n for n in two.notes)
+
+
+def test_a_full_int8_file_parts_without_a_source_saying_why_and_passes_with_one(
+    tiny_bert_litert,
+):
+    """Kernel sets quantise activations their own way: a clean full-int8 file parts by
+    more than the fp32 rule without a defect. The report says so and names --source,
+    with which each run is judged by the quantised budgets against PyTorch."""
+    full = tiny_bert_litert("full")
+    apart = tfparity.check_runtimes(full, threads=1)
+    assert not apart.passed
+    (note,) = [n for n in apart.notes if "--source MODEL" in n]
+    assert note.startswith("The file is full int8: kernel sets may compute its integer ops")
+    judged = tfparity.check_runtimes(full, source="tiny:bert", threads=1)
+    assert judged.passed and judged.details["reference"]
+    assert not any("--source MODEL" in n for n in judged.notes)
 
 
 def test_against_the_source_clean_sets_pass_and_the_broken_one_is_localised(flatbuffer, broken):

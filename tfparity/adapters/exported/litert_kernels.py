@@ -94,6 +94,7 @@ def open_runs(
         vocabulary=_vocabulary(graph, first, spec.text),
         max_tokens=first.static[1],
         source_side=base,
+        quantisation=graph.quantisation(),
     )
 
 

@@ -162,6 +162,7 @@ def open_runs(
         vocabulary=_vocabulary(first.graph, first.inputs["ids"], spec.text),
         max_tokens=first.static[1],
         source_side=base,
+        quantisation=first.graph.quantisation(),
     )
 
 

@@ -91,13 +91,15 @@ class OpenedArtefact:
     registry's order; ``runtime``, what runs it (in words); ``vocabulary``, the ids
     random inputs may hold; ``max_tokens``, its static sequence length (None: dynamic);
     ``source_side``, the artefact as a TF side with its source's config and tokenizer
-    (None without a source)."""
+    (None without a source); ``quantisation``, the reduced precision it holds, in the
+    words its side reports (None: float32 throughout)."""
 
     runs: list[KernelRun]
     runtime: str
     vocabulary: int
     max_tokens: int | None
     source_side: Any = None
+    quantisation: str | None = None
 
 
 @dataclass(frozen=True)
