@@ -287,7 +287,9 @@ CHECK_EXAMPLES: tuple[Example, ...] = (
             keep=None if case == "pair-without-types" else diagnosis_lines,
             minilm=True,
             tested=False,
-            why_untested="tests/checks/test_diagnosis.py asserts the same findings on minilm",
+            why_untested=(
+                "tests/checks/diagnosis/test_diagnosis.py asserts the same findings on minilm"
+            ),
         )
         for case in DIAGNOSE_CASES
     ),
@@ -298,7 +300,7 @@ CHECK_EXAMPLES: tuple[Example, ...] = (
         run=embeds_fn_float16,
         minilm=True,
         tested=False,
-        why_untested="tests/checks/test_diagnosis.py asserts the same hint on minilm",
+        why_untested="tests/checks/diagnosis/test_diagnosis.py asserts the same hint on minilm",
     ),
     Example("embeddings-minilm", "docs/embeddings.md", 0, ("embeddings", "minilm"), minilm=True),
     Example("embeddings-tiny-bert", "docs/embeddings.md", 0, ("embeddings", "tiny:bert")),

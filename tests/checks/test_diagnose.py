@@ -204,7 +204,7 @@ def test_a_keras_hub_side_exits_2_by_name(bert, tmp_path, capsys):
 
 def test_the_text_report_names_row_order_shift_and_rounding(bert):
     """The findings reach the rendered report as lines of their own (tiny:bert here;
-    tests/checks/test_diagnosis.py asserts them on minilm both ways)."""
+    tests/checks/diagnosis/test_diagnosis.py asserts them on minilm both ways)."""
     from tfparity.report.sections import render_diagnose
 
     model, batch = bert

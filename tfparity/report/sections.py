@@ -41,8 +41,11 @@ def _verdict(report: Report, summary: str) -> str:
 
 
 def diagnose_verdict(report: Report) -> str:
-    """``FAIL diagnose: <the stage the embeddings were computed from>``."""
-    return _verdict(report, report.details["verdict"])
+    """``FAIL diagnose: <the stage the embeddings were computed from>`` (and the factor
+    on every value, where one was found)."""
+    scale = report.details.get("scale")
+    factor = f" x {scale['factor']:.4g}" if scale else ""
+    return _verdict(report, report.details["verdict"] + factor)
 
 
 def embeddings_verdict(report: Report) -> str:
@@ -118,6 +121,12 @@ def _diagnose_findings(d: dict) -> list[str]:
         lines.append(
             f"token types: with {typed} token(s) of type > 0 it is {d['verdict']} at distance "
             f"{_num(d['token_types_distance'])} (JSON: token_type_ids)"
+        )
+    if d.get("scale"):
+        s = d["scale"]
+        lines.append(
+            f"scale: {s['stage']} x {s['factor']:.4g} (relative distance "
+            f"{_num(s['distance'])} once divided out)"
         )
     if d.get("rounding"):
         r = d["rounding"]

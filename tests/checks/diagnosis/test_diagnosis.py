@@ -121,6 +121,60 @@ def test_a_left_padded_gather_is_named_with_its_shift(real):
     assert right.layout is None and right.fix["advice"].startswith("Nothing to fix")
 
 
+def test_token_types_added_without_positions_are_named_and_their_ids_recovered(real):
+    """A pipeline that adds the token-type row itself but not the positions."""
+    model, batch, reference, word = real
+    parts = model.embedding_parts()
+    types = parts.token_type[batch.token_type_ids]
+    found = _diagnose(model, batch, word[batch.input_ids] + types, reference)
+    assert found.verdict == "word_plus_type" and found.candidates["word_plus_type"] < 1e-6
+    assert found.ids_all_match
+    assert "token-type embeddings (not the position embeddings)" in found.fix["advice"]
+    # the other way: positions added too is the stage it was before
+    both = _diagnose(model, batch, word[batch.input_ids] + types + _positions(model, batch), {})
+    assert both.verdict == "word_plus_position_plus_type"
+
+
+def _positions(model, batch):
+    ids = model.default_position_ids(batch.input_ids)
+    return model.embedding_parts().position[ids]
+
+
+@pytest.mark.parametrize(
+    "stage, factor", [("word_embeddings", 1.05), ("word_embeddings", 0.5), ("post_layernorm", 2.0)]
+)
+def test_a_stage_times_one_factor_is_named_with_the_factor(real, stage, factor):
+    model, batch, reference, word = real
+    tensors = {
+        "word_embeddings": word[batch.input_ids],
+        "post_layernorm": reference["hidden_states[0]"],
+    }
+    found = _diagnose(model, batch, tensors[stage] * factor, reference)
+    assert found.verdict == stage and found.scale is not None
+    assert found.scale.stage == stage and abs(found.scale.factor - factor) < 1e-5
+    assert found.ids_all_match and found.rounding is None
+    assert f"multiplied by {factor:.4g}" in found.fix["advice"]
+    assert found.details()["scale"]["factor"] == pytest.approx(factor, rel=1e-5)
+    # the other way: a factor on top of another checkpoint's values is still unknown
+    other = _diagnose(model, batch, _other(tensors[stage]) * factor, reference)
+    assert other.verdict == "unknown" and other.scale is None
+
+
+def test_the_cli_names_the_factor_in_its_verdict(real, tmp_path, capsys):
+    from tfparity import cli
+
+    model, batch, _, word = real
+    np.save(tmp_path / "ids.npy", batch.input_ids)
+    np.save(tmp_path / "mask.npy", batch.attention_mask)
+    np.save(tmp_path / "e.npy", (word[batch.input_ids] * 1.05).astype(np.float32))
+    argv = ["diagnose", "minilm", "--ids", str(tmp_path / "ids.npy")]
+    argv += ["--embeds", str(tmp_path / "e.npy"), "--attention-mask", str(tmp_path / "mask.npy")]
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    assert "scale: word_embeddings x 1.05" in out
+    assert out.rstrip().endswith("FAIL diagnose: word_embeddings x 1.05")
+
+
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
 def test_half_precision_rounding_is_named_with_its_size_and_the_cast(real, dtype):
     model, batch, reference, word = real

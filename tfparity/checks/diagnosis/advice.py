@@ -13,7 +13,7 @@ import numpy as np
 
 from ...adapters.interfaces.embeddings import EmbeddingParts
 from ...trace import hidden_state_index
-from .causes import Rounding, RowLayout, TokenTypes, describe_types
+from .causes import Rounding, RowLayout, Scale, TokenTypes, describe_types
 from .result import Diagnosis
 from .stages import MATCH_DISTANCE
 
@@ -25,6 +25,8 @@ _STAGES = {
     "which the model adds again. Feed the raw word embeddings instead.",
     "word_plus_position_plus_type": "These embeddings already include position and "
     "token-type embeddings, which the model adds again. Feed the raw word embeddings.",
+    "word_plus_type": "These embeddings already include the token-type embeddings (not "
+    "the position embeddings), which the model adds again. Feed the raw word embeddings.",
     "post_layernorm": "These are the embedding layer's output, hidden_states[0] (word + "
     "position + token type, after LayerNorm); the model would add positions and types "
     "and normalise again. Gather the word-embedding matrix by the ids instead.",
@@ -41,6 +43,9 @@ def fix_advice(found: Diagnosis, parts: EmbeddingParts, model: Any, batch: Any) 
     if found.token_types is not None:
         advice = _stage_text(found.verdict, parts, found) + _types(found.token_types, found)
         return {"advice": advice, "code": gather}
+    if found.scale is not None:
+        advice = _stage_text(found.scale.stage, parts, found) + _scaled(found.scale)
+        return {"advice": advice.strip(), "code": gather}
     if found.verdict == "word_embeddings":
         return _word_advice(found, parts, model, batch, gather)
     if found.verdict == "unknown":
@@ -113,6 +118,16 @@ def _layout(layout: RowLayout) -> str:
         f" {what} {layout.stage} of these ids, {cause} (shift per row, in positions: "
         f"{shifts}). "
         "Gather them from the same padded ids you feed (pad both on the same side)."
+    )
+
+
+def _scaled(scale: Scale) -> str:
+    what = "These are" if scale.stage == "word_embeddings" else "They are"
+    return (
+        f" {what} {scale.stage} of these ids with every value multiplied by "
+        f"{scale.factor:.4g} (divided out, they match at relative distance "
+        f"{scale.distance:.2g}). Drop the factor: the model takes {scale.stage} as it "
+        "computes them."
     )
 
 
@@ -224,6 +239,9 @@ def short_cause(found: Diagnosis) -> str | None:
         return f"the embeddings fed are {stage} {how}"
     if found.token_types is not None:
         return f"the embeddings fed are {found.verdict} with other token_type_ids than given"
+    if found.scale is not None:
+        s = found.scale
+        return f"the embeddings fed are {s.stage} multiplied by {s.factor:.4g}"
     if found.verdict == "unknown":
         return None
     if found.verdict != "word_embeddings":

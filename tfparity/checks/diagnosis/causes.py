@@ -1,7 +1,8 @@
 """Why a tensor that comes from this model and these ids matches no stage as given:
 its rows in another order, its tokens shifted by padding on the other side, a
-sentence pair's token types left out, or its values rounded through a half-precision
-dtype. Each finder answers with the fact and its size, or None.
+sentence pair's token types left out, every value multiplied by one factor, or its
+values rounded through a half-precision dtype. Each finder answers with the fact and
+its size, or None.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 from ...adapters.interfaces.embeddings import EmbeddingParts
 from ...adapters.interfaces.sides import TFSide
 from ...inputs import Batch
-from .stages import MATCH_DISTANCE, distance, layer_norm, positions_of
+from .stages import EMBEDDING_STAGES, MATCH_DISTANCE, distance, layer_norm, positions_of
 
 # Where a token's vector does not depend on its position, a shifted row still matches.
 SHIFTABLE = ("word_embeddings", "scaled_word_embeddings")
@@ -38,6 +39,16 @@ class TokenTypes:
 
     stage: str
     types: np.ndarray
+    distance: float
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The tensor is ``stage`` with every value multiplied by one ``factor`` (other than
+    1), at relative ``distance`` once the factor is divided out."""
+
+    stage: str
+    factor: float
     distance: float
 
 
@@ -108,6 +119,29 @@ def _shifts(embeds: np.ndarray, stage: np.ndarray, valid: np.ndarray) -> list[in
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
     scale = np.linalg.norm(b)
     return bool(np.linalg.norm(a - b) <= MATCH_DISTANCE * max(scale, 1e-12))
+
+
+# ---------------------------------------------------------------------- one factor
+
+
+def constant_scale(
+    embeds: np.ndarray, tensors: dict[str, np.ndarray | None], valid: np.ndarray
+) -> Scale | None:
+    """The first rebuilt stage the tensor is up to one constant factor: the least-squares
+    factor over the real tokens, a match once it is divided out (a factor near 1 is the
+    stage itself, found before this is asked)."""
+    for name in EMBEDDING_STAGES:
+        stage = tensors.get(name)
+        if stage is None:
+            continue
+        norm = float((stage[valid] ** 2).sum())
+        if norm == 0.0:
+            continue
+        factor = float((embeds[valid] * stage[valid]).sum() / norm)
+        d = distance(embeds, factor * stage, valid)
+        if d is not None and d <= MATCH_DISTANCE and abs(factor - 1.0) > MATCH_DISTANCE:
+            return Scale(name, factor, d)
+    return None
 
 
 # ---------------------------------------------------------------------- token types

@@ -7,15 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from .causes import Rounding, RowLayout, TokenTypes
+from .causes import Rounding, RowLayout, Scale, TokenTypes
 
 
 @dataclass(frozen=True)
 class Diagnosis:
     """The stage a tensor is (``verdict``, or ``unknown``), its distance to each
     candidate, the ids it encodes, and the facts that explain a mismatch: rows in
-    another order or shifted (``layout``), token types left out (``token_types``),
-    half-precision rounding (``rounding``). ``fix`` is the advice and its code line."""
+    another order or shifted (``layout``), token types left out (``token_types``), one
+    factor on every value (``scale``), half-precision rounding (``rounding``).
+    ``fix`` is the advice and its code line."""
 
     verdict: str
     candidates: dict[str, float | None]
@@ -26,6 +27,7 @@ class Diagnosis:
     outputs_match: bool
     layout: RowLayout | None = None
     token_types: TokenTypes | None = None
+    scale: Scale | None = None
     rounding: Rounding | None = None
     fix: dict[str, str] = field(default_factory=dict)
 
@@ -57,6 +59,7 @@ class Diagnosis:
             "outputs_match": self.outputs_match,
             "row_layout": None,
             "token_type_ids": None,
+            "scale": None,
             "rounding": None,
         }
         if self.layout is not None:
@@ -66,6 +69,9 @@ class Diagnosis:
         if self.token_types is not None:
             out["token_type_ids"] = self.token_types.types.tolist()
             out["token_types_distance"] = self.token_types.distance
+        if self.scale is not None:
+            s = self.scale
+            out["scale"] = {"stage": s.stage, "factor": s.factor, "distance": s.distance}
         if self.rounding is not None:
             r = self.rounding
             out["rounding"] = {"dtype": r.dtype, "max_abs": r.max_abs, "relative": r.relative}

@@ -2,9 +2,9 @@
 tensor is from each: the candidates a diagnosis names, and the ids a tensor encodes.
 
 Stages are rebuilt in float64 from the model's own tables (raw word embeddings, plus
-positions, plus token types, after the LayerNorm = ``hidden_states[0]``, and a copy
-scaled by sqrt(width)); the hidden states after them come from one run of the model
-on the ids, which the caller has made already.
+positions, plus token types, plus token types without positions, after the LayerNorm =
+``hidden_states[0]``, and a copy scaled by sqrt(width)); the hidden states after them
+come from one run of the model on the ids, which the caller has made already.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ EMBEDDING_STAGES = (
     "word_embeddings",
     "word_plus_position",
     "word_plus_position_plus_type",
+    "word_plus_type",
     "post_layernorm",
     "scaled_word_embeddings",
 )
@@ -55,6 +56,8 @@ def embedding_stages(
         "word_embeddings": word,
         "word_plus_position": with_pos,
         "word_plus_position_plus_type": with_type,
+        # token types added, positions left out (a pipeline that adds them itself)
+        "word_plus_type": None if with_type is None else word + types,
         "post_layernorm": post_ln,
         "scaled_word_embeddings": word * np.sqrt(parts.width),
     }
@@ -160,12 +163,12 @@ def recover_ids(
 def _offsets(model: TFSide, parts: EmbeddingParts, batch: Batch, verdict: str) -> np.ndarray:
     """What the stage added to the word embeddings (zeros for word/scaled/unknown)."""
     zeros = np.zeros(batch.input_ids.shape + (parts.width,))
-    if verdict not in ("word_plus_position", "word_plus_position_plus_type"):
+    if verdict not in ("word_plus_position", "word_plus_position_plus_type", "word_plus_type"):
         return zeros
     positions = positions_of(model, parts, batch)
-    added = zeros if positions is None else positions
+    added = zeros if positions is None or verdict == "word_plus_type" else positions
     types = types_of(parts, batch)
-    if verdict == "word_plus_position_plus_type" and types is not None:
+    if verdict != "word_plus_position" and types is not None:
         added = added + types
     return added
 
