@@ -173,3 +173,19 @@ def test_cli_modes_writes_json(tmp_path, capsys):
     assert "xla" in capsys.readouterr().out
     data = json.loads(path.read_text())
     assert data["passed"] and data["comparisons"][0]["name"].startswith("xla:")
+
+
+def test_a_precision_the_models_tf_code_cannot_run_is_not_run_and_said_so(capsys):
+    """transformers' TF CTRL adds float32 position embeddings to half-precision
+    activations: fp16 and bf16 cannot run (reported, not a crash); the other modes are
+    judged. Asked for alone, they compare nothing: exit 2 naming why."""
+    from tfparity import cli
+
+    assert cli.main(["modes", "tiny:ctrl", "--random", "2", "--seq-len", "6"]) == 0
+    out = capsys.readouterr().out
+    for policy in ("mixed_float16", "mixed_bfloat16"):
+        assert f"TFCTRLModel does not run under tf-keras's {policy} policy" in out
+    assert "not run: fp16:" in out and "PASS modes" in out
+    assert cli.main(["modes", "tiny:ctrl", "--modes", "fp16,bf16", "--random", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "None of the modes fp16, bf16 ran" in err and "please report" not in err

@@ -33,6 +33,7 @@ import numpy as np
 from .. import validation
 from ..adapters.interfaces.sides import TFSide
 from ..adapters.runtime.devices import resolve_devices, short_name, tf32_capable
+from ..adapters.runtime.execution import PrecisionUnsupportedError
 from ..adapters.runtime.execution_options import ExecutionOptions, parse_mode
 from ..compare import (
     Comparison,
@@ -153,10 +154,15 @@ def check_modes(
     comparisons: list[Comparison] = []
     rows: list[dict[str, Any]] = []
     notes = list(model.notes) + [f"not run: {s}" for s in skipped]
+    unrun: list[str] = []
     for planned in plan:
         start = time.perf_counter()
-        runner = model.executed(planned.options)
-        traces = [runner.run(b) for b in batches]
+        try:
+            runner = model.executed(planned.options)
+            traces = [runner.run(b) for b in batches]
+        except PrecisionUnsupportedError as exc:  # one mode the model cannot run in
+            unrun.append(f"{planned.label}: {exc}")
+            continue
         seconds = time.perf_counter() - start
         found = compare_mode(planned, traces, reference, masks, magnitudes, options)
         comparisons.extend(found)
@@ -164,6 +170,12 @@ def check_modes(
         note = _first_failing_hidden_state(planned.label, found)
         if note:
             notes.append(note)
+    if not comparisons:
+        raise NothingComparedError(
+            f"None of the modes {', '.join(p.label for p in plan)} ran, so nothing was "
+            f"compared: {'; '.join(unrun)}"
+        )
+    notes += [f"not run: {u}" for u in unrun]
     report = Report(
         check="modes",
         model=model.name,

@@ -268,3 +268,33 @@ def test_xla_compiles_once_per_shape_and_path(load_tf_model):
         runner.run(Batch(ids, np.ones_like(ids), np.zeros_like(ids), positions))
     assert runner.traces_by_path() == {"ids": 2, "embeds": 2, "positions": 2}
     assert runner.traces == 6
+
+
+@pytest.mark.parametrize(
+    "model, when", [("tiny:mistral", "while building"), ("tiny:ctrl", "while running")]
+)
+def test_a_model_whose_tf_code_breaks_under_a_mixed_policy_exits_2_naming_it(model, when, capsys):
+    """Mistral's TF mask (float32 beside half-precision scores) fails when the model is
+    built under the policy, CTRL's position embeddings when it runs: both exit 2 naming
+    the policy and the op, not a crash asking for a report; fp32 runs."""
+    from tfparity import cli
+
+    argv = ["check", model, "--no-pt", "--random", "2", "--seq-len", "6"]
+    assert cli.main([*argv, "--precision", "bf16"]) == 2
+    err = capsys.readouterr().err
+    assert "does not run under tf-keras's mixed_bfloat16 policy" in err
+    assert when in err and "expected to be a" in err and "please report" not in err
+    assert cli.main(argv) == 0
+
+
+def test_an_ids_only_scale_rounds_as_the_ids_path_does_under_fp16():
+    """XGLM scales its gathered rows on the ids path, in the embedding layer's float16:
+    the Keras-side gather scales them in float16 too, so the two paths agree bitwise
+    (scaled in float32 then cast, they differed by 0.003 and the embeds check failed)."""
+    import tfparity
+
+    inputs = InputOptions(random=2, seq_len=6)
+    execution = ExecutionOptions(precision="fp16")
+    report = tfparity.check_embeds("tiny:xglm", inputs=inputs, execution=execution)
+    assert report.passed and max(c.max_abs_diff for c in report.comparisons) == 0.0
+    assert report.details["precision"] == "fp16"

@@ -33,11 +33,16 @@ class WordEmbeddingGather(tf_keras.layers.Layer):
     always sees the model's current weights.
     """
 
-    def __init__(self, matrix: Any, ids_only: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, matrix: Any, ids_only: Any = None, rows_dtype: Any = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.matrix = matrix
         self.vocab_size = int(matrix.shape[0])
         self.ids_only = ids_only  # fn(tf, embeds, ids) -> embeds, or None
+        # the dtype the model's embedding layer computes in (float16 under mixed_float16):
+        # the ids path changes its rows in that dtype, so the same change must round alike
+        self.rows_dtype = rows_dtype
 
     @classmethod
     def from_model(cls, model: Any, **kwargs: Any) -> WordEmbeddingGather:
@@ -46,7 +51,8 @@ class WordEmbeddingGather(tf_keras.layers.Layer):
         config = model.config
         change = ids_only_change(config)
         ids_only = (lambda tf_, e, ids: change.apply(tf_, e, ids, config)) if change else None
-        return cls(word_embedding_matrix(model), ids_only=ids_only, **kwargs)
+        rows_dtype = getattr(embedding_layer(model), "compute_dtype", None) if change else None
+        return cls(word_embedding_matrix(model), ids_only=ids_only, rows_dtype=rows_dtype, **kwargs)
 
     def call(self, input_ids: Any) -> Any:
         ids = tf.cast(input_ids, tf.int32)
@@ -64,7 +70,11 @@ class WordEmbeddingGather(tf_keras.layers.Layer):
             with tf.control_dependencies(checks):
                 ids = tf.identity(ids)
         embeds = tf.gather(self.matrix, ids)
-        return embeds if self.ids_only is None else self.ids_only(tf, embeds, ids)
+        if self.ids_only is None:
+            return embeds
+        if self.rows_dtype is not None:
+            embeds = tf.cast(embeds, self.rows_dtype)
+        return self.ids_only(tf, embeds, ids)
 
     def _check_eagerly(self, ids: np.ndarray) -> None:
         bad = (ids < 0) | (ids >= self.vocab_size)

@@ -27,7 +27,7 @@ from ..interfaces.greedy import teacher_forced_decoder
 from ..interfaces.sides import TFSideBase, config_limits
 from ..runtime.compiled_paths import CompiledPaths
 from ..runtime.devices import short_name
-from ..runtime.execution import clone_model, placed
+from ..runtime.execution import clone_model, placed, unsupported_precision
 from ..runtime.execution_options import ExecutionOptions
 from ..runtime.imports import import_tf
 from ..sources.holdings import Holdings
@@ -214,6 +214,12 @@ class TFModel(TFSideBase):
             )
         except NameError as exc:  # an optional package transformers skipped importing
             raise cannot_run(self.model, exc) from exc
+        except (import_tf().errors.InvalidArgumentError, TypeError, ValueError) as exc:
+            name, precision = type(self.model).__name__, self.execution.precision
+            found = unsupported_precision(name, precision, exc, "while running")
+            if found is None:
+                raise
+            raise found from exc
 
     def _in_compute_dtype(self, inputs_embeds: Any) -> Any:
         """HF TF models add ``inputs_embeds`` to position embeddings without casting, so

@@ -110,13 +110,49 @@ def out_of_memory_as_error(device: str | None) -> Iterator[None]:
 # ----------------------------------------------------------------------------- models
 
 
+class PrecisionUnsupportedError(TfparityError):
+    """The model's own TF code does not run under a mixed-precision policy (exit 2 for
+    a command that asked for it; a mode the ``modes`` check reports as not run)."""
+
+
+# How TensorFlow says an op got a tensor of another dtype than its other inputs.
+_DTYPE_MISMATCH = ("was expected to be a", "Tensor conversion requested dtype")
+
+
+def unsupported_precision(
+    model: str, precision: str, exc: Exception, when: str
+) -> PrecisionUnsupportedError | None:
+    """The error to raise for ``exc``, raised by ``model``'s own TF code ``when`` (while
+    building, while running) under ``precision``: a dtype mismatch under a mixed policy
+    (transformers' TF Mistral builds its mask in float32, CTRL its position embeddings,
+    beside half-precision activations); None for anything else."""
+    policy = POLICIES[precision]
+    text = str(exc)
+    if policy is None or not any(m in text for m in _DTYPE_MISMATCH):
+        return None
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    said = [x for x in lines if not x.startswith("Exception encountered")]
+    first = (said or [type(exc).__name__])[0].split(" [Op:")[0][:160]
+    return PrecisionUnsupportedError(
+        f"{model} does not run under tf-keras's {policy} policy: its TF code fails {when} "
+        f"({first}). Check it in fp32 (without --precision)."
+    )
+
+
 def clone_model(source: Any, config: Any, options: ExecutionOptions) -> Any:
     """A new HF TF model of ``source``'s class and ``config``, built under ``options``'s
     precision policy on its device, holding a copy of ``source``'s weights."""
     tf = import_tf()
     with placed(replace(options, tf32=None)), mixed_precision_policy(POLICIES[options.precision]):
         clone = type(source).from_config(config)
-        clone(clone.dummy_inputs, training=False)
+        try:
+            clone(clone.dummy_inputs, training=False)
+        except (tf.errors.InvalidArgumentError, TypeError, ValueError) as exc:
+            name = type(source).__name__
+            found = unsupported_precision(name, options.precision, exc, "while building")
+            if found is None:
+                raise
+            raise found from exc
         _copy_weights(tf, source.weights, clone.weights)
     return clone
 
