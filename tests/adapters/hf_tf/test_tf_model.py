@@ -82,3 +82,23 @@ def test_roberta_position_ids_may_use_the_whole_position_table(load_tf_model):
     assert out["last_hidden_state"].shape == (1, 63, 32)
     with pytest.raises(TfparityError, match="position_ids out of range: 66"):
         model.run(Batch(ids[:, :2], np.ones_like(ids[:, :2]), None, np.array([[2, 66]])))
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_the_gathered_path_feeds_rows_as_the_ids_path_does(load_tf_model, mode):
+    """``run_gathered`` (the sweep's embeds path) gathers inside the run: XGLM's ids
+    path scales its rows, so the gathered ones must be scaled too (they were not, and a
+    sweep of tiny:xglm failed every item). BERT has no such change: the other way."""
+    from dataclasses import replace
+
+    from tfparity.inputs import InputOptions, make_batches
+
+    for spec in ("tiny:xglm", "tiny:bert"):
+        model = load_tf_model(spec)
+        if mode == "graph":
+            model = model.executed(replace(model.execution, graph=True))
+        (batch,) = make_batches(model, InputOptions(random=2, seq_len=7))
+        ids, gathered = model.run(batch), model.run_gathered(batch)
+        assert all(np.array_equal(ids[k], gathered[k]) for k in ids), spec
+    scale = load_tf_model("tiny:xglm").ids_only_change
+    assert scale is not None and load_tf_model("tiny:bert").ids_only_change is None

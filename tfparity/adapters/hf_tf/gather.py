@@ -34,25 +34,20 @@ class WordEmbeddingGather(tf_keras.layers.Layer):
     """
 
     def __init__(
-        self, matrix: Any, ids_only: Any = None, rows_dtype: Any = None, **kwargs: Any
+        self, matrix: Any, config: Any = None, rows_dtype: Any = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.matrix = matrix
         self.vocab_size = int(matrix.shape[0])
-        self.ids_only = ids_only  # fn(tf, embeds, ids) -> embeds, or None
-        # the dtype the model's embedding layer computes in (float16 under mixed_float16):
-        # the ids path changes its rows in that dtype, so the same change must round alike
-        self.rows_dtype = rows_dtype
+        self.model_config = config  # its architecture's ids-only change applies (None: none)
+        self.rows_dtype = rows_dtype  # the model's embedding layer's compute dtype
 
     @classmethod
     def from_model(cls, model: Any, **kwargs: Any) -> WordEmbeddingGather:
         """A gather over the word-embedding matrix of a HF TF ``model``, with the change
         its ``input_ids`` path makes to the gathered rows (if its architecture has one)."""
-        config = model.config
-        change = ids_only_change(config)
-        ids_only = (lambda tf_, e, ids: change.apply(tf_, e, ids, config)) if change else None
-        rows_dtype = getattr(embedding_layer(model), "compute_dtype", None) if change else None
-        return cls(word_embedding_matrix(model), ids_only=ids_only, rows_dtype=rows_dtype, **kwargs)
+        rows_dtype = getattr(embedding_layer(model), "compute_dtype", None)
+        return cls(word_embedding_matrix(model), model.config, rows_dtype, **kwargs)
 
     def call(self, input_ids: Any) -> Any:
         ids = tf.cast(input_ids, tf.int32)
@@ -69,12 +64,10 @@ class WordEmbeddingGather(tf_keras.layers.Layer):
             ]
             with tf.control_dependencies(checks):
                 ids = tf.identity(ids)
-        embeds = tf.gather(self.matrix, ids)
-        if self.ids_only is None:
-            return embeds
-        if self.rows_dtype is not None:
-            embeds = tf.cast(embeds, self.rows_dtype)
-        return self.ids_only(tf, embeds, ids)
+        rows = tf.gather(self.matrix, ids)
+        if self.model_config is None:
+            return rows
+        return ids_path_rows(rows, ids, self.model_config, self.rows_dtype)
 
     def _check_eagerly(self, ids: np.ndarray) -> None:
         bad = (ids < 0) | (ids >= self.vocab_size)
@@ -87,6 +80,19 @@ class WordEmbeddingGather(tf_keras.layers.Layer):
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return tf.TensorShape(input_shape).concatenate([self.matrix.shape[1]])
+
+
+def ids_path_rows(rows: Any, ids: Any, config: Any, dtype: Any = None) -> Any:
+    """Gathered word-embedding ``rows`` as the ``input_ids`` path feeds them on: with
+    the architecture's ids-only change (XGLM's scale) made in ``dtype``, the embedding
+    layer's compute dtype (float16 under mixed_float16), so both paths round alike;
+    the rows as they are where the architecture has no such change."""
+    change = ids_only_change(config)
+    if change is None:
+        return rows
+    if dtype is not None:
+        rows = tf.cast(rows, dtype)
+    return change.apply(tf, rows, ids, config)
 
 
 def ids_only_change(config: Any) -> IdsOnlyTransform | None:

@@ -196,8 +196,11 @@ class TFModel(TFSideBase):
         return Trace.from_output(out)
 
     def _eager_call(self, kind: str, x: Any, kwargs: dict[str, Any]) -> Any:
-        if kind == "gather":
-            x = self._in_compute_dtype(import_tf().gather(self.word_embeddings(), x))
+        if kind == "gather":  # the rows as the ids path feeds them on
+            from .gather import ids_path_rows
+
+            rows = self._in_compute_dtype(import_tf().gather(self.word_embeddings(), x))
+            x = ids_path_rows(rows, x, self.config)
         return self.forward(x, None, kwargs) if kind == "ids" else self.forward(None, x, kwargs)
 
     def forward(self, input_ids: Any, inputs_embeds: Any, kwargs: dict[str, Any]) -> Any:
