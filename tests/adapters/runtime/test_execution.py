@@ -298,3 +298,21 @@ def test_an_ids_only_scale_rounds_as_the_ids_path_does_under_fp16():
     report = tfparity.check_embeds("tiny:xglm", inputs=inputs, execution=execution)
     assert report.passed and max(c.max_abs_diff for c in report.comparisons) == 0.0
     assert report.details["precision"] == "fp16"
+
+
+@pytest.mark.parametrize("spec", ["tiny:deberta", "tiny:longformer"])
+@pytest.mark.parametrize("mode", ["graph", "xla"])
+def test_a_model_that_branches_on_tensors_runs_compiled(load_tf_model, spec, mode):
+    """TF DeBERTa and Longformer branch on tensors: traced without autograph they fail
+    (OperatorNotAllowedInGraphError, an exit 2 for --graph, --xla, `modes`, and any
+    check of 8 batches or more), so their paths are traced again with it, and agree
+    with eager."""
+    from dataclasses import replace
+
+    model = load_tf_model(spec)
+    compiled = model.executed(replace(model.execution, **{mode: True}))
+    (batch,) = make_batches(model, InputOptions(random=2, seq_len=7))
+    eager, traced = model.run(batch), compiled.run(batch)
+    for name in eager:
+        np.testing.assert_allclose(traced[name], eager[name], rtol=1e-5, atol=1e-5)
+    assert compiled.traces_by_path()["ids"] >= 1

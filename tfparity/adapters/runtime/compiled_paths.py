@@ -12,8 +12,9 @@ Three paths, each compiled once (graph, XLA) into its own ``tf.function``:
 Shapes: in graph mode a path leaves batch and sequence sizes unknown, so batches of any
 shape share one trace, each call as fast as with a trace per shape. XLA compiles once
 per input shape, so the sweep gives it batches of a few fixed bucket shapes. Autograph
-is off: Hugging Face TF models branch only on static Python values, so converting them
-only made each trace slower.
+is off: most Hugging Face TF models branch only on static Python values, so converting
+them only made each trace slower. The few that branch on tensors (DeBERTa, Longformer)
+fail to trace without it, before running anything, and are traced again with it.
 """
 
 from __future__ import annotations
@@ -47,9 +48,16 @@ class CompiledPaths:
         keys = tuple(sorted(kwargs))
         if kind != "embeds":
             x = tf.cast(x, tf.int32)
-        if (kind, keys) not in self.functions:
-            self.functions[(kind, keys)] = self._compile(tf, kind, keys, x.dtype)
-        return self.functions[(kind, keys)](x, {k: tf.cast(kwargs[k], tf.int32) for k in keys})
+        key, args = (kind, keys), (x, {k: tf.cast(kwargs[k], tf.int32) for k in keys})
+        if key not in self.functions:
+            self.functions[key] = self._compile(tf, kind, keys, x.dtype)
+        try:
+            return self.functions[key](*args)
+        except tf.errors.OperatorNotAllowedInGraphError:
+            # the model branches on tensors (TF DeBERTa, Longformer): the trace failed
+            # before running anything, so trace it again with autograph on
+            self.functions[key] = self._compile(tf, kind, keys, x.dtype, autograph=True)
+            return self.functions[key](*args)
 
     def traces_by_path(self) -> dict[str, int]:
         """Traces per path: ``ids``, ``embeds`` (given or gathered), ``positions``."""
@@ -59,15 +67,19 @@ class CompiledPaths:
             counts[label] = counts.get(label, 0) + int(fn.experimental_get_tracing_count())
         return counts
 
-    def _compile(self, tf: Any, kind: str, keys: tuple[str, ...], dtype: Any) -> Any:
+    def _compile(
+        self, tf: Any, kind: str, keys: tuple[str, ...], dtype: Any, autograph: bool = False
+    ) -> Any:
         def forward(x: Any, kw: dict[str, Any]) -> Any:
             return dict(self.eager_call(kind, x, kw))
 
         if self.execution.xla:  # XLA compiles per input shape
-            return tf.function(forward, jit_compile=True, reduce_retracing=False, autograph=False)
+            return tf.function(
+                forward, jit_compile=True, reduce_retracing=False, autograph=autograph
+            )
         x_spec = tf.TensorSpec([None] * (3 if kind == "embeds" else 2), dtype)
         kw_spec = {k: tf.TensorSpec([None, None], tf.int32) for k in keys}
-        return tf.function(forward, input_signature=[x_spec, kw_spec], autograph=False)
+        return tf.function(forward, input_signature=[x_spec, kw_spec], autograph=autograph)
 
 
 def path_label(kind: str, keys: tuple[str, ...]) -> str:
