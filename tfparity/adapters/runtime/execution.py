@@ -116,7 +116,11 @@ class PrecisionUnsupportedError(TfparityError):
 
 
 # How TensorFlow says an op got a tensor of another dtype than its other inputs.
-_DTYPE_MISMATCH = ("was expected to be a", "Tensor conversion requested dtype")
+_DTYPE_MISMATCH = (
+    "was expected to be a",  # eager
+    "that does not match type",  # graph: an op input of another dtype
+    "Tensor conversion requested dtype",
+)
 
 
 def unsupported_precision(
