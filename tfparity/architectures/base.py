@@ -59,12 +59,15 @@ class EmbeddingTables:
     ``layer_norm`` is the embedding LayerNorm's attribute on the embedding layer.
     ``word``: the word-embedding layer's attribute on the main layer, for models whose
     ``get_input_embeddings()`` does not work in TF (Mistral); None: use that method.
+    ``pt_time_major``: PyTorch's word-embedding module outputs ``[seq, batch, width]``
+    (XLNet transposes the ids first), where TF's ``inputs_embeds`` are batch-major.
     """
 
     word: str | None = None
     position: str | None = "position_embeddings"
     token_type: str | None = "token_type_embeddings"
     layer_norm: str | None = "LayerNorm"
+    pt_time_major: bool = False
 
 
 @dataclass(frozen=True)

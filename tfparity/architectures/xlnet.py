@@ -12,7 +12,10 @@ ARCHITECTURES = (
         **hf_classes("XLNet", "LMHeadModel"),
         tiny=dict(d_model=32, n_layer=2, n_head=4, d_inner=64, use_mems_eval=False),
         positions=Positions.RELATIVE,
-        embeddings=EmbeddingTables(position=None, token_type=None, layer_norm=None),
+        # PyTorch's XLNet transposes the ids to [seq, batch] before embedding them
+        embeddings=EmbeddingTables(
+            position=None, token_type=None, layer_norm=None, pt_time_major=True
+        ),
         lm_head=LMHead(
             "no transform: x @ word_embeddings.T + bias[vocab]", lambda m, tf: m.lm_loss
         ),

@@ -300,3 +300,23 @@ def test_a_stored_reference_is_refused_by_name_a_live_one_is_differentiated(refe
     assert pt_model.gradients_refusal() is None
     with pytest.raises(TfparityError, match="needs a live PyTorch model"):
         stored.gradients(batches[0], None)
+
+
+def test_xlnets_time_major_embedding_gradient_is_compared_batch_major(load_tf_model):
+    """PyTorch's XLNet embeds ids transposed to [seq, batch]: its embedding gradient is
+    turned batch-major, as TF's inputs_embeds are (compared as they were, every clean
+    XLNet failed on the shapes). The other way: a port with an FFN weight x1.1 fails,
+    its inputs_embeds gradient on values, not on a shape."""
+    from tfparity.testing import perturb_ffn
+
+    pt = load_pt("tiny:xlnet")
+    batches = make_batches(load_tf_model("tiny:xlnet"), InputOptions(random=2, seq_len=5))
+    clean = by_check(check_gradients(load_tf_model("tiny:xlnet"), pt, batches))["gradients"]
+    rows = {c.name: c for c in clean.comparisons}
+    assert clean.passed and rows["grad:inputs_embeds"].passed
+    broken = TFModel.load("tiny:xlnet")
+    perturb_ffn(broken, layer=1, factor=1.1)
+    failed = by_check(check_gradients(broken, pt, batches))["gradients"]
+    row = next(c for c in failed.comparisons if c.name == "grad:inputs_embeds")
+    assert not failed.passed and not row.passed
+    assert "shape" not in (row.problem or "") and row.max_abs_diff > 0

@@ -47,10 +47,16 @@ def _mean(torch: Any, per: Any, mask: np.ndarray | None, dtype: Any) -> Any:
 
 
 def pt_gradients(
-    model: Any, inputs: dict[str, Any], mask: np.ndarray, objective: Objective, names: Any
+    model: Any,
+    inputs: dict[str, Any],
+    mask: np.ndarray,
+    objective: Objective,
+    names: Any,
+    time_major: bool = False,
 ) -> GradientRun:
     """One autograd run of ``model`` (float32 or float64) on ``inputs``; ``names``:
-    parameter name -> the name reported (None: left out)."""
+    parameter name -> the name reported (None: left out); ``time_major``: the embedding
+    module's output is ``[seq, batch, width]``, its gradient given batch-major as TF's."""
     torch = import_torch()
     dtype = next(model.parameters()).dtype
     captured: list[Any] = []
@@ -74,11 +80,14 @@ def pt_gradients(
             loss.backward()
     finally:
         hook.remove()
+    embeds = _grad(captured[0]) if captured else None
+    if time_major and embeds is not None:
+        embeds = embeds.swapaxes(0, 1)
     run = GradientRun(
         loss=float(loss.detach()),
         forward={f"hidden_states[{k}]": to_numpy(h) for k, h in enumerate(hidden)},
         hidden={f"hidden_states[{k}]": _grad(h) for k, h in enumerate(hidden)},
-        inputs_embeds=_grad(captured[0]) if captured else None,
+        inputs_embeds=embeds,
         weights={
             names(name): _grad(p) for name, p in model.named_parameters() if names(name) is not None
         },

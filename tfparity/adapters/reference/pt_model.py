@@ -259,9 +259,10 @@ class PTModel(ReferenceBase):
         def named(name: str) -> str:
             return name.removeprefix(body) if strip else name
 
+        time_major = for_config(self.config).embeddings.pt_time_major
         with default_dtype(torch.float64 if float64 else None):
             run = pt_gradients(
-                model, self.torch_inputs(batch), batch.attention_mask, objective, named
+                model, self.torch_inputs(batch), batch.attention_mask, objective, named, time_major
             )
         word = model.get_input_embeddings().weight
         run.word_embeddings = next(
