@@ -144,6 +144,9 @@ class Architecture:
     tiny: Mapping[str, Any] | None = None
     positions: Positions = Positions.ABSOLUTE
     causal: bool = False
+    # the config attribute of a sliding attention window (Longformer's attention_window):
+    # which tokens attend to which follows sequence order, whatever the position_ids say
+    attention_window: str | None = None
     pt_seq2seq_class: str | None = None
     decoder_layer: str | None = None
     embeddings: EmbeddingTables = EmbeddingTables()

@@ -15,6 +15,7 @@ ARCHITECTURES = (
         **hf_classes("Longformer"),
         tiny={**TINY_ROBERTA, "attention_window": 4},
         positions=Positions.PADDING_AWARE,
+        attention_window="attention_window",
         hint_fields=(*HINT_FIELDS, "attention_window"),
         ffn_weight=FFN_WEIGHT,
     ),

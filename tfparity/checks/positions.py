@@ -129,6 +129,7 @@ def check_positions(
     details: dict[str, Any] = {
         "position_kind": facts.kind,
         "causal": facts.causal,
+        "attention_window": facts.window,
         "takes_position_ids": facts.takes_position_ids,
         "permutations": options.permutations,
         "self_inverse_permutations": involutions,
@@ -201,7 +202,7 @@ def _pairwise(
 def _equivariance(aligned, masks, tolerance, facts, explicit) -> list[Comparison] | None:
     """s4 (aligned) against s1, one comparison per compared output: the verdict, where
     the property applies."""
-    if not explicit or facts.kind != "absolute" or facts.causal:
+    if not explicit or facts.kind != "absolute" or facts.causal or facts.window is not None:
         return None
     return [
         compare_batches(
@@ -245,6 +246,12 @@ def _notes(facts, explicit: bool, scenarios: dict) -> list[str]:
         return [
             "A decoder: the causal mask follows sequence order whatever the position_ids "
             "say, so s1 and s4 differ by design; equivariance does not apply."
+        ]
+    if facts.window is not None:
+        return [
+            f"Sliding-window attention ({facts.window} tokens): which tokens attend to "
+            "which follows sequence order whatever the position_ids say, so s1 and s4 "
+            "differ by design; equivariance does not apply."
         ]
     pair = scenarios.get("s2_s3")
     if pair is not None and pair["max_abs_diff"] == 0.0:

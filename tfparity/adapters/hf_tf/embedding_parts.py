@@ -69,10 +69,14 @@ def position_facts(model: Any) -> PositionFacts:
     if arch.positions is Positions.UNKNOWN and embedding_parts(model).position is None:
         kind = "relative"  # the generic family: no table found, so inside attention
     causal = arch.causal or bool(getattr(model.config, "is_decoder", False))
+    window = getattr(model.config, arch.attention_window) if arch.attention_window else None
+    if isinstance(window, list | tuple):  # one per layer: the narrowest decides
+        window = min(window)
     return PositionFacts(
         kind=kind,
         takes_position_ids="position_ids" in accepted,
         causal=causal,
+        window=None if window is None else int(window),
     )
 
 

@@ -52,6 +52,7 @@ class PositionFacts:
     kind: str  # "absolute" (a table added to the embeddings), "relative" or "rotary"
     takes_position_ids: bool
     causal: bool
+    window: int | None = None  # a sliding attention window's tokens (None: full attention)
 
 
 @dataclass(frozen=True)
