@@ -320,3 +320,13 @@ def test_xlnets_time_major_embedding_gradient_is_compared_batch_major(load_tf_mo
     row = next(c for c in failed.comparisons if c.name == "grad:inputs_embeds")
     assert not failed.passed and not row.passed
     assert "shape" not in (row.problem or "") and row.max_abs_diff > 0
+
+
+def test_a_float64_referee_that_breaks_where_float32_does_not_is_named(capsys):
+    """PyTorch's Longformer differentiates to NaN in float64 over the positions its
+    window padding masks (float32 is finite on the same inputs): exit 2 saying that the
+    model's float64 code is the cause, not the inputs or the weights."""
+    assert cli.main(["gradients", "tiny:longformer", "--random", "2", "--seq-len", "14"]) == 2
+    err = capsys.readouterr().err
+    assert "where PyTorch's float32 run on the same inputs is finite" in err
+    assert "pad on the right" not in err and "please report" not in err

@@ -240,8 +240,8 @@ def _tf_vs_pt(
 ) -> Report:
     ids, embeds, pt, truth = sides.ids, sides.embeds, sides.pt, sides.truth
     masks = [b.attention_mask for b in batches]
-    _ensure_finite(truth, "PyTorch's float64 referee")
     _ensure_finite(pt, "PyTorch")
+    _ensure_finite(truth, "PyTorch's float64 referee", float32_finite=True)
     judge: Judge = options.referee
     if options.tolerance is not None:
         judge = ToleranceJudge(options.tolerance, check_dtype=False)
@@ -304,13 +304,21 @@ def _tf_vs_pt(
     )
 
 
-def _ensure_finite(side: Collected, where: str) -> None:
+def _ensure_finite(side: Collected, where: str, float32_finite: bool = False) -> None:
     """Refuse (exit 2) to judge against a reference whose loss or gradients hold NaN or
-    Inf (e.g. a fully masked row's softmax under left padding)."""
+    Inf (e.g. a fully masked row's softmax under left padding); ``float32_finite``: the
+    float32 run on the same inputs was finite, so the inputs are not the cause."""
     grads = [g for h in side.hidden for g in h.values()] + side.embeds
     bad = not np.all(np.isfinite(side.losses)) or any(
         g is not None and not np.all(np.isfinite(g)) for g in grads
     )
+    if bad and float32_finite:
+        raise NonFiniteOutputError(
+            f"The loss or gradients of {where} hold NaN or Inf where PyTorch's float32 run "
+            "on the same inputs is finite: the model's PyTorch code does not differentiate "
+            "in float64 (Longformer's sliding-window attention over padded positions, for "
+            "one), so there is no referee to judge the gradients by."
+        )
     if bad:
         raise NonFiniteOutputError(
             f"The loss or gradients of {where} hold NaN or Inf, so gradient parity cannot be "
