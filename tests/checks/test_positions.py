@@ -76,16 +76,24 @@ def test_mangled_position_ids_fail_explicit_match(load_tf_model):
     assert "by up to " in line and "last_hidden_state" in line
 
 
-def test_sliding_window_attention_is_not_held_to_equivariance(load_tf_model):
-    """Longformer's windows follow sequence order whatever the position_ids say: s1 and
-    s4 differ by design (it failed a clean model), so equivariance does not apply and
-    the explicit positions are judged alone; mangled ones still fail."""
-    model = load_tf_model("tiny:longformer")
+@pytest.mark.parametrize(
+    "spec, kind, tokens",
+    [
+        ("tiny:longformer", "sliding-window attention", 4),
+        ("tiny:convbert", "span-based dynamic convolution", 9),
+    ],
+)
+def test_a_window_in_sequence_order_is_not_held_to_equivariance(load_tf_model, spec, kind, tokens):
+    """Longformer's attention windows and ConvBERT's convolution follow sequence order
+    whatever the position_ids say: s1 and s4 differ by design (both failed clean models),
+    so equivariance does not apply and the explicit positions are judged alone; mangled
+    ones still fail."""
+    model = load_tf_model(spec)
     report = check_positions(model, make_batches(model), FEW)
     assert report.passed and report.details["equivariant"] is None
-    assert report.details["attention_window"] == 4
+    assert report.details["local_window"] == {"kind": kind, "tokens": tokens}
     assert report.details["scenarios"]["s1_s4"]["max_abs_diff"] > 1e-3  # it does differ
-    assert any(n.startswith("Sliding-window attention (4 tokens)") for n in report.notes)
+    assert any(n.startswith(f"{kind.capitalize()} ({tokens} tokens)") for n in report.notes)
     broken = _as(_ReversesPositions, model)
     report = check_positions(broken, make_batches(broken), FEW)
     assert report.details["explicit_positions_match"] is False and not report.passed

@@ -71,6 +71,16 @@ class EmbeddingTables:
 
 
 @dataclass(frozen=True)
+class LocalWindow:
+    """Token mixing over a window that follows sequence order whatever the position_ids
+    say (Longformer's sliding-window attention, ConvBERT's span-based convolution):
+    ``what`` it is, in words, and the config ``attribute`` holding its size in tokens."""
+
+    what: str
+    attribute: str
+
+
+@dataclass(frozen=True)
 class LMHead:
     """The LM head: what sits between the last hidden state and the vocabulary product
     (``{act}`` stands for the config's activation), and ``apply(head_model, tf)``, which
@@ -144,9 +154,7 @@ class Architecture:
     tiny: Mapping[str, Any] | None = None
     positions: Positions = Positions.ABSOLUTE
     causal: bool = False
-    # the config attribute of a sliding attention window (Longformer's attention_window):
-    # which tokens attend to which follows sequence order, whatever the position_ids say
-    attention_window: str | None = None
+    local_window: LocalWindow | None = None
     pt_seq2seq_class: str | None = None
     decoder_layer: str | None = None
     embeddings: EmbeddingTables = EmbeddingTables()

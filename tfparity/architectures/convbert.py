@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .base import Architecture, Positions, hf_classes
+from .base import Architecture, LocalWindow, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS, TINY
 
 ARCHITECTURES = (
@@ -13,6 +13,7 @@ ARCHITECTURES = (
         **hf_classes("ConvBert"),
         tiny={**TINY, "embedding_size": 16},
         positions=Positions.ABSOLUTE,
+        local_window=LocalWindow("span-based dynamic convolution", "conv_kernel_size"),
         hint_fields=(*HINT_FIELDS, "head_ratio", "conv_kernel_size", "num_groups"),
         ffn_weight=FFN_WEIGHT,
     ),

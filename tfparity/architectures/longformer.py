@@ -4,7 +4,7 @@ inside the model)."""
 
 from __future__ import annotations
 
-from .base import Architecture, Positions, hf_classes
+from .base import Architecture, LocalWindow, Positions, hf_classes
 from .bert import FFN_WEIGHT, HINT_FIELDS
 from .roberta import TINY_ROBERTA
 
@@ -15,7 +15,7 @@ ARCHITECTURES = (
         **hf_classes("Longformer"),
         tiny={**TINY_ROBERTA, "attention_window": 4},
         positions=Positions.PADDING_AWARE,
-        attention_window="attention_window",
+        local_window=LocalWindow("sliding-window attention", "attention_window"),
         hint_fields=(*HINT_FIELDS, "attention_window"),
         ffn_weight=FFN_WEIGHT,
     ),

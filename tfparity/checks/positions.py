@@ -129,7 +129,9 @@ def check_positions(
     details: dict[str, Any] = {
         "position_kind": facts.kind,
         "causal": facts.causal,
-        "attention_window": facts.window,
+        "local_window": None
+        if facts.window is None
+        else {"kind": facts.window_kind, "tokens": facts.window},
         "takes_position_ids": facts.takes_position_ids,
         "permutations": options.permutations,
         "self_inverse_permutations": involutions,
@@ -248,10 +250,11 @@ def _notes(facts, explicit: bool, scenarios: dict) -> list[str]:
             "say, so s1 and s4 differ by design; equivariance does not apply."
         ]
     if facts.window is not None:
+        what = (facts.window_kind or "a local window").capitalize()
         return [
-            f"Sliding-window attention ({facts.window} tokens): which tokens attend to "
-            "which follows sequence order whatever the position_ids say, so s1 and s4 "
-            "differ by design; equivariance does not apply."
+            f"{what} ({facts.window} tokens): which tokens it mixes follows sequence "
+            "order whatever the position_ids say, so s1 and s4 differ by design; "
+            "equivariance does not apply."
         ]
     pair = scenarios.get("s2_s3")
     if pair is not None and pair["max_abs_diff"] == 0.0:

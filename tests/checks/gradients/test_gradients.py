@@ -330,3 +330,20 @@ def test_a_float64_referee_that_breaks_where_float32_does_not_is_named(capsys):
     err = capsys.readouterr().err
     assert "where PyTorch's float32 run on the same inputs is finite" in err
     assert "pad on the right" not in err and "please report" not in err
+
+
+def test_ctrls_in_place_embedding_scale_leaves_the_embedding_gradient_alone(load_tf_model):
+    """PyTorch's CTRL scales its embeddings in place (``inputs_embeds *= sqrt(d)``): the
+    embedding output kept for its gradient must be the module's, not the scaled tensor
+    (kept as it was, every clean CTRL failed on grad:inputs_embeds). The other way: an
+    FFN weight x1.1 fails."""
+    from tfparity.testing import perturb_ffn
+
+    pt = load_pt("tiny:ctrl")
+    batches = make_batches(load_tf_model("tiny:ctrl"), InputOptions(random=2, seq_len=6))
+    clean = by_check(check_gradients(load_tf_model("tiny:ctrl"), pt, batches))["gradients"]
+    assert clean.passed, [c.name for c in clean.failures]
+    assert "grad:inputs_embeds" in {c.name for c in clean.comparisons}
+    broken = TFModel.load("tiny:ctrl")
+    perturb_ffn(broken, layer=1, factor=1.1)
+    assert not by_check(check_gradients(broken, pt, batches))["gradients"].passed

@@ -69,7 +69,8 @@ def position_facts(model: Any) -> PositionFacts:
     if arch.positions is Positions.UNKNOWN and embedding_parts(model).position is None:
         kind = "relative"  # the generic family: no table found, so inside attention
     causal = arch.causal or bool(getattr(model.config, "is_decoder", False))
-    window = getattr(model.config, arch.attention_window) if arch.attention_window else None
+    local = arch.local_window
+    window = getattr(model.config, local.attribute) if local else None
     if isinstance(window, list | tuple):  # one per layer: the narrowest decides
         window = min(window)
     return PositionFacts(
@@ -77,6 +78,7 @@ def position_facts(model: Any) -> PositionFacts:
         takes_position_ids="position_ids" in accepted,
         causal=causal,
         window=None if window is None else int(window),
+        window_kind=local.what if local else None,
     )
 
 

@@ -52,7 +52,8 @@ class PositionFacts:
     kind: str  # "absolute" (a table added to the embeddings), "relative" or "rotary"
     takes_position_ids: bool
     causal: bool
-    window: int | None = None  # a sliding attention window's tokens (None: full attention)
+    window: int | None = None  # tokens of a window mixing them in order (None: none)
+    window_kind: str | None = None  # what mixes them ("sliding-window attention")
 
 
 @dataclass(frozen=True)

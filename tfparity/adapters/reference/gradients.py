@@ -61,9 +61,12 @@ def pt_gradients(
     dtype = next(model.parameters()).dtype
     captured: list[Any] = []
 
-    def keep(_module: Any, _inputs: Any, output: Any) -> None:
+    def keep(_module: Any, _inputs: Any, output: Any) -> Any:
         output.retain_grad()
         captured.append(output)
+        # the model goes on with a copy: CTRL scales its embeddings in place, which would
+        # make the kept tensor (and its gradient) the scaled one, not the module's output
+        return output.clone()
 
     hook = model.get_input_embeddings().register_forward_hook(keep)
     model.zero_grad(set_to_none=True)
