@@ -137,20 +137,36 @@ def test_the_embeddings_check_on_a_keras_hub_side_exits_2_by_name(capsys):
     assert "Traceback" not in err
 
 
-def test_ctrls_head_is_described_and_applied(load_tf_model):
-    """TF CTRL has no ``get_lm_head()`` (its logits are ``x @ w.T`` plus a bias layer):
-    described in its architecture module, the round trip through it runs (it crashed),
-    tied to the input matrix, and agrees with the model's own logits."""
+@pytest.mark.parametrize(
+    "spec, transform",
+    [
+        ("tiny:ctrl/causal-lm", "no transform: x @ w.T + bias"),
+        ("tiny:opt/causal-lm", "no transform, no bias: x @ embed_tokens.T"),
+        ("tiny:openai-gpt/causal-lm", "no transform, no bias: x @ tokens_embed.T"),
+    ],
+)
+def test_a_head_the_model_does_not_name_is_described_and_applied(load_tf_model, spec, transform):
+    """TF CTRL, OPT and OpenAI GPT have no ``get_lm_head()`` (their logits are a product
+    inside ``call``): described in their architecture modules, the round trip through
+    the head runs (it crashed), tied to the input matrix, and gives the model's logits."""
     import numpy as np
 
     from tfparity.adapters.hf_tf.lm_head import find_head
 
-    model = load_tf_model("tiny:ctrl/causal-lm")
+    model = load_tf_model(spec)
     report = check_tying(model, make_batches(model), TyingOptions())
     assert report.details["tied"] is True
-    assert report.details["head_transform"].startswith("no transform: x @ w.T + bias")
+    assert report.details["head_transform"].startswith(transform)
     assert report.details["roundtrip"]["lm_head"] is not None
     (batch,) = make_batches(model)
     trace = model.run(batch)
     logits = find_head(model).logits(trace["hidden_states[2]"])
     np.testing.assert_allclose(logits, trace["logits"], rtol=1e-5, atol=1e-5)
+
+
+def test_a_head_without_a_readable_output_matrix_exits_2_by_name(capsys):
+    """MobileBERT's head builds its output matrix from parts of its own: exit 2 naming
+    the head (it crashed with a TypeError asking for a report)."""
+    assert main(["embeddings", "tiny:mobilebert"]) == 2
+    err = capsys.readouterr().err
+    assert "TFMobileBertLMPredictionHead" in err and "please report" not in err

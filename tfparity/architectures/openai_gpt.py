@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, KnownDifference, Positions, hf_classes
+from .base import (
+    Architecture,
+    EmbeddingTables,
+    KnownDifference,
+    LMHead,
+    Positions,
+    hf_classes,
+)
 from .sublayers import FeedForward, SameBlocks, Tap, decoder_taps, extended_mask
 
 
@@ -61,6 +68,12 @@ ARCHITECTURES = (
             position="positions_embed",
             token_type=None,
             layer_norm=None,
+        ),
+        # TFOpenAIGPTLMHeadModel's logits: tokens_embed in "linear" mode (no get_lm_head)
+        lm_head=LMHead(
+            "no transform, no bias: x @ tokens_embed.T",
+            lambda m, tf: lambda h: m.transformer.tokens_embed(h, mode="linear"),
+            tied_only="lm_head.weight",
         ),
         sublayers=OpenAIGPTLayout(),
         hint_fields=("afn", "layer_norm_epsilon"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, Positions, hf_classes
+from .base import Architecture, EmbeddingTables, LMHead, Positions, hf_classes
 from .faults import Fault, Part, Parts, Setting, decoder_faults
 from .sublayers import AlwaysApplies, FeedForward, Tap
 
@@ -112,6 +112,12 @@ ARCHITECTURES = (
         positions=Positions.ABSOLUTE,
         causal=True,
         embeddings=EmbeddingTables(position=None, token_type=None, layer_norm=None),
+        # TFOPTForCausalLM's logits: embed_tokens in "linear" mode (no get_lm_head)
+        lm_head=LMHead(
+            "no transform, no bias: x @ embed_tokens.T (the final LayerNorm is in the body)",
+            lambda m, tf: lambda h: m.model.decoder.embed_tokens(h, mode="linear"),
+            tied_only="lm_head.weight",
+        ),
         sublayers=OptLayout(),
         hint_fields=("activation_function", "do_layer_norm_before", "word_embed_proj_dim"),
         faults=FAULTS,

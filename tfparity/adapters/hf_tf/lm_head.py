@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import TfparityError
 from ..interfaces.embeddings import LMHead
 from ..runtime.imports import import_tf
 
@@ -68,7 +69,12 @@ def _matrix_variable(layer: Any) -> Any:
         value = getattr(layer, attr, None)
         if isinstance(value, tf.Variable) and len(value.shape) == 2:
             return value
-    raise TypeError(f"{type(layer).__name__} holds no 2-D output embedding matrix")
+    # MobileBERT's and RemBERT's heads build their output matrix from parts of their own
+    raise TfparityError(
+        f"The LM head's output layer ({type(layer).__name__}) holds no 2-D output matrix "
+        "tfparity can read, so its tying and round trip cannot be judged; the embeddings "
+        "check runs on models whose head holds one (BERT, GPT-2, T5, ...)."
+    )
 
 
 def _same_handle(a: Any, b: Any) -> bool:
@@ -79,13 +85,15 @@ def _same_handle(a: Any, b: Any) -> bool:
         return False
 
 
-def _head_parts(model: Any) -> tuple[str, Callable[[np.ndarray], np.ndarray]]:
+def _head_parts(model: Any) -> tuple[str, Callable[[np.ndarray], np.ndarray] | None]:
     """A description of the head and a function ``hidden [.., H] -> logits [.., vocab]``
     (the architecture's, else the model's own ``get_lm_head()`` undescribed)."""
     m, head = model.model, model.architecture.lm_head
     if head is None:
-        name = type(m.get_lm_head()).__name__
-        return f"{name} (not described for {model.model_type})", _call(m.get_lm_head())
+        found = m.get_lm_head()
+        if found is None:  # TF OPT, OpenAI GPT: the logits are a product inside call()
+            return f"not described for {model.model_type}, and the model names none", None
+        return f"{type(found).__name__} (not described for {model.model_type})", _call(found)
     act = getattr(model.config, "hidden_act", None) or getattr(model.config, "activation", "")
     return head.description.format(act=act), _call(head.apply(m, import_tf()))
 
