@@ -72,12 +72,16 @@ class EmbeddingTables:
 
 @dataclass(frozen=True)
 class LocalWindow:
-    """Token mixing over a window that follows sequence order whatever the position_ids
-    say (Longformer's sliding-window attention, ConvBERT's span-based convolution):
-    ``what`` it is, in words, and the config ``attribute`` holding its size in tokens."""
+    """Token mixing that follows sequence order whatever the position_ids say
+    (Longformer's sliding-window attention, ConvBERT's span-based convolution,
+    MobileBERT's trigram input, MPNet's relative attention bias): ``what`` it is, in
+    words; its size in tokens, read from the config ``attribute`` or fixed (``tokens``;
+    neither: no window); ``when``, the config flag that turns it on (None: always)."""
 
     what: str
-    attribute: str
+    attribute: str | None = None
+    tokens: int | None = None
+    when: str | None = None
 
 
 @dataclass(frozen=True)

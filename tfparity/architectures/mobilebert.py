@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, Positions, hf_classes
+from .base import Architecture, LocalWindow, Positions, hf_classes
 from .bert import TINY, BertLayout
 from .faults import Expect, Fault, Part, Parts, Setting, encoder_faults, in_place, zero
 from .sublayers import FeedForward, extended_mask
@@ -114,6 +114,8 @@ ARCHITECTURES = (
             "num_feedforward_networks": 2,
         },
         positions=Positions.ABSOLUTE,
+        # the trigram input concatenates each token's embedding with its neighbours'
+        local_window=LocalWindow("trigram input embeddings", tokens=3, when="trigram_input"),
         sublayers=MobileBertLayout(),
         hint_fields=(
             "hidden_act",

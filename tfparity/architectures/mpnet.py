@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Architecture, EmbeddingTables, Positions, hf_classes
+from .base import Architecture, EmbeddingTables, LocalWindow, Positions, hf_classes
 from .bert import EPSILON, FFN_WEIGHT, GELU_NEW, TINY, BertLayout
 from .faults import Expect, Fault, Part, Parts, encoder_faults, in_place, zero
 from .sublayers import FeedForward, extended_mask
@@ -77,6 +77,8 @@ ARCHITECTURES = (
         **hf_classes("MPNet"),
         tiny={**TINY, "max_position_embeddings": TINY["max_position_embeddings"] + 2},
         positions=Positions.PADDING_AWARE,
+        # beside its position table, a bias by bucketed relative distance in attention
+        local_window=LocalWindow("relative attention bias"),
         embeddings=EmbeddingTables(token_type=None),
         sublayers=MPNetLayout(),
         hint_fields=("hidden_act", "layer_norm_eps", "relative_attention_num_buckets"),

@@ -130,7 +130,7 @@ def check_positions(
         "position_kind": facts.kind,
         "causal": facts.causal,
         "local_window": None
-        if facts.window is None
+        if facts.window_kind is None
         else {"kind": facts.window_kind, "tokens": facts.window},
         "takes_position_ids": facts.takes_position_ids,
         "permutations": options.permutations,
@@ -204,7 +204,7 @@ def _pairwise(
 def _equivariance(aligned, masks, tolerance, facts, explicit) -> list[Comparison] | None:
     """s4 (aligned) against s1, one comparison per compared output: the verdict, where
     the property applies."""
-    if not explicit or facts.kind != "absolute" or facts.causal or facts.window is not None:
+    if not explicit or facts.kind != "absolute" or facts.causal or facts.window_kind:
         return None
     return [
         compare_batches(
@@ -249,10 +249,10 @@ def _notes(facts, explicit: bool, scenarios: dict) -> list[str]:
             "A decoder: the causal mask follows sequence order whatever the position_ids "
             "say, so s1 and s4 differ by design; equivariance does not apply."
         ]
-    if facts.window is not None:
-        what = (facts.window_kind or "a local window").capitalize()
+    if facts.window_kind is not None:
+        size = f" ({facts.window} tokens)" if facts.window is not None else ""
         return [
-            f"{what} ({facts.window} tokens): which tokens it mixes follows sequence "
+            f"{facts.window_kind.capitalize()}{size}: how it mixes tokens follows sequence "
             "order whatever the position_ids say, so s1 and s4 differ by design; "
             "equivariance does not apply."
         ]

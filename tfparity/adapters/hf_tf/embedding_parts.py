@@ -70,7 +70,11 @@ def position_facts(model: Any) -> PositionFacts:
         kind = "relative"  # the generic family: no table found, so inside attention
     causal = arch.causal or bool(getattr(model.config, "is_decoder", False))
     local = arch.local_window
-    window = getattr(model.config, local.attribute) if local else None
+    if local is not None and local.when and not getattr(model.config, local.when, False):
+        local = None  # turned off in this config (MobileBERT without its trigram input)
+    window = local.tokens if local else None
+    if local is not None and local.attribute:
+        window = getattr(model.config, local.attribute)
     if isinstance(window, list | tuple):  # one per layer: the narrowest decides
         window = min(window)
     return PositionFacts(

@@ -52,8 +52,8 @@ class PositionFacts:
     kind: str  # "absolute" (a table added to the embeddings), "relative" or "rotary"
     takes_position_ids: bool
     causal: bool
-    window: int | None = None  # tokens of a window mixing them in order (None: none)
-    window_kind: str | None = None  # what mixes them ("sliding-window attention")
+    window_kind: str | None = None  # what mixes tokens in sequence order (None: nothing)
+    window: int | None = None  # its window in tokens (None: none, or no window)
 
 
 @dataclass(frozen=True)
