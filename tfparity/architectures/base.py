@@ -159,6 +159,9 @@ class Architecture:
     positions: Positions = Positions.ABSOLUTE
     causal: bool = False
     local_window: LocalWindow | None = None
+    # the TF call takes ``lengths`` and, given inputs_embeds in a trace of unknown batch
+    # size, builds one of the wrong shape and fails its own assertion (XLM, Flaubert)
+    takes_lengths: bool = False
     pt_seq2seq_class: str | None = None
     decoder_layer: str | None = None
     embeddings: EmbeddingTables = EmbeddingTables()

@@ -26,6 +26,7 @@ XLM = Architecture(
     tiny=TINY,
     positions=Positions.ABSOLUTE,
     embeddings=EmbeddingTables(token_type=None, layer_norm=None),
+    takes_lengths=True,
     hint_fields=("gelu_activation", "layer_norm_eps", "sinusoidal_embeddings", "n_langs"),
     ffn_weight="ffns.{layer}.lin1.weight",
 )

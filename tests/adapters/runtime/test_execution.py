@@ -323,3 +323,21 @@ def test_a_model_that_branches_on_tensors_runs_compiled(load_tf_model, spec, mod
     for name in eager:
         np.testing.assert_allclose(traced[name], eager[name], rtol=1e-5, atol=1e-5)
     assert compiled.traces_by_path()["ids"] >= 1
+
+
+@pytest.mark.parametrize("spec", ["tiny:xlm", "tiny:flaubert"])
+def test_xlm_and_flaubert_take_inputs_embeds_in_a_trace_of_any_batch(load_tf_model, spec):
+    """Given inputs_embeds without ``lengths`` in a trace of unknown batch size, their
+    TF code builds a ``lengths`` of one element and fails its own assertion (graph mode,
+    and so any check of 8 batches or more). The lengths, passed from the mask, keep the
+    shapes; the mask still decides."""
+    from dataclasses import replace
+
+    model = load_tf_model(spec)
+    graph = model.executed(replace(model.execution, graph=True))
+    (batch,) = make_batches(model, InputOptions(random=3, seq_len=7))
+    assert (batch.attention_mask == 0).any()  # a padded row: the lengths differ
+    eager = model.run(batch)
+    for traced in (graph.run(batch), graph.run_gathered(batch)):
+        for name in eager:
+            np.testing.assert_allclose(traced[name], eager[name], rtol=1e-5, atol=1e-5)

@@ -173,6 +173,8 @@ class TFModel(TFSideBase):
             kwargs["token_type_ids"] = batch.token_type_ids
         if batch.position_ids is not None:
             kwargs["position_ids"] = batch.position_ids
+        if self.architecture.takes_lengths:  # the mask decides; lengths keep the shapes
+            kwargs["lengths"] = batch.attention_mask.sum(axis=1)
         # a seq2seq LM's decoder, teacher-forced on the batch (empty for other models)
         kwargs.update(teacher_forced_decoder(self.config, batch.input_ids, batch.attention_mask))
         return {k: v for k, v in kwargs.items() if k in accepted}

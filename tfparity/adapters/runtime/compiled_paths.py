@@ -48,16 +48,18 @@ class CompiledPaths:
         keys = tuple(sorted(kwargs))
         if kind != "embeds":
             x = tf.cast(x, tf.int32)
-        key, args = (kind, keys), (x, {k: tf.cast(kwargs[k], tf.int32) for k in keys})
+        kw = {k: tf.cast(kwargs[k], tf.int32) for k in keys}
+        ranks = tuple(len(kw[k].shape) for k in keys)  # [batch, seq]; XLM's lengths [batch]
+        key = (kind, keys)
         if key not in self.functions:
-            self.functions[key] = self._compile(tf, kind, keys, x.dtype)
+            self.functions[key] = self._compile(tf, kind, keys, ranks, x.dtype)
         try:
-            return self.functions[key](*args)
+            return self.functions[key](x, kw)
         except tf.errors.OperatorNotAllowedInGraphError:
             # the model branches on tensors (TF DeBERTa, Longformer): the trace failed
             # before running anything, so trace it again with autograph on
-            self.functions[key] = self._compile(tf, kind, keys, x.dtype, autograph=True)
-            return self.functions[key](*args)
+            self.functions[key] = self._compile(tf, kind, keys, ranks, x.dtype, autograph=True)
+            return self.functions[key](x, kw)
 
     def traces_by_path(self) -> dict[str, int]:
         """Traces per path: ``ids``, ``embeds`` (given or gathered), ``positions``."""
@@ -68,7 +70,13 @@ class CompiledPaths:
         return counts
 
     def _compile(
-        self, tf: Any, kind: str, keys: tuple[str, ...], dtype: Any, autograph: bool = False
+        self,
+        tf: Any,
+        kind: str,
+        keys: tuple[str, ...],
+        ranks: tuple[int, ...],
+        dtype: Any,
+        autograph: bool = False,
     ) -> Any:
         def forward(x: Any, kw: dict[str, Any]) -> Any:
             return dict(self.eager_call(kind, x, kw))
@@ -78,7 +86,7 @@ class CompiledPaths:
                 forward, jit_compile=True, reduce_retracing=False, autograph=autograph
             )
         x_spec = tf.TensorSpec([None] * (3 if kind == "embeds" else 2), dtype)
-        kw_spec = {k: tf.TensorSpec([None, None], tf.int32) for k in keys}
+        kw_spec = {k: tf.TensorSpec([None] * r, tf.int32) for k, r in zip(keys, ranks, strict=True)}
         return tf.function(forward, input_signature=[x_spec, kw_spec], autograph=autograph)
 
 
