@@ -552,3 +552,15 @@ def test_cli_tf_names_the_port_and_pt_its_reference(tmp_path, capsys):
     capsys.readouterr()
     assert main([*base, "--tf", str(tmp_path / "port"), "--out", str(tmp_path / "c")]) == 2
     assert "nothing names its PyTorch reference" in capsys.readouterr().err
+
+
+def test_a_head_whose_matrix_cannot_be_read_leaves_top1_out_not_the_sweep(tmp_path):
+    """MobileBERT's LM head builds its output matrix from parts: the sweep goes on
+    without top-1 agreement and says why (it crashed with a TypeError)."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("hello world\nthe cat sat\n", encoding="utf-8")
+    options = SweepOptions(checks=("embeds",), progress="none")
+    result = run_sweep("tiny:mobilebert", corpus, tmp_path / "out", options)
+    assert result.passed and result.summary["complete"]
+    note = json.loads((tmp_path / "out" / "run.json").read_text())["top1_note"]["embeds"]
+    assert "TFMobileBertLMPredictionHead" in note and "cannot be judged" in note

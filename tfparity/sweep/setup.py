@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..adapters.interfaces.sides import TFSide
+from ..errors import TfparityError
 from .bucketing import Bucketer, PaddedBatch, bucket_lengths
 from .checks import BatchContext, SweepChecks
 from .corpus import Item
@@ -250,7 +251,10 @@ def _load_head(tf_model: Any) -> tuple[Any, Any, str | None]:
             ),
         )
     with_head = TFModel.load(spec.text, lm_head=True)
-    head = find_head(with_head)
+    try:
+        head = find_head(with_head)
+    except TfparityError as exc:  # MobileBERT's head builds its matrix from parts
+        return None, None, str(exc)
     if head is None or head.logits is None:
         return None, None, f"the LM head of {tf_model.name} cannot be applied to hidden states"
     return (lambda trace: head.logits(trace["last_hidden_state"])), with_head.head, None
