@@ -121,7 +121,8 @@ def _converted(export: Any, source: Any, kind: str, path: Path) -> Path:
     batch, seq = runner.static
     names = runner.output_names()
     hidden = any(n.startswith("hidden_states[") for n in names)
-    inputs = [INPUT_ROLES[role][0] for role in INPUT_ROLES if role in runner.inputs]
+    # the Hugging Face name of each input the file takes besides the ids
+    inputs = [INPUT_ROLES[r][0] for r in INPUT_ROLES if r != "ids" and r in runner.inputs]
     return to_litert(
         source,
         path,
@@ -129,7 +130,7 @@ def _converted(export: Any, source: Any, kind: str, path: Path) -> Path:
         batch=batch,
         seq=seq,
         hidden_states=hidden,
-        inputs=[n for n in inputs if n != "input_ids"],
+        inputs=inputs,
         outputs=[n for n in names if not n.startswith("hidden_states[")],
     )
 

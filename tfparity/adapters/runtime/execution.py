@@ -139,7 +139,7 @@ def unsupported_precision(
     first = (said or [type(exc).__name__])[0].split(" [Op:")[0][:160]
     return PrecisionUnsupportedError(
         f"{model} does not run under tf-keras's {policy} policy: its TF code fails {when} "
-        f"({first}). Check it in fp32 (without --precision)."
+        f"({first}). It can be checked in fp32 only."
     )
 
 
